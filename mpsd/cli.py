@@ -1,0 +1,110 @@
+"""The ``mpsd`` command line: a thin argparse dispatcher.
+
+Only the module of the command being run is imported. Every ``MpsdError`` becomes
+one line on stderr and its exit code; any other exception too, with a traceback
+only when ``MPSD_DEBUG=1``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+from collections.abc import Sequence
+from types import ModuleType
+
+from mpsd import __version__
+from mpsd.commands import COMMANDS
+from mpsd.errors import EXIT_USAGE, MpsdError
+
+PROG = "mpsd"
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports a usage error as one sentence and exit 2, like every other error."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.print_usage(sys.stderr)
+        sys.stderr.write(f"{self.prog}: {message} (see '{self.prog} --help').\n")
+        raise SystemExit(EXIT_USAGE)
+
+
+def _load(name: str) -> ModuleType:
+    module_name, _ = COMMANDS[name]
+    return importlib.import_module(f"mpsd.commands.{module_name}")
+
+
+def _chosen(argv: Sequence[str]) -> str | None:
+    for arg in argv:
+        if arg == "--":
+            return None
+        if not arg.startswith("-"):
+            return arg if arg in COMMANDS else None
+    return None
+
+
+def build_parser(chosen: str | None = None) -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog=PROG,
+        description="mpsd keeps PyTorch on Apple Silicon from pushing your Mac into swap.",
+    )
+    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for name, (_, help_text) in COMMANDS.items():
+        command = sub.add_parser(name, help=help_text, description=help_text)
+        if name == chosen:
+            _load(name).configure(command)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    chosen = _chosen(args_list)
+    parser = build_parser(chosen)
+    try:
+        args = parser.parse_args(args_list)
+    except SystemExit as exc:
+        return int(exc.code or 0) if not isinstance(exc.code, str) else EXIT_USAGE
+    if args.command is None:
+        parser.print_help()
+        return 0
+    try:
+        return int(_load(args.command).run(args))
+    except MpsdError as exc:
+        _report(str(exc))
+        return exc.exit_code
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        # The reader went away (`mpsd status | head`): not an error of ours.
+        _silence_stdout()
+        return 0
+    except Exception as exc:
+        if os.environ.get("MPSD_DEBUG") == "1":
+            raise
+        _report(
+            f"unexpected error ({type(exc).__name__}: {exc}); "
+            "run again with MPSD_DEBUG=1 for the details and report it."
+        )
+        return EXIT_USAGE
+
+
+def _report(message: str) -> None:
+    if os.environ.get("MPSD_DEBUG") == "1":
+        import traceback
+
+        traceback.print_exc()
+    sys.stderr.write(f"{PROG}: {message}\n")
+
+
+def _silence_stdout() -> None:
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except OSError:
+        pass
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,13 @@
+"""The registered commands: name -> (module under mpsd.commands, one-line help).
+
+Only commands that really work are listed. Each module defines
+``configure(parser)`` (its arguments) and ``run(args) -> int`` (its exit code),
+and imports anything heavy inside ``run`` so that ``mpsd --help`` and every other
+command start fast.
+"""
+
+from __future__ import annotations
+
+COMMANDS: dict[str, tuple[str, str]] = {
+    "explain": ("explain", "explain a pasted PyTorch out-of-memory message and how to fix it"),
+}

@@ -1,0 +1,189 @@
+"""config.toml: one schema with a default and a help line per key, and its validation.
+
+Validation reports every problem at once, each naming the file, the key and the
+allowed range; unknown keys are errors. Pure apart from ``load_config`` reading
+the file.
+"""
+
+from __future__ import annotations
+
+import math
+import tomllib
+from collections.abc import Callable
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from mpsd.durations import parse_duration
+from mpsd.errors import MpsdError
+
+
+@dataclass(frozen=True)
+class Config:
+    headroom: float = 0.8
+    interval: float = 30.0
+    window: float = 7 * 86400.0
+    retention: float = 90 * 86400.0
+    low_ratio: float = 1.0
+    projects: tuple[str, ...] = field(default_factory=tuple)
+    baseline_percentile: float = 5.0
+    min_ratio: float = 0.1
+    max_ratio: float = 2.0
+
+
+@dataclass(frozen=True)
+class Key:
+    name: str
+    help: str
+    default_text: str
+    check: Callable[[object], Any]
+
+
+def _number(low: float, high: float, low_open: bool, high_open: bool) -> Callable[[object], float]:
+    left = "(" if low_open else "["
+    right = ")" if high_open else "]"
+    allowed = f"a number in {left}{low:g}, {high:g}{right}"
+
+    def check(value: object) -> float:
+        if isinstance(value, bool) or not isinstance(value, int | float) or math.isnan(value):
+            raise ValueError(f"must be {allowed}")
+        number = float(value)
+        too_low = number <= low if low_open else number < low
+        too_high = number >= high if high_open else number > high
+        if too_low or too_high:
+            raise ValueError(f"must be {allowed}, not {value}")
+        return number
+
+    return check
+
+
+def _duration(minimum: float) -> Callable[[object], float]:
+    def check(value: object) -> float:
+        seconds = parse_duration(value)
+        if not math.isfinite(seconds) or seconds < minimum:
+            raise ValueError(f"must be at least {minimum:g} seconds, not {value!r}")
+        return seconds
+
+    return check
+
+
+def _projects(value: object) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise ValueError("must be a list of directory paths (strings)")
+    return tuple(value)
+
+
+SCHEMA: tuple[Key, ...] = (
+    Key(
+        "headroom",
+        "share of the baseline free memory given to MPS",
+        "0.8",
+        _number(0, 1, low_open=True, high_open=False),
+    ),
+    Key("interval", 'seconds between memory samples (or "30s", "1m")', "30", _duration(1)),
+    Key("window", 'how far back the baseline looks ("7d")', '"7d"', _duration(60)),
+    Key("retention", 'how long samples are kept ("90d")', '"90d"', _duration(3600)),
+    Key(
+        "low_ratio",
+        "low watermark = low_ratio x high watermark",
+        "1.0",
+        _number(0, 1, low_open=True, high_open=False),
+    ),
+    Key("projects", "opted-in directories (use `mpsd enable`/`mpsd disable`)", "[]", _projects),
+    Key(
+        "baseline_percentile",
+        "percentile of free-memory samples taken as the baseline",
+        "5",
+        _number(0, 50, low_open=False, high_open=False),
+    ),
+    Key(
+        "min_ratio",
+        "the ratio never goes below this",
+        "0.1",
+        _number(0, 2, low_open=True, high_open=False),
+    ),
+    Key(
+        "max_ratio",
+        "the ratio never goes above this",
+        "2.0",
+        _number(0, 2, low_open=True, high_open=False),
+    ),
+)
+KEYS = {key.name: key for key in SCHEMA}
+
+
+class ConfigError(MpsdError):
+    """config.toml is unreadable or invalid; ``problems`` lists every one of them."""
+
+    def __init__(self, path: Path, problems: list[str]) -> None:
+        self.path = path
+        self.problems = problems
+        if len(problems) == 1:
+            message = f"{path}: {problems[0]}"
+        else:
+            message = f"{path} has {len(problems)} problems: " + "; ".join(problems)
+        super().__init__(message)
+
+
+def validate(data: dict[str, Any], path: Path) -> Config:
+    """Check every key of a parsed config.toml; raise ConfigError listing all problems."""
+    problems: list[str] = []
+    values: dict[str, Any] = {}
+    for name, value in data.items():
+        key = KEYS.get(name)
+        if key is None:
+            known = ", ".join(KEYS)
+            problems.append(f"unknown key '{name}' (known keys: {known})")
+            continue
+        try:
+            values[name] = key.check(value)
+        except ValueError as exc:
+            problems.append(f"at '{name}': {exc}")
+    config = Config(**values) if not problems else Config()
+    if not problems and config.min_ratio > config.max_ratio:
+        problems.append(
+            f"at 'min_ratio': must not exceed max_ratio "
+            f"({config.min_ratio:g} > {config.max_ratio:g})"
+        )
+    if problems:
+        raise ConfigError(path, problems)
+    return config
+
+
+def load_config(path: Path) -> Config:
+    """The config in ``path``; the defaults when the file does not exist."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return Config()
+    except OSError as exc:
+        raise ConfigError(path, [f"cannot be read ({exc.strerror})"]) from None
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise ConfigError(path, ["is not UTF-8 text"]) from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(path, [f"is not valid TOML ({exc})"]) from None
+    return validate(data, path)
+
+
+def default_config_text() -> str:
+    """The commented config.toml that ``mpsd install`` writes: every key, its default, its help."""
+    lines = [
+        "# mpsd configuration. Every key is optional; the values shown are the defaults.",
+        '# Durations take seconds or strings like "30s", "2h", "7d".',
+        "",
+    ]
+    for key in SCHEMA:
+        if key.name == "projects":
+            continue
+        lines.append(f"# {key.help}")
+        lines.append(f"# {key.name} = {key.default_text}")
+        lines.append("")
+    lines.append("# " + KEYS["projects"].help)
+    lines.append("projects = []")
+    return "\n".join(lines) + "\n"
+
+
+def field_names() -> list[str]:
+    return [f.name for f in fields(Config)]

@@ -1,0 +1,119 @@
+"""limits.toml: render, parse, and write it atomically under the limits lock.
+
+The hooks read this file with shell builtins, so its form is part of the
+contract (SPEC.md): one ``key = value`` a line, ratios as plain decimals,
+``projects`` as one double-quoted absolute path a line. tomli-w writes exactly
+that form.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import tomllib
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import tomli_w
+
+from mpsd import paths
+from mpsd.atomic import write_atomic
+from mpsd.locks import exclusive
+
+SOURCES = ("torch", "metal", "iogpu", "estimate")
+
+
+@dataclass(frozen=True)
+class Limits:
+    high_watermark_ratio: float
+    low_watermark_ratio: float
+    limit_bytes: int
+    recommended_max_bytes: int
+    recommended_max_source: str
+    baseline_free_bytes: int
+    headroom: float
+    updated_at: dt.datetime
+    projects: tuple[str, ...] = ()
+    baseline_source: str = "samples"
+    sample_count: int = 0
+
+    def same_values(self, other: Limits, tolerance: float = 0.01) -> bool:
+        """True when writing ``self`` over ``other`` would be churn: ratios within
+        ``tolerance`` and everything else a user relies on unchanged."""
+        return (
+            abs(self.high_watermark_ratio - other.high_watermark_ratio) < tolerance - 1e-9
+            and abs(self.low_watermark_ratio - other.low_watermark_ratio) < tolerance - 1e-9
+            and self.projects == other.projects
+            and self.recommended_max_bytes == other.recommended_max_bytes
+            and self.recommended_max_source == other.recommended_max_source
+            and self.headroom == other.headroom
+        )
+
+
+class LimitsError(ValueError):
+    """limits.toml is missing a key or holds a value out of range."""
+
+
+def render(limits: Limits) -> str:
+    data: dict[str, Any] = asdict(limits)
+    data["projects"] = list(limits.projects)
+    return tomli_w.dumps(data)
+
+
+def _check(data: dict[str, Any]) -> Limits:
+    try:
+        limits = Limits(
+            high_watermark_ratio=float(data["high_watermark_ratio"]),
+            low_watermark_ratio=float(data["low_watermark_ratio"]),
+            limit_bytes=int(data["limit_bytes"]),
+            recommended_max_bytes=int(data["recommended_max_bytes"]),
+            recommended_max_source=str(data["recommended_max_source"]),
+            baseline_free_bytes=int(data["baseline_free_bytes"]),
+            headroom=float(data["headroom"]),
+            updated_at=data["updated_at"],
+            projects=tuple(str(p) for p in data.get("projects", [])),
+            baseline_source=str(data.get("baseline_source", "samples")),
+            sample_count=int(data.get("sample_count", 0)),
+        )
+    except KeyError as exc:
+        raise LimitsError(f"missing key {exc.args[0]!r}") from None
+    except (TypeError, ValueError) as exc:
+        raise LimitsError(str(exc)) from None
+    high, low = limits.high_watermark_ratio, limits.low_watermark_ratio
+    if not (math.isfinite(high) and 0 < high <= 2):
+        raise LimitsError(f"high_watermark_ratio {high} is outside (0, 2]")
+    if not (math.isfinite(low) and 0 < low <= high):
+        raise LimitsError(f"low_watermark_ratio {low} is outside (0, high_watermark_ratio]")
+    if not isinstance(limits.updated_at, dt.datetime):
+        raise LimitsError("updated_at is not a date-time")
+    return limits
+
+
+def parse(text: str) -> Limits:
+    """Parse limits.toml text; raise LimitsError (a ValueError) when it is not a valid one."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise LimitsError(f"not valid TOML ({exc})") from None
+    return _check(data)
+
+
+def read(path: Path | None = None) -> Limits | None:
+    """The current limits, or None when the file is missing or broken."""
+    path = path or paths.limits_file()
+    try:
+        return parse(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, LimitsError):
+        return None
+
+
+def write(limits: Limits, path: Path | None = None) -> bool:
+    """Write ``limits`` atomically under the limits lock; False when nothing changed."""
+    path = path or paths.limits_file()
+    with exclusive(paths.limits_lock_file()):
+        return write_atomic(path, render(limits).encode("utf-8"), mode=0o644)
+
+
+def with_projects(limits: Limits, projects: tuple[str, ...]) -> Limits:
+    return replace(limits, projects=projects)

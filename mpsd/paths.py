@@ -1,0 +1,87 @@
+"""Every location mpsd reads or writes.
+
+The environment overrides are the test seam: tests set ``MPSD_CONFIG_DIR``,
+``MPSD_STATE_DIR`` and ``MPSD_DATA_DIR`` (or ``XDG_*``/``HOME``) and never
+touch the real home. Each function reads the environment when called, so a
+change of the environment in a test takes effect at once.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+LABEL = "io.github.mpsd.daemon"
+
+
+def _home() -> Path:
+    return Path(os.environ.get("HOME") or Path.home())
+
+
+def _dir(override: str, xdg: str, fallback: tuple[str, ...]) -> Path:
+    value = os.environ.get(override)
+    if value:
+        return Path(value).expanduser()
+    base = os.environ.get(xdg)
+    # The XDG spec says a relative XDG_* path is invalid and must be ignored.
+    if base and os.path.isabs(base):
+        return Path(base) / "mps"
+    return _home().joinpath(*fallback, "mps")
+
+
+def config_dir() -> Path:
+    """``$MPSD_CONFIG_DIR``, else ``$XDG_CONFIG_HOME/mps``, else ``~/.config/mps``."""
+    return _dir("MPSD_CONFIG_DIR", "XDG_CONFIG_HOME", (".config",))
+
+
+def state_dir() -> Path:
+    """``$MPSD_STATE_DIR``, else ``$XDG_STATE_HOME/mps``, else ``~/.local/state/mps``."""
+    return _dir("MPSD_STATE_DIR", "XDG_STATE_HOME", (".local", "state"))
+
+
+def data_dir() -> Path:
+    """``$MPSD_DATA_DIR``, else ``$XDG_DATA_HOME/mps``, else ``~/.local/share/mps``."""
+    return _dir("MPSD_DATA_DIR", "XDG_DATA_HOME", (".local", "share"))
+
+
+def config_file() -> Path:
+    return config_dir() / "config.toml"
+
+
+def limits_file() -> Path:
+    return config_dir() / "limits.toml"
+
+
+def limits_lock_file() -> Path:
+    """Held briefly by whoever writes ``limits.toml`` (the daemon, ``enable``, ``disable``)."""
+    return state_dir() / "limits.lock"
+
+
+def daemon_lock_file() -> Path:
+    """Held for its whole life by the one running daemon; holds its pid."""
+    return state_dir() / "daemon.lock"
+
+
+def history_file() -> Path:
+    return state_dir() / "history.sqlite3"
+
+
+def log_file() -> Path:
+    return state_dir() / "daemon.log"
+
+
+def recommended_max_cache() -> Path:
+    return state_dir() / "recommended_max.json"
+
+
+def resource_dir(name: str) -> Path:
+    """A directory shipped beside the package: ``shell`` or ``launchd``.
+
+    In a wheel they live at ``mpsd/_data/<name>``; in a source checkout (editable
+    install, tests) at ``<repo>/<name>``.
+    """
+    here = Path(__file__).resolve().parent
+    packaged = here / "_data" / name
+    if packaged.is_dir():
+        return packaged
+    return here.parent / name

@@ -1,0 +1,72 @@
+"""Shared fixtures. Every test runs with temporary mpsd dirs and a temporary HOME:
+no test ever reads or writes the real user's files."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED = ROOT.parent / "shared"
+FIXTURES = SHARED / "fixtures"
+
+# Subprocesses (`python -m mpsd`, shells calling mpsd) import this checkout's mpsd.
+os.environ["PYTHONPATH"] = os.pathsep.join(
+    p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p
+)
+
+
+@pytest.fixture(autouse=True)
+def isolated_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Path]]:
+    home = tmp_path / "home"
+    dirs = {
+        "home": home,
+        "config": tmp_path / "config",
+        "state": tmp_path / "state",
+        "data": tmp_path / "data",
+    }
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("MPSD_CONFIG_DIR", str(dirs["config"]))
+    monkeypatch.setenv("MPSD_STATE_DIR", str(dirs["state"]))
+    monkeypatch.setenv("MPSD_DATA_DIR", str(dirs["data"]))
+    for name in (
+        "XDG_CONFIG_HOME",
+        "XDG_STATE_HOME",
+        "XDG_DATA_HOME",
+        "MPSD_DEBUG",
+        "NO_COLOR",
+        "PYTORCH_MPS_HIGH_WATERMARK_RATIO",
+        "PYTORCH_MPS_LOW_WATERMARK_RATIO",
+    ):
+        monkeypatch.delenv(name, raising=False)
+    yield dirs
+
+
+def run_mpsd(
+    *args: str,
+    input: str | bytes | None = None,
+    env: dict[str, str] | None = None,
+    cwd: Path | None = None,
+    timeout: float = 60,
+) -> subprocess.CompletedProcess[str]:
+    """Run ``python -m mpsd ARGS`` as a user would, capturing text output."""
+    full_env = dict(os.environ)
+    if env:
+        full_env.update(env)
+    data = input.decode("utf-8", "replace") if isinstance(input, bytes) else input
+    return subprocess.run(
+        [sys.executable, "-m", "mpsd", *args],
+        input=data,
+        capture_output=True,
+        text=True,
+        env=full_env,
+        cwd=cwd,
+        timeout=timeout,
+        check=False,
+    )
