@@ -75,10 +75,12 @@ def block(shell: str, hook_copy: Path, home: str | None = None, created: bool = 
     and uninstall removes the file when nothing else is in it).
     """
     word = _shell_word(str(hook_copy), home)
+    # if/fi rather than `[ -f F ] && . F`: with the hook copy gone, the rc file must still
+    # end with status 0.
     if shell == "bash":
-        line = f'[ -n "${{BASH_VERSION:-}}" ] && [ -f {word} ] && . {word}'
+        line = f'if [ -n "${{BASH_VERSION:-}}" ] && [ -f {word} ]; then . {word}; fi'
     elif shell == "zsh":
-        line = f"[ -f {word} ] && . {word}"
+        line = f"if [ -f {word} ]; then . {word}; fi"
     else:
         raise ValueError(f"unknown shell {shell!r}")
     note = NOTE_CREATED if created else NOTE
