@@ -1,4 +1,6 @@
-"""Fixtures and helpers shared by the install / uninstall / doctor tests."""
+"""Fixtures and helpers shared by the install / uninstall / doctor tests.
+
+A test module imports the ``*_fixture`` functions; pytest knows them by their ``name``."""
 
 from __future__ import annotations
 
@@ -23,8 +25,8 @@ def has_command(name: str) -> bool:
     return name in COMMANDS
 
 
-@pytest.fixture
-def hook_sources(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+@pytest.fixture(name="hook_sources")
+def hook_sources_fixture(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """The shell hook scripts install copies: the real ones when this branch has them, else
     two stand-in files (so the rc-file logic is tested either way)."""
     if REAL_HOOKS:
@@ -42,8 +44,8 @@ def hook_sources(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return shell_dir
 
 
-@pytest.fixture
-def no_launchctl(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.fixture(name="no_launchctl")
+def no_launchctl_fixture(monkeypatch: pytest.MonkeyPatch) -> None:
     """A PATH without launchctl (this Linux machine has none anyway; a Mac does)."""
     kept = [
         d
@@ -53,8 +55,8 @@ def no_launchctl(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PATH", os.pathsep.join(kept))
 
 
-@pytest.fixture
-def launchctl(
+@pytest.fixture(name="launchctl")
+def launchctl_fixture(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[standin_launchctl.StandinLaunchctl]:
     """A stand-in launchctl first on PATH; install's waits shortened."""

@@ -15,9 +15,9 @@ from tests.installkit import (  # noqa: F401  (fixtures)
     NO_REAL_HOOKS,
     REAL_HOOKS,
     has_command,
-    hook_sources,
-    launchctl,
-    no_launchctl,
+    hook_sources_fixture,
+    launchctl_fixture,
+    no_launchctl_fixture,
     snapshot,
 )
 from tests.standin_launchctl import StandinLaunchctl
@@ -383,7 +383,7 @@ def test_uninstall_boots_the_agent_out_and_removes_the_plist(
 ) -> None:
     assert _install(capsys)[0] == 0
     launchctl.clear_calls()
-    code, out, err = _uninstall(capsys)
+    code, _, err = _uninstall(capsys)
     assert code == 0, err
     target = f"gui/{UID}/{LABEL}"
     assert launchctl.calls()[:2] == [["print", target], ["bootout", target]]
