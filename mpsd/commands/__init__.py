@@ -12,4 +12,5 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "explain": ("explain", "explain a pasted PyTorch out-of-memory message and how to fix it"),
     "install": ("install", "set mpsd up for this user: config, shell hooks, the launchd agent"),
     "uninstall": ("install", "undo mpsd install (--purge: also config and history)"),
+    "doctor": ("doctor", "check the whole chain and say what is wrong and how to fix it"),
 }
