@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mpsd.atomic import write_atomic
+from mpsd.errors import MpsdError
 
 
 @dataclass(frozen=True)
@@ -64,16 +65,24 @@ def diff(change: FileChange) -> str:
 
 
 def apply(change: FileChange) -> bool:
-    """Make the change on disk; False when there was nothing to do.
+    """Make the change on disk; False when there was nothing to do. An OS error becomes
+    one MpsdError sentence.
 
     Writes go through ``write_atomic``: a symlinked file is written through its link and
     keeps its mode. A removal of a symlink removes the link only.
     """
     if not change.changed:
         return False
-    if change.new is None:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(change.path)
-        return True
-    mode = None if change.old is not None else change.mode
-    return write_atomic(change.path, change.new, mode=mode)
+    try:
+        if change.new is None:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(change.path)
+            return True
+        mode = None if change.old is not None else change.mode
+        return write_atomic(change.path, change.new, mode=mode)
+    except OSError as exc:
+        action = "remove" if change.new is None else "write"
+        raise MpsdError(
+            f"cannot {action} {change.path} ({exc.strerror}); fix the permissions of it and "
+            "its directory, then run the command again"
+        ) from None

@@ -420,3 +420,20 @@ def test_python_dash_m_mpsd_install_then_uninstall_as_a_user_runs_them(
     done = run_mpsd("uninstall")
     assert done.returncode == 0, done.stderr
     assert (isolated_dirs["home"] / ".bashrc").read_bytes() == b"export A=1"
+
+
+@pytest.mark.usefixtures("hook_sources", "no_launchctl")
+def test_an_rc_file_that_cannot_be_written_is_one_sentence_not_a_traceback(
+    isolated_dirs: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A file nobody (not even root) can replace: the link's target lives in /proc.
+    target = Path("/proc/version")
+    if not target.is_file():
+        pytest.skip("needs Linux's /proc")
+    bashrc = isolated_dirs["home"] / ".bashrc"
+    bashrc.symlink_to(target)
+    code, _, err = _install(capsys, "--shell", "bash")
+    assert code == 2
+    assert err.startswith(f"mpsd: cannot write {bashrc} (")
+    assert "Traceback" not in err and err.count("\n") == 1
+    assert bashrc.is_symlink()
