@@ -22,8 +22,8 @@ from mpsd.installer import HOOK_FILES, hook_copy, hook_source, rc_candidates
 
 OK, PROBLEM, WARNING, SKIPPED = "ok", "problem", "warning", "skipped"
 
-# Variables the hook scripts export to say "I am loaded in this shell" (the first set wins).
-HOOK_MARKERS = ("MPSD_HOOK", "_MPSD_HOOK", "__MPSD_HOOKED")
+# Variables only the hook exports: its record of the values it exported (inside a project).
+HOOK_MARKERS = ("_MPSD_EXPORTED_HIGH", "MPSD_HOOK")
 
 
 @dataclass(frozen=True)
@@ -244,33 +244,49 @@ def check_hook_files() -> list[Check]:
     return checks
 
 
-def check_hook_active(env: Mapping[str, str]) -> Check:
-    """Is the hook loaded in the shell doctor was started from? The hook exports a marker
-    variable; without it, the watermark variables matching limits.toml count as a yes."""
+def in_project(directory: str, projects: tuple[str, ...]) -> bool:
+    """True when the physical ``directory`` is an opted-in project or inside one (pure)."""
+    return any(
+        directory == project or directory.startswith(project.rstrip("/") + "/")
+        for project in projects
+    )
+
+
+def check_hook_active(env: Mapping[str, str], cwd: str | None = None) -> Check:
+    """Is the hook loaded in the shell doctor was started from?
+
+    The hook exports nothing outside opted-in projects, so this can only be told from
+    inside one: there the hook has exported the variables (and its own ``_MPSD_EXPORTED_*``
+    record of them), or the user set them by hand (the hook then leaves them alone).
+    """
     from mpsd import limits
 
     for marker in HOOK_MARKERS:
         if env.get(marker):
             return Check("hook active", OK, f"this shell has the hook (${marker} is set)")
     current = limits.read()
-    high, low = env.get(watermarks.HIGH), env.get(watermarks.LOW)
-    if current is not None and high is not None and low is not None:
-        try:
-            same = (float(high), float(low)) == (
-                current.high_watermark_ratio,
-                current.low_watermark_ratio,
-            )
-        except ValueError:
-            same = False
-        if same:
-            return Check("hook active", OK, "the variables here match limits.toml")
+    here = os.path.realpath(cwd or os.getcwd())
+    if current is None or not in_project(here, current.projects):
+        return Check(
+            "hook active",
+            SKIPPED,
+            "cannot be told here: the hook sets nothing outside opted-in projects",
+            "run `mpsd doctor` inside a project opted in with `mpsd enable`",
+        )
+    if env.get(watermarks.HIGH) is not None or env.get(watermarks.LOW) is not None:
+        return Check(
+            "hook active",
+            WARNING,
+            "the watermark variables here were set by hand, so the hook leaves them alone",
+            f"`unset {watermarks.HIGH} {watermarks.LOW}` to let the hook set them",
+        )
     shell = Path(env.get("SHELL", "")).name
     copy = hook_copy(shell) if shell in HOOK_FILES else None
     how = f" or run `. {copy}`" if copy is not None and copy.exists() else ""
     return Check(
         "hook active",
         PROBLEM,
-        "the hook is not active in this shell",
+        f"the hook is not active in this shell ({here} is opted in, yet the variables are not set)",
         f"open a new terminal{how} (after `mpsd install`)",
     )
 

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 import plistlib
 import sys
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -41,16 +43,20 @@ def healthy(
     capsys: pytest.CaptureFixture[str],
     hook_sources: Path,
     launchctl: StandinLaunchctl,
+    tmp_path: Path,
 ) -> Iterator[PidLock]:
     """A fully set-up Mac (stand-in launchctl): installed, daemon lock held, a fresh sample,
-    the hook's marker set."""
+    and doctor run from an opted-in project in a hooked shell."""
     monkeypatch.setattr(health, "torch_info", lambda: {"version": "2.13.0", "available": True})
     assert main(["install"]) == 0
-    limits.write(_limits())
+    project = tmp_path / "project"
+    project.mkdir()
+    limits.write(replace(_limits(), projects=(str(project.resolve()),)))
+    monkeypatch.chdir(project)
     paths.history_file().write_bytes(b"samples")
     lock = PidLock(paths.daemon_lock_file())
     assert lock.acquire()
-    monkeypatch.setenv("MPSD_HOOK", "1")
+    monkeypatch.setenv("_MPSD_EXPORTED_HIGH", "0.77")  # what the hook exports beside the values
     monkeypatch.setenv("PYTORCH_MPS_HIGH_WATERMARK_RATIO", "0.77")
     monkeypatch.setenv("PYTORCH_MPS_LOW_WATERMARK_RATIO", "0.77")
     capsys.readouterr()
@@ -125,8 +131,6 @@ def test_a_stopped_daemon_and_a_stale_sample_are_problems(
 ) -> None:
     healthy.release()
     old = 1_000_000_000.0
-    import os
-
     os.utime(paths.history_file(), (old, old))
     code, data = _doctor(capsys)
     assert code == 1
@@ -149,24 +153,54 @@ def test_hand_set_variables_pytorch_rejects_are_a_problem(
     assert check["fix"].startswith("unset both")
 
 
-@pytest.mark.usefixtures("healthy")
-def test_a_shell_without_the_hook_is_told_to_open_a_new_terminal(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
+def _unhook(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in (
-        "MPSD_HOOK",
+        "_MPSD_EXPORTED_HIGH",
         "PYTORCH_MPS_HIGH_WATERMARK_RATIO",
         "PYTORCH_MPS_LOW_WATERMARK_RATIO",
     ):
         monkeypatch.delenv(name)
+
+
+@pytest.mark.usefixtures("healthy")
+def test_a_shell_without_the_hook_in_a_project_is_told_to_open_a_new_terminal(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _unhook(monkeypatch)
     monkeypatch.setenv("SHELL", "/bin/zsh")
     code, data = _doctor(capsys)
     assert code == 1
     check = _by_name(data)["hook active"]
-    assert (
-        check["fix"]
-        == f"open a new terminal or run `. {paths.data_dir() / 'mpsd.zsh'}` (after `mpsd install`)"
+    assert check["status"] == "problem"
+    assert check["fix"] == (
+        f"open a new terminal or run `. {paths.data_dir() / 'mpsd.zsh'}` (after `mpsd install`)"
     )
+
+
+@pytest.mark.usefixtures("healthy")
+def test_outside_any_project_the_hook_cannot_be_judged_and_that_is_no_problem(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _unhook(monkeypatch)
+    monkeypatch.chdir(tmp_path)
+    code, data = _doctor(capsys)
+    assert code == 0
+    check = _by_name(data)["hook active"]
+    assert check["status"] == "skipped"
+    assert "inside a project" in check["fix"]
+
+
+@pytest.mark.usefixtures("healthy")
+def test_variables_set_by_hand_in_a_project_are_reported_as_the_users(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv("_MPSD_EXPORTED_HIGH")
+    monkeypatch.setenv("PYTORCH_MPS_HIGH_WATERMARK_RATIO", "0.5")
+    monkeypatch.setenv("PYTORCH_MPS_LOW_WATERMARK_RATIO", "0.5")
+    code, data = _doctor(capsys)
+    assert code == 0
+    assert _by_name(data)["hook active"]["status"] == "warning"
+    assert "set by hand" in _by_name(data)["hook active"]["detail"]
 
 
 @pytest.mark.usefixtures("no_launchctl", "hook_sources")
