@@ -142,14 +142,36 @@ def check_agent() -> list[Check]:
     return checks
 
 
+def _now() -> float:
+    return time.time()
+
+
 def last_sample_time() -> float | None:
-    """When the daemon last recorded a sample (the history's newest write), or None."""
+    """When the daemon took its newest sample (from the history), or None when there is none.
+
+    Read with ``mpsd.store`` when this mpsd has it; else the history file's last write.
+    """
+    try:
+        store_module = importlib.import_module("mpsd.store")
+    except ImportError:
+        return _history_mtime()
+    try:
+        store = store_module.Store.open_readonly(paths.history_file())
+    except Exception:  # a damaged history: no sample can be trusted
+        return None
+    if store is None:
+        return None
+    with store:
+        last = store.last()
+    return None if last is None else float(last.t)
+
+
+def _history_mtime() -> float | None:
     history = paths.history_file()
     times = []
     for suffix in ("", "-wal"):
-        candidate = history.with_name(history.name + suffix)
         try:
-            times.append(candidate.stat().st_mtime)
+            times.append(history.with_name(history.name + suffix).stat().st_mtime)
         except OSError:
             continue
     return max(times) if times else None
@@ -177,7 +199,7 @@ def check_daemon(now: float | None = None) -> list[Check]:
     except MpsdError:
         interval = Config().interval
     last = last_sample_time()
-    now = time.time() if now is None else now
+    now = _now() if now is None else now
     recent = max(3 * interval, 120.0)
     if last is None:
         checks.append(

@@ -73,10 +73,16 @@ def launchctl_fixture(
 
 
 def snapshot(root: Path) -> dict[str, tuple[bytes | str, int]]:
-    """Every file and link under ``root``: bytes (or link target) and mtime in ns."""
+    """Every file and link under ``root``: bytes (or link target) and mtime in ns.
+
+    SQLite's ``-shm`` file is left out: any reader of the history (``mpsd status`` at the
+    end of install) rewrites that shared-memory index; it holds no data.
+    """
     result: dict[str, tuple[bytes | str, int]] = {}
     for dirpath, dirnames, filenames in os.walk(root):
         for name in filenames + [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]:
+            if name.endswith("-shm"):
+                continue
             full = os.path.join(dirpath, name)
             info = os.lstat(full)
             if os.path.islink(full):

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import os
 import plistlib
 import sys
+import time
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -17,6 +17,7 @@ from mpsd import health, launchd, limits, paths
 from mpsd.cli import main
 from mpsd.locks import PidLock
 from tests.installkit import (  # noqa: F401  (fixtures)
+    has_command,
     hook_sources_fixture,
     launchctl_fixture,
     no_launchctl_fixture,
@@ -53,7 +54,9 @@ def healthy(
     project.mkdir()
     limits.write(replace(_limits(), projects=(str(project.resolve()),)))
     monkeypatch.chdir(project)
-    paths.history_file().write_bytes(b"samples")
+    if not has_command("daemon"):  # no store yet: doctor reads the history file's last write
+        paths.history_file().write_bytes(b"samples")
+    assert health.last_sample_time() is not None, "install took a first sample"
     lock = PidLock(paths.daemon_lock_file())
     assert lock.acquire()
     monkeypatch.setenv("_MPSD_EXPORTED_HIGH", "0.77")  # what the hook exports beside the values
@@ -127,11 +130,11 @@ def test_a_disabled_agent_is_a_warning_only(
 
 
 def test_a_stopped_daemon_and_a_stale_sample_are_problems(
-    healthy: PidLock, capsys: pytest.CaptureFixture[str]
+    healthy: PidLock, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     healthy.release()
-    old = 1_000_000_000.0
-    os.utime(paths.history_file(), (old, old))
+    later = time.time() + 10 * 86400
+    monkeypatch.setattr(health, "_now", lambda: later)
     code, data = _doctor(capsys)
     assert code == 1
     checks = _by_name(data)
