@@ -15,8 +15,13 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from mpsd.errors import EXIT_OK
+
+if TYPE_CHECKING:
+    from mpsd.changes import FileChange
+    from mpsd.installer import Plan
 
 # After loading the agent: how long to wait for its first sample, and after how long
 # without a daemon holding its lock to stop waiting.
@@ -84,15 +89,22 @@ def run_install(args: argparse.Namespace) -> int:
     if args.dry_run:
         return _dry_run_install(plan, use_launchd, args.no_agent, needs_sample)
 
+    # Each change is reported as soon as it is made: if a later step fails, the user still
+    # sees what was done.
     done: list[str] = []
     warnings: list[str] = []
+
+    def report(line: str) -> None:
+        done.append(line)
+        print(line, flush=True)
+
     for change in plan.files:
         if changes.apply(change):
-            done.append(_describe(change))
+            report(_describe(change))
     for directory in (paths.config_dir(), paths.state_dir()):
         if not directory.is_dir():
             directory.mkdir(parents=True, exist_ok=True)
-            done.append(f"created {_tilde(directory)}")
+            report(f"created {_tilde(directory)}")
 
     agent_started = False
     if use_launchd and plan.agent is not None:
@@ -105,13 +117,12 @@ def run_install(args: argparse.Namespace) -> int:
             return changes.apply(changes.FileChange(agent_file, _read(agent_file), new_plist, ""))
 
         outcome = launchd.ensure_loaded(agent_file, new_plist, write_plist)
-        done.extend(outcome.done)
+        for line in outcome.done:
+            report(line)
         warnings.extend(outcome.warnings)
         agent_started = outcome.changed
     rc_changed = any(c.changed and c.what.endswith("startup") for c in plan.files)
 
-    for line in done:
-        print(line)
     if not done:
         print("Everything is already in place: nothing changed.")
     if not use_launchd:
@@ -136,10 +147,7 @@ def _read(path: Path) -> bytes | None:
         return None
 
 
-def _describe(change: object) -> str:
-    from mpsd.changes import FileChange
-
-    assert isinstance(change, FileChange)
+def _describe(change: FileChange) -> str:
     if change.what.endswith("startup"):
         if change.verb == "removed":
             return f"removed {_tilde(change.path)} (nothing but the mpsd block was in it)"
@@ -224,11 +232,9 @@ def _summary() -> None:
     print(f"  limit {gib:.2f} GiB of {current.recommended_max_bytes / 2**30:.2f} GiB")
 
 
-def _dry_run_install(plan: object, use_launchd: bool, no_agent: bool, needs_sample: bool) -> int:
+def _dry_run_install(plan: Plan, use_launchd: bool, no_agent: bool, needs_sample: bool) -> int:
     from mpsd import changes, launchd
-    from mpsd.installer import Plan
 
-    assert isinstance(plan, Plan)
     lines: list[str] = []
     for change in plan.changed:
         lines.append(changes.diff(change))
