@@ -251,6 +251,13 @@ class Outcome:
     warnings: list[str] = field(default_factory=list)
     domain: str | None = None
     changed: bool = False
+    on_done: Callable[[str], None] | None = None
+
+    def did(self, line: str) -> None:
+        """Record a step (and report it at once, when someone listens)."""
+        self.done.append(line)
+        if self.on_done is not None:
+            self.on_done(line)
 
 
 def _gone(domain: str, timeout: float) -> bool:
@@ -273,7 +280,7 @@ def bootout(job: Job, outcome: Outcome, timeout: float | None = None) -> None:
     outcome.changed = True
     wait = BOOTOUT_WAIT if timeout is None else timeout
     if _gone(job.domain, wait):
-        outcome.done.append(f"unloaded the agent from {job.domain}")
+        outcome.did(f"unloaded the agent from {job.domain}")
     else:
         outcome.warnings.append(
             f"the old agent was still unloading after {wait:g} seconds; going on "
@@ -307,7 +314,12 @@ def planned_commands(plist_file: Path, new: bytes) -> list[str]:
     return commands
 
 
-def ensure_loaded(plist_file: Path, new: bytes, write: Callable[[], bool]) -> Outcome:
+def ensure_loaded(
+    plist_file: Path,
+    new: bytes,
+    write: Callable[[], bool],
+    report: Callable[[str], None] | None = None,
+) -> Outcome:
     """Make launchd run the agent described by ``new``.
 
     An identical copy already loaded is left alone. A different loaded copy is booted
@@ -315,10 +327,11 @@ def ensure_loaded(plist_file: Path, new: bytes, write: Callable[[], bool]) -> Ou
     whether it changed anything; it is called between bootout and bootstrap. Then
     ``enable`` and ``bootstrap gui/$UID``, falling back to ``user/$UID`` on the
     "no GUI session" error. Raises MpsdError with one sentence when loading fails.
+    ``report`` hears of each step as it is done.
     """
     from mpsd.errors import MpsdError
 
-    outcome = Outcome()
+    outcome = Outcome(on_done=report)
     job = loaded()
     if is_current(job, plist_file, new):
         assert job is not None
@@ -328,7 +341,7 @@ def ensure_loaded(plist_file: Path, new: bytes, write: Callable[[], bool]) -> Ou
         bootout(job, outcome)
     if write():
         outcome.changed = True
-        outcome.done.append(f"wrote {plist_file}")
+        outcome.did(f"wrote {plist_file}")
     gui, user = domains()
     last: Result | None = None
     for domain in (gui, user):
@@ -339,7 +352,7 @@ def ensure_loaded(plist_file: Path, new: bytes, write: Callable[[], bool]) -> Ou
         if last.ok:
             outcome.changed = True
             outcome.domain = domain
-            outcome.done.append(f"loaded the agent into {domain} ({LABEL})")
+            outcome.did(f"loaded the agent into {domain} ({LABEL})")
             return outcome
         if not _is_domain_error(last):
             break
@@ -347,9 +360,9 @@ def ensure_loaded(plist_file: Path, new: bytes, write: Callable[[], bool]) -> Ou
     raise MpsdError(failure_sentence("bootstrap", last))
 
 
-def unload(plist_file: Path, timeout: float | None = None) -> Outcome:
+def unload(timeout: float | None = None, report: Callable[[str], None] | None = None) -> Outcome:
     """Boot the agent out (wherever it is loaded) and wait for it to go."""
-    outcome = Outcome()
+    outcome = Outcome(on_done=report)
     job = loaded()
     if job is not None:
         bootout(job, outcome, timeout)

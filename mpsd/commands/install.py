@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from mpsd.errors import EXIT_OK
+from mpsd.errors import EXIT_OK, MpsdError
 
 if TYPE_CHECKING:
     from mpsd.changes import FileChange
@@ -116,9 +116,7 @@ def run_install(args: argparse.Namespace) -> int:
         def write_plist() -> bool:
             return changes.apply(changes.FileChange(agent_file, _read(agent_file), new_plist, ""))
 
-        outcome = launchd.ensure_loaded(agent_file, new_plist, write_plist)
-        for line in outcome.done:
-            report(line)
+        outcome = launchd.ensure_loaded(agent_file, new_plist, write_plist, report)
         warnings.extend(outcome.warnings)
         agent_started = outcome.changed
     rc_changed = any(c.changed and c.what.endswith("startup") for c in plan.files)
@@ -279,28 +277,32 @@ def run_uninstall(args: argparse.Namespace) -> int:
 
     done: list[str] = []
     warnings: list[str] = []
+
+    def report(line: str) -> None:
+        done.append(line)
+        print(line, flush=True)
+
+    if has_launchctl:
+        warnings.extend(launchd.unload(report=report).warnings)
+    # Checked after the agent is gone: a daemon still holding the lock is one the user started.
     holder = PidLock(paths.daemon_lock_file())
     if holder.is_held_elsewhere():
         pid = holder.holder()
-        warnings.append(
-            f"a daemon not run by launchd is still running (pid {pid}); stop it with `kill {pid}`"
-        )
-    if has_launchctl:
-        outcome = launchd.unload(launchd.agent_file())
-        done.extend(outcome.done)
-        warnings.extend(outcome.warnings)
+        warnings.append(f"a daemon you started is still running (pid {pid}); stop it: `kill {pid}`")
     for change in plan.all:
         if changes.apply(change):
-            done.append(_describe(change))
+            report(_describe(change))
     if any(c.what == "hook copy" and c.changed for c in plan.files):
-        _remove_empty_dir(paths.data_dir(), done)
-    remover: Callable[[Path], None] = shutil.rmtree
+        _remove_empty_dir(paths.data_dir(), report)
     for directory in purge:
-        remover(directory)
-        done.append(f"removed {_tilde(directory)}")
+        try:
+            shutil.rmtree(directory)
+        except OSError as exc:
+            raise MpsdError(
+                f"cannot remove {directory} ({exc.strerror}); remove it by hand"
+            ) from None
+        report(f"removed {_tilde(directory)}")
 
-    for line in done:
-        print(line)
     if not done:
         print("mpsd is not installed here: nothing to remove.")
     elif not args.purge:
@@ -315,9 +317,9 @@ def run_uninstall(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _remove_empty_dir(directory: Path, done: list[str]) -> None:
+def _remove_empty_dir(directory: Path, report: Callable[[str], None]) -> None:
     try:
         directory.rmdir()
     except OSError:
         return
-    done.append(f"removed {_tilde(directory)}")
+    report(f"removed {_tilde(directory)}")

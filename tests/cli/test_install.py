@@ -437,3 +437,23 @@ def test_an_rc_file_that_cannot_be_written_is_one_sentence_not_a_traceback(
     assert err.startswith(f"mpsd: cannot write {bashrc} (")
     assert "Traceback" not in err and err.count("\n") == 1
     assert bashrc.is_symlink()
+
+
+@pytest.mark.usefixtures("hook_sources", "no_launchctl")
+def test_uninstall_names_a_daemon_the_user_started_and_how_to_stop_it(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from mpsd.locks import PidLock
+
+    assert _install(capsys)[0] == 0
+    lock = PidLock(paths.daemon_lock_file())
+    assert lock.acquire()
+    try:
+        code, _, err = _uninstall(capsys)
+    finally:
+        lock.release()
+    assert code == 0
+    pid = os.getpid()
+    assert (
+        f"warning: a daemon you started is still running (pid {pid}); stop it: `kill {pid}`" in err
+    )
