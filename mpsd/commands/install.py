@@ -233,9 +233,14 @@ def _summary() -> None:
 def _dry_run_install(plan: Plan, use_launchd: bool, no_agent: bool, needs_sample: bool) -> int:
     from mpsd import changes, launchd
 
+    from mpsd import paths
+
     lines: list[str] = []
     for change in plan.changed:
         lines.append(changes.diff(change))
+    for directory in (paths.config_dir(), paths.state_dir()):
+        if not directory.is_dir():
+            lines.append(f"would create {directory}\n")
     if use_launchd and plan.agent is not None and plan.agent.new is not None:
         for command in launchd.planned_commands(plan.agent.path, plan.agent.new):
             lines.append(f"would run: {command}\n")
@@ -264,9 +269,9 @@ def run_uninstall(args: argparse.Namespace) -> int:
 
     if args.dry_run:
         lines = [changes.diff(change) for change in plan.changed]
-        if has_launchctl and launchd.loaded() is not None:
-            gui, _ = launchd.domains()
-            lines.insert(0, f"would run: launchctl bootout {gui}/{launchd.LABEL}\n")
+        job = launchd.loaded() if has_launchctl else None
+        if job is not None:
+            lines.insert(0, f"would run: launchctl bootout {job.domain}/{launchd.LABEL}\n")
         lines.extend(f"would remove {_tilde(d)} and everything in it\n" for d in purge)
         if not lines:
             print("mpsd is not installed here: nothing would change.")
