@@ -231,9 +231,7 @@ def _summary() -> None:
 
 
 def _dry_run_install(plan: Plan, use_launchd: bool, no_agent: bool, needs_sample: bool) -> int:
-    from mpsd import changes, launchd
-
-    from mpsd import paths
+    from mpsd import changes, launchd, paths
 
     lines: list[str] = []
     for change in plan.changed:
