@@ -457,3 +457,36 @@ def test_uninstall_names_a_daemon_the_user_started_and_how_to_stop_it(
     assert (
         f"warning: a daemon you started is still running (pid {pid}); stop it: `kill {pid}`" in err
     )
+
+
+@pytest.mark.usefixtures("hook_sources")
+def test_an_agent_booted_out_by_hand_is_loaded_again_without_rewriting_the_plist(
+    launchctl: StandinLaunchctl, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert _install(capsys)[0] == 0
+    written = launchd.agent_file().stat().st_mtime_ns
+    (launchctl.state / "loaded.json").unlink()  # `launchctl bootout` typed by the user
+    launchctl.clear_calls()
+    code, out, _ = _install(capsys)
+    assert code == 0
+    assert launchctl.calls()[-1] == ["bootstrap", f"gui/{UID}", str(launchd.agent_file())]
+    assert launchd.agent_file().stat().st_mtime_ns == written
+    assert f"loaded the agent into gui/{UID}" in out
+
+
+@pytest.mark.usefixtures("hook_sources")
+def test_dry_run_shows_the_bootout_of_a_different_loaded_copy(
+    launchctl: StandinLaunchctl,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert _install(capsys)[0] == 0
+    monkeypatch.setenv("MPSD_DATA_DIR", str(tmp_path / "moved-data"))
+    launchctl.clear_calls()
+    code, out, _ = _install(capsys, "--dry-run")
+    assert code == 0
+    assert f"would run: launchctl bootout gui/{UID}/{LABEL}" in out
+    assert "+\t\t<string>" + str(tmp_path / "moved-data") + "</string>" in out
+    assert {call[0] for call in launchctl.calls()} == {"print"}
+    assert launchctl.loaded() is not None
