@@ -49,12 +49,12 @@ def emit(event: str, **fields: Any) -> None:
 def format_size(size: int) -> str:
     """PyTorch's ``format_size`` (2.8+): "N bytes" up to 1024, else KiB/MiB/GiB, two decimals."""
     if size <= 1024:
-        return "%d bytes" % size
+        return f"{size} bytes"
     if size <= 1048576:
-        return "%.2f KiB" % (size / 1024.0)
+        return f"{size / 1024.0:.2f} KiB"
     if size <= 1073741824:
-        return "%.2f MiB" % (size / 1048576.0)
-    return "%.2f GiB" % (size / 1073741824.0)
+        return f"{size / 1048576.0:.2f} MiB"
+    return f"{size / 1073741824.0:.2f} GiB"
 
 
 def env_ratio(name: str, default: float) -> float:
@@ -106,16 +106,11 @@ class FakeDevice:
         limit = self.max_allowed()
         if limit is not None and self.driver() + nbytes > limit:
             raise RuntimeError(
-                "MPS backend out of memory (MPS allocated: %s, other allocations: %s, "
-                "max allowed: %s). Tried to allocate %s on shared pool. Use "
-                "PYTORCH_MPS_HIGH_WATERMARK_RATIO=0.0 to disable upper limit for memory "
-                "allocations (may cause system failure)."
-                % (
-                    format_size(self.allocated),
-                    format_size(FAKE_OTHER_BYTES),
-                    format_size(limit),
-                    format_size(nbytes),
-                )
+                f"MPS backend out of memory (MPS allocated: {format_size(self.allocated)}, "
+                f"other allocations: {format_size(FAKE_OTHER_BYTES)}, "
+                f"max allowed: {format_size(limit)}). Tried to allocate {format_size(nbytes)} "
+                "on shared pool. Use PYTORCH_MPS_HIGH_WATERMARK_RATIO=0.0 to disable upper "
+                "limit for memory allocations (may cause system failure)."
             )
         block = make_block(self.torch, nbytes, "cpu")
         self.allocated += nbytes

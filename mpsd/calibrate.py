@@ -76,7 +76,9 @@ def set_headroom(path: Path, headroom: float) -> bool:
     try:
         document = tomlkit.parse(text)
     except tomlkit.exceptions.TOMLKitError as exc:
-        raise ConfigError(path, [f"is not valid TOML ({exc}); fix it, then calibrate again"]) from None
+        raise ConfigError(
+            path, [f"is not valid TOML ({exc}); fix it, then calibrate again"]
+        ) from None
     document["headroom"] = headroom
     validate(document.unwrap(), path)
     return write_atomic(path, tomlkit.dumps(document).encode("utf-8"))

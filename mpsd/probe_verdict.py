@@ -102,7 +102,7 @@ _MPS_OOM = re.compile(
     r"MPS backend out of memory\s*\(\s*MPS allocated:\s*" + _NUMBER + r",\s*"
     r"(?:other\s+allocations:\s*" + _NUMBER + r",\s*)?"
     r"max\s+allowed:\s*" + _NUMBER + r"\s*\)\.?\s*"
-    r"(?:Tried\s+to\s+allocate\s+" + _NUMBER + r"\s+on\s+(private|shared)\s+pool)?",
+    r"(?:Tried\s+to\s+allocate\s+" + _NUMBER + r"(?:\s+on\s+(private|shared)\s+pool)?)?",
     re.IGNORECASE,
 )
 _UNIT = {"bytes": 1, "kb": 1 << 10, "kib": 1 << 10, "mb": 1 << 20, "mib": 1 << 20}
@@ -121,13 +121,14 @@ def parse_oom(text: str) -> dict[str, Any] | None:
     Uses ``mpsd.explain`` where it exists (every wording); else a regex for the current ones.
     """
     try:
-        from mpsd import explain
+        from mpsd.explain import find_errors  # type: ignore[import-not-found,import-untyped,unused-ignore]
 
-        for finding in explain(text):
-            if finding.get("kind") == "mps_oom":
-                return dict(finding)
-    except ImportError:
-        pass
+        for finding in find_errors(text):
+            data = finding.to_json()
+            if data.get("kind") == "mps_oom":
+                return dict(data)
+    except (ImportError, AttributeError):
+        pass  # not on this branch yet, or another shape: the regex below covers PyTorch 2.x
     match = _MPS_OOM.search(" ".join(text.split()))
     if match is None:
         return None

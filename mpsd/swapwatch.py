@@ -1,4 +1,4 @@
-"""What ``mpsd probe`` watches while the child fills MPS: the swap-out counter and the pressure level.
+"""What ``mpsd probe`` watches while the child fills MPS: swap-outs and the pressure level.
 
 The seam: ``choose_watch()`` returns a function that reads ``(swapouts, pressure)`` now.
 - ``MPSD_PROBE_FAKE_SWAP=FILE``: the stand-in OS of the tests: FILE holds "SWAPOUTS [PRESSURE]",

@@ -157,7 +157,9 @@ def run(args: argparse.Namespace) -> int:
             return run_probe(ProbeSpec(python, high, low, step), watch, progress)
         except KeyboardInterrupt:
             progress.done()
-            sys.stderr.write("mpsd: probe interrupted; its child was stopped and its memory freed.\n")
+            sys.stderr.write(
+                "mpsd: probe interrupted; its child was stopped and its memory freed.\n"
+            )
             raise
         finally:
             progress.done()
@@ -197,7 +199,7 @@ first. Each run is stopped the moment swap starts, and its memory is freed at on
 def _calibrate(args: argparse.Namespace, ratio: float | None, current: Any, probe: Any) -> int:
     from mpsd import paths
     from mpsd.calibrate import calibrate, set_headroom
-    from mpsd.probe_verdict import headroom_for, to_json, advise
+    from mpsd.probe_verdict import advise, headroom_for, to_json
     from mpsd.sizes import format_gib
 
     if current is None:
@@ -267,7 +269,5 @@ def _calibrate(args: argparse.Namespace, ratio: float | None, current: Any, prob
             print(f"Calibration stopped: {found.stopped}.")
         return EXIT_ABSENT
     if not found.changed and not args.json:
-        print(
-            f"Ratio {start:.2f} already gives a clean error with no swap: nothing to change."
-        )
+        print(f"Ratio {start:.2f} already gives a clean error with no swap: nothing to change.")
     return EXIT_OK
