@@ -141,7 +141,7 @@ def run(args: argparse.Namespace) -> int:
     step = _step(args.step)
     python = args.python or sys.executable
     current = limits_mod.read()
-    if ratio is None and current is None:
+    if ratio is None and current is None and not args.calibrate:
         raise MpsdError(
             "mpsd has no recommended ratio yet (limits.toml is missing): run `mpsd install` "
             "(or `mpsd daemon --once`) first, or give one with `mpsd probe --ratio 0.8`.",
