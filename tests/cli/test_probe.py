@@ -5,6 +5,7 @@ counter plays the OS. Caps are tens of MB."""
 from __future__ import annotations
 
 import datetime as dt
+import importlib.util
 import json
 import os
 import signal
@@ -19,7 +20,8 @@ import pytest
 from mpsd import limits as limits_mod
 from tests.conftest import run_mpsd
 
-pytest.importorskip("torch")
+if importlib.util.find_spec("torch") is None:
+    pytest.skip("needs torch (the CPU build will do)", allow_module_level=True)
 
 MIB = 1 << 20
 
@@ -278,3 +280,19 @@ def test_calibration_can_be_cancelled_before_anything_runs(fake: dict[str, str])
     assert done.returncode == 1
     assert "Calibration cancelled; nothing was changed." in done.stderr
     assert "calibrate: ratio" not in done.stderr
+
+
+def test_the_readme_documents_every_probe_option_and_the_budget_example() -> None:
+    import argparse
+
+    from mpsd.commands import probe as command
+    from tests.conftest import ROOT
+
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("## Check the limit: mpsd probe", 1)[1].split("\n## Files", 1)[0]
+    parser = argparse.ArgumentParser()
+    command.configure(parser)
+    options = [o for action in parser._actions for o in action.option_strings if o != "-h"]
+    missing = [o for o in options if o not in section and o != "--help"]
+    assert missing == []
+    assert "mpsd.budget()" in section and "headroom = 0.7" in section
