@@ -184,6 +184,16 @@ def advise(
     """What to do after ``result``. ``current_ratio``/``current_headroom``: what limits.toml
     holds now (None when there is no recommendation yet)."""
     verdict = result.verdict
+    if verdict == CLEAN and result.steps == 0:
+        return Advice(
+            f"PyTorch refused the very first step of {format_gib(result.step_bytes)}, so swap "
+            "was not tested: run again with a smaller `--step`."
+        )
+    if verdict == CLEAN and not result.swap_watched:
+        return Advice(
+            f"At ratio {result.high:.2f} PyTorch raised its clean error, but swap could not be "
+            "watched on this system, so whether the Mac swapped first is unknown."
+        )
     if verdict == CLEAN:
         return Advice(
             f"All good: at ratio {result.high:.2f} PyTorch stops with its clean error before "

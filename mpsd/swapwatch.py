@@ -96,6 +96,14 @@ def _linux() -> Reading:
         return None, None
 
 
+def _platform() -> Watch:
+    if sys.platform == "darwin":
+        return _macos
+    if sys.platform.startswith("linux"):
+        return _linux
+    return lambda: (None, None)
+
+
 def _sampler() -> Watch | None:
     try:
         from mpsd import sampler  # type: ignore[attr-defined,unused-ignore]
@@ -104,9 +112,13 @@ def _sampler() -> Watch | None:
     take = getattr(sampler, "take_sample", None)
     if take is None:
         return None
+    fallback = _platform()
 
     def read() -> Reading:
-        sample = take()
+        try:
+            sample = take()
+        except Exception:  # the probe must keep watching even if a sampler source fails
+            return fallback()
         return sample.swapouts, sample.pressure
 
     return read
@@ -118,10 +130,4 @@ def choose_watch() -> Watch:
     if fake:
         return _fake_watch(Path(fake))
     from_sampler = _sampler()
-    if from_sampler is not None:
-        return from_sampler
-    if sys.platform == "darwin":
-        return _macos
-    if sys.platform.startswith("linux"):
-        return _linux
-    return lambda: (None, None)
+    return from_sampler if from_sampler is not None else _platform()

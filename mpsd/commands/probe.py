@@ -72,6 +72,17 @@ def _step(text: str) -> int:
     return value
 
 
+def _interpreter(text: str) -> str:
+    """``--python``: a path as given (a venv's python is often a symlink: keep it), or a
+    command name found on PATH."""
+    import os
+    import shutil
+
+    if os.sep in text:
+        return os.path.expanduser(text)
+    return shutil.which(text) or text
+
+
 def _raise_exit(signum: int, _frame: FrameType | None) -> None:
     # Unwinds through run_probe's `finally`, which kills the child's group.
     raise SystemExit(128 + signum)
@@ -139,7 +150,7 @@ def run(args: argparse.Namespace) -> int:
 
     ratio = _ratio(args.ratio) if args.ratio is not None else None
     step = _step(args.step)
-    python = args.python or sys.executable
+    python = _interpreter(args.python) if args.python else sys.executable
     current = limits_mod.read()
     if ratio is None and current is None and not args.calibrate:
         raise MpsdError(

@@ -71,21 +71,6 @@ def test_a_clean_run_reports_where_the_error_came_and_says_all_good(
     assert "Traceback" not in done.stderr
 
 
-def test_json_gives_the_same_facts(fake: dict[str, str]) -> None:
-    done = run_mpsd("probe", "--ratio", "0.5", "--step", "2M", "--json", env=fake)
-    assert done.returncode == 0, done.stderr
-    data = json.loads(done.stdout)
-    assert data["verdict"] == "clean"
-    assert data["max_allowed_bytes"] == 20 * MIB
-    assert data["recommended_max_bytes"] == 40 * MIB
-    assert data["error_at_bytes"] == 18 * MIB + 448 * 1024
-    assert data["swapouts"] == 0
-    assert data["steps"] == 9
-    assert data["oom"]["requested_bytes"] == 2 * MIB
-    assert "MPS backend out of memory" in data["message"]
-    assert data["config_line"] is None
-
-
 def test_swap_stops_the_child_within_a_step_and_the_verdict_says_swapped(
     fake: dict[str, str],
 ) -> None:
@@ -134,6 +119,12 @@ def test_without_torch_the_user_is_told_how_to_install_it(fake: dict[str, str]) 
         pytest.skip("the system python has torch")
     done = run_mpsd("probe", "--ratio", "0.5", "--python", python, env=fake)
     assert done.returncode == 2
+    # A command name is looked up on PATH, like a shell would.
+    by_name = run_mpsd(
+        "probe", "--ratio", "0.5", "--python", "python3", env={**fake, "PATH": "/usr/bin"}
+    )
+    assert by_name.stderr == done.stderr
+    assert done.returncode == 2
     assert done.stderr == (
         f"mpsd: torch is not installed for {python}: install it into your project's venv "
         f"(`{python} -m pip install torch`), or point mpsd at the venv's interpreter with "
@@ -157,6 +148,7 @@ def test_without_mps_the_user_is_told_what_mps_needs() -> None:
         (["--ratio", "0.5", "--step", "big"], "--step: 'big' is not a size"),
         (["--ratio", "0.5", "--step", "4K"], "--step '4K' is too small"),
         (["--ratio", "0.5", "--python", "/nonexistent/python"], "is not a Python interpreter"),
+        (["--ratio", "0.5", "--python", "no-such-python-here"], "is not a Python interpreter"),
         ([], "mpsd has no recommended ratio yet (limits.toml is missing)"),
         (["--calibrate", "--yes"], "calibration needs mpsd's current recommendation"),
         (["--calibrate", "--ratio", "0.9", "--yes"], "calibration needs mpsd's current"),

@@ -89,6 +89,16 @@ def test_a_clean_error_with_no_swap_is_clean_and_says_all_good() -> None:
     assert "Verdict: clean." in text
 
 
+def test_a_clean_error_at_the_first_step_or_without_a_swap_watch_is_not_all_good() -> None:
+    result = _clean()
+    result.steps = 0
+    assert "smaller `--step`" in pv.advise(result, 0.8, 0.8).text
+    result = _clean()
+    result.swapouts_before = result.swapouts_after = None
+    assert result.verdict == pv.CLEAN
+    assert "swap could not be watched" in pv.advise(result, 0.8, 0.8).text
+
+
 def test_swap_during_a_run_that_ended_cleanly_still_counts_as_swapped() -> None:
     result = _clean()
     result.swapouts_after = 101
@@ -136,6 +146,19 @@ def test_json_holds_the_same_facts_as_the_text() -> None:
     assert data["max_allowed_bytes"] == int(37.44 * GIB)
     assert data["config_line"] == "headroom = 0.48"
     assert json.loads(json.dumps(data)) == data
+
+
+def test_json_of_a_clean_run_gives_where_the_error_came() -> None:
+    result = _clean()
+    data = pv.to_json(result, pv.advise(result, 0.8, 0.8))
+    assert data["verdict"] == "clean"
+    assert data["error_at_bytes"] == int(29.5 * GIB) + 448 * 1024
+    assert data["max_allowed_bytes"] == int(29.95 * GIB)
+    assert data["swapouts"] == 0
+    assert data["oom"]["requested_bytes"] == 512 * MIB
+    assert data["oom"]["pool"] == "shared"
+    assert data["message"] == OOM_TEXT
+    assert data["config_line"] is None
 
 
 def test_the_max_allowed_comes_from_the_message_when_torch_could_not_say() -> None:

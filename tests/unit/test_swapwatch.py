@@ -71,3 +71,29 @@ def test_the_stand_in_swap_counter_is_chosen_by_env_and_read_from_its_file(
     assert watch() == (9, None)
     counter.unlink()
     assert watch() == (None, None)
+
+
+def test_the_daemons_sampler_is_used_when_present_and_a_failure_falls_back(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import types
+
+    from mpsd.sample import Sample
+
+    calls: list[int] = []
+
+    def take_sample() -> Sample:
+        calls.append(1)
+        if len(calls) > 1:
+            raise RuntimeError("host_statistics64 failed")
+        return Sample(t=0.0, available_bytes=1, total_bytes=2, swapouts=5, pressure=2)
+
+    fake = types.ModuleType("mpsd.sampler")
+    fake.take_sample = take_sample  # type: ignore[attr-defined]
+    monkeypatch.setitem(__import__("sys").modules, "mpsd.sampler", fake)
+    monkeypatch.delenv("MPSD_PROBE_FAKE_SWAP", raising=False)
+    monkeypatch.setattr(swapwatch, "_linux", lambda: (11, None))
+    monkeypatch.setattr(swapwatch, "_macos", lambda: (11, None))
+    watch = swapwatch.choose_watch()
+    assert watch() == (5, 2)
+    assert watch() == (11, None)
