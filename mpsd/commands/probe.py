@@ -164,6 +164,13 @@ def run(args: argparse.Namespace) -> int:
     progress = Progress(sys.stderr)
 
     def probe(high: float, low: float) -> Any:
+        from mpsd.sizes import format_gib
+
+        if progress.tty:  # importing torch takes seconds: say what is happening
+            sys.stderr.write(
+                f"probe: ratio {high:.2f}, steps of {format_gib(step)}; "
+                f"starting torch in {python}\n"
+            )
         try:
             return run_probe(ProbeSpec(python, high, low, step), watch, progress)
         except KeyboardInterrupt:

@@ -183,7 +183,7 @@ def test_interrupting_the_probe_kills_the_child_and_leaves_nothing_running(
             env=env,
         )
         try:
-            _wait_for(lambda: "probe: " in err.read_text())  # the child is allocating
+            _wait_for(lambda: "MiB of" in err.read_text())  # the child is allocating
             children = psutil.Process(parent.pid).children(recursive=True)
             assert len(children) == 1
             child = children[0]
