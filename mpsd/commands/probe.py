@@ -7,10 +7,17 @@ import json
 import math
 import signal
 import sys
+from collections.abc import Callable
 from types import FrameType
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from mpsd.errors import EXIT_ABSENT, EXIT_OK, EXIT_USAGE, MpsdError
+
+if TYPE_CHECKING:  # imported for real inside run(): start-up stays fast
+    from mpsd.limits import Limits
+    from mpsd.probe_verdict import ProbeResult
+
+    Probe = Callable[[float, float], ProbeResult]
 
 DEFAULT_STEP = "256M"
 MIN_STEP = 1 << 20
@@ -100,7 +107,7 @@ class Progress:
         self.shown_tenth = -1
         self.drawn = False
 
-    def __call__(self, event: dict[str, Any], result: Any) -> None:
+    def __call__(self, event: dict[str, Any], result: ProbeResult) -> None:
         from mpsd.sizes import format_gib
 
         if event.get("event") != "step":
@@ -163,7 +170,7 @@ def run(args: argparse.Namespace) -> int:
     watch = choose_watch()
     progress = Progress(sys.stderr)
 
-    def probe(high: float, low: float) -> Any:
+    def probe(high: float, low: float) -> ProbeResult:
         from mpsd.sizes import format_gib
 
         if progress.tty:  # importing torch takes seconds: say what is happening
@@ -193,7 +200,7 @@ def run(args: argparse.Namespace) -> int:
     return _report(args, result, current)
 
 
-def _report(args: argparse.Namespace, result: Any, current: Any) -> int:
+def _report(args: argparse.Namespace, result: ProbeResult, current: Limits | None) -> int:
     from mpsd.probe_verdict import CLEAN, advise, report_lines, to_json
 
     advice = advise(
@@ -214,7 +221,9 @@ or the Mac starts to swap. The Mac will be slow for a moment during each run: sa
 first. Each run is stopped the moment swap starts, and its memory is freed at once."""
 
 
-def _calibrate(args: argparse.Namespace, ratio: float | None, current: Any, probe: Any) -> int:
+def _calibrate(
+    args: argparse.Namespace, ratio: float | None, current: Limits | None, probe: Probe
+) -> int:
     from mpsd import paths
     from mpsd.calibrate import calibrate, set_headroom
     from mpsd.probe_verdict import advise, headroom_for, to_json
@@ -232,7 +241,7 @@ def _calibrate(args: argparse.Namespace, ratio: float | None, current: Any, prob
         sys.stderr.write("Calibration cancelled; nothing was changed.\n")
         return EXIT_ABSENT
 
-    def on_run(result: Any) -> None:
+    def on_run(result: ProbeResult) -> None:
         seen = result.swap_seen_at_bytes or result.allocated_bytes
         what = {
             "clean": f"clean error at {format_gib(result.error_at_bytes or 0)}",
@@ -242,9 +251,10 @@ def _calibrate(args: argparse.Namespace, ratio: float | None, current: Any, prob
         sys.stderr.write(f"calibrate: ratio {result.high:.2f}: {what}\n")
 
     found = calibrate(start, lambda r: probe(r, r), on_run)
+    clean = found.clean_ratio
     headroom = (
-        headroom_for(found.clean_ratio, current.high_watermark_ratio, current.headroom)
-        if found.clean_ratio is not None
+        headroom_for(clean, current.high_watermark_ratio, current.headroom)
+        if clean is not None
         else None
     )
     written = False
@@ -253,8 +263,8 @@ def _calibrate(args: argparse.Namespace, ratio: float | None, current: Any, prob
         line = f"headroom = {headroom:g}"
         if not args.json:
             print(
-                f"Ratio {found.clean_ratio:.2f} gave a clean error; ratio {start:.2f} swapped. "
-                f"The headroom that gives {found.clean_ratio:.2f}: `{line}`."
+                f"Ratio {clean:.2f} gave a clean error; ratio {start:.2f} swapped. "
+                f"The headroom that gives {clean:.2f}: `{line}`."
             )
         if args.yes or _ask(f"Write `{line}` to {config}?"):
             set_headroom(config, headroom)

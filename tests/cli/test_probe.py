@@ -203,6 +203,33 @@ def test_interrupting_the_probe_kills_the_child_and_leaves_nothing_running(
         assert "probe interrupted; its child was stopped and its memory freed" in text
 
 
+def test_a_child_whose_parent_was_killed_stops_by_itself(
+    fake: dict[str, str], tmp_path: Path
+) -> None:
+    # kill -9 of mpsd leaves nobody to watch swap: the child must not go on filling memory.
+    env = {**os.environ, **fake, "MPSD_PROBE_FAKE_DEVICE": "400M", "MPSD_PROBE_FAKE_DELAY": "0.2"}
+    err = tmp_path / "stderr"
+    with err.open("w") as handle:
+        parent = subprocess.Popen(
+            [sys.executable, "-m", "mpsd", "probe", "--ratio", "1", "--step", "1M"],
+            stdout=subprocess.DEVNULL,
+            stderr=handle,
+            env=env,
+        )
+        _wait_for(lambda: "MiB of" in err.read_text())
+        child = psutil.Process(parent.pid).children()[0]
+        parent.kill()
+        parent.wait()
+
+    def gone() -> bool:
+        try:
+            return child.status() == psutil.STATUS_ZOMBIE
+        except psutil.NoSuchProcess:
+            return True
+
+    _wait_for(gone, timeout=10)  # within a step or two (0.2 s each)
+
+
 def test_calibration_steps_down_then_writes_the_headroom_keeping_comments(
     fake: dict[str, str], isolated_dirs: dict[str, Path]
 ) -> None:
