@@ -28,8 +28,9 @@ def test_the_swap_watch_reads_this_macs_counters() -> None:
     assert pressure in (1, 2, 4)
 
 
-@pytest.mark.skipif(not _has_mps(), reason="needs torch with MPS")
 def test_a_small_ratio_gives_pytorchs_clean_error_at_the_max_allowed() -> None:
+    if not _has_mps():
+        pytest.skip("needs torch with MPS")
     # 0.05 x the recommended max: a few hundred MiB to a few GiB, far from swap on any Mac.
     done = run_mpsd("probe", "--ratio", "0.05", "--step", "64M", "--json", timeout=300)
     assert done.returncode in (0, 1), done.stderr
