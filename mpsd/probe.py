@@ -64,14 +64,17 @@ def child_env(spec: ProbeSpec, base: Mapping[str, str]) -> dict[str, str]:
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    """SIGKILL the child's whole process group and reap the child."""
-    if proc.poll() is None:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signal.SIGKILL)
+    """SIGKILL the child's whole process group, then reap the child.
+
+    Nothing reaps the child before this (no ``poll()``), so its pid, and with it the group id,
+    is still ours even if it has exited: the kill cannot hit a stranger that reused the id.
+    Anything the child started in its group dies with it.
+    """
     with contextlib.suppress(ProcessLookupError, PermissionError):
-        # Anything the child started in its group dies with it, even after it exited.
         os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
+    if proc.stdout is not None:
+        proc.stdout.close()
 
 
 def _stderr_tail(handle: IO[bytes], lines: int = 3) -> str:
