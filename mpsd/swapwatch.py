@@ -3,7 +3,7 @@
 The seam: ``choose_watch()`` returns a function that reads ``(swapouts, pressure)`` now.
 - ``MPSD_PROBE_FAKE_SWAP=FILE``: the stand-in OS of the tests: FILE holds "SWAPOUTS [PRESSURE]",
   which the test or the fake device raises.
-- ``mpsd.sampler.take_sample`` when that module exists (the daemon's sampler).
+- the daemon's sampler (``mpsd.sampler``) when that module exists: its memory source.
 - else macOS: ``vm_stat`` Swapouts and ``sysctl kern.memorystatus_vm_pressure_level``;
   Linux: ``pswpout`` of ``/proc/vmstat``; elsewhere nothing (both None).
 Parsers are pure and tested on recorded output.
@@ -105,23 +105,38 @@ def _platform() -> Watch:
 
 
 def _sampler() -> Watch | None:
+    """The daemon's sampler, where it exists: its memory ``Source`` (counters only, no scan of
+    the process table, so cheap enough for every step), else ``take_sample``. A failed read
+    falls back to this module's own reader for the step: the probe never stops watching."""
     try:
         from mpsd import sampler  # type: ignore[attr-defined,unused-ignore]
     except ImportError:
         return None
+    fallback = _platform()
+    make_source = getattr(sampler, "default_source", None)
+    if make_source is not None:
+        source = make_source()
+
+        def read_source() -> Reading:
+            try:
+                memory = source.read()
+            except Exception:  # SampleError, psutil's failures on macOS 26: watch on anyway
+                return fallback()
+            return memory.swapouts, memory.pressure
+
+        return read_source
     take = getattr(sampler, "take_sample", None)
     if take is None:
         return None
-    fallback = _platform()
 
-    def read() -> Reading:
+    def read_sample() -> Reading:
         try:
             sample = take()
         except Exception:  # the probe must keep watching even if a sampler source fails
             return fallback()
         return sample.swapouts, sample.pressure
 
-    return read
+    return read_sample
 
 
 def choose_watch() -> Watch:

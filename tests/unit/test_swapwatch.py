@@ -97,3 +97,29 @@ def test_the_daemons_sampler_is_used_when_present_and_a_failure_falls_back(
     watch = swapwatch.choose_watch()
     assert watch() == (5, 2)
     assert watch() == (11, None)
+
+
+def test_the_samplers_memory_source_is_preferred_to_a_whole_sample(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import types
+
+    class Source:
+        reads = 0
+
+        def read(self) -> object:
+            Source.reads += 1
+            if Source.reads > 1:
+                raise RuntimeError("sysctl failed")
+            return types.SimpleNamespace(swapouts=3, pressure=1)
+
+    fake = types.ModuleType("mpsd.sampler")
+    fake.default_source = Source  # type: ignore[attr-defined]
+    fake.take_sample = lambda: pytest.fail("the process table must not be scanned every step")  # type: ignore[attr-defined]
+    monkeypatch.setitem(__import__("sys").modules, "mpsd.sampler", fake)
+    monkeypatch.delenv("MPSD_PROBE_FAKE_SWAP", raising=False)
+    monkeypatch.setattr(swapwatch, "_linux", lambda: (11, None))
+    monkeypatch.setattr(swapwatch, "_macos", lambda: (11, None))
+    watch = swapwatch.choose_watch()
+    assert watch() == (3, 1)
+    assert watch() == (11, None)
