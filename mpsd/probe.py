@@ -50,8 +50,10 @@ class ProbeSpec:
 
 def plain_ratio(value: float) -> str:
     """A ratio as the plain decimal PyTorch's strtod reads (never an exponent, never empty)."""
-    text = f"{value:.4f}".rstrip("0").rstrip(".")
-    return text if text not in ("", "0") else "0.01"
+    text = f"{value:.10f}".rstrip("0").rstrip(".")
+    if float(text) <= 0:  # "0" would remove the cap: never hand that to PyTorch
+        raise ValueError(f"ratio {value!r} is too small")
+    return text
 
 
 def child_env(spec: ProbeSpec, base: Mapping[str, str]) -> dict[str, str]:

@@ -58,10 +58,10 @@ def _ratio(text: str) -> float:
         value = float(text)
     except ValueError:
         value = math.nan
-    if not (math.isfinite(value) and 0 < value <= 2):
+    if not (math.isfinite(value) and 1e-6 <= value <= 2):
         raise MpsdError(
-            f"--ratio {text!r} is not a ratio PyTorch accepts: give a number above 0 and at "
-            "most 2, e.g. `mpsd probe --ratio 0.8`.",
+            f"--ratio {text!r} is not a ratio PyTorch accepts: give a number above 0 (0.0 "
+            "would remove the cap) and at most 2, e.g. `mpsd probe --ratio 0.8`.",
             EXIT_USAGE,
         )
     return value

@@ -145,6 +145,7 @@ def test_without_mps_the_user_is_told_what_mps_needs() -> None:
         (["--ratio", "0"], "--ratio '0' is not a ratio PyTorch accepts"),
         (["--ratio", "2.5"], "--ratio '2.5' is not a ratio PyTorch accepts"),
         (["--ratio", "nan"], "--ratio 'nan' is not a ratio PyTorch accepts"),
+        (["--ratio", "1e-9"], "--ratio '1e-9' is not a ratio PyTorch accepts"),
         (["--ratio", "0.5", "--step", "big"], "--step: 'big' is not a size"),
         (["--ratio", "0.5", "--step", "4K"], "--step '4K' is too small"),
         (["--ratio", "0.5", "--python", "/nonexistent/python"], "is not a Python interpreter"),

@@ -197,3 +197,14 @@ def test_the_headroom_written_is_always_a_valid_config_value(
     validate({"headroom": value}, Path("config.toml"))
     if ratio <= current:
         assert value <= headroom + 1e-6  # floor2 forgives float noise
+
+
+def test_ratios_reach_pytorch_as_plain_decimals_and_never_as_zero() -> None:
+    from mpsd.probe import plain_ratio
+
+    assert plain_ratio(0.8) == "0.8"
+    assert plain_ratio(0.77) == "0.77"
+    assert plain_ratio(2.0) == "2"
+    assert plain_ratio(1e-5) == "0.00001"
+    with pytest.raises(ValueError):
+        plain_ratio(1e-12)
