@@ -1,0 +1,245 @@
+"""The policy: samples + config + recommended max -> baseline, limit, ratios, and why.
+
+A pure function: no clock (``now`` is the last sample's time unless given), no I/O.
+
+- **free** of a sample = available + ml: the memory that running PyTorch jobs hold
+  is added back, so a training run does not teach mpsd that the Mac has none.
+- **calm** samples: memory pressure normal (or unknown) and swap-outs not growing
+  since the previous sample. Only calm samples shape the baseline (unless there
+  are none at all), so a Mac under pressure cannot drag it down.
+- **baseline** = the lower of
+  * the ``baseline_percentile`` (5th) percentile of calm free memory over ``window``:
+    slow, robust, rides out short spikes and recovers slowly after a drop;
+  * the 75th percentile of calm free memory over the last 2 hours of *awake*
+    time (gaps longer than 3 intervals, such as sleep, count as 3 intervals): a
+    lasting drop (a new memory-hungry app) pulls it down once it fills three
+    quarters of those 2 hours (90 minutes), while a spike shorter than that (an
+    hour) never does.
+- **swap penalty**: when swap-outs grew while a PyTorch job ran, the limit is
+  multiplied by ``swap_penalty``. It holds until a clean job (no swap) that
+  started at least 12 hours after the swap has ended (so the job the next day
+  still gets the lower value), then climbs back linearly over ``swap_recovery``.
+  Penalties of several swapping jobs multiply (never below 0.5 together).
+- **limit** = headroom x baseline x swap factor; the ratio is that over the
+  recommended max, floored to 2 decimals and clamped to [min_ratio, max_ratio]
+  (never 0.0); ``limit_bytes`` = high x recommended max as written to
+  limits.toml; low = low_ratio x high, never above high.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from mpsd import ratio
+from mpsd.config import Config
+from mpsd.durations import format_duration
+from mpsd.sample import PRESSURE_WARN, Sample
+
+GIB = 1 << 30
+RECENT_SPAN = 2 * 3600.0
+RECENT_PERCENTILE = 75.0
+NEXT_JOB_AFTER = 12 * 3600.0
+MIN_SWAP_FACTOR = 0.5
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What the policy recommends now, with the reasons in plain words."""
+
+    baseline_free_bytes: int
+    target_bytes: int
+    limit_bytes: int
+    high_watermark_ratio: float
+    low_watermark_ratio: float
+    recommended_max_bytes: int
+    swap_factor: float
+    sample_count: int
+    reasons: tuple[str, ...]
+
+
+@dataclass
+class _Job:
+    start: float
+    end: float
+    ongoing: bool = False
+    swapped_at: float | None = None
+
+
+def percentile(sorted_values: Sequence[int], pct: float) -> int:
+    """The nearest-rank value below ``pct`` percent of a sorted, non-empty sequence."""
+    index = math.floor(pct / 100.0 * (len(sorted_values) - 1) + 1e-9)
+    return sorted_values[max(0, min(index, len(sorted_values) - 1))]
+
+
+def gib(value: float) -> str:
+    return f"{value / GIB:.1f} GiB"
+
+
+def decide(
+    samples: Sequence[Sample],
+    config: Config,
+    recommended_max_bytes: int,
+    now: float | None = None,
+) -> Decision | None:
+    """The recommendation from ``samples`` (any order); None when there is no sample
+    in the window ending at ``now`` (default: the last sample's time)."""
+    if recommended_max_bytes <= 0:
+        raise ValueError("recommended_max_bytes must be positive")
+    ordered = list(samples)
+    if any(ordered[i].t > ordered[i + 1].t for i in range(len(ordered) - 1)):
+        ordered.sort(key=lambda s: s.t)
+    if not ordered:
+        return None
+    end = ordered[-1].t if now is None else now
+    since = end - config.window
+    window = [s for s in ordered if since <= s.t <= end]
+    if not window:
+        return None
+
+    frees: list[int] = []
+    calm: list[bool] = []
+    jobs: list[_Job] = []
+    previous: Sample | None = None
+    last_swap: int | None = None
+    for s in window:
+        grew = s.swapouts is not None and last_swap is not None and s.swapouts > last_swap
+        if s.swapouts is not None:
+            last_swap = s.swapouts
+        frees.append(s.available_bytes + s.ml_bytes)
+        calm.append(not grew and (s.pressure is None or s.pressure < PRESSURE_WARN))
+        running = s.ml_bytes > 0
+        if running:
+            if previous is not None and previous.ml_bytes > 0 and jobs:
+                jobs[-1].end = s.t
+            else:
+                jobs.append(_Job(start=s.t, end=s.t))
+        if grew and (running or (previous is not None and previous.ml_bytes > 0)) and jobs:
+            job = jobs[-1]
+            if job.swapped_at is None:
+                job.swapped_at = s.t
+        previous = s
+    if jobs and window[-1].ml_bytes > 0:
+        jobs[-1].ongoing = True
+
+    reasons: list[str] = []
+    calm_frees = sorted(f for f, ok in zip(frees, calm, strict=True) if ok)
+    left_out = len(frees) - len(calm_frees)
+    if calm_frees:
+        pool = calm_frees
+    else:
+        pool = sorted(frees)
+        reasons.append(
+            "every sample was taken under memory pressure or while swapping; using them anyway"
+        )
+    window_value = percentile(pool, config.baseline_percentile)
+    span = format_duration(config.window)
+    text = (
+        f"percentile {config.baseline_percentile:g} of free memory over {span} "
+        f"({len(window)} samples) is {gib(window_value)}"
+    )
+    if left_out and calm_frees:
+        text += f"; {left_out} taken under memory pressure or while swapping left out"
+    reasons.append(text)
+
+    recent = _recent(window, calm, max_gap=max(3.0 * config.interval, 60.0))
+    baseline = window_value
+    if recent:
+        recent_value = percentile(sorted(recent), RECENT_PERCENTILE)
+        if recent_value < window_value:
+            baseline = recent_value
+            reasons.append(
+                f"free memory stayed lower over the last 2 hours: the baseline follows it "
+                f"down to {gib(recent_value)}"
+            )
+
+    factor, swap_reason = _swap_factor(jobs, end, config)
+    if swap_reason:
+        reasons.append(swap_reason)
+
+    target = int(config.headroom * baseline * factor)
+    high = ratio.high_ratio(target, recommended_max_bytes, config.min_ratio, config.max_ratio)
+    low = ratio.low_ratio(high, config.low_ratio)
+    limit = int(high * recommended_max_bytes)
+    text = (
+        f"limit = headroom {config.headroom:g} x baseline {gib(baseline)}"
+        + (f" x swap factor {factor:.2f}" if factor < 1.0 else "")
+        + f" = {gib(target)}; ratio = {high:.2f} of the recommended max "
+        f"{gib(recommended_max_bytes)}"
+    )
+    raw = target / recommended_max_bytes
+    if raw < config.min_ratio:
+        text += f" (raised to min_ratio {config.min_ratio:g})"
+    elif raw > config.max_ratio:
+        text += f" (capped at max_ratio {config.max_ratio:g})"
+    reasons.append(text)
+    return Decision(
+        baseline_free_bytes=int(baseline),
+        target_bytes=target,
+        limit_bytes=limit,
+        high_watermark_ratio=high,
+        low_watermark_ratio=low,
+        recommended_max_bytes=recommended_max_bytes,
+        swap_factor=factor,
+        sample_count=len(window),
+        reasons=tuple(reasons),
+    )
+
+
+def _recent(window: list[Sample], calm: list[bool], max_gap: float) -> list[int]:
+    """Calm free memory over the last RECENT_SPAN of awake time (long gaps shortened)."""
+    values: list[int] = []
+    covered = 0.0
+    for i in range(len(window) - 1, -1, -1):
+        s = window[i]
+        if calm[i]:
+            values.append(s.available_bytes + s.ml_bytes)
+        if i == 0:
+            break
+        covered += min(s.t - window[i - 1].t, max_gap)
+        if covered >= RECENT_SPAN:
+            break
+    return values
+
+
+def _swap_factor(jobs: list[_Job], now: float, config: Config) -> tuple[float, str]:
+    factor = 1.0
+    held = 0
+    recovering = 0
+    for index, job in enumerate(jobs):
+        if job.swapped_at is None:
+            continue
+        release = None
+        for later in jobs[index + 1 :]:
+            if (
+                later.start >= job.swapped_at + NEXT_JOB_AFTER
+                and later.swapped_at is None
+                and not later.ongoing
+            ):
+                release = later.end
+                break
+        if release is None:
+            part = config.swap_penalty
+            held += 1
+        else:
+            progress = 1.0 if config.swap_recovery <= 0 else (now - release) / config.swap_recovery
+            part = config.swap_penalty + (1.0 - config.swap_penalty) * min(1.0, max(0.0, progress))
+            if part < 1.0:
+                recovering += 1
+        factor *= part
+    factor = max(factor, MIN_SWAP_FACTOR)
+    if factor >= 1.0:
+        return 1.0, ""
+    parts = []
+    if held:
+        parts.append(
+            f"swap-outs grew during {held} PyTorch job(s): the limit is held lower until a "
+            "clean job the next day has run"
+        )
+    if recovering:
+        parts.append(
+            f"{recovering} earlier swap penalty(ies) wearing off over "
+            f"{format_duration(config.swap_recovery)}"
+        )
+    return factor, "; ".join(parts) + f" (factor {factor:.2f})"
