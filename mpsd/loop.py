@@ -52,6 +52,8 @@ PRUNE_EVERY = 3600.0
 RECOMMENDED_EVERY = 3600.0  # re-ask (cheap when cached; re-probes after a reboot or update)
 CONFIG_POLL = 5.0  # the mtime backstop behind the directory watch
 DEBOUNCE = 0.2
+# Ratios are multiples of 0.01: a change of 0.01 (one step) is churn, not news.
+CHURN_TOLERANCE = 0.015
 LOG_BYTES = 1_000_000
 LOG_BACKUPS = 3
 
@@ -253,7 +255,7 @@ class Daemon:
                 },
             )
         current = limits_mod.read()
-        if current is not None and new.same_values(current):
+        if current is not None and new.same_values(current, CHURN_TOLERANCE):
             return current
         try:
             limits_mod.write(new)

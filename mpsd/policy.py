@@ -159,7 +159,7 @@ def decide(
         reasons.append(swap_reason)
 
     target = int(config.headroom * baseline * factor)
-    high = ratio.high_ratio(target, recommended_max_bytes, config.min_ratio, config.max_ratio)
+    high = ratio.high_ratio(target, recommended_max_bytes, *_bounds(config))
     low = ratio.low_ratio(high, config.low_ratio)
     limit = int(high * recommended_max_bytes)
     text = (
@@ -185,6 +185,13 @@ def decide(
         sample_count=len(window),
         reasons=tuple(reasons),
     )
+
+
+def _bounds(config: Config) -> tuple[float, float]:
+    """[min_ratio, max_ratio] narrowed to two decimals, so the clamped ratio has two too."""
+    high = max(ratio.MIN_RATIO, ratio.floor2(config.max_ratio))
+    low = min(high, max(ratio.MIN_RATIO, math.ceil(round(config.min_ratio * 100, 6)) / 100))
+    return low, high
 
 
 def _recent(window: list[Sample], calm: list[bool], max_gap: float) -> list[int]:

@@ -20,12 +20,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from mpsd import loop, paths
+    from mpsd.locks import PidLock
     from mpsd.policy import gib
 
     loop.setup_logging()
     lock = loop.acquire_lock(once=args.once)
     if lock is None:
-        pid = loop.PidLock(paths.daemon_lock_file()).holder()
+        pid = PidLock(paths.daemon_lock_file()).holder()
         who = f" (pid {pid})" if pid is not None else ""
         print(f"A daemon{who} is running and keeps {paths.limits_file()} up to date.")
         return 0
