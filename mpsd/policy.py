@@ -28,6 +28,7 @@ A pure function: no clock (``now`` is the last sample's time unless given), no I
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -88,39 +89,45 @@ def decide(
     if recommended_max_bytes <= 0:
         raise ValueError("recommended_max_bytes must be positive")
     ordered = list(samples)
-    if any(ordered[i].t > ordered[i + 1].t for i in range(len(ordered) - 1)):
+    stamps = [s.t for s in ordered]
+    if any(a > b for a, b in zip(stamps, stamps[1:], strict=False)):
         ordered.sort(key=lambda s: s.t)
+        stamps.sort()
     if not ordered:
         return None
-    end = ordered[-1].t if now is None else now
+    end = stamps[-1] if now is None else now
     since = end - config.window
-    window = [s for s in ordered if since <= s.t <= end]
+    window = ordered[bisect.bisect_left(stamps, since) : bisect.bisect_right(stamps, end)]
     if not window:
         return None
 
     frees: list[int] = []
     calm: list[bool] = []
     jobs: list[_Job] = []
-    previous: Sample | None = None
+    was_running = False
     last_swap: int | None = None
     for s in window:
-        grew = s.swapouts is not None and last_swap is not None and s.swapouts > last_swap
-        if s.swapouts is not None:
-            last_swap = s.swapouts
-        frees.append(s.available_bytes + s.ml_bytes)
-        calm.append(not grew and (s.pressure is None or s.pressure < PRESSURE_WARN))
-        running = s.ml_bytes > 0
+        swap = s.swapouts
+        grew = False
+        if swap is not None:
+            grew = last_swap is not None and swap > last_swap
+            last_swap = swap
+        ml = s.ml_bytes
+        frees.append(s.available_bytes + ml)
+        pressure = s.pressure
+        calm.append(not grew and (pressure is None or pressure < PRESSURE_WARN))
+        running = ml > 0
         if running:
-            if previous is not None and previous.ml_bytes > 0 and jobs:
+            if was_running:
                 jobs[-1].end = s.t
             else:
                 jobs.append(_Job(start=s.t, end=s.t))
-        if grew and (running or (previous is not None and previous.ml_bytes > 0)) and jobs:
+        if grew and (running or was_running):
             job = jobs[-1]
             if job.swapped_at is None:
                 job.swapped_at = s.t
-        previous = s
-    if jobs and window[-1].ml_bytes > 0:
+        was_running = running
+    if was_running:
         jobs[-1].ongoing = True
 
     reasons: list[str] = []
