@@ -138,9 +138,18 @@ def _fake_proc(tmp_path: Path, vmstat: str | None, psi: str | None) -> Path:
     return root
 
 
-PSI_CALM = "some avg10=0.00 avg60=0.00 avg300=0.00 total=0\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n"
-PSI_SOME = "some avg10=12.50 avg60=3.00 avg300=1.00 total=99\nfull avg10=1.00 avg60=0.00 avg300=0.00 total=9\n"
-PSI_FULL = "some avg10=60.00 avg60=30.00 avg300=9.00 total=999\nfull avg10=20.00 avg60=9.00 avg300=2.00 total=99\n"
+PSI_CALM = (
+    "some avg10=0.00 avg60=0.00 avg300=0.00 total=0\n"
+    "full avg10=0.00 avg60=0.00 avg300=0.00 total=0\n"
+)
+PSI_SOME = (
+    "some avg10=12.50 avg60=3.00 avg300=1.00 total=99\n"
+    "full avg10=1.00 avg60=0.00 avg300=0.00 total=9\n"
+)
+PSI_FULL = (
+    "some avg10=60.00 avg60=30.00 avg300=9.00 total=999\n"
+    "full avg10=20.00 avg60=9.00 avg300=2.00 total=99\n"
+)
 
 
 def test_linux_swapouts_come_from_proc_vmstat_pswpout(tmp_path: Path) -> None:
