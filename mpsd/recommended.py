@@ -16,6 +16,7 @@ day (torch may have been installed since).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -246,8 +247,7 @@ def recommended_max(total_ram: int, *, refresh: bool = False) -> tuple[int, str]
         return cached.bytes, cached.source
     value, source = probe(total_ram, limit)
     fresh = Cached(**{**asdict(now), "bytes": value, "source": source})
-    try:
+    # A state dir we cannot write costs a probe next time, nothing else.
+    with contextlib.suppress(OSError):
         write_atomic(path, (json.dumps(asdict(fresh), indent=2) + "\n").encode())
-    except OSError:
-        pass  # a state dir we cannot write costs a probe next time, nothing else
     return value, source
