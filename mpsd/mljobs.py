@@ -1,0 +1,253 @@
+"""Which running processes are PyTorch jobs, and how much memory they hold (SPEC.md).
+
+A PyTorch job is a process of the current user that
+
+- is a Python whose environment carries ``PYTORCH_MPS_HIGH_WATERMARK_RATIO`` or
+  ``..._LOW_...`` (what the hook and ``mpsd run`` put there). Other programs started
+  from a hooked shell (an editor, ``git``) inherit the variables too and are not jobs;
+- or has torch loaded: a memory map containing ``libtorch`` or ``torch/_C``, where the
+  OS lets us read the maps (Linux: ``/proc/PID/maps``; macOS: only Pythons, since
+  reading a process's regions there is slow).
+
+Its memory is its ``phys_footprint`` on macOS (MPS buffers count there, not in RSS),
+else its RSS.
+
+Cheap by design (a sample must cost well under 5 ms of CPU): the process table comes
+from ``psutil.process_iter()``, which keeps one ``Process`` per pid, and each pid is
+examined once. Only the torch-loaded verdict of a process that had no torch can change
+(``import torch`` comes after start), so those are looked at again with a back-off
+that grows with the process's age, from one second up to ``max_recheck``.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import math
+import os
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import psutil
+
+WATERMARK_VARS = ("PYTORCH_MPS_HIGH_WATERMARK_RATIO", "PYTORCH_MPS_LOW_WATERMARK_RATIO")
+TORCH_MARKERS = ("libtorch", "torch/_C")
+ENV = "env"
+TORCH = "torch"
+
+_GONE = (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess, OSError)
+
+
+@dataclass(frozen=True)
+class MLProcess:
+    pid: int
+    name: str
+    reason: str  # "env" or "torch"
+    bytes: int
+
+
+@dataclass
+class _Entry:
+    proc: psutil.Process
+    mine: bool
+    python: bool = False
+    reason: str | None = None
+    next_check: float = math.inf
+
+
+def looks_like_python(proc: psutil.Process) -> bool:
+    """The process runs a Python interpreter (name or executable says so; torch renames
+    its main thread to ``pt_main_thread``, which Linux reports as the name)."""
+    try:
+        name = proc.name()
+    except _GONE:
+        return False
+    if "python" in name.lower() or name == "pt_main_thread":
+        return True
+    try:
+        return "python" in os.path.basename(proc.exe()).lower()
+    except _GONE:
+        return False
+
+
+def torch_in_maps(proc: psutil.Process) -> bool:
+    """torch's libraries are mapped in ``proc`` (False where the OS does not say)."""
+    if sys.platform.startswith("linux"):
+        try:
+            with open(f"/proc/{proc.pid}/maps", "rb") as handle:
+                data = handle.read()
+        except OSError:
+            return False
+        return any(marker.encode() in data for marker in TORCH_MARKERS)
+    try:
+        maps = proc.memory_maps(grouped=True)
+    except (*_GONE, NotImplementedError, AttributeError):
+        return False
+    return any(marker in region.path for region in maps for marker in TORCH_MARKERS)
+
+
+def watermark_env(proc: psutil.Process) -> bool:
+    """The process's environment carries a watermark variable (empty when hidden)."""
+    try:
+        env = proc.environ()
+    except _GONE:
+        return False
+    return any(name in env for name in WATERMARK_VARS)
+
+
+class _Rusage:
+    """``proc_pid_rusage`` from libproc (macOS): ``ri_phys_footprint`` of a process of the
+    same user. The layout of ``rusage_info_v0``: a 16-byte uuid, then uint64s, the 8th of
+    which is the footprint."""
+
+    FLAVOR_V0 = 0
+    OFFSET = 16 + 7 * 8
+    SIZE = 16 + 10 * 8
+
+    def __init__(self) -> None:
+        self.function: Callable[..., int] | None = None
+        if sys.platform != "darwin":
+            return
+        try:
+            libproc = ctypes.CDLL(ctypes.util.find_library("proc") or "libproc.dylib")
+            function = libproc.proc_pid_rusage
+        except (OSError, AttributeError):
+            return
+        function.restype = ctypes.c_int
+        function.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_void_p]
+        self.function = function
+
+    def footprint(self, pid: int) -> int | None:
+        if self.function is None:
+            return None
+        buffer = ctypes.create_string_buffer(self.SIZE)
+        if self.function(pid, self.FLAVOR_V0, buffer) != 0:
+            return None
+        return int.from_bytes(buffer.raw[self.OFFSET : self.OFFSET + 8], sys.byteorder)
+
+
+_rusage: _Rusage | None = None
+
+
+def process_bytes(proc: psutil.Process) -> int:
+    """phys_footprint on macOS (falling back to RSS), RSS elsewhere; 0 if it is gone."""
+    global _rusage
+    if sys.platform == "darwin":
+        if _rusage is None:
+            _rusage = _Rusage()
+        footprint = _rusage.footprint(proc.pid)
+        if footprint is not None:
+            return footprint
+    try:
+        return int(proc.memory_info().rss)
+    except _GONE:
+        return 0
+
+
+class ProcessScanner:
+    """Keeps the per-pid verdicts between scans. Every callable is a seam for tests."""
+
+    def __init__(
+        self,
+        *,
+        uid: int | None = None,
+        clock: Callable[[], float] = time.time,
+        max_recheck: float = 600.0,
+        is_python: Callable[[psutil.Process], bool] = looks_like_python,
+        has_env: Callable[[psutil.Process], bool] = watermark_env,
+        torch_loaded: Callable[[psutil.Process], bool] = torch_in_maps,
+        measure: Callable[[psutil.Process], int] = process_bytes,
+        maps_of_all: bool = sys.platform != "darwin",
+    ) -> None:
+        self.uid = os.getuid() if uid is None else uid
+        self.clock = clock
+        self.max_recheck = max_recheck
+        self.is_python = is_python
+        self.has_env = has_env
+        self.torch_loaded = torch_loaded
+        self.measure = measure
+        # macOS: reading a process's regions is slow, so only Pythons' maps are read.
+        self.maps_of_all = maps_of_all
+        self._entries: dict[int, _Entry] = {}
+        self._self_pid = os.getpid()
+
+    def scan(self) -> list[MLProcess]:
+        """The PyTorch jobs running now, with their memory. Raises only if the process
+        table itself cannot be listed (``psutil.Error``/``OSError``)."""
+        now = self.clock()
+        seen: set[int] = set()
+        jobs: list[MLProcess] = []
+        for proc in psutil.process_iter():
+            pid = proc.pid
+            seen.add(pid)
+            entry = self._entries.get(pid)
+            if entry is None or entry.proc is not proc:  # new, or psutil saw the pid reused
+                entry = self._examine(proc, now)
+                self._entries[pid] = entry
+            elif entry.mine and entry.reason is None and now >= entry.next_check:
+                self._evaluate(entry, now)
+            if entry.reason is not None:
+                size = self.measure(proc)
+                if size > 0:
+                    jobs.append(MLProcess(pid, _name(proc), entry.reason, size))
+        for pid in self._entries.keys() - seen:
+            del self._entries[pid]
+        return jobs
+
+    def _examine(self, proc: psutil.Process, now: float) -> _Entry:
+        if proc.pid == self._self_pid:
+            return _Entry(proc, mine=False)
+        try:
+            mine = proc.uids().real == self.uid
+        except _GONE:
+            mine = False
+        entry = _Entry(proc, mine=mine)
+        if mine:
+            self._evaluate(entry, now)
+        return entry
+
+    def _evaluate(self, entry: _Entry, now: float) -> None:
+        """Decide again from scratch: a process caught between fork and exec (or one that
+        imports torch late) changes its verdict once; a job's verdict is final."""
+        proc = entry.proc
+        entry.python = self.is_python(proc)
+        if entry.python and self.has_env(proc):
+            entry.reason, entry.next_check = ENV, math.inf
+            return
+        if (entry.python or self.maps_of_all) and self.torch_loaded(proc):
+            entry.reason, entry.next_check = TORCH, math.inf
+            return
+        try:
+            age = max(0.0, now - proc.create_time())
+        except _GONE:
+            age = self.max_recheck
+        entry.next_check = now + min(self.max_recheck, max(1.0, age))
+
+
+def _name(proc: psutil.Process) -> str:
+    try:
+        return str(proc.name())
+    except _GONE:
+        return "?"
+
+
+_scanner: ProcessScanner | None = None
+
+
+def default_scanner() -> ProcessScanner:
+    global _scanner
+    if _scanner is None:
+        _scanner = ProcessScanner()
+    return _scanner
+
+
+def find_ml_processes() -> list[MLProcess]:
+    """The PyTorch jobs of the current user running now (module-wide verdict cache)."""
+    return default_scanner().scan()
+
+
+def ml_bytes() -> int:
+    """The memory the PyTorch jobs hold now, in bytes."""
+    return sum(job.bytes for job in find_ml_processes())

@@ -1,0 +1,175 @@
+"""PyTorch jobs found among real processes: a Python carrying the watermark variables, a
+Python that imported torch (torch CPU is in the venv), and the ones that are not jobs."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import psutil
+import pytest
+
+from mpsd import mljobs, sampler
+from mpsd.mljobs import ProcessScanner
+
+pytestmark = pytest.mark.slow
+
+HOLD = """
+import sys, time
+ballast = b"x" * ({mib} << 20)  # touched pages: real RSS
+{extra}
+print("ready", flush=True)
+time.sleep(120)
+"""
+
+
+def _spawn(
+    code: str, *, env: dict[str, str] | None = None, argv: list[str] | None = None
+) -> subprocess.Popen[str]:
+    full = {k: v for k, v in os.environ.items() if not k.startswith("PYTORCH_MPS_")}
+    full.update(env or {})
+    return subprocess.Popen(
+        argv or [sys.executable, "-c", code],
+        env=full,
+        stdout=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        text=True,
+    )
+
+
+def _ready(proc: subprocess.Popen[str], timeout: float = 120) -> None:
+    assert proc.stdout is not None
+    deadline = time.monotonic() + timeout
+    line = proc.stdout.readline()
+    assert line.strip() == "ready", f"child {proc.pid} said {line!r}"
+    assert time.monotonic() < deadline
+
+
+@pytest.fixture(scope="module")
+def children() -> Iterator[dict[str, subprocess.Popen[str]]]:
+    procs = {
+        "env": _spawn(
+            HOLD.format(mib=40, extra=""),
+            env={
+                "PYTORCH_MPS_HIGH_WATERMARK_RATIO": "0.8",
+                "PYTORCH_MPS_LOW_WATERMARK_RATIO": "0.8",
+            },
+        ),
+        "low_only": _spawn(
+            HOLD.format(mib=8, extra=""), env={"PYTORCH_MPS_LOW_WATERMARK_RATIO": "0.5"}
+        ),
+        "torch": _spawn(HOLD.format(mib=8, extra="import torch\nx = torch.ones(1000)")),
+        "plain": _spawn(HOLD.format(mib=80, extra="")),
+        # Not a Python: a program started from a hooked shell inherits the variables too.
+        "sleep": _spawn(
+            "",
+            argv=["sleep", "120"],
+            env={"PYTORCH_MPS_HIGH_WATERMARK_RATIO": "0.8"},
+        ),
+    }
+    try:
+        for name, proc in procs.items():
+            if name != "sleep":
+                _ready(proc)
+        yield procs
+    finally:
+        for proc in procs.values():
+            proc.kill()
+        for proc in procs.values():
+            proc.wait(timeout=30)
+
+
+def _rss(pid: int) -> int:
+    return int(psutil.Process(pid).memory_info().rss)
+
+
+def test_a_python_with_the_watermark_env_and_one_with_torch_loaded_are_jobs(
+    children: dict[str, subprocess.Popen[str]],
+) -> None:
+    jobs = {job.pid: job for job in ProcessScanner().scan()}
+    assert jobs[children["env"].pid].reason == "env"
+    assert jobs[children["low_only"].pid].reason == "env"
+    assert jobs[children["torch"].pid].reason == "torch"
+    assert children["plain"].pid not in jobs
+    assert children["sleep"].pid not in jobs
+    assert os.getpid() not in jobs
+
+
+def test_ml_bytes_counts_the_jobs_rss_and_not_unrelated_processes(
+    children: dict[str, subprocess.Popen[str]],
+) -> None:
+    ours = {children[k].pid for k in ("env", "low_only", "torch")}
+    jobs = sampler.find_ml_processes()
+    total = sampler.ml_bytes()
+    others = sum(job.bytes for job in jobs if job.pid not in ours)  # other users of this box
+    expected = sum(_rss(pid) for pid in ours)
+    assert expected > 40 << 20
+    assert abs((total - others) - expected) < 0.05 * expected
+    assert {job.pid for job in jobs} >= ours
+    assert children["plain"].pid not in {job.pid for job in jobs}
+
+
+def test_a_sample_carries_the_jobs_memory(children: dict[str, subprocess.Popen[str]]) -> None:
+    scanner = ProcessScanner()
+    sample = sampler.take_sample(scanner=scanner)
+    ours = sum(_rss(children[k].pid) for k in ("env", "low_only", "torch"))
+    assert sample.ml_bytes >= 0.95 * ours
+
+
+def test_another_users_processes_are_never_jobs(
+    children: dict[str, subprocess.Popen[str]],
+) -> None:
+    scanner = ProcessScanner(uid=os.getuid() + 4242)
+    assert scanner.scan() == []
+
+
+def test_known_processes_are_not_examined_again_on_the_next_scan(
+    children: dict[str, subprocess.Popen[str]],
+) -> None:
+    calls: dict[str, int] = {"env": 0, "maps": 0}
+
+    def has_env(proc: Any) -> bool:
+        calls["env"] += 1
+        return mljobs.watermark_env(proc)
+
+    def maps(proc: Any) -> bool:
+        calls["maps"] += 1
+        return mljobs.torch_in_maps(proc)
+
+    scanner = ProcessScanner(has_env=has_env, torch_loaded=maps)
+    first = scanner.scan()
+    assert calls["env"] >= 2 and calls["maps"] >= 2
+    calls.update(env=0, maps=0)
+    second = scanner.scan()
+    assert calls == {"env": 0, "maps": 0}
+    assert {j.pid for j in first} == {j.pid for j in second}
+
+
+def test_a_python_that_imports_torch_after_it_was_first_seen_becomes_a_job() -> None:
+    late = _spawn(HOLD.format(mib=4, extra="time.sleep(1.0)\nimport torch"))
+    try:
+        scanner = ProcessScanner()
+        assert late.pid not in {job.pid for job in scanner.scan()}
+        deadline = time.monotonic() + 90
+        found = None
+        while time.monotonic() < deadline and found is None:
+            time.sleep(0.25)
+            found = next((j for j in scanner.scan() if j.pid == late.pid), None)
+        assert found is not None and found.reason == "torch"
+    finally:
+        late.kill()
+        late.wait(timeout=30)
+
+
+def test_a_job_that_ends_leaves_the_count(children: dict[str, subprocess.Popen[str]]) -> None:
+    short = _spawn(HOLD.format(mib=4, extra=""), env={"PYTORCH_MPS_HIGH_WATERMARK_RATIO": "1"})
+    _ready(short)
+    scanner = ProcessScanner()
+    assert short.pid in {job.pid for job in scanner.scan()}
+    short.kill()
+    short.wait(timeout=30)
+    assert short.pid not in {job.pid for job in scanner.scan()}
