@@ -40,7 +40,7 @@ from mpsd.errors import EXIT_ABSENT, MpsdError
 from mpsd.limits import Limits
 from mpsd.locks import PidLock
 from mpsd.sample import Sample
-from mpsd.store import HistoryError, Store
+from mpsd.store import HistoryError, Row, Store
 
 log = logging.getLogger("mpsd")
 
@@ -48,6 +48,12 @@ SampleSource = Callable[[float], Sample]
 RecommendedSource = Callable[[int], tuple[int, str]]
 
 POLICY_EVERY = 300.0  # seconds between policy runs (also after a config change or a new max)
+# The window the policy reads is kept in memory: loaded from the history with at most
+# POLICY_ROWS rows (a longer window is cut into buckets, each represented by its
+# lowest-free sample: 7 days at 30 s gives 2-minute buckets), then each new sample
+# appended; reloaded every WINDOW_RELOAD seconds so it stays that small.
+POLICY_ROWS = 5000
+WINDOW_RELOAD = 6 * 3600.0
 PRUNE_EVERY = 3600.0
 RECOMMENDED_EVERY = 3600.0  # re-ask (cheap when cached; re-probes after a reboot or update)
 CONFIG_POLL = 5.0  # the mtime backstop behind the directory watch
@@ -113,6 +119,8 @@ class Daemon:
     config_good: bool = False
     recommended: tuple[int, str] | None = None
     store: Store | None = None
+    window: list[Row] | None = None
+    _window_key: tuple[float, float] | None = None  # (loaded at, monotonic; window length)
     last_wall: float | None = None
     last_mono: float | None = None
     total_bytes: int | None = None
@@ -173,7 +181,39 @@ class Daemon:
         except Exception as exc:
             log.error("cannot store the sample in %s: %s", paths.history_file(), exc)
             self._drop_store()
+        if self.window is not None:
+            self.window.append(
+                Row(
+                    sample.t,
+                    sample.available_bytes,
+                    sample.total_bytes,
+                    sample.ml_bytes,
+                    sample.swapouts,
+                    sample.pressure,
+                    sample.source,
+                )
+            )
         return sample
+
+    def policy_window(self, now: float) -> list[Row]:
+        """The samples of the window ending at ``now``: kept in memory, reloaded now and then."""
+        since = now - self.config.window
+        mono = self.mono()
+        key = self._window_key
+        if (
+            self.window is None
+            or key is None
+            or key[1] != self.config.window
+            or mono - key[0] >= WINDOW_RELOAD
+        ):
+            self.window = self.open_store().samples(since, now, max_rows=POLICY_ROWS)
+            self._window_key = (mono, self.config.window)
+        else:
+            cut = 0
+            while cut < len(self.window) and self.window[cut].t < since:
+                cut += 1
+            del self.window[:cut]
+        return self.window
 
     def _check_clock(self, wall: float, mono: float) -> None:
         if self.last_wall is None or self.last_mono is None:
@@ -200,6 +240,7 @@ class Daemon:
             with contextlib.suppress(Exception):
                 self.store.close()
             self.store = None
+        self.window = None
 
     # -- the policy and limits.toml ------------------------------------------------------
     def projects(self) -> tuple[str, ...]:
@@ -218,7 +259,7 @@ class Daemon:
         now = self.wall()
         try:
             store = self.open_store()
-            samples = store.samples(now - self.config.window, now)
+            samples = self.policy_window(now)
         except Exception as exc:
             log.error("cannot read the history: %s", exc)
             self._drop_store()

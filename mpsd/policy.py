@@ -36,13 +36,30 @@ from dataclasses import dataclass
 from mpsd import ratio
 from mpsd.config import Config
 from mpsd.durations import format_duration
-from mpsd.sample import PRESSURE_WARN, Sample
+from typing import Protocol
+
+from mpsd.sample import PRESSURE_WARN
 
 GIB = 1 << 30
 RECENT_SPAN = 2 * 3600.0
 RECENT_PERCENTILE = 75.0
 NEXT_JOB_AFTER = 12 * 3600.0
 MIN_SWAP_FACTOR = 0.5
+
+
+class SampleLike(Protocol):
+    """What the policy reads of a sample: ``mpsd.sample.Sample`` or the store's rows."""
+
+    @property
+    def t(self) -> float: ...
+    @property
+    def available_bytes(self) -> int: ...
+    @property
+    def ml_bytes(self) -> int: ...
+    @property
+    def swapouts(self) -> int | None: ...
+    @property
+    def pressure(self) -> int | None: ...
 
 
 @dataclass(frozen=True)
@@ -79,7 +96,7 @@ def gib(value: float) -> str:
 
 
 def decide(
-    samples: Sequence[Sample],
+    samples: Sequence[SampleLike],
     config: Config,
     recommended_max_bytes: int,
     now: float | None = None,
@@ -201,7 +218,7 @@ def _bounds(config: Config) -> tuple[float, float]:
     return low, high
 
 
-def _recent(window: list[Sample], calm: list[bool], max_gap: float) -> list[int]:
+def _recent(window: Sequence[SampleLike], calm: list[bool], max_gap: float) -> list[int]:
     """Calm free memory over the last RECENT_SPAN of awake time (long gaps shortened)."""
     values: list[int] = []
     covered = 0.0

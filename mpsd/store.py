@@ -13,7 +13,7 @@ import json
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from mpsd.errors import MpsdError
 from mpsd.sample import Sample
@@ -53,6 +53,18 @@ class HistoryError(MpsdError):
     def __init__(self, message: str, corrupt: bool = False) -> None:
         super().__init__(message)
         self.corrupt = corrupt
+
+
+class Row(NamedTuple):
+    """A stored sample as the policy reads it: ``Sample``'s fields, built at C speed."""
+
+    t: float
+    available_bytes: int
+    total_bytes: int
+    ml_bytes: int
+    swapouts: int | None
+    pressure: int | None
+    source: str
 
 
 def _row_to_sample(row: tuple[Any, ...]) -> Sample:
@@ -211,7 +223,7 @@ class Store:
         row = self._db.execute("SELECT MIN(t) FROM samples").fetchone()
         return None if row[0] is None else float(row[0])
 
-    def samples(self, since: float, until: float, max_rows: int = 25_000) -> list[Sample]:
+    def samples(self, since: float, until: float, max_rows: int = 25_000) -> list[Row]:
         """The samples in [since, until], oldest first.
 
         When there are more than ``max_rows`` (a short interval over a long window),
@@ -226,7 +238,7 @@ class Store:
                 f"SELECT {_COLUMNS} FROM samples WHERE t >= ? AND t <= ? ORDER BY t",
                 (since, until),
             ).fetchall()
-            return [_row_to_sample(row) for row in rows]
+            return list(map(Row._make, rows))
         width = max((until - since) / max_rows, 1e-6)
         # SQLite: with a single MIN() aggregate, the bare columns come from that row.
         rows = self._db.execute(
@@ -235,7 +247,7 @@ class Store:
             "GROUP BY CAST((t - ?) / ? AS INTEGER) ORDER BY t",
             (since, until, since, width),
         ).fetchall()
-        return [_row_to_sample(row[:7]) for row in rows]
+        return [Row._make(row[:7]) for row in rows]
 
     def free_series(
         self, since: float, until: float, buckets: int
