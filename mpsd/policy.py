@@ -29,15 +29,15 @@ A pure function: no clock (``now`` is the last sample's time unless given), no I
 from __future__ import annotations
 
 import bisect
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from mpsd import ratio
 from mpsd.config import Config
 from mpsd.durations import format_duration
-from typing import Protocol
-
 from mpsd.sample import PRESSURE_WARN
 
 GIB = 1 << 30
@@ -107,7 +107,7 @@ def decide(
         raise ValueError("recommended_max_bytes must be positive")
     ordered = list(samples)
     stamps = [s.t for s in ordered]
-    if any(a > b for a, b in zip(stamps, stamps[1:], strict=False)):
+    if any(a > b for a, b in itertools.pairwise(stamps)):
         ordered.sort(key=lambda s: s.t)
         stamps.sort()
     if not ordered:
