@@ -51,7 +51,6 @@ class MLProcess:
 @dataclass
 class _Entry:
     proc: psutil.Process
-    mine: bool
     python: bool = False
     reason: str | None = None
     next_check: float = math.inf
@@ -170,42 +169,57 @@ class ProcessScanner:
         self.measure = measure
         # macOS: reading a process's regions is slow, so only Pythons' maps are read.
         self.maps_of_all = maps_of_all
-        self._entries: dict[int, _Entry] = {}
+        self._seen: set[int] = set()  # every pid looked at, the user's or not
+        self._mine: dict[int, _Entry] = {}  # the user's processes
         self._self_pid = os.getpid()
 
     def scan(self) -> list[MLProcess]:
         """The PyTorch jobs running now, with their memory. Raises only if the process
-        table itself cannot be listed (``psutil.Error``/``OSError``)."""
+        table itself cannot be listed (``psutil.Error``/``OSError``).
+
+        Lists pids (``psutil.pids()``), not ``psutil.process_iter(attrs)``: that builds a
+        dict per process per call (0.8 ms for 77 processes here), when only new pids,
+        the jobs and the few verdicts due for a re-check need a look."""
         now = self.clock()
-        seen: set[int] = set()
+        pids = set(psutil.pids())
+        for pid in self._seen - pids:
+            self._seen.discard(pid)
+            self._mine.pop(pid, None)
+        for pid in pids - self._seen:
+            self._seen.add(pid)
+            entry = self._examine(pid, now)
+            if entry is not None:
+                self._mine[pid] = entry
         jobs: list[MLProcess] = []
-        for proc in psutil.process_iter():
-            pid = proc.pid
-            seen.add(pid)
-            entry = self._entries.get(pid)
-            if entry is None or entry.proc is not proc:  # new, or psutil saw the pid reused
-                entry = self._examine(proc, now)
-                self._entries[pid] = entry
-            elif entry.mine and entry.reason is None and now >= entry.next_check:
+        for pid, entry in list(self._mine.items()):
+            if entry.reason is None and now < entry.next_check:
+                continue
+            if not _same_process(entry.proc):  # the pid was reused between two scans
+                del self._mine[pid]
+                fresh = self._examine(pid, now)
+                if fresh is None:
+                    continue
+                entry = self._mine[pid] = fresh
+            elif entry.reason is None:
                 self._evaluate(entry, now)
             if entry.reason is not None:
-                size = self.measure(proc)
+                size = self.measure(entry.proc)
                 if size > 0:
-                    jobs.append(MLProcess(pid, _name(proc), entry.reason, size))
-        for pid in self._entries.keys() - seen:
-            del self._entries[pid]
+                    jobs.append(MLProcess(pid, _name(entry.proc), entry.reason, size))
         return jobs
 
-    def _examine(self, proc: psutil.Process, now: float) -> _Entry:
-        if proc.pid == self._self_pid:
-            return _Entry(proc, mine=False)
+    def _examine(self, pid: int, now: float) -> _Entry | None:
+        """A first look at a pid: an entry when it is the user's (not ours), else None."""
+        if pid == self._self_pid:
+            return None
         try:
-            mine = proc.uids().real == self.uid
+            proc = psutil.Process(pid)
+            if proc.uids().real != self.uid:
+                return None
         except _GONE:
-            mine = False
-        entry = _Entry(proc, mine=mine)
-        if mine:
-            self._evaluate(entry, now)
+            return None
+        entry = _Entry(proc)
+        self._evaluate(entry, now)
         return entry
 
     def _evaluate(self, entry: _Entry, now: float) -> None:
@@ -224,6 +238,14 @@ class ProcessScanner:
         except _GONE:
             age = self.max_recheck
         entry.next_check = now + min(self.max_recheck, max(1.0, age))
+
+
+def _same_process(proc: psutil.Process) -> bool:
+    """Still the process first seen under this pid (psutil compares its start time)."""
+    try:
+        return bool(proc.is_running())
+    except _GONE:
+        return False
 
 
 def _name(proc: psutil.Process) -> str:
