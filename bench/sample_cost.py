@@ -12,6 +12,7 @@ come and go. Prints figures and their ratio to the contract (5 ms of CPU per sam
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import re
 import statistics
@@ -134,7 +135,8 @@ def main() -> int:
     parser.add_argument("--no-torch", action="store_true", help="no child that imports torch")
     args = parser.parse_args()
 
-    children = spawn_table(args.table, torch=not args.no_torch)
+    has_torch = importlib.util.find_spec("torch") is not None
+    children = spawn_table(args.table, torch=has_torch and not args.no_torch)
     try:
         start = time.process_time()
         first = take_sample()

@@ -152,7 +152,8 @@ class ProcessScanner:
         self,
         *,
         uid: int | None = None,
-        clock: Callable[[], float] = time.time,
+        clock: Callable[[], float] = time.monotonic,
+        wall: Callable[[], float] = time.time,
         max_recheck: float = 600.0,
         is_python: Callable[[psutil.Process], bool] = looks_like_python,
         has_env: Callable[[psutil.Process], bool] = watermark_env,
@@ -161,7 +162,8 @@ class ProcessScanner:
         maps_of_all: bool = sys.platform != "darwin",
     ) -> None:
         self.uid = os.getuid() if uid is None else uid
-        self.clock = clock
+        self.clock = clock  # schedules re-checks: immune to wall-clock jumps
+        self.wall = wall  # for a process's age, from its start time
         self.max_recheck = max_recheck
         self.is_python = is_python
         self.has_env = has_env
@@ -234,7 +236,7 @@ class ProcessScanner:
             entry.reason, entry.next_check = TORCH, math.inf
             return
         try:
-            age = max(0.0, now - proc.create_time())
+            age = max(0.0, self.wall() - proc.create_time())
         except _GONE:
             age = self.max_recheck
         entry.next_check = now + min(self.max_recheck, max(1.0, age))
