@@ -6,8 +6,8 @@ A PyTorch job is a process of the current user that
   ``..._LOW_...`` (what the hook and ``mpsd run`` put there). Other programs started
   from a hooked shell (an editor, ``git``) inherit the variables too and are not jobs;
 - or has torch loaded: a memory map containing ``libtorch`` or ``torch/_C``, where the
-  OS lets us read the maps (Linux: ``/proc/PID/maps``; macOS: only Pythons, since
-  reading a process's regions there is slow).
+  OS lets us read the maps (Linux: ``/proc/PID/maps`` of every process of the user;
+  macOS: ``lsof`` of Pythons only, since it is slow there).
 
 Its memory is its ``phys_footprint`` on macOS (MPS buffers count there, not in RSS),
 else its RSS.
@@ -25,6 +25,8 @@ import ctypes
 import ctypes.util
 import math
 import os
+import shutil
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -37,7 +39,14 @@ TORCH_MARKERS = ("libtorch", "torch/_C")
 ENV = "env"
 TORCH = "torch"
 
-_GONE = (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess, OSError)
+# A process that vanished, is hidden, or that psutil fails on (RuntimeError on macOS 26).
+_UNREADABLE = (
+    psutil.NoSuchProcess,
+    psutil.AccessDenied,
+    psutil.ZombieProcess,
+    OSError,
+    RuntimeError,
+)
 
 
 @dataclass(frozen=True)
@@ -61,18 +70,21 @@ def looks_like_python(proc: psutil.Process) -> bool:
     its main thread to ``pt_main_thread``, which Linux reports as the name)."""
     try:
         name = proc.name()
-    except _GONE:
+    except _UNREADABLE:
         return False
     if "python" in name.lower() or name == "pt_main_thread":
         return True
     try:
         return "python" in os.path.basename(proc.exe()).lower()
-    except _GONE:
+    except _UNREADABLE:
         return False
 
 
 def torch_in_maps(proc: psutil.Process) -> bool:
-    """torch's libraries are mapped in ``proc`` (False where the OS does not say)."""
+    """torch's libraries are mapped in ``proc`` (False where the OS does not say).
+
+    Linux: ``/proc/PID/maps``. macOS: psutil has no ``memory_maps()`` there (removed as
+    unsafe), so ``lsof`` lists the process's mapped files."""
     if sys.platform.startswith("linux"):
         try:
             with open(f"/proc/{proc.pid}/maps", "rb") as handle:
@@ -80,18 +92,46 @@ def torch_in_maps(proc: psutil.Process) -> bool:
         except OSError:
             return False
         return any(marker.encode() in data for marker in TORCH_MARKERS)
+    if hasattr(proc, "memory_maps"):
+        try:
+            maps = proc.memory_maps(grouped=True)
+        except (*_UNREADABLE, NotImplementedError):
+            return False
+        return any(marker in region.path for region in maps for marker in TORCH_MARKERS)
+    return torch_in_lsof(proc)
+
+
+def torch_in_lsof(proc: psutil.Process, timeout: float = 10.0) -> bool:
+    """torch's libraries among the files ``lsof`` says ``proc`` has mapped ("txt" on
+    macOS, "mem" on Linux). Spawned by absolute path without closing descriptors, so
+    CPython uses ``posix_spawn`` rather than forking the daemon."""
+    lsof = os.path.abspath(shutil.which("lsof") or "/usr/sbin/lsof")
+    argv = [lsof, "-w", "-n", "-P", "-F", "n", "-a", "-p", str(proc.pid), "-d", "txt,mem"]
     try:
-        maps = proc.memory_maps(grouped=True)
-    except (*_GONE, NotImplementedError, AttributeError):
+        done = subprocess.run(
+            argv,
+            capture_output=True,
+            text=True,
+            errors="replace",
+            env={**os.environ, "LC_ALL": "C"},
+            timeout=timeout,
+            close_fds=False,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
         return False
-    return any(marker in region.path for region in maps for marker in TORCH_MARKERS)
+    return any(
+        line.startswith("n") and marker in line
+        for line in done.stdout.splitlines()
+        for marker in TORCH_MARKERS
+    )
 
 
 def watermark_env(proc: psutil.Process) -> bool:
     """The process's environment carries a watermark variable (empty when hidden)."""
     try:
         env = proc.environ()
-    except _GONE:
+    except _UNREADABLE:
         return False
     return any(name in env for name in WATERMARK_VARS)
 
@@ -141,7 +181,7 @@ def process_bytes(proc: psutil.Process) -> int:
             return footprint
     try:
         return int(proc.memory_info().rss)
-    except _GONE:
+    except _UNREADABLE:
         return 0
 
 
@@ -218,7 +258,7 @@ class ProcessScanner:
             proc = psutil.Process(pid)
             if proc.uids().real != self.uid:
                 return None
-        except _GONE:
+        except _UNREADABLE:
             return None
         entry = _Entry(proc)
         self._evaluate(entry, now)
@@ -237,7 +277,7 @@ class ProcessScanner:
             return
         try:
             age = max(0.0, self.wall() - proc.create_time())
-        except _GONE:
+        except _UNREADABLE:
             age = self.max_recheck
         entry.next_check = now + min(self.max_recheck, max(1.0, age))
 
@@ -246,14 +286,14 @@ def _same_process(proc: psutil.Process) -> bool:
     """Still the process first seen under this pid (psutil compares its start time)."""
     try:
         return bool(proc.is_running())
-    except _GONE:
+    except _UNREADABLE:
         return False
 
 
 def _name(proc: psutil.Process) -> str:
     try:
         return str(proc.name())
-    except _GONE:
+    except _UNREADABLE:
         return "?"
 
 

@@ -234,7 +234,7 @@ def take_sample(
         memory = replace(memory, available_bytes=memory.total_bytes)
     try:
         jobs = (scanner or default_scanner()).scan()
-    except (psutil.Error, OSError) as err:
+    except (psutil.Error, OSError, RuntimeError) as err:
         raise SampleError(f"the process table could not be read ({err})") from err
     return Sample(
         t=t,

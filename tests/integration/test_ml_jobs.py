@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -219,3 +220,31 @@ def test_a_process_without_torch_is_looked_at_again_less_and_less_often() -> Non
     finally:
         child.kill()
         child.wait(timeout=30)
+
+
+@needs_torch
+@pytest.mark.skipif(shutil.which("lsof") is None, reason="lsof is not installed")
+def test_lsof_sees_torch_mapped_in_a_process_as_macos_needs_it(
+    children: dict[str, subprocess.Popen[str]],
+) -> None:
+    """psutil has no memory_maps() on macOS: there the scanner asks lsof."""
+    assert mljobs.torch_in_lsof(psutil.Process(children["torch"].pid))
+    assert not mljobs.torch_in_lsof(psutil.Process(children["plain"].pid))
+
+
+@needs_torch
+@pytest.mark.skipif(shutil.which("lsof") is None, reason="lsof is not installed")
+def test_the_macos_way_finds_the_torch_python_and_skips_non_pythons(
+    children: dict[str, subprocess.Popen[str]],
+) -> None:
+    looked_at: list[int] = []
+
+    def lsof(proc: Any) -> bool:
+        looked_at.append(proc.pid)
+        return mljobs.torch_in_lsof(proc)
+
+    scanner = ProcessScanner(torch_loaded=lsof, maps_of_all=False)
+    jobs = {job.pid: job for job in scanner.scan()}
+    assert jobs[children["torch"].pid].reason == "torch"
+    assert children["sleep"].pid not in looked_at  # not a Python: never lsof'ed
+    assert children["plain"].pid in looked_at
