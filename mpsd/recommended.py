@@ -20,7 +20,6 @@ import contextlib
 import json
 import math
 import os
-import platform
 import subprocess
 import sys
 import tempfile
@@ -146,6 +145,8 @@ def boot_time() -> float:
 
 def os_version() -> str:
     """'Darwin 14.4.1 23.4.0' on macOS (changes with every update), 'Linux 6.1.0-18' elsewhere."""
+    import platform  # only when the cache is checked: it is slow to import
+
     mac = platform.mac_ver()[0]
     return " ".join(part for part in (platform.system(), mac, platform.release()) if part)
 

@@ -18,8 +18,10 @@ macOS 26) raises ``SampleError``: the loop logs it and skips the sample.
 
 from __future__ import annotations
 
+import os
 import re
 import resource
+import shutil
 import subprocess
 import sys
 import time
@@ -147,14 +149,22 @@ PRESSURE_LEVEL = "kern.memorystatus_vm_pressure_level"
 
 
 def run_vm_stat(timeout: float = 5.0) -> str | None:
-    """``vm_stat`` output in the C locale, None when it cannot be run."""
+    """``vm_stat`` output in the C locale, None when it cannot be run.
+
+    By absolute path and with ``close_fds=False`` so that CPython starts it with
+    ``posix_spawn`` on macOS instead of forking the daemon (Python's own descriptors are
+    not inheritable anyway): the spawn is most of a sample's CPU there."""
+    path = shutil.which("vm_stat")
+    if path is None:
+        return None
     try:
         done = subprocess.run(
-            ["vm_stat"],
+            [os.path.abspath(path)],
             capture_output=True,
             text=True,
             env=sysctl.c_env(),
             timeout=timeout,
+            close_fds=False,
             check=False,
         )
     except (OSError, subprocess.SubprocessError):
@@ -224,7 +234,7 @@ def take_sample(
         memory = replace(memory, available_bytes=memory.total_bytes)
     try:
         jobs = (scanner or default_scanner()).scan()
-    except (psutil.Error, OSError) as err:
+    except (psutil.Error, OSError, RuntimeError) as err:
         raise SampleError(f"the process table could not be read ({err})") from err
     return Sample(
         t=t,

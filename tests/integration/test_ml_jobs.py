@@ -3,7 +3,9 @@ Python that imported torch (torch CPU is in the venv), and the ones that are not
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -17,6 +19,9 @@ from mpsd import mljobs, sampler
 from mpsd.mljobs import ProcessScanner
 
 pytestmark = pytest.mark.slow
+
+HAS_TORCH = importlib.util.find_spec("torch") is not None
+needs_torch = pytest.mark.skipif(not HAS_TORCH, reason="torch is not installed in this venv")
 
 HOLD = """
 import sys, time
@@ -62,7 +67,9 @@ def children() -> Iterator[dict[str, subprocess.Popen[str]]]:
         "low_only": _spawn(
             HOLD.format(mib=8, extra=""), env={"PYTORCH_MPS_LOW_WATERMARK_RATIO": "0.5"}
         ),
-        "torch": _spawn(HOLD.format(mib=8, extra="import torch\nx = torch.ones(1000)")),
+        "torch": _spawn(
+            HOLD.format(mib=8, extra="import torch\nx = torch.ones(1000)" if HAS_TORCH else "")
+        ),
         "plain": _spawn(HOLD.format(mib=80, extra="")),
         # Not a Python: a program started from a hooked shell inherits the variables too.
         "sleep": _spawn(
@@ -87,18 +94,24 @@ def _rss(pid: int) -> int:
     return int(psutil.Process(pid).memory_info().rss)
 
 
-def test_a_python_with_the_watermark_env_and_one_with_torch_loaded_are_jobs(
+def test_a_python_with_a_watermark_variable_is_a_job_and_others_are_not(
     children: dict[str, subprocess.Popen[str]],
 ) -> None:
     jobs = {job.pid: job for job in ProcessScanner().scan()}
     assert jobs[children["env"].pid].reason == "env"
     assert jobs[children["low_only"].pid].reason == "env"
-    assert jobs[children["torch"].pid].reason == "torch"
     assert children["plain"].pid not in jobs
     assert children["sleep"].pid not in jobs
     assert os.getpid() not in jobs
 
 
+@needs_torch
+def test_a_python_with_torch_loaded_is_a_job(children: dict[str, subprocess.Popen[str]]) -> None:
+    jobs = {job.pid: job for job in ProcessScanner().scan()}
+    assert jobs[children["torch"].pid].reason == "torch"
+
+
+@needs_torch
 def test_ml_bytes_counts_the_jobs_rss_and_not_unrelated_processes(
     children: dict[str, subprocess.Popen[str]],
 ) -> None:
@@ -113,6 +126,7 @@ def test_ml_bytes_counts_the_jobs_rss_and_not_unrelated_processes(
     assert children["plain"].pid not in {job.pid for job in jobs}
 
 
+@needs_torch
 def test_a_sample_carries_the_jobs_memory(children: dict[str, subprocess.Popen[str]]) -> None:
     scanner = ProcessScanner()
     sample = sampler.take_sample(scanner=scanner)
@@ -127,28 +141,33 @@ def test_another_users_processes_are_never_jobs(
     assert scanner.scan() == []
 
 
+@needs_torch
 def test_known_processes_are_not_examined_again_on_the_next_scan(
     children: dict[str, subprocess.Popen[str]],
 ) -> None:
-    calls: dict[str, int] = {"env": 0, "maps": 0}
+    looked_at: list[tuple[str, int]] = []
 
     def has_env(proc: Any) -> bool:
-        calls["env"] += 1
+        looked_at.append(("env", proc.pid))
         return mljobs.watermark_env(proc)
 
     def maps(proc: Any) -> bool:
-        calls["maps"] += 1
+        looked_at.append(("maps", proc.pid))
         return mljobs.torch_in_maps(proc)
 
     scanner = ProcessScanner(has_env=has_env, torch_loaded=maps)
     first = scanner.scan()
-    assert calls["env"] >= 2 and calls["maps"] >= 2
-    calls.update(env=0, maps=0)
+    first_pids = {pid for _, pid in looked_at}
+    assert {children["env"].pid, children["plain"].pid, children["torch"].pid} <= first_pids
+    looked_at.clear()
     second = scanner.scan()
-    assert calls == {"env": 0, "maps": 0}
-    assert {j.pid for j in first} == {j.pid for j in second}
+    # Only processes born since the first scan (this box is shared) get a first look.
+    assert not first_pids & {pid for _, pid in looked_at}
+    ours = {children[k].pid for k in ("env", "low_only", "torch")}
+    assert {j.pid for j in first} & ours == {j.pid for j in second} & ours == ours
 
 
+@needs_torch
 def test_a_python_that_imports_torch_after_it_was_first_seen_becomes_a_job() -> None:
     late = _spawn(HOLD.format(mib=4, extra="time.sleep(1.0)\nimport torch"))
     try:
@@ -173,3 +192,59 @@ def test_a_job_that_ends_leaves_the_count(children: dict[str, subprocess.Popen[s
     short.kill()
     short.wait(timeout=30)
     assert short.pid not in {job.pid for job in scanner.scan()}
+
+
+def test_a_process_without_torch_is_looked_at_again_less_and_less_often() -> None:
+    child = _spawn("", argv=["sleep", "120"])
+    try:
+        born = psutil.Process(child.pid).create_time()
+        clock = {"now": 0.0}
+        looks: list[float] = []
+
+        def maps(proc: Any) -> bool:
+            if proc.pid == child.pid:
+                looks.append(clock["now"])
+            return False
+
+        scanner = ProcessScanner(
+            torch_loaded=maps,
+            clock=lambda: clock["now"],
+            wall=lambda: born + clock["now"],  # the child is as old as the fake clock
+            max_recheck=8.0,
+        )
+        for tick in range(0, 41):
+            clock["now"] = tick * 0.5
+            scanner.scan()
+        # Re-checked when its age doubles (at least a second apart), then every 8 s.
+        assert looks == [0.0, 1.0, 2.0, 4.0, 8.0, 16.0]
+    finally:
+        child.kill()
+        child.wait(timeout=30)
+
+
+@needs_torch
+@pytest.mark.skipif(shutil.which("lsof") is None, reason="lsof is not installed")
+def test_lsof_sees_torch_mapped_in_a_process_as_macos_needs_it(
+    children: dict[str, subprocess.Popen[str]],
+) -> None:
+    """psutil has no memory_maps() on macOS: there the scanner asks lsof."""
+    assert mljobs.torch_in_lsof(psutil.Process(children["torch"].pid))
+    assert not mljobs.torch_in_lsof(psutil.Process(children["plain"].pid))
+
+
+@needs_torch
+@pytest.mark.skipif(shutil.which("lsof") is None, reason="lsof is not installed")
+def test_the_macos_way_finds_the_torch_python_and_skips_non_pythons(
+    children: dict[str, subprocess.Popen[str]],
+) -> None:
+    looked_at: list[int] = []
+
+    def lsof(proc: Any) -> bool:
+        looked_at.append(proc.pid)
+        return mljobs.torch_in_lsof(proc)
+
+    scanner = ProcessScanner(torch_loaded=lsof, maps_of_all=False)
+    jobs = {job.pid: job for job in scanner.scan()}
+    assert jobs[children["torch"].pid].reason == "torch"
+    assert children["sleep"].pid not in looked_at  # not a Python: never lsof'ed
+    assert children["plain"].pid in looked_at

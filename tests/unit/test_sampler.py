@@ -120,7 +120,7 @@ def test_a_process_table_that_cannot_be_listed_skips_the_sample(
     def denied() -> object:
         raise psutil.AccessDenied(0)
 
-    monkeypatch.setattr(psutil, "process_iter", denied)
+    monkeypatch.setattr(psutil, "pids", denied)
     with pytest.raises(SampleError, match="process table"):
         take_sample(source=PsutilSource(), scanner=ProcessScanner())
 
