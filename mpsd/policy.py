@@ -4,6 +4,8 @@ A pure function: no clock (``now`` is the last sample's time unless given), no I
 
 - **free** of a sample = available + ml: the memory that running PyTorch jobs hold
   is added back, so a training run does not teach mpsd that the Mac has none.
+- percentiles are shares of *time*: each sample weighs the gap since the one
+  before (at most 3 sampling steps), so thinned history and sleep don't skew them.
 - **calm** samples: memory pressure normal (or unknown) and swap-outs not growing
   since the previous sample. Only calm samples shape the baseline (unless there
   are none at all), so a Mac under pressure cannot drag it down.
@@ -11,7 +13,7 @@ A pure function: no clock (``now`` is the last sample's time unless given), no I
   * the ``baseline_percentile`` (5th) percentile of calm free memory over ``window``:
     slow, robust, rides out short spikes and recovers slowly after a drop;
   * the 75th percentile of calm free memory over the last 2 hours of *awake*
-    time (gaps longer than 3 intervals, such as sleep, count as 3 intervals): a
+    time (gaps longer than 3 sampling steps, such as sleep, count as 3 steps): a
     lasting drop (a new memory-hungry app) pulls it down once it fills three
     quarters of those 2 hours (90 minutes), while a spike shorter than that (an
     hour) never does.
@@ -91,6 +93,21 @@ def percentile(sorted_values: Sequence[int], pct: float) -> int:
     return sorted_values[max(0, min(index, len(sorted_values) - 1))]
 
 
+def weighted_percentile(pairs: list[tuple[int, float]], pct: float) -> int:
+    """The value below which ``pct`` percent of the total weight lies; ``pairs`` non-empty."""
+    ordered = sorted(pairs)
+    total = sum(w for _, w in ordered)
+    if total <= 0:
+        return percentile([v for v, _ in ordered], pct)
+    target = pct / 100.0 * total - 1e-9
+    acc = 0.0
+    for value, weight in ordered:
+        acc += weight
+        if acc >= target:
+            return value
+    return ordered[-1][0]
+
+
 def gib(value: float) -> str:
     return f"{value / GIB:.1f} GiB"
 
@@ -118,12 +135,23 @@ def decide(
     if not window:
         return None
 
+    # Each sample stands for the time since the one before (its weight): percentiles are
+    # shares of time, not of sample counts, so thinned history, missed samples and
+    # sleep do not skew them. A gap counts in full up to 3 sampling steps; a longer one
+    # (sleep) counts as 3 steps.
+    step = (window[-1].t - window[0].t) / (len(window) - 1) if len(window) > 1 else 0.0
+    max_gap = 3.0 * max(config.interval, step, 1.0)
     frees: list[int] = []
+    weights: list[float] = []
     calm: list[bool] = []
     jobs: list[_Job] = []
     was_running = False
     last_swap: int | None = None
+    previous_t = window[0].t - min(max(step, config.interval), max_gap)
     for s in window:
+        t = s.t
+        weights.append(min(max(t - previous_t, 0.0), max_gap))
+        previous_t = t
         swap = s.swapouts
         grew = False
         if swap is not None:
@@ -136,41 +164,39 @@ def decide(
         running = ml > 0
         if running:
             if was_running:
-                jobs[-1].end = s.t
+                jobs[-1].end = t
             else:
-                jobs.append(_Job(start=s.t, end=s.t))
+                jobs.append(_Job(start=t, end=t))
         if grew and (running or was_running):
             job = jobs[-1]
             if job.swapped_at is None:
-                job.swapped_at = s.t
+                job.swapped_at = t
         was_running = running
     if was_running:
         jobs[-1].ongoing = True
 
     reasons: list[str] = []
-    calm_frees = sorted(f for f, ok in zip(frees, calm, strict=True) if ok)
-    left_out = len(frees) - len(calm_frees)
-    if calm_frees:
-        pool = calm_frees
-    else:
-        pool = sorted(frees)
+    pool = [(f, w) for f, w, ok in zip(frees, weights, calm, strict=True) if ok]
+    left_out = len(frees) - len(pool)
+    if not pool:
+        pool = list(zip(frees, weights, strict=True))
         reasons.append(
             "every sample was taken under memory pressure or while swapping; using them anyway"
         )
-    window_value = percentile(pool, config.baseline_percentile)
+    window_value = weighted_percentile(pool, config.baseline_percentile)
     span = format_duration(config.window)
     text = (
         f"percentile {config.baseline_percentile:g} of free memory over {span} "
         f"({len(window)} samples) is {gib(window_value)}"
     )
-    if left_out and calm_frees:
+    if left_out and len(pool) < len(frees):
         text += f"; {left_out} taken under memory pressure or while swapping left out"
     reasons.append(text)
 
-    recent = _recent(window, calm, max_gap=max(3.0 * config.interval, 60.0))
+    recent = _recent(frees, weights, calm)
     baseline = window_value
     if recent:
-        recent_value = percentile(sorted(recent), RECENT_PERCENTILE)
+        recent_value = weighted_percentile(recent, RECENT_PERCENTILE)
         if recent_value < window_value:
             baseline = recent_value
             reasons.append(
@@ -218,20 +244,17 @@ def _bounds(config: Config) -> tuple[float, float]:
     return low, high
 
 
-def _recent(window: Sequence[SampleLike], calm: list[bool], max_gap: float) -> list[int]:
-    """Calm free memory over the last RECENT_SPAN of awake time (long gaps shortened)."""
-    values: list[int] = []
+def _recent(frees: list[int], weights: list[float], calm: list[bool]) -> list[tuple[int, float]]:
+    """Calm (free, weight) over the last RECENT_SPAN of awake time."""
+    out: list[tuple[int, float]] = []
     covered = 0.0
-    for i in range(len(window) - 1, -1, -1):
-        s = window[i]
+    for i in range(len(frees) - 1, -1, -1):
         if calm[i]:
-            values.append(s.available_bytes + s.ml_bytes)
-        if i == 0:
-            break
-        covered += min(s.t - window[i - 1].t, max_gap)
+            out.append((frees[i], weights[i]))
+        covered += weights[i]
         if covered >= RECENT_SPAN:
             break
-    return values
+    return out
 
 
 def _swap_factor(jobs: list[_Job], now: float, config: Config) -> tuple[float, str]:

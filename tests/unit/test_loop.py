@@ -184,3 +184,50 @@ def test_the_daemon_lock_names_the_holder() -> None:
         assert acquire_lock(once=True) is None
     finally:
         lock.release()
+
+
+def test_a_lasting_drop_reaches_limits_within_two_hours_on_a_week_of_history() -> None:
+    """The daemon's own path: a week at 30 s (read back thinned) and then a new app."""
+    clock = Clock()
+    week = 7 * 86400
+    with Store.open(paths.history_file()) as store:
+        store.add_many(
+            [
+                Sample(
+                    t=clock.t - week + i * 30.0,
+                    available_bytes=20 * GIB,
+                    total_bytes=32 * GIB,
+                )
+                for i in range(week // 30)
+            ]
+        )
+    machine = Machine(20)
+    daemon = make(machine, clock)
+    daemon.run_once()
+    assert limits.read().high_watermark_ratio == 0.66  # type: ignore[union-attr]
+    machine.free_gib = 12  # an app that keeps 8 GiB
+    for minute in range(1, 121):
+        clock.advance(30)
+        daemon.tick()
+        clock.advance(30)
+        daemon.tick()
+        if minute % 5 == 0:
+            daemon.evaluate()
+        if minute == 60:  # an hour in: still riding it out as a spike
+            assert limits.read().high_watermark_ratio == 0.66  # type: ignore[union-attr]
+    # 0.8 x 12 GiB / 24 GiB = 0.4
+    assert limits.read().high_watermark_ratio == 0.4  # type: ignore[union-attr]
+
+
+def test_samples_older_than_the_retention_are_pruned() -> None:
+    clock = Clock()
+    with Store.open(paths.history_file()) as store:
+        store.add_many(
+            [
+                Sample(t=clock.t - age * 86400.0, available_bytes=GIB, total_bytes=2 * GIB)
+                for age in (200, 100, 80, 1)
+            ]
+        )
+    make(Machine(), clock).run_once()
+    with Store.open(paths.history_file()) as store:
+        assert store.count() == 3  # 80 d, 1 d and the new one (retention 90 d)

@@ -289,3 +289,23 @@ def test_ratios_are_always_valid_for_pytorch(
     assert decision.high_watermark_ratio >= min(min_ratio, 2.0) - 0.01
     assert decision.high_watermark_ratio == round(decision.high_watermark_ratio, 2)
     assert decision.limit_bytes == int(decision.high_watermark_ratio * recmax)
+
+
+def test_percentiles_weigh_time_not_sample_counts() -> None:
+    """Thinned old history (one row per 4 minutes) then dense new samples (every 30 s):
+    an hour of dense low samples is still an hour, not four."""
+    old = series(0, 3 * DAY, lambda t: 30, step=240.0)
+    dense = series(3 * DAY, 3 * DAY + HOUR, lambda t: 22, step=30.0)
+    assert baseline_gib(old + dense, 3 * DAY + HOUR - 30) == pytest.approx(30)
+    more = series(3 * DAY, 3 * DAY + 2 * HOUR, lambda t: 22, step=30.0)
+    assert baseline_gib(old + more, 3 * DAY + 2 * HOUR - 30) == pytest.approx(22)
+
+
+def test_weighted_percentile_matches_the_plain_one_for_equal_weights() -> None:
+    from mpsd.policy import weighted_percentile
+
+    values = [5, 1, 4, 2, 3]
+    assert weighted_percentile([(v, 1.0) for v in values], 50) == 3
+    assert weighted_percentile([(v, 1.0) for v in values], 0) == 1
+    assert weighted_percentile([(1, 9.0), (10, 1.0)], 50) == 1
+    assert weighted_percentile([(1, 1.0), (10, 9.0)], 50) == 10
