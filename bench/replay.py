@@ -11,7 +11,9 @@ free with the usual apps during it (the least ``available + ml`` over the job).
 Goals: the limit never exceeds it; the limit uses 70 % of it or more (median).
 
 The policy is re-evaluated every ``--stride`` samples (and at each job's start,
-as the daemon's 5-minute cadence would have it fresh), over the config's window.
+as the daemon's 5-minute cadence would have it fresh), over the config's window, on
+the trace's samples as they are (the daemon reads older history thinned to at most
+5000 rows of bucket lows; the policy weighs time, not sample counts, so both agree).
 """
 
 from __future__ import annotations

@@ -33,6 +33,7 @@ from __future__ import annotations
 import bisect
 import itertools
 import math
+from operator import itemgetter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -95,7 +96,7 @@ def percentile(sorted_values: Sequence[int], pct: float) -> int:
 
 def weighted_percentile(pairs: list[tuple[int, float]], pct: float) -> int:
     """The value below which ``pct`` percent of the total weight lies; ``pairs`` non-empty."""
-    ordered = sorted(pairs)
+    ordered = sorted(pairs, key=itemgetter(0))
     total = sum(w for _, w in ordered)
     if total <= 0:
         return percentile([v for v, _ in ordered], pct)
