@@ -33,9 +33,9 @@ from __future__ import annotations
 import bisect
 import itertools
 import math
-from operator import itemgetter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import Protocol
 
 from mpsd import ratio

@@ -12,6 +12,7 @@ import datetime as dt
 import json
 import math
 import sys
+import textwrap
 import time
 from typing import Any
 
@@ -50,6 +51,7 @@ def collect(now: float | None = None) -> dict[str, Any]:
         config = Config()
         facts["config_problem"] = str(exc)
     facts["window_seconds"] = config.window
+    facts["interval_seconds"] = config.interval
     facts["daemon"] = _daemon_facts()
     facts.update(_limits_facts())
     facts.update(_history_facts(now, config))
@@ -181,6 +183,12 @@ def render(facts: dict[str, Any]) -> str:
             f"last sample:     {last['time']}, {_ago(last['age_seconds'])} "
             f"(free {_gib(last['available_bytes'] + last['ml_bytes'])})"
         )
+        late = last["age_seconds"] > 3 * facts["interval_seconds"] + 10
+        if daemon["running"] and late:
+            lines.append(
+                "                 (older than 3 intervals: the daemon may be stuck; "
+                f"see {daemon['log_file']})"
+            )
     if facts["high_watermark_ratio"] is None:
         lines.append(f"limits:          none yet ({facts['limits_file']} is missing or broken)")
     else:
@@ -198,7 +206,9 @@ def render(facts: dict[str, Any]) -> str:
             f"({facts['recommended_max_source']})"
         )
     for reason in facts["reasons"]:
-        lines.append(f"  why: {reason}")
+        lines.extend(
+            textwrap.wrap(reason, width=79, initial_indent="  why: ", subsequent_indent=" " * 7)
+        )
     for problem in ("config_problem", "history_problem"):
         if facts.get(problem):
             lines.append(f"problem: {facts[problem]}")
