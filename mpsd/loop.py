@@ -453,8 +453,14 @@ def acquire_lock(once: bool) -> PidLock | None:
 
     Raises MpsdError (exit 1) naming the holder's pid when a daemon already runs."""
     lock = PidLock(paths.daemon_lock_file())
-    if lock.acquire():
-        return lock
+    try:
+        if lock.acquire():
+            return lock
+    except OSError as exc:
+        raise MpsdError(
+            f"cannot take the daemon lock {lock.path} ({exc.strerror}); make the state dir "
+            "writable or point MPSD_STATE_DIR elsewhere."
+        ) from None
     pid = None
     for _ in range(20):  # the holder writes its pid just after taking the lock
         pid = lock.holder()
@@ -463,7 +469,6 @@ def acquire_lock(once: bool) -> PidLock | None:
         time.sleep(0.025)
     who = f"pid {pid}" if pid is not None else "another process"
     if once:
-        log.info("--once: a daemon (%s) is running and keeps limits.toml up to date", who)
         return None
     raise MpsdError(
         f"an mpsd daemon is already running ({who}); stop it first or check `mpsd status`.",

@@ -23,8 +23,8 @@ def run(args: argparse.Namespace) -> int:
     from mpsd.locks import PidLock
     from mpsd.policy import gib
 
-    loop.setup_logging()
     lock = loop.acquire_lock(once=args.once)
+    loop.setup_logging()
     if lock is None:
         pid = PidLock(paths.daemon_lock_file()).holder()
         who = f" (pid {pid})" if pid is not None else ""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from pathlib import Path
 
 from mpsd import paths
 from mpsd.commands.status import chart
@@ -90,3 +91,13 @@ def test_daemon_help_documents_once() -> None:
     result = run_mpsd("daemon", "--help")
     assert result.returncode == 0
     assert "--once" in result.stdout
+
+
+def test_an_unwritable_state_dir_is_one_clear_sentence(tmp_path: Path) -> None:
+    blocker = tmp_path / "file-not-dir"
+    blocker.write_text("")
+    result = run_mpsd("daemon", "--once", env={"MPSD_STATE_DIR": str(blocker / "state")})
+    assert result.returncode == 2
+    assert result.stderr.startswith("mpsd: cannot take the daemon lock")
+    assert result.stderr.count("\n") == 1
+    assert "Traceback" not in result.stderr
