@@ -181,3 +181,20 @@ def test_kill_9_at_random_moments_never_tears_limits_or_the_history() -> None:
     once = run_mpsd("daemon", "--once", timeout=30)
     assert once.returncode == 0, once.stderr
     assert limits.read() is not None
+
+
+def test_status_sees_the_running_daemon_and_its_heartbeat(
+    daemon: subprocess.Popen[str],
+) -> None:
+    import json
+
+    wait_for(limits.read)
+    time.sleep(1.5)  # a few samples at interval = 1
+    facts = json.loads(run_mpsd("status", "--json").stdout)
+    assert facts["daemon"]["running"] is True
+    assert facts["daemon"]["pid"] == daemon.pid
+    assert facts["last_sample"]["age_seconds"] < 5
+    assert facts["samples_in_window"] >= 2
+    assert facts["recommended_max_source"] == "estimate"
+    text = run_mpsd("status").stdout
+    assert f"running (pid {daemon.pid})" in text
