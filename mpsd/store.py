@@ -99,9 +99,10 @@ class Store:
             store = cls(db, path)
             store._migrate()
         except sqlite3.DatabaseError as exc:
+            # OperationalError is "locked", "unable to open", I/O: the file may be fine.
             raise HistoryError(
                 f"the history {path} cannot be used ({exc}); move it aside and start again.",
-                corrupt=True,
+                corrupt=not isinstance(exc, sqlite3.OperationalError),
             ) from None
         return store
 
