@@ -17,7 +17,8 @@ A pure function: no clock (``now`` is the last sample's time unless given), no I
     lasting drop (a new memory-hungry app) pulls it down once it fills three
     quarters of those 2 hours (90 minutes), while a spike shorter than that (an
     hour) never does.
-- **swap penalty**: when swap-outs grew while a PyTorch job ran, the limit is
+- **swap penalty**: when swap-outs grew while a PyTorch job ran (by 2048 pages or
+  more over the job: a few pages now and then are normal on macOS), the limit is
   multiplied by ``swap_penalty``. It holds until a clean job (no swap) that
   started at least 12 hours after the swap has ended (so the job the next day
   still gets the lower value), then climbs back linearly over ``swap_recovery``.
@@ -48,6 +49,9 @@ RECENT_SPAN = 2 * 3600.0
 RECENT_PERCENTILE = 75.0
 NEXT_JOB_AFTER = 12 * 3600.0
 MIN_SWAP_FACTOR = 0.5
+# Swap-outs a job must see before it counts as a job that swapped (pages: 32 MiB of
+# Apple Silicon's 16 KiB pages): macOS swaps a few pages out now and then regardless.
+SWAP_PAGES_MIN = 2048
 
 
 class SampleLike(Protocol):
@@ -86,6 +90,7 @@ class _Job:
     end: float
     ongoing: bool = False
     swapped_at: float | None = None
+    swapped_pages: int = 0
 
 
 def percentile(sorted_values: Sequence[int], pct: float) -> int:
@@ -155,8 +160,10 @@ def decide(
         previous_t = t
         swap = s.swapouts
         grew = False
+        growth = 0
         if swap is not None:
-            grew = last_swap is not None and swap > last_swap
+            if last_swap is not None and swap > last_swap:
+                grew, growth = True, swap - last_swap
             last_swap = swap
         ml = s.ml_bytes
         frees.append(s.available_bytes + ml)
@@ -170,7 +177,8 @@ def decide(
                 jobs.append(_Job(start=t, end=t))
         if grew and (running or was_running):
             job = jobs[-1]
-            if job.swapped_at is None:
+            job.swapped_pages += growth
+            if job.swapped_at is None and job.swapped_pages >= SWAP_PAGES_MIN:
                 job.swapped_at = t
         was_running = running
     if was_running:

@@ -162,7 +162,7 @@ def _swap_story() -> tuple[list[Sample], dict[str, float]]:
         return 20 if in_job1 or in_job2 else 0
 
     def swap(t: float) -> int:
-        return 1000 if t >= marks["swap"] else 0
+        return 100_000 if t >= marks["swap"] else 0
 
     return series(0, 8 * DAY, lambda t: 30, ml=ml, swap=swap), marks
 
@@ -309,3 +309,17 @@ def test_weighted_percentile_matches_the_plain_one_for_equal_weights() -> None:
     assert weighted_percentile([(v, 1.0) for v in values], 0) == 1
     assert weighted_percentile([(1, 9.0), (10, 1.0)], 50) == 1
     assert weighted_percentile([(1, 1.0), (10, 9.0)], 50) == 10
+
+
+def test_a_few_swapped_pages_during_a_job_are_not_a_swap_event() -> None:
+    job, end = 2 * DAY, 2 * DAY + 3 * HOUR
+    samples = series(
+        0,
+        3 * DAY,
+        lambda t: 30,
+        ml=lambda t: 20 if job <= t < end else 0,
+        swap=lambda t: 100 if t >= job + HOUR else 0,
+    )
+    decision = decide(samples, CONFIG, RECMAX, now=end - STEP)
+    assert decision is not None
+    assert decision.swap_factor == 1.0
