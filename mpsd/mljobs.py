@@ -22,7 +22,6 @@ that grows with the process's age, from one second up to ``max_recheck``.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import math
 import os
 import shutil
@@ -33,6 +32,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import psutil
+
+from mpsd.sysctl import libsystem
 
 WATERMARK_VARS = ("PYTORCH_MPS_HIGH_WATERMARK_RATIO", "PYTORCH_MPS_LOW_WATERMARK_RATIO")
 TORCH_MARKERS = ("libtorch", "torch/_C")
@@ -150,8 +151,7 @@ class _Rusage:
         if sys.platform != "darwin":
             return
         try:
-            libproc = ctypes.CDLL(ctypes.util.find_library("proc") or "libproc.dylib")
-            function = libproc.proc_pid_rusage
+            function = libsystem().proc_pid_rusage
         except (OSError, AttributeError):
             return
         function.restype = ctypes.c_int

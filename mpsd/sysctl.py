@@ -24,6 +24,14 @@ def c_env() -> dict[str, str]:
     return {**os.environ, **C_LOCALE}
 
 
+def libsystem() -> ctypes.CDLL:
+    """macOS's libSystem (libc, libproc); dlopen finds it in the shared cache."""
+    try:
+        return ctypes.CDLL("/usr/lib/libSystem.B.dylib", use_errno=True)
+    except OSError:
+        return ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+
+
 class _Libc:
     """``sysctlbyname`` from libc, loaded once; None off macOS."""
 
@@ -31,10 +39,8 @@ class _Libc:
         self.function: Callable[..., int] | None = None
         if sys.platform != "darwin":
             return
-        path = ctypes.util.find_library("c")
         try:
-            libc = ctypes.CDLL(path, use_errno=True)
-            function = libc.sysctlbyname
+            function = libsystem().sysctlbyname
         except (OSError, AttributeError):
             return
         function.restype = ctypes.c_int
