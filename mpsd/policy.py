@@ -22,6 +22,8 @@ A pure function: no clock (``now`` is the last sample's time unless given), no I
   multiplied by ``swap_penalty``. It holds until a clean job (no swap) that
   started at least 12 hours after the swap has ended (so the job the next day
   still gets the lower value), then climbs back linearly over ``swap_recovery``.
+  With no such job, it starts climbing back ``window - swap_recovery`` after the
+  swap (at least 12 hours), so it is gone, smoothly, when the swap leaves the window.
   Penalties of several swapping jobs multiply (never below 0.5 together).
 - **limit** = headroom x baseline x swap factor; the ratio is that over the
   recommended max, floored to 2 decimals and clamped to [min_ratio, max_ratio]
@@ -282,6 +284,12 @@ def _swap_factor(jobs: list[_Job], now: float, config: Config) -> tuple[float, s
             ):
                 release = later.end
                 break
+        if release is None:
+            # No clean job the next day yet. Without one, start wearing off so that the
+            # penalty is gone by the time the swap leaves the window (never abruptly).
+            fallback = job.swapped_at + max(NEXT_JOB_AFTER, config.window - config.swap_recovery)
+            if now >= fallback:
+                release = fallback
         if release is None:
             part = config.swap_penalty
             held += 1

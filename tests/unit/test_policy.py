@@ -323,3 +323,22 @@ def test_a_few_swapped_pages_during_a_job_are_not_a_swap_event() -> None:
     decision = decide(samples, CONFIG, RECMAX, now=end - STEP)
     assert decision is not None
     assert decision.swap_factor == 1.0
+
+
+def test_without_a_later_job_the_penalty_wears_off_before_the_swap_leaves_the_window() -> None:
+    swap_at, job_end = 2 * DAY + HOUR, 2 * DAY + 2 * HOUR
+    samples = series(
+        0,
+        10 * DAY,
+        lambda t: 30,
+        ml=lambda t: 20 if 2 * DAY <= t < job_end else 0,
+        swap=lambda t: 100_000 if t >= swap_at else 0,
+    )
+    config = replace(CONFIG, window=7 * DAY, swap_recovery=3 * DAY)
+    full = high(samples, 2 * DAY - STEP, config)
+    lowered = high(samples, swap_at + STEP, config)
+    assert lowered < full
+    assert high(samples, swap_at + 3 * DAY, config) == lowered  # held: no job since
+    halfway = high(samples, swap_at + 5.5 * DAY, config)
+    assert lowered < halfway < full
+    assert high(samples, swap_at + 7 * DAY - HOUR, config) == full
