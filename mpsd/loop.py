@@ -55,6 +55,7 @@ POLICY_EVERY = 300.0  # seconds between policy runs (also after a config change 
 POLICY_ROWS = 5000
 WINDOW_RELOAD = 6 * 3600.0
 PRUNE_EVERY = 3600.0
+PRUNE_BATCH = 20_000  # rows a prune deletes at most (a big cut goes in steps between ticks)
 RECOMMENDED_EVERY = 3600.0  # re-ask (cheap when cached; re-probes after a reboot or update)
 CONFIG_POLL = 5.0  # the mtime backstop behind the directory watch
 DEBOUNCE = 0.2
@@ -225,15 +226,19 @@ class Daemon:
         elif drift > slack:
             log.info("resumed after a gap of %.0f s (sleep or a clock change)", drift)
 
-    def prune(self) -> None:
+    def prune(self) -> bool:
+        """Delete a batch of samples older than the retention; True when more are left."""
         try:
-            removed = self.open_store().prune(self.wall() - self.config.retention)
+            removed = self.open_store().prune(
+                self.wall() - self.config.retention, limit=PRUNE_BATCH
+            )
         except Exception as exc:
             log.error("cannot prune the history: %s", exc)
             self._drop_store()
-            return
+            return False
         if removed:
             log.info("pruned %d samples older than the retention", removed)
+        return removed >= PRUNE_BATCH
 
     def _drop_store(self) -> None:
         if self.store is not None:
@@ -349,12 +354,11 @@ class Daemon:
         watcher = ConfigWatcher(paths.config_file(), lambda: self._queue.put(("config", None)))
         watcher.start()
         self.reload_config(force=True)
-        self.prune()
         log.info("daemon started (pid %d, interval %gs)", os.getpid(), self.config.interval)
         start = self.mono()
         next_tick = start
         next_poll = start + CONFIG_POLL
-        next_prune = start + PRUNE_EVERY
+        next_prune = start
         next_probe: float | None = None
         probing = False
         last_eval: float | None = None
@@ -413,8 +417,8 @@ class Daemon:
                     next_probe = now + RECOMMENDED_EVERY
                     self._start_probe()
                 if now >= next_prune:
-                    next_prune = now + PRUNE_EVERY
-                    self.prune()
+                    more = self.prune()
+                    next_prune = now + (1.0 if more else PRUNE_EVERY)
                 if pending and self.recommended is not None:
                     last_eval = now
                     pending = self.evaluate() is None
@@ -436,7 +440,8 @@ class Daemon:
             raise MpsdError(
                 f"could not sample memory; see {paths.log_file()} for why, then try again."
             )
-        self.prune()
+        while self.prune():
+            pass
         assert self.total_bytes is not None
         self.set_recommended(self.recommended_source(self.total_bytes))
         result = self.evaluate()

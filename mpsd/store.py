@@ -190,9 +190,17 @@ class Store:
                 ],
             )
 
-    def prune(self, before: float) -> int:
-        """Delete samples older than ``before``; the number deleted."""
-        cursor = self._db.execute("DELETE FROM samples WHERE t < ?", (before,))
+    def prune(self, before: float, limit: int | None = None) -> int:
+        """Delete samples older than ``before`` (at most ``limit`` of them, oldest first,
+        so a big cut never blocks the caller for long); the number deleted."""
+        if limit is None:
+            cursor = self._db.execute("DELETE FROM samples WHERE t < ?", (before,))
+        else:
+            cursor = self._db.execute(
+                "DELETE FROM samples WHERE rowid IN "
+                "(SELECT rowid FROM samples WHERE t < ? ORDER BY t LIMIT ?)",
+                (before, limit),
+            )
         return int(cursor.rowcount)
 
     def set_meta(self, key: str, value: Any) -> None:
