@@ -11,9 +11,10 @@ free with the usual apps during it (the least ``available + ml`` over the job).
 Goals: the limit never exceeds it; the limit uses 70 % of it or more (median).
 
 The policy is re-evaluated every ``--stride`` samples (and at each job's start,
-as the daemon's 5-minute cadence would have it fresh), over the config's window, on
-the trace's samples as they are (the daemon reads older history thinned to at most
-5000 rows of bucket lows; the policy weighs time, not sample counts, so both agree).
+as the daemon's 5-minute cadence would have it fresh), over the config's window, read
+as the daemon reads it: when the window holds more than 5000 samples, the older
+history thinned to 5000 buckets (each its lowest-free sample), the last 6 hours as
+sampled.
 """
 
 from __future__ import annotations
@@ -34,8 +35,10 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from mpsd.config import Config, ConfigError, load_config  # noqa: E402
+from mpsd.loop import POLICY_ROWS, WINDOW_RELOAD  # noqa: E402
 from mpsd.policy import decide  # noqa: E402
 from mpsd.sample import Sample  # noqa: E402
+from mpsd.store import thin  # noqa: E402
 
 GIB = 1 << 30
 
@@ -96,6 +99,8 @@ def main(argv: list[str] | None = None) -> int:
         if gaps:
             config = replace(config, interval=max(1.0, gaps[len(gaps) // 2]))
     times = [s.t for s in samples]
+    thinned = thin(samples, times[0], config.window / POLICY_ROWS)
+    thin_times = [s.t for s in thinned]
     jobs = jobs_in(samples)
     job_starts = {start for start, _ in jobs}
     limit_at: dict[int, int] = {}
@@ -107,7 +112,19 @@ def main(argv: list[str] | None = None) -> int:
     for i, s in enumerate(samples):
         if i % args.stride == 0 or i in job_starts or i == len(samples) - 1:
             lo = bisect.bisect_left(times, s.t - config.window)
-            decision = decide(samples[lo : i + 1], config, args.recommended_max_bytes, now=s.t)
+            if i + 1 - lo > POLICY_ROWS:
+                # As the daemon reads it: older history thinned to bucket lows, the
+                # last hours as sampled.
+                cut = bisect.bisect_left(times, s.t - WINDOW_RELOAD)
+                old = thinned[
+                    bisect.bisect_left(thin_times, s.t - config.window) : bisect.bisect_left(
+                        thin_times, times[cut]
+                    )
+                ]
+                window = old + samples[cut : i + 1]
+            else:
+                window = samples[lo : i + 1]
+            decision = decide(window, config, args.recommended_max_bytes, now=s.t)
             evaluations += 1
             if decision is not None:
                 current = decision.limit_bytes

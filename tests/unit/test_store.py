@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from mpsd.sample import Sample
-from mpsd.store import MIGRATIONS, SCHEMA_VERSION, HistoryError, Store
+from mpsd.store import MIGRATIONS, SCHEMA_VERSION, HistoryError, Store, thin
 
 GIB = 1 << 30
 
@@ -113,6 +113,23 @@ def test_samples_keep_the_lows_when_a_window_holds_too_many(tmp_path: Path) -> N
         assert len(thinned) <= 101
         # every bucket of ~10 samples holds one low: the lows all survive
         assert sum(1 for s in thinned if s.available_bytes == 2 * GIB) >= 95
+
+
+def test_thin_is_the_pure_twin_of_the_thinned_query(tmp_path: Path) -> None:
+    import random
+
+    rng = random.Random(7)
+    rows = [
+        sample(float(t) + rng.random() * 0.5, free_gib=rng.randint(1, 10_000) / 100)
+        for t in range(0, 3000, 3)
+    ]
+    with Store.open(tmp_path / "h.sqlite3") as store:
+        store.add_many(rows)
+        queried = store.samples(0, 3000, max_rows=100)
+    pure = thin(rows, 0, 3000 / 100)
+    assert [(s.t, s.available_bytes) for s in queried] == [
+        (s.t, s.available_bytes) for s in pure
+    ]
 
 
 def test_free_series_gives_the_lowest_free_memory_per_bucket(tmp_path: Path) -> None:
