@@ -328,7 +328,7 @@ _OLLAMA_TOTAL = re.compile(r'\btotal="(\d+(?:\.\d+)?) (B|KiB|MiB|GiB|TiB)"')
 _MLX = re.compile(r"""["']max_recommended_working_set_size["']\s*:\s*(\d+)""")
 _LIST_DEVICES = re.compile(r"^\s*MTL\d+:.*?\((\d+) MiB, \d+ MiB free\)")
 _TORCH_REPL = re.compile(
-    r"recommended_max_memory\(\)\s*(?:/\s*(?P<div>1024\s*\*\*\s*[0-3]|2\s*\*\*\s*\d+|1e\d))?"
+    r"recommended_max_memory\(\)\s*(?:/\s*(?P<div>1024\s*\*\*\s*[0-3]|2\s*\*\*\s*\d{1,2}|1e\d))?"
     r"\s*\n\s*(?P<value>\d+(?:\.\d+)?)\s*$",
     re.MULTILINE,
 )
