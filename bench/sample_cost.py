@@ -26,7 +26,7 @@ sys.path.insert(0, str(ROOT))
 
 import psutil  # noqa: E402
 
-from mpsd.sampler import take_sample  # noqa: E402
+from mpsd.sampler import find_ml_processes, take_sample  # noqa: E402
 
 BUDGET_MS = 5.0
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -142,7 +142,11 @@ def main() -> int:
         first = take_sample()
         cold = (time.process_time() - start) * 1000
         print(f"platform {sys.platform}, {len(psutil.pids())} processes, source {first.source}")
-        print(f"ml_bytes {first.ml_bytes / (1 << 20):.0f} MiB (two jobs holding 64 MiB+ each)")
+        jobs = find_ml_processes()
+        print(
+            f"ml_bytes {first.ml_bytes / (1 << 20):.0f} MiB in {len(jobs)} PyTorch jobs "
+            f"(ours: {len(children) and 2 if has_torch else 1}; others are this machine's)"
+        )
         print(f"first sample (every pid examined)  {cold:7.3f} ms CPU")
         steady, _ = cpu_ms(args.samples)
         row("back to back", steady)

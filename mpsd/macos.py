@@ -32,9 +32,25 @@ def _number(text: str) -> float:
     return float(text.replace(",", "."))
 
 
+# No tool prints a line this long or a number this wide: longer ones are noise in a
+# paste, and skipping them keeps every parser linear and every conversion finite.
+MAX_LINE = 4096
+MAX_DIGITS = 24
+
+
+def _clip(text: str) -> str:
+    if all(len(line) <= MAX_LINE for line in text.splitlines()):
+        return text
+    return "\n".join(line for line in text.splitlines() if len(line) <= MAX_LINE)
+
+
+def _sane(value: str) -> bool:
+    return len(value) <= MAX_DIGITS
+
+
 # --- vm_stat -----------------------------------------------------------------------------
 
-_PAGE_SIZE = re.compile(r"page size of (\d+) bytes")
+_PAGE_SIZE = re.compile(r"page size of (\d{1,20}) bytes")
 
 
 @dataclass(frozen=True)
@@ -74,6 +90,7 @@ def parse_vm_stat(text: str) -> VmStat:
     """Parse ``vm_stat`` (not its interval mode). Lines are split on the first colon and
     the value must end with the final dot: a line cut mid-number in a paste has no dot
     and is dropped rather than read as a smaller number."""
+    text = _clip(text)
     match = _PAGE_SIZE.search(text)
     counters: dict[str, int] = {}
     for line in text.splitlines():
@@ -82,7 +99,7 @@ def parse_vm_stat(text: str) -> VmStat:
         if not sep or not value.endswith("."):
             continue
         digits = value[:-1].strip()
-        if digits.isdigit():
+        if digits.isdigit() and _sane(digits):
             counters[_key(label)] = int(digits)
     return VmStat(int(match.group(1)) if match else None, counters)
 
@@ -90,9 +107,10 @@ def parse_vm_stat(text: str) -> VmStat:
 # --- memory_pressure ---------------------------------------------------------------------
 
 _MP_HEADER = re.compile(
-    r"The system has (\d+) \((\d+) pages with a page size of (\d+)\)", re.IGNORECASE
+    r"The system has (\d{1,20}) \((\d{1,20}) pages with a page size of (\d{1,20})\)",
+    re.IGNORECASE,
 )
-_MP_PERCENT = re.compile(r"System-wide memory free percentage:\s*(\d+)\s*%")
+_MP_PERCENT = re.compile(r"System-wide memory free percentage:\s*(\d{1,3})\s*%")
 
 
 @dataclass(frozen=True)
@@ -108,13 +126,14 @@ class MemoryPressure:
 
 
 def parse_memory_pressure(text: str) -> MemoryPressure:
+    text = _clip(text)
     header = _MP_HEADER.search(text)
     percent = _MP_PERCENT.search(text)
     counters: dict[str, int] = {}
     for line in text.splitlines():
         label, sep, value = line.partition(":")
         value = value.strip()
-        if sep and value.isdigit() and not label.lstrip().startswith("System-wide"):
+        if sep and value.isdigit() and _sane(value) and not label.startswith("System-wide"):
             counters[_key(label)] = int(value)
     return MemoryPressure(
         total_bytes=int(header.group(1)) if header else None,
@@ -127,18 +146,18 @@ def parse_memory_pressure(text: str) -> MemoryPressure:
 
 # --- sysctl ------------------------------------------------------------------------------
 
-_SYSCTL_LINE = re.compile(r"^\s*([A-Za-z_][\w.]*)\s*:\s?(.*?)\s*$")
+_SYSCTL_LINE = re.compile(r"^\s*([A-Za-z_][\w.]*)\s*:(.*)$")
 
 
 def parse_sysctl(text: str) -> dict[str, str]:
     """``sysctl name...`` output (one or many keys) -> {name: value text}. The write form
     ``name: old -> new`` (``sudo sysctl name=new``) gives the new value."""
     values: dict[str, str] = {}
-    for line in text.splitlines():
+    for line in _clip(text).splitlines():
         match = _SYSCTL_LINE.match(line)
         if not match or "." not in match.group(1):
             continue
-        value = match.group(2)
+        value = match.group(2).strip()
         if "->" in value:
             value = value.rsplit("->", 1)[1].strip()
         values[match.group(1)] = value
@@ -155,7 +174,7 @@ def sysctl_int(text: str, name: str) -> int | None:
     if value is None:
         return None
     value = value.strip()
-    return int(value) if re.fullmatch(r"-?\d+", value) else None
+    return int(value) if re.fullmatch(r"-?\d+", value) and _sane(value) else None
 
 
 @dataclass(frozen=True)
@@ -172,12 +191,13 @@ _SWAP_ITEM = re.compile(r"\b(total|used|free)\s*=\s*(\d+(?:[.,]\d+)?)\s*([BKMGT]
 def parse_swapusage(text: str) -> SwapUsage | None:
     """``sysctl vm.swapusage`` (also ``-n`` and inside a dump): 'total = 2048.00M ...'.
     M means MiB; the decimal separator follows the locale (``1024,00M``)."""
-    for line in text.splitlines():
+    for line in _clip(text).splitlines():
         if "total" not in line:
             continue
         items = {
             name: round(_number(value) * _BINARY[unit or "B"])
             for name, value, unit in _SWAP_ITEM.findall(line)
+            if _sane(value)
         }
         if {"total", "used", "free"} <= items.keys():
             return SwapUsage(items["total"], items["used"], items["free"], "encrypted" in line)
@@ -186,8 +206,9 @@ def parse_swapusage(text: str) -> SwapUsage | None:
 
 # --- top -l 1 ----------------------------------------------------------------------------
 
-_PHYSMEM_ITEM = re.compile(r"(\d+(?:[.,]\d+)?)([BKMGT])\s+([a-z]+)")
-_TOP_SWAP = re.compile(r"(\d+)\(\d+\)\s+(swapins|swapouts)")
+# (?<!...): a match only starts at the start of a number, so long digit runs stay linear.
+_PHYSMEM_ITEM = re.compile(r"(?<![\d.,])(\d+(?:[.,]\d+)?)([BKMGT])\s+([a-z]+)")
+_TOP_SWAP = re.compile(r"(?<!\d)(\d+)\(\d+\)\s+(swapins|swapouts)")
 
 
 @dataclass(frozen=True)
@@ -206,14 +227,16 @@ class PhysMem:
 
 def parse_top(text: str) -> PhysMem | None:
     """None when the text has no ``PhysMem:`` line. Units K/M/G/T are powers of 1024."""
+    text = _clip(text)
     physmem = next((ln for ln in text.splitlines() if ln.lstrip().startswith("PhysMem:")), None)
     if physmem is None:
         return None
     items = {
         word: round(_number(value) * _BINARY[unit])
         for value, unit, word in _PHYSMEM_ITEM.findall(physmem)
+        if _sane(value)
     }
-    swap = {word: int(count) for count, word in _TOP_SWAP.findall(text)}
+    swap = {word: int(count) for count, word in _TOP_SWAP.findall(text) if _sane(count)}
     return PhysMem(
         used_bytes=items.get("used"),
         # OS X 10.8 and older said "free" where later versions say "unused".
@@ -259,7 +282,9 @@ _UNITS = {
 _FRACTIONS = (1.0, 2 / 3, 3 / 4)
 
 
-def _figure(kind: str, value: str, unit: int, form: str) -> LogFigure:
+def _figure(kind: str, value: str, unit: int, form: str) -> LogFigure | None:
+    if not _sane(value):
+        return None
     decimals = len(value.replace(",", ".").partition(".")[2])
     precision = max(1, round(unit * 0.5 * 10**-decimals)) if unit > 1 else 0
     return LogFigure(kind, round(_number(value) * unit), precision, form)
@@ -294,27 +319,20 @@ def _mb_unit(value: str, known: list[LogFigure], default: int) -> int:
 
 
 _RMWSS = re.compile(
-    r"^(?P<prefix>.*?)recommendedMaxWorkingSetSize\s*[=:]\s*(?P<value>\d+(?:[.,]\d+)?)\s*"
-    r"(?P<unit>bytes|B|KB|KiB|MB|MiB|GB|GiB|TiB)?",
-    re.MULTILINE,
+    r"recommendedMaxWorkingSetSize\s*[=:]\s*(?P<value>\d+(?:[.,]\d+)?)\s*"
+    r"(?P<unit>bytes|B|KB|KiB|MB|MiB|GB|GiB|TiB)?"
 )
-_ALLOC = re.compile(
-    r"^(?P<prefix>\S*).*?allocated.*?size\s*=\s*[\d.]+\s*(?P<size_unit>MiB|MB)?.*?"
-    r"\(\s*[\d.]+\s*/\s*(?P<value>\d+(?:\.\d+)?)\s*\)",
-    re.MULTILINE,
-)
-_OLLAMA_RAM = re.compile(r'msg="system memory".*?\btotal="(\d+(?:\.\d+)?) (B|KiB|MiB|GiB|TiB)"')
-_OLLAMA_METAL = re.compile(
-    r'msg="inference compute".*?library=Metal.*?\btotal="(\d+(?:\.\d+)?) (B|KiB|MiB|GiB|TiB)"'
-)
+_ALLOC_SIZE = re.compile(r"size\s*=\s*[\d.]+\s*(MiB|MB)")
+_ALLOC_MAX = re.compile(r"\(\s*\d+(?:\.\d+)?\s*/\s*(\d+(?:\.\d+)?)\s*\)")
+_OLLAMA_TOTAL = re.compile(r'\btotal="(\d+(?:\.\d+)?) (B|KiB|MiB|GiB|TiB)"')
 _MLX = re.compile(r"""["']max_recommended_working_set_size["']\s*:\s*(\d+)""")
-_LIST_DEVICES = re.compile(r"^\s*MTL\d+:.*\((\d+) MiB, \d+ MiB free\)", re.MULTILINE)
+_LIST_DEVICES = re.compile(r"^\s*MTL\d+:.*?\((\d+) MiB, \d+ MiB free\)")
 _TORCH_REPL = re.compile(
-    r"recommended_max_memory\(\)\s*(?:/\s*(?P<div>1024\s*\*\*\s*[0-3]|2\s*\*\*\s*\d+|1e\d))?"
+    r"recommended_max_memory\(\)\s*(?:/\s*(?P<div>1024\s*\*\*\s*[0-3]|2\s*\*\*\s*\d{1,2}|1e\d))?"
     r"\s*\n\s*(?P<value>\d+(?:\.\d+)?)\s*$",
     re.MULTILINE,
 )
-_LLMFIT = re.compile(r"(\d+(?:\.\d+)?) GB GPU-available of (\d+(?:\.\d+)?) GB shared")
+_LLMFIT = re.compile(r"(?<![\d.])(\d+(?:\.\d+)?) GB GPU-available of (\d+(?:\.\d+)?) GB shared")
 _MAX_ALLOWED = re.compile(r"max allowed:\s*(\d+(?:\.\d+)?)\s*(bytes|KB|MB|GB|KiB|MiB|GiB)")
 
 
@@ -334,48 +352,73 @@ def parse_working_set_log(text: str) -> list[LogFigure]:
     and PyTorch's "max allowed" from MPS out-of-memory errors. In text order per form,
     duplicates dropped."""
     figures: list[LogFigure] = []
+    seen: set[LogFigure] = set()
 
-    def add(figure: LogFigure) -> None:
-        if figure not in figures:
+    def add(figure: LogFigure | None) -> None:
+        if figure is not None and figure not in seen:
+            seen.add(figure)
             figures.append(figure)
+
+    def put(target: list[LogFigure], figure: LogFigure | None) -> None:
+        if figure is not None:
+            target.append(figure)
 
     # Allocation lines first: '( used /  max)' in MiB when the size is labelled MiB
     # (ggml since Dec 2023) or the function is ggml_backend_metal_*; mid-2023 lines
     # said 'MB' for MiB too, but whisper.cpp's of Nov 2023 printed 1e6-byte MB.
+    # Line by line, with patterns anchored on a keyword: a pasted log can be long.
+    lines = _clip(text).splitlines()
+    text = "\n".join(lines)
     sure: list[LogFigure] = []
-    unsure: list[re.Match[str]] = []
-    for match in _ALLOC.finditer(text):
-        if match.group("size_unit") == "MiB" or match.group("prefix").startswith("ggml_backend"):
-            sure.append(_figure(RECOMMENDED_MAX, match.group("value"), MIB, "ggml-alloc"))
-        else:
-            unsure.append(match)
-    rmwss: list[LogFigure] = []
-    for match in _RMWSS.finditer(text):
-        value, unit = match.group("value"), match.group("unit") or "bytes"
-        form = "ggml" if "ggml" in match.group("prefix") else "log"
+    unsure: list[str] = []
+    rmwss: list[tuple[str, str, str]] = []
+    ollama: list[LogFigure] = []
+    for line in lines:
+        at = line.find("allocated")
+        if at >= 0 and (denominator := _ALLOC_MAX.search(line, at)):
+            size = _ALLOC_SIZE.search(line, at)
+            if (size and size.group(1) == "MiB") or line.lstrip().startswith("ggml_backend"):
+                put(sure, _figure(RECOMMENDED_MAX, denominator.group(1), MIB, "ggml-alloc"))
+            elif _sane(denominator.group(1)):
+                unsure.append(denominator.group(1))
+        if "recommendedMaxWorkingSetSize" in line:
+            for match in _RMWSS.finditer(line):
+                rmwss.append((line[: match.start()], match.group("value"), match.group("unit")))
+        for marker, kind in (
+            ('msg="inference compute"', RECOMMENDED_MAX),
+            ('msg="system memory"', RAM),
+        ):
+            at = line.find(marker)
+            if at < 0 or (kind == RECOMMENDED_MAX and "library=Metal" not in line):
+                continue
+            if total := _OLLAMA_TOTAL.search(line, at):
+                put(ollama, _figure(kind, total.group(1), _UNITS[total.group(2)], "ollama"))
+    stated: list[LogFigure] = []
+    for prefix, value, unit in rmwss:
+        if not _sane(value):
+            continue
+        form = "ggml" if "ggml" in prefix else "log"
         if unit in _UNITS:
             scale = _UNITS[unit]
         elif unit == "GB":
             scale = GIB
-        elif "ggml_metal_device_init" in match.group("prefix"):
+        elif not unit:
+            scale = 1
+        elif "ggml_metal_device_init" in prefix:
             scale = 1_000_000  # ggml of 2025 on: always 1e6-byte MB
         else:
             scale = _mb_unit(value, sure, 1_000_000)
-        rmwss.append(_figure(RECOMMENDED_MAX, value, scale, form))
-    for match in unsure:
-        value = match.group("value")
-        sure.append(_figure(RECOMMENDED_MAX, value, _mb_unit(value, rmwss, MIB), "ggml-alloc"))
-    for figure in rmwss + sure:
+        put(stated, _figure(RECOMMENDED_MAX, value, scale, form))
+    for value in unsure:
+        put(sure, _figure(RECOMMENDED_MAX, value, _mb_unit(value, stated, MIB), "ggml-alloc"))
+    for figure in stated + sure + sorted(ollama, key=lambda f: f.kind != RECOMMENDED_MAX):
         add(figure)
 
-    for number, unit in _OLLAMA_METAL.findall(text):
-        add(_figure(RECOMMENDED_MAX, number, _UNITS[unit], "ollama"))
-    for number, unit in _OLLAMA_RAM.findall(text):
-        add(_figure(RAM, number, _UNITS[unit], "ollama"))
     for number in _MLX.findall(text):
         add(_figure(RECOMMENDED_MAX, number, 1, "mlx"))
-    for number in _LIST_DEVICES.findall(text):
-        add(_figure(RECOMMENDED_MAX, number, MIB, "llama-server"))
+    for line in lines:
+        if line.lstrip().startswith("MTL") and (device := _LIST_DEVICES.match(line)):
+            add(_figure(RECOMMENDED_MAX, device.group(1), MIB, "llama-server"))
     for match in _TORCH_REPL.finditer(text):
         divisor = _divisor(match.group("div"))
         add(_figure(RECOMMENDED_MAX, match.group("value"), divisor, "torch"))

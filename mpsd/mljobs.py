@@ -22,6 +22,7 @@ that grows with the process's age, from one second up to ``max_recheck``.
 from __future__ import annotations
 
 import ctypes
+import heapq
 import math
 import os
 import shutil
@@ -213,6 +214,9 @@ class ProcessScanner:
         self.maps_of_all = maps_of_all
         self._seen: set[int] = set()  # every pid looked at, the user's or not
         self._mine: dict[int, _Entry] = {}  # the user's processes
+        self._jobs: dict[int, _Entry] = {}  # those that are PyTorch jobs
+        self._due: list[tuple[float, int, int, _Entry]] = []  # (next check, ticket, pid, entry)
+        self._ticket = 0
         self._self_pid = os.getpid()
 
     def scan(self) -> list[MLProcess]:
@@ -221,34 +225,50 @@ class ProcessScanner:
 
         Lists pids (``psutil.pids()``), not ``psutil.process_iter(attrs)``: that builds a
         dict per process per call (0.8 ms for 77 processes here), when only new pids,
-        the jobs and the few verdicts due for a re-check need a look."""
+        the jobs and the verdicts due for a re-check (a heap by due time) need a look."""
         now = self.clock()
         pids = set(psutil.pids())
         for pid in self._seen - pids:
             self._seen.discard(pid)
             self._mine.pop(pid, None)
+            self._jobs.pop(pid, None)
         for pid in pids - self._seen:
             self._seen.add(pid)
-            entry = self._examine(pid, now)
-            if entry is not None:
-                self._mine[pid] = entry
+            self._adopt(pid, self._examine(pid, now))
+        while self._due and self._due[0][0] <= now:
+            _, _, pid, entry = heapq.heappop(self._due)
+            if self._mine.get(pid) is not entry:
+                continue  # gone, or replaced since it was queued
+            if _same_process(entry.proc):
+                self._evaluate(entry, now)
+                self._adopt(pid, entry)
+            else:  # the pid was reused between two scans
+                self._adopt(pid, self._examine(pid, now))
         jobs: list[MLProcess] = []
-        for pid, entry in list(self._mine.items()):
-            if entry.reason is None and now < entry.next_check:
-                continue
-            if not _same_process(entry.proc):  # the pid was reused between two scans
-                del self._mine[pid]
-                fresh = self._examine(pid, now)
+        for pid, entry in list(self._jobs.items()):
+            if not _same_process(entry.proc):
+                self._adopt(pid, self._examine(pid, now))
+                fresh = self._jobs.get(pid)
                 if fresh is None:
                     continue
-                entry = self._mine[pid] = fresh
-            elif entry.reason is None:
-                self._evaluate(entry, now)
-            if entry.reason is not None:
-                size = self.measure(entry.proc)
-                if size > 0:
-                    jobs.append(MLProcess(pid, _name(entry.proc), entry.reason, size))
+                entry = fresh
+            size = self.measure(entry.proc)
+            if size > 0:
+                jobs.append(MLProcess(pid, _name(entry.proc), entry.reason or "", size))
         return jobs
+
+    def _adopt(self, pid: int, entry: _Entry | None) -> None:
+        """File ``entry`` as a job, or queue its next look; forget the pid if None."""
+        self._jobs.pop(pid, None)
+        if entry is None:
+            self._mine.pop(pid, None)
+            return
+        self._mine[pid] = entry
+        if entry.reason is not None:
+            self._jobs[pid] = entry
+        else:
+            self._ticket += 1
+            heapq.heappush(self._due, (entry.next_check, self._ticket, pid, entry))
 
     def _examine(self, pid: int, now: float) -> _Entry | None:
         """A first look at a pid: an entry when it is the user's (not ours), else None."""

@@ -7,7 +7,8 @@
   page size, total = ``hw.memsize``; the pressure level
   ``kern.memorystatus_vm_pressure_level``; the cumulative ``Swapouts`` of ``vm_stat``
   (psutil's ``sout`` on macOS counts all page-outs, not swap). Where a counter cannot
-  be read, psutil gives available and total.
+  be read, the same counters from that ``vm_stat`` output stand in (source
+  ``vm_stat``), then psutil (source ``psutil``).
 - ``PsutilSource`` (Linux and the rest): psutil's ``available`` and ``total``, swap-outs
   from ``/proc/vmstat`` ``pswpout`` (pages; psutil's ``sout`` elsewhere), pressure
   from the PSI file ``/proc/pressure/memory`` where there is one.
@@ -143,6 +144,8 @@ PAGE_COUNTERS = (
     "vm.page_pageable_external_count",  # file-backed (cached files)
     "vm.page_purgeable_count",
 )
+# The same four counters as vm_stat prints them.
+VM_STAT_PAGES = ("pages_free", "pages_speculative", "file_backed_pages", "pages_purgeable")
 PAGE_SIZE = "vm.pagesize"
 MEMSIZE = "hw.memsize"
 PRESSURE_LEVEL = "kern.memorystatus_vm_pressure_level"
@@ -184,18 +187,26 @@ class DarwinSource:
         self.fallback = fallback
 
     def read(self) -> Memory:
+        """sysctl page counters; where one is missing, the same counters from ``vm_stat``
+        (already run for swap-outs); psutil last."""
         names = (*PAGE_COUNTERS, PAGE_SIZE, MEMSIZE, PRESSURE_LEVEL)
         values = sysctl.read_all(names, self.readers)
         level = values[PRESSURE_LEVEL]
         pressure = level if level in _LEVELS else None
-        swapouts = self.swapouts()
+        text = self.vm_stat()
+        vm = parse_vm_stat(text) if text is not None else None
+        swapouts = vm.swapouts if vm is not None else None
         pages = [values[name] for name in PAGE_COUNTERS]
         page_size, total = values[PAGE_SIZE], values[MEMSIZE]
         if None not in pages and page_size and total:
             available = sum(p for p in pages if p is not None) * page_size
             return Memory(available, total, swapouts, pressure, "sysctl")
-        available, psutil_total = self.fallback()
-        return Memory(available, total or psutil_total, swapouts, pressure, "psutil")
+        complete = vm is not None and all(vm.get(key) is not None for key in VM_STAT_PAGES)
+        from_vm_stat = vm.available_bytes() if vm is not None and complete else None
+        if from_vm_stat is not None and total:
+            return Memory(from_vm_stat, total, swapouts, pressure, "vm_stat")
+        from_psutil, psutil_total = self.fallback()
+        return Memory(from_psutil, total or psutil_total, swapouts, pressure, "psutil")
 
     def swapouts(self) -> int | None:
         text = self.vm_stat()

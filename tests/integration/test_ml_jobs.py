@@ -248,3 +248,43 @@ def test_the_macos_way_finds_the_torch_python_and_skips_non_pythons(
     assert jobs[children["torch"].pid].reason == "torch"
     assert children["sleep"].pid not in looked_at  # not a Python: never lsof'ed
     assert children["plain"].pid in looked_at
+
+
+def test_a_shell_that_later_execs_a_python_with_the_variables_becomes_a_job() -> None:
+    code = HOLD.format(mib=4, extra="")
+    late = _spawn(
+        "",
+        argv=["sh", "-c", f'sleep 1.5; exec "{sys.executable}" -c "$0"', code],
+        env={"PYTORCH_MPS_HIGH_WATERMARK_RATIO": "0.7"},
+    )
+    try:
+        scanner = ProcessScanner()
+        assert late.pid not in {job.pid for job in scanner.scan()}  # still `sh`
+        deadline = time.monotonic() + 60
+        found = None
+        while time.monotonic() < deadline and found is None:
+            time.sleep(0.25)
+            found = next((j for j in scanner.scan() if j.pid == late.pid), None)
+        assert found is not None and found.reason == "env"
+    finally:
+        late.kill()
+        late.wait(timeout=30)
+
+
+def test_a_reused_pid_is_examined_afresh(
+    children: dict[str, subprocess.Popen[str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pid = children["env"].pid
+    looked_at: list[int] = []
+
+    def has_env(proc: Any) -> bool:
+        looked_at.append(proc.pid)
+        return mljobs.watermark_env(proc)
+
+    scanner = ProcessScanner(has_env=has_env)
+    assert pid in {job.pid for job in scanner.scan()}
+    assert looked_at.count(pid) == 1
+    # psutil says the process under this pid is not the one first seen there.
+    monkeypatch.setattr(mljobs, "_same_process", lambda proc: proc.pid != pid)
+    assert pid in {job.pid for job in scanner.scan()}
+    assert looked_at.count(pid) == 2

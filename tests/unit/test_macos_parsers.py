@@ -516,3 +516,10 @@ def test_every_recorded_output_of_these_commands_is_tested() -> None:
         if record_id not in covered:
             untested.append((record_id, command))
     assert untested == []
+
+
+def test_a_torch_repl_in_bytes_or_divided_reads_the_same_bytes() -> None:
+    raw = ">>> torch.mps.recommended_max_memory()\n40200893440"
+    divided = ">>> torch.mps.recommended_max_memory() / 2**30\n37.44"
+    assert macos.recommended_max_from_log(raw) == 40200893440
+    assert abs((macos.recommended_max_from_log(divided) or 0) - 40200893440) < 0.005 * GIB

@@ -208,14 +208,25 @@ def test_macos_sysctls_the_first_reader_lacks_come_from_the_next() -> None:
     assert source.read().available_bytes == M1PRO_AVAILABLE
 
 
-def test_macos_without_page_counters_uses_psutil_but_keeps_vm_stat_swapouts() -> None:
+def test_macos_without_page_counters_reads_them_from_vm_stat() -> None:
     only = {"kern.memorystatus_vm_pressure_level": 4, "hw.memsize": 34359738368}
+
+    def psutil_fails() -> tuple[int, int]:
+        raise SampleError("psutil could not read the memory counters")
+
     source = DarwinSource(
-        readers=[dict_reader(only)],
-        vm_stat=lambda: VM_STAT_M1PRO,
-        fallback=lambda: (5 << 30, 32 << 30),
+        readers=[dict_reader(only)], vm_stat=lambda: VM_STAT_M1PRO, fallback=psutil_fails
     )
-    assert source.read() == Memory(5 << 30, 34359738368, 437651, 4, "psutil")
+    assert source.read() == Memory(M1PRO_AVAILABLE, 34359738368, 437651, 4, "vm_stat")
+
+
+def test_macos_without_counters_or_a_whole_vm_stat_uses_psutil_but_keeps_swapouts() -> None:
+    only = {"kern.memorystatus_vm_pressure_level": 4, "hw.memsize": 34359738368}
+    cut = RECORDS["vm_stat-timnewmac-16gb-wide-first12"] + "\nSwapouts:     7."  # no file-backed
+    source = DarwinSource(
+        readers=[dict_reader(only)], vm_stat=lambda: cut, fallback=lambda: (5 << 30, 32 << 30)
+    )
+    assert source.read() == Memory(5 << 30, 34359738368, 7, 4, "psutil")
 
 
 def test_macos_with_nothing_readable_and_psutil_failing_skips_the_sample() -> None:
