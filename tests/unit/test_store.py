@@ -127,9 +127,7 @@ def test_thin_is_the_pure_twin_of_the_thinned_query(tmp_path: Path) -> None:
         store.add_many(rows)
         queried = store.samples(0, 3000, max_rows=100)
     pure = thin(rows, 0, 3000 / 100)
-    assert [(s.t, s.available_bytes) for s in queried] == [
-        (s.t, s.available_bytes) for s in pure
-    ]
+    assert [(s.t, s.available_bytes) for s in queried] == [(s.t, s.available_bytes) for s in pure]
 
 
 def test_free_series_gives_the_lowest_free_memory_per_bucket(tmp_path: Path) -> None:
