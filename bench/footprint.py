@@ -7,7 +7,7 @@ set to a year) in temporary dirs, then measures:
 - the daemon's RSS (contract 40 MB, goal 30 MB), current and peak, running with
   ``interval = 1`` after its first policy run over the full window;
 - CPU per sample: the daemon's CPU time over ``--seconds`` of ticks divided by the
-  ticks, plus one policy run over a 7-day window (every 5 minutes, so 1/10 of it per
+  ticks, plus one policy run over a 7-day window (every 10 minutes, so 1/20 of it per
   sample at the default 30 s) measured in-process;
 - ``mpsd status`` (and ``--json``) wall time, median of ``--runs``, beside a bare
   ``python -c pass``.

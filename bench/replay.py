@@ -11,7 +11,7 @@ free with the usual apps during it (the least ``available + ml`` over the job).
 Goals: the limit never exceeds it; the limit uses 70 % of it or more (median).
 
 The policy is re-evaluated every ``--stride`` samples (and at each job's start,
-as the daemon's 5-minute cadence would have it fresh), over the config's window, read
+as the daemon's 10-minute cadence would have it fairly fresh), over the config's window, read
 as the daemon reads it: when the window holds more than 5000 samples, the older
 history thinned to 5000 buckets (each its lowest-free sample), the last 6 hours as
 sampled.

@@ -47,7 +47,7 @@ log = logging.getLogger("mpsd")
 SampleSource = Callable[[float], Sample]
 RecommendedSource = Callable[[int], tuple[int, str]]
 
-POLICY_EVERY = 300.0  # seconds between policy runs (also after a config change or a new max)
+POLICY_EVERY = 600.0  # seconds between policy runs (also after a config change or a new max)
 # The window the policy reads is kept in memory: loaded from the history with at most
 # POLICY_ROWS rows (a longer window is cut into buckets, each represented by its
 # lowest-free sample: 7 days at 30 s gives 2-minute buckets), then each new sample
