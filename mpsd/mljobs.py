@@ -14,9 +14,10 @@ else its RSS.
 
 Cheap by design (a sample must cost well under 5 ms of CPU): the process table comes
 from ``psutil.process_iter()``, which keeps one ``Process`` per pid, and each pid is
-examined once. Only the torch-loaded verdict of a process that had no torch can change
-(``import torch`` comes after start), so those are looked at again with a back-off
-that grows with the process's age, from one second up to ``max_recheck``.
+examined once. Only a Python without torch can still become a job (``import torch`` comes
+after start), so it is looked at again with a back-off that grows with its age, from one
+second up to ``max_recheck``; any other process only while it is young (a fork that has
+not yet exec'd a Python).
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ WATERMARK_VARS = ("PYTORCH_MPS_HIGH_WATERMARK_RATIO", "PYTORCH_MPS_LOW_WATERMARK
 TORCH_MARKERS = ("libtorch", "torch/_C")
 ENV = "env"
 TORCH = "torch"
+YOUNG = 60.0  # seconds: a process this young may still exec into a Python
 
 # A process that vanished, is hidden, or that psutil fails on (RuntimeError on macOS 26).
 _UNREADABLE = (
@@ -299,6 +301,11 @@ class ProcessScanner:
             age = max(0.0, self.wall() - proc.create_time())
         except _UNREADABLE:
             age = self.max_recheck
+        if not entry.python and age > YOUNG:
+            # A program that is not Python gets its libraries at start: past the moment a
+            # fork turns into an exec, its verdict stands.
+            entry.next_check = math.inf
+            return
         entry.next_check = now + min(self.max_recheck, max(1.0, age))
 
 

@@ -195,31 +195,42 @@ def test_a_job_that_ends_leaves_the_count(children: dict[str, subprocess.Popen[s
 
 
 def test_a_process_without_torch_is_looked_at_again_less_and_less_often() -> None:
-    child = _spawn("", argv=["sleep", "120"])
+    other = _spawn("", argv=["sleep", "120"])
+    python = _spawn(HOLD.format(mib=1, extra=""))
+    _ready(python)
     try:
-        born = psutil.Process(child.pid).create_time()
         clock = {"now": 0.0}
-        looks: list[float] = []
+        looks: dict[int, list[float]] = {other.pid: [], python.pid: []}
 
-        def maps(proc: Any) -> bool:
-            if proc.pid == child.pid:
-                looks.append(clock["now"])
-            return False
+        def scanner_for(child: subprocess.Popen[str]) -> ProcessScanner:
+            born = psutil.Process(child.pid).create_time()  # as old as the fake clock says
 
-        scanner = ProcessScanner(
-            torch_loaded=maps,
-            clock=lambda: clock["now"],
-            wall=lambda: born + clock["now"],  # the child is as old as the fake clock
-            max_recheck=8.0,
-        )
-        for tick in range(0, 41):
+            def maps(proc: Any) -> bool:
+                if proc.pid == child.pid:
+                    looks[proc.pid].append(clock["now"])
+                return False
+
+            return ProcessScanner(
+                torch_loaded=maps,
+                clock=lambda: clock["now"],
+                wall=lambda: born + clock["now"],
+                max_recheck=8.0,
+            )
+
+        scanners = {child.pid: scanner_for(child) for child in (other, python)}
+        for tick in range(0, 241):
             clock["now"] = tick * 0.5
-            scanner.scan()
-        # Re-checked when its age doubles (at least a second apart), then every 8 s.
-        assert looks == [0.0, 1.0, 2.0, 4.0, 8.0, 16.0]
+            for scanner in scanners.values():
+                scanner.scan()
+        # When its age doubles (a second at least), then every max_recheck...
+        early = [0.0, 1.0, 2.0, 4.0, 8.0, 16.0, 24.0, 32.0, 40.0, 48.0, 56.0, 64.0]
+        assert looks[python.pid] == early + [72.0 + 8 * i for i in range(7)]
+        # ...and a program that is not Python, only while it could still exec one.
+        assert looks[other.pid] == early
     finally:
-        child.kill()
-        child.wait(timeout=30)
+        for child in (other, python):
+            child.kill()
+            child.wait(timeout=30)
 
 
 @needs_torch

@@ -150,3 +150,32 @@ def test_the_metal_probe_without_torch_gives_the_same_number(tmp_path: Path) -> 
     with_torch = recommended.probe_subprocess()
     if with_torch is not None and with_torch[1] == "torch":
         assert f'"bytes": {with_torch[0]}' in done.stdout
+
+
+def _torch_with_mps() -> bool:
+    probe = "import torch, sys; sys.exit(0 if torch.backends.mps.is_available() else 1)"
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, check=False)
+    return done.returncode == 0
+
+
+def test_an_mps_job_is_found_by_lsof_and_its_gpu_memory_counts_in_its_footprint() -> None:
+    """MACOS.md: MPS memory counts in phys_footprint, not in RSS (verified here)."""
+    if not _torch_with_mps():
+        pytest.skip("needs torch with MPS in this venv")
+    code = (
+        "import torch, time\n"
+        "x = torch.rand(512, 1024, 1024, device='mps')  # 2 GiB of random floats\n"
+        "torch.mps.synchronize()\n"
+        "print('ready', flush=True)\n"
+        "time.sleep(120)\n"
+    )
+    child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE)
+    try:
+        assert child.stdout is not None
+        child.stdout.readline()
+        jobs = {job.pid: job for job in mljobs.ProcessScanner().scan()}
+        assert jobs[child.pid].reason == "torch"  # no watermark variable: found by lsof
+        assert jobs[child.pid].bytes >= 2 << 30
+    finally:
+        child.kill()
+        child.wait()
