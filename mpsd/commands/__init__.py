@@ -13,6 +13,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "install": ("install", "set mpsd up for this user: config, shell hooks, the launchd agent"),
     "uninstall": ("install", "undo mpsd install (--purge: also config and history)"),
     "doctor": ("doctor", "check the whole chain and say what is wrong and how to fix it"),
+    "daemon": ("daemon", "run the daemon in the foreground (--once: one update, then exit)"),
+    "status": ("status", "is the daemon alive, the limits in force, free memory over the window"),
     "probe": (
         "probe",
         "fill MPS with random tensors under the limit: does PyTorch stop cleanly before swap?",
