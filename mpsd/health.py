@@ -148,33 +148,15 @@ def _now() -> float:
 
 def last_sample_time() -> float | None:
     """When the daemon took its newest sample (from the history), or None when there is none.
+    Raises ``HistoryError`` when the history cannot be read."""
+    from mpsd.store import Store
 
-    Read with ``mpsd.store`` when this mpsd has it; else the history file's last write.
-    """
-    try:
-        store_module = importlib.import_module("mpsd.store")
-    except ImportError:
-        return _history_mtime()
-    try:
-        store = store_module.Store.open_readonly(paths.history_file())
-    except Exception:  # a damaged history: no sample can be trusted
-        return None
+    store = Store.open_readonly(paths.history_file())
     if store is None:
         return None
     with store:
         last = store.last()
-    return None if last is None else float(last.t)
-
-
-def _history_mtime() -> float | None:
-    history = paths.history_file()
-    times = []
-    for suffix in ("", "-wal"):
-        try:
-            times.append(history.with_name(history.name + suffix).stat().st_mtime)
-        except OSError:
-            continue
-    return max(times) if times else None
+    return None if last is None else last.t
 
 
 def check_daemon(now: float | None = None) -> list[Check]:
@@ -198,7 +180,13 @@ def check_daemon(now: float | None = None) -> list[Check]:
         interval = load_config(paths.config_file()).interval
     except MpsdError:
         interval = Config().interval
-    last = last_sample_time()
+    from mpsd.store import HistoryError
+
+    try:
+        last = last_sample_time()
+    except HistoryError as exc:
+        checks.append(Check("sampling", PROBLEM, str(exc).rstrip("."), f"then {start_fix}"))
+        return checks
     now = _now() if now is None else now
     recent = max(3 * interval, 120.0)
     if last is None:

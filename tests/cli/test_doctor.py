@@ -17,7 +17,6 @@ from mpsd import health, launchd, limits, paths
 from mpsd.cli import main
 from mpsd.locks import PidLock
 from tests.installkit import (  # noqa: F401  (fixtures)
-    has_command,
     hook_sources_fixture,
     launchctl_fixture,
     no_launchctl_fixture,
@@ -54,8 +53,6 @@ def healthy(
     project.mkdir()
     limits.write(replace(_limits(), projects=(str(project.resolve()),)))
     monkeypatch.chdir(project)
-    if not has_command("daemon"):  # no store yet: doctor reads the history file's last write
-        paths.history_file().write_bytes(b"samples")
     assert health.last_sample_time() is not None, "install took a first sample"
     lock = PidLock(paths.daemon_lock_file())
     assert lock.acquire()
@@ -244,3 +241,18 @@ def test_torch_without_mps_on_a_mac_is_a_problem() -> None:
     )
     assert check.status == "problem"
     assert "arm64 Python" in check.fix
+
+
+@pytest.mark.usefixtures("healthy")
+def test_a_damaged_history_is_a_sampling_problem_naming_the_file(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    history = paths.history_file()
+    for extra in history.parent.glob(history.name + "-*"):
+        extra.unlink()
+    history.write_bytes(b"this is not a database" * 100)
+    code, data = _doctor(capsys)
+    assert code == 1
+    check = _by_name(data)["sampling"]
+    assert check["status"] == "problem"
+    assert str(history) in check["detail"]
