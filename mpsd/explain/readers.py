@@ -1,0 +1,259 @@
+"""The readers: what each known error looks like, and how its numbers are read.
+
+Every pattern works on the squeezed text of ``normalize`` (lower case, no spaces,
+no quotes), where a wrap at any column, colour codes, prefixes and quoting have
+gone. A reader is a *head*, a short phrase where an error starts, and an extractor
+that reads the error's numbers from the text after it, up to the next head.
+
+The extractors are written for the families, not for particular pastes: every
+size (``18.02gb``, ``256bytes``) after the head is labelled by the words just
+before and just after it (``mpsallocated:`` / ``totalcapacity``), each label
+matched even with a letter lost. So the numbers of a truncated paste, of an older
+or newer wording, in any order, with a log line glued in the middle, are all read.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cache
+
+from mpsd.explain import finding as fk
+from mpsd.explain.finding import Finding
+from mpsd.explain.units import binary_style, to_bytes
+
+SIZE = r"(?<![\d.,])(\d+(?:[.,]\d+)*)(bytes?|[kmgtp]i?b)"
+_SIZE = re.compile(SIZE)
+_CUT_BEFORE = re.compile(r".*[,;()\[\]{}.!?|]", re.DOTALL)
+_CUT_AFTER = re.compile(r"[,;()\[\]{}.!?|]")
+CONTEXT = 48  # how far a label may be from its number
+
+
+def variants(word: str) -> tuple[str, ...]:
+    """``word`` and, for words of 5 letters or more, ``word`` with one letter lost."""
+    out = [word]
+    if len(word) >= 5:
+        out += [word[:i] + word[i + 1 :] for i, ch in enumerate(word) if ch.isalpha()]
+    return tuple(dict.fromkeys(out))
+
+
+@cache
+def lit(phrase: str) -> str:
+    """A regex for ``phrase`` in squeezed text, also matching it with one letter lost."""
+    s = "".join(phrase.split()).lower().replace("'", "")
+    ordered = sorted(variants(s), key=lambda v: (-len(v), v))
+    return "(?:" + "|".join(re.escape(v) for v in ordered) + ")"
+
+
+@cache
+def _label_forms(label: str) -> tuple[str, ...]:
+    return variants(label)
+
+
+def _ends_with(context: str, labels: tuple[str, ...]) -> bool:
+    return any(context.endswith(form) for label in labels for form in _label_forms(label))
+
+
+def _starts_with(context: str, labels: tuple[str, ...]) -> bool:
+    return any(context.startswith(form) for label in labels for form in _label_forms(label))
+
+
+# field -> (labels just before the number, labels just after it)
+Labels = dict[str, tuple[tuple[str, ...], tuple[str, ...]]]
+
+
+def read_sizes(seg: str, labels: Labels, found: Finding) -> dict[str, int]:
+    """Label every size in ``seg`` and set the first of each field on ``found``.
+
+    Returns the sizes of fields that are not attributes of ``Finding`` (helpers
+    such as CUDA's "reserved but unallocated").
+    """
+    extra: dict[str, int] = {}
+    prev_end = 0
+    sizes = list(_SIZE.finditer(seg))
+    for i, m in enumerate(sizes):
+        before = seg[max(prev_end, m.start() - CONTEXT) : m.start()]
+        before = _CUT_BEFORE.sub("", before).rstrip(":=~")
+        next_start = sizes[i + 1].start() if i + 1 < len(sizes) else len(seg)
+        after = seg[m.end() : min(next_start, m.end() + CONTEXT)]
+        cut = _CUT_AFTER.search(after)
+        after = after[: cut.start()] if cut else after
+        prev_end = m.end()
+        parsed = to_bytes(m.group(1), m.group(2))
+        if parsed is None:
+            continue
+        for key, (befores, afters) in labels.items():
+            if _ends_with(before, befores) or _starts_with(after, afters):
+                if key.startswith("_"):
+                    extra.setdefault(key, parsed[0])
+                elif getattr(found, key) is None:
+                    setattr(found, key, parsed[0])
+                    found.rounding[key] = parsed[1]
+                    if not m.group(2).startswith("byte"):
+                        found.binary_units = binary_style(m.group(2))
+                break
+    return extra
+
+
+Extract = Callable[[str], Finding | None]
+
+
+@dataclass(frozen=True)
+class Head:
+    """Where an error starts. A ``part`` head is a phrase from inside a message (a
+    paste that lost the message's start): it is ignored less than ``lookback``
+    characters after another head, where it is only the rest of that message."""
+
+    name: str
+    pattern: str
+    extract: Extract
+    max_len: int
+    lookback: int = 0
+
+
+# --- MPS out of memory -------------------------------------------------------------
+MPS_LABELS: Labels = {
+    "allocated_bytes": (("mpsallocated", "currentlyallocated"), ()),
+    "other_bytes": (("otherallocations",), ()),
+    "max_allowed_bytes": (("maxallowed",), ()),
+    "requested_bytes": (("triedtoallocate",), ()),
+}
+_POOL = re.compile(f"{lit('on private pool')}|{lit('on shared pool')}")
+
+
+def _mps_oom(seg: str) -> Finding:
+    found = Finding(fk.MPS_OOM, "oom")
+    read_sizes(seg, MPS_LABELS, found)
+    pool = _POOL.search(seg)
+    if pool:
+        found.pool = "shared" if "sh" in pool.group() or "hared" in pool.group() else "private"
+    return found
+
+
+# --- MPS watermark errors ----------------------------------------------------------
+_RATIO = re.compile(r"[a-z]*[:=~]?(-?(?:\d+(?:\.\d*)?|\.\d+)(?:e[-+]?\d+)?|-?nan|-?inf)")
+
+
+def _watermark(kind: str) -> Extract:
+    def extract(seg: str) -> Finding:
+        found = Finding(kind, "invalid_ratio")
+        m = _RATIO.match(seg, seg.find("water") + 5 if "water" in seg[:20] else 12)
+        if m:
+            found.ratio = float(m.group(1))
+        return found
+
+    return extract
+
+
+# --- other MPS errors ------------------------------------------------------------
+BUFFER_LABELS: Labels = {"requested_bytes": (("buffersize",), ())}
+
+
+def _mps_other(detail: str) -> Extract:
+    def extract(seg: str) -> Finding:
+        found = Finding(fk.MPS_OTHER, detail)
+        if detail == "invalid_buffer_size":
+            read_sizes(seg[:40], BUFFER_LABELS, found)
+        return found
+
+    return extract
+
+
+def _mps_assert(seg: str) -> Finding | None:
+    near = seg[:600]
+    if "watermark" in near or "mpsallocator" in near:
+        return Finding(fk.MPS_OTHER, "internal_assert")
+    return None
+
+
+# --- CUDA / HIP --------------------------------------------------------------------
+CUDA_LABELS: Labels = {
+    "requested_bytes": (("triedtoallocate", "requested"), ()),
+    "total_bytes": (("totalcapacityof", "devicelimit"), ("totalcapacity",)),
+    "free_bytes": (("ofwhich", "accordingtocuda"), ("free", "isfree")),
+    "allocated_bytes": (
+        ("oftheallocatedmemory", "currentlyallocated"),
+        ("alreadyallocated", "isallocatedbypytorch"),
+    ),
+    "_unallocated": ((), ("isreservedbypytorchbutunallocated",)),
+    "reserved_bytes": ((), ("reservedintotalbypytorch", "cached")),
+    "in_use_bytes": (("thisprocesshas",), ("memoryinuse",)),
+    "allowed_bytes": ((), ("allowed",)),
+}
+_DEVICE = re.compile(r"(?:gpu|device)~?(\d{1,3})(?!\d)")
+_BACKEND = re.compile(r"cuda|hip|xpu")
+
+
+def _cuda(detail: str) -> Extract:
+    def extract(seg: str) -> Finding:
+        found = Finding(fk.CUDA_OOM, detail)
+        backend = _BACKEND.search(seg[:40])
+        found.backend = backend.group() if backend else "cuda"
+        if detail in ("oom", "allocation_on_device"):
+            extra = read_sizes(seg, CUDA_LABELS, found)
+            device = _DEVICE.search(seg)
+            if device:
+                found.device = int(device.group(1))
+            unallocated = extra.get("_unallocated")
+            if found.reserved_bytes is None and unallocated is not None:
+                if found.allocated_bytes is not None:
+                    # The newer wording splits PyTorch's reserved memory in two.
+                    found.reserved_bytes = found.allocated_bytes + unallocated
+        return found
+
+    return extract
+
+
+# --- CPU allocator -----------------------------------------------------------------
+CPU_LABELS: Labels = {"requested_bytes": (("youtriedtoallocate", "unabletoallocate"), ())}
+
+
+def _cpu(detail: str) -> Extract:
+    def extract(seg: str) -> Finding:
+        found = Finding(fk.CPU_OOM, detail)
+        if detail in ("cpu_allocator", "numpy"):
+            read_sizes(seg, CPU_LABELS, found)
+        return found
+
+    return extract
+
+
+_GPU = "(?:cuda|hip|xpu)"
+HEADS: tuple[Head, ...] = (
+    Head("mps_oom", lit("mps backend out"), _mps_oom, 900),
+    Head("mps_part", lit("mps allocated") + r":?\d", _mps_oom, 900, lookback=120),
+    Head("wm_low", lit("invalid low water"), _watermark(fk.MPS_INVALID_LOW), 60),
+    Head("wm_high", lit("invalid high water"), _watermark(fk.MPS_INVALID_HIGH), 60),
+    Head("buffer", lit("invalid buffer size"), _mps_other("invalid_buffer_size"), 80),
+    Head("ndarray", lit("bytes of ndarray"), _mps_other("ndarray_too_large"), 60),
+    Head("ndarray_dims", lit("ndarray dimension"), _mps_other("dimension_too_large"), 60),
+    Head("tensor_dims", lit("tensor dims larger"), _mps_other("dimension_too_large"), 60),
+    Head("product", lit("product of dimension"), _mps_other("dimension_too_large"), 60),
+    Head("cmdbuf", lit("callback error out of"), _mps_other("command_buffer_oom"), 60),
+    Head("cmdbuf2", lit("insufficient memory") + r"\(0*8", _mps_other("command_buffer_oom"), 60),
+    Head("assert", lit("internal assert"), _mps_assert, 600),
+    Head("cuda_runtime", f"{_GPU}(?:runtime)?err(?:or)?(?:\\(\\d+\\))?:?{lit('out of mem')}",
+         _cuda("runtime"), 60),
+    Head("cuda_enum", r"cudaerrormemoryallocation|hiperroroutofmemory", _cuda("runtime"), 60),
+    Head("cuda_lib", r"(?:cublas|cudnn|hipblas|miopen)_?status_?alloc_?failed",
+         _cuda("library_alloc_failed"), 60),
+    Head("cuda_oom", f"{_GPU}{lit('out of mem')}", _cuda("oom"), 1400),
+    Head("cuda_part", f"{lit('tried to allocate')}{SIZE}[.(]*gpu~?\\d", _cuda("oom"), 1400,
+         lookback=100),
+    Head("aod", lit("allocation on device"), _cuda("allocation_on_device"), 700),
+    Head("cpu", lit("default cpu allocator"), _cpu("cpu_allocator"), 400),
+    Head("cpu_part", lit("you tried to allocate") + r":?\d", _cpu("cpu_allocator"), 300,
+         lookback=120),
+    Head("posix", r"posix_memalign\([^)]{0,80}\)==0", _cpu("posix_memalign"), 80),
+    Head("numpy", f"{lit('unable to allocate')}{SIZE}{lit('for an array')}", _cpu("numpy"), 200),
+    Head("bad_alloc", r"std::bad_alloc", _cpu("bad_alloc"), 40),
+)
+BY_NAME = {head.name: head for head in HEADS}
+
+
+@cache
+def any_head() -> re.Pattern[str]:
+    """Every head in one pattern (compiled on first use: ``mpsd explain`` on an empty
+    paste never pays for it)."""
+    return re.compile("|".join(f"(?P<{h.name}>{h.pattern})" for h in HEADS))
