@@ -129,6 +129,9 @@ _PREFIX = re.compile(
     | \([^)\n]{0,80}pid=\d+[^)\n]{0,80}\)        # ray's (pid=123) and (Actor pid=123)
     | (?:TRACE|DEBUG|INFO|NOTICE|WARN|WARNING|ERROR|ERR|CRITICAL|FATAL)\b
       (?::[\w.<>]*:|\s*[:|\-])?                  # levels, Python logging's ERROR:root:
+      (?:\s*(?:root|__main__|\w+(?:\.\w+)+|\w*_\w*):(?=\s))?   # and a logger: "ERROR root:"
+    | [\w.\-]{1,40}\s+-\s+(?=(?:TRACE|DEBUG|INFO|WARN|WARNING|ERROR|CRITICAL)\b)  # "app - ERROR"
+    | [\u2190-\u2bff\u2600-\u27bf\ufe0f\u200d\U0001f000-\U0001faff]+   # arrows, boxes, emoji
     | [\w.\-]{1,40}\s+\|                         # docker compose "web_1  |"
     | [\w.]+:[\w<>]+:\d+\s+-(?=\s)               # loguru "module:function:12 -"
     | E(?=\s{2})                                 # pytest
@@ -142,7 +145,7 @@ def strip_prefixes(text: str) -> str:
     """Remove log prefixes, quote marks and comment signs from the start of every line."""
     out = []
     for line in text.split("\n"):
-        for _ in range(8):
+        for _ in range(12):
             m = _PREFIX.match(line)
             if not m or not m.end():
                 break
@@ -151,13 +154,15 @@ def strip_prefixes(text: str) -> str:
     return "\n".join(out)
 
 
-_DIGIT_GAP = re.compile(r"(?<=\d)\s+(?=\d)")
+# Two numbers apart on one line stay apart; a number cut by a line break is joined.
+_DIGIT_GAP = re.compile(r"(?<=\d)[^\S\n]+(?=\d)")
 _MARKUP = re.compile(r"\\(?=[\\`*_{}\[\]()#+\-.!<>|~^])|[`\"']|(?<!\d)\*\*|\*\*(?!\d)")
 
 
 def squeeze(text: str) -> str:
     """Lower case, with no markup quotes or spaces: ``"MPS allocated: 18.02 GB"`` ->
-    ``"mpsallocated:18.02gb"``. Two numbers that only a space separated stay apart (``~``)."""
+    ``"mpsallocated:18.02gb"``. Two numbers a space separates stay apart (``~``); digits
+    either side of a line break are one number cut by a wrap."""
     text = _DIGIT_GAP.sub("~", text)
     text = _MARKUP.sub("", text)
     return "".join(text.split()).lower()

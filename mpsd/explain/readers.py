@@ -30,10 +30,10 @@ _CUT_AFTER = re.compile(r"[,;()\[\]{}.!?|]")
 CONTEXT = 48  # how far a label may be from its number
 
 
-def variants(word: str) -> tuple[str, ...]:
-    """``word`` and, for words of 5 letters or more, ``word`` with one letter lost."""
+def variants(word: str, shortest: int = 7) -> tuple[str, ...]:
+    """``word`` and, for words of ``shortest`` letters or more, ``word`` with one letter lost."""
     out = [word]
-    if len(word) >= 5:
+    if len(word) >= shortest:
         out += [word[:i] + word[i + 1 :] for i, ch in enumerate(word) if ch.isalpha()]
     return tuple(dict.fromkeys(out))
 
@@ -51,12 +51,16 @@ def _label_forms(label: str) -> tuple[str, ...]:
     return variants(label)
 
 
-def _ends_with(context: str, labels: tuple[str, ...]) -> bool:
-    return any(context.endswith(form) for label in labels for form in _label_forms(label))
-
-
-def _starts_with(context: str, labels: tuple[str, ...]) -> bool:
-    return any(context.startswith(form) for label in labels for form in _label_forms(label))
+def _match_len(context: str, labels: tuple[str, ...], at_end: bool) -> int:
+    """The length of the longest form of a label that ``context`` ends (or starts) with."""
+    best = 0
+    for label in labels:
+        for form in _label_forms(label):
+            if len(form) > best and (
+                context.endswith(form) if at_end else context.startswith(form)
+            ):
+                best = len(form)
+    return best
 
 
 # field -> (labels just before the number, labels just after it)
@@ -83,16 +87,20 @@ def read_sizes(seg: str, labels: Labels, found: Finding) -> dict[str, int]:
         parsed = to_bytes(m.group(1), m.group(2))
         if parsed is None:
             continue
+        best_key, best_len = "", 0
         for key, (befores, afters) in labels.items():
-            if _ends_with(before, befores) or _starts_with(after, afters):
-                if key.startswith("_"):
-                    extra.setdefault(key, parsed[0])
-                elif getattr(found, key) is None:
-                    setattr(found, key, parsed[0])
-                    found.rounding[key] = parsed[1]
-                    if not m.group(2).startswith("byte"):
-                        found.binary_units = binary_style(m.group(2))
-                break
+            n = max(_match_len(before, befores, True), _match_len(after, afters, False))
+            if n > best_len:
+                best_key, best_len = key, n
+        if not best_key:
+            continue
+        if best_key.startswith("_"):
+            extra.setdefault(best_key, parsed[0])
+        elif getattr(found, best_key) is None:
+            setattr(found, best_key, parsed[0])
+            found.rounding[best_key] = parsed[1]
+            if not m.group(2).startswith("byte"):
+                found.binary_units = binary_style(m.group(2))
     return extra
 
 
@@ -119,7 +127,7 @@ MPS_LABELS: Labels = {
     "max_allowed_bytes": (("maxallowed",), ()),
     "requested_bytes": (("triedtoallocate",), ()),
 }
-_POOL = re.compile(f"{lit('on private pool')}|{lit('on shared pool')}")
+_POOL = re.compile(f"(?P<private>{lit('on private pool')})|(?P<shared>{lit('on shared pool')})")
 
 
 def _mps_oom(seg: str) -> Finding:
@@ -127,7 +135,7 @@ def _mps_oom(seg: str) -> Finding:
     read_sizes(seg, MPS_LABELS, found)
     pool = _POOL.search(seg)
     if pool:
-        found.pool = "shared" if "sh" in pool.group() or "hared" in pool.group() else "private"
+        found.pool = "private" if pool.group("private") else "shared"
     return found
 
 
@@ -233,18 +241,32 @@ HEADS: tuple[Head, ...] = (
     Head("cmdbuf", lit("callback error out of"), _mps_other("command_buffer_oom"), 60),
     Head("cmdbuf2", lit("insufficient memory") + r"\(0*8", _mps_other("command_buffer_oom"), 60),
     Head("assert", lit("internal assert"), _mps_assert, 600),
-    Head("cuda_runtime", f"{_GPU}(?:runtime)?err(?:or)?(?:\\(\\d+\\))?:?{lit('out of mem')}",
-         _cuda("runtime"), 60),
+    Head(
+        "cuda_runtime",
+        f"{_GPU}(?:runtime)?err(?:or)?(?:\\(\\d+\\))?:?{lit('out of mem')}",
+        _cuda("runtime"),
+        60,
+    ),
     Head("cuda_enum", r"cudaerrormemoryallocation|hiperroroutofmemory", _cuda("runtime"), 60),
-    Head("cuda_lib", r"(?:cublas|cudnn|hipblas|miopen)_?status_?alloc_?failed",
-         _cuda("library_alloc_failed"), 60),
+    Head(
+        "cuda_lib",
+        r"(?:cublas|cudnn|hipblas|miopen)_?status_?alloc_?failed",
+        _cuda("library_alloc_failed"),
+        60,
+    ),
     Head("cuda_oom", f"{_GPU}{lit('out of mem')}", _cuda("oom"), 1400),
-    Head("cuda_part", f"{lit('tried to allocate')}{SIZE}[.(]*gpu~?\\d", _cuda("oom"), 1400,
-         lookback=100),
+    Head(
+        "cuda_part",
+        f"{lit('tried to allocate')}{SIZE}[.(]*gpu~?\\d",
+        _cuda("oom"),
+        1400,
+        lookback=100,
+    ),
     Head("aod", lit("allocation on device"), _cuda("allocation_on_device"), 700),
     Head("cpu", lit("default cpu allocator"), _cpu("cpu_allocator"), 400),
-    Head("cpu_part", lit("you tried to allocate") + r":?\d", _cpu("cpu_allocator"), 300,
-         lookback=120),
+    Head(
+        "cpu_part", lit("you tried to allocate") + r":?\d", _cpu("cpu_allocator"), 300, lookback=120
+    ),
     Head("posix", r"posix_memalign\([^)]{0,80}\)==0", _cpu("posix_memalign"), 80),
     Head("numpy", f"{lit('unable to allocate')}{SIZE}{lit('for an array')}", _cpu("numpy"), 200),
     Head("bad_alloc", r"std::bad_alloc", _cpu("bad_alloc"), 40),

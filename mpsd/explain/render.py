@@ -53,7 +53,9 @@ def _table(rows: list[tuple[str, str, str]], style: Style) -> list[str]:
     """Aligned rows: label, value (right-aligned), meaning."""
     wl = max(len(r[0]) for r in rows)
     wv = max(len(r[1]) for r in rows)
-    return [f"  {label:<{wl}}  {value:>{wv}}  {style.dim(meaning)}" for label, value, meaning in rows]
+    return [
+        f"  {label:<{wl}}  {value:>{wv}}  {style.dim(meaning)}" for label, value, meaning in rows
+    ]
 
 
 class Renderer:
@@ -97,18 +99,34 @@ class Renderer:
         s = self.style
         rows: list[tuple[str, str, str]] = []
         if f.allocated_bytes is not None:
-            rows.append(("MPS allocated", self.size(f.allocated_bytes, f),
-                         "what PyTorch's MPS allocator holds for your tensors"))
+            rows.append(
+                (
+                    "MPS allocated",
+                    self.size(f.allocated_bytes, f),
+                    "what PyTorch's MPS allocator holds for your tensors",
+                )
+            )
         if f.other_bytes is not None:
-            rows.append(("other allocations", self.size(f.other_bytes, f),
-                         "other GPU memory of this process, outside that allocator"))
+            rows.append(
+                (
+                    "other allocations",
+                    self.size(f.other_bytes, f),
+                    "other GPU memory of this process, outside that allocator",
+                )
+            )
         if f.requested_bytes is not None:
             pool = f" ({f.pool} pool)" if f.pool else ""
-            rows.append(("requested", self.size(f.requested_bytes, f),
-                         f"the allocation that failed{pool}"))
+            rows.append(
+                ("requested", self.size(f.requested_bytes, f), f"the allocation that failed{pool}")
+            )
         if f.max_allowed_bytes is not None:
-            rows.append(("max allowed", self.size(f.max_allowed_bytes, f),
-                         f"the cap: {HIGH} x the Mac's recommended maximum"))
+            rows.append(
+                (
+                    "max allowed",
+                    self.size(f.max_allowed_bytes, f),
+                    "the cap: watermark ratio x the Mac's recommended max",
+                )
+            )
         out = [*_table(rows, s)] if rows else ["  (the paste lost the numbers)"]
         out += ["", s.head("Why it failed")]
         parts = [
@@ -122,21 +140,29 @@ class Renderer:
         if known and cap is not None:
             terms = " + ".join(self.size(v, f) for v, _ in known)
             over = need - cap
-            slack = sum(f.rounding.get(k, 0) for k in
-                        ("allocated_bytes", "other_bytes", "requested_bytes", "max_allowed_bytes"))
+            slack = sum(
+                f.rounding.get(k, 0)
+                for k in ("allocated_bytes", "other_bytes", "requested_bytes", "max_allowed_bytes")
+            )
             if over > slack:
-                out.append(f"  {terms} = {self.size(need, f)}, over the {self.size(cap, f)} cap "
-                           f"by {self.size(over, f)}.")
+                out.append(
+                    f"  {terms} = {self.size(need, f)}, over the {self.size(cap, f)} cap "
+                    f"by {self.size(over, f)}."
+                )
             elif over >= -slack:
-                out.append(f"  {terms} = {self.size(need, f)}: at the {self.size(cap, f)} cap "
-                           "(each number is rounded to 2 decimals, so the last allocation tipped it).")
+                out.append(
+                    f"  {terms} = {self.size(need, f)}: at the {self.size(cap, f)} cap "
+                    "(each number is rounded to 2 decimals, so the last allocation tipped it)."
+                )
             else:
-                out.append(f"  {terms} = {self.size(need, f)}, under the {self.size(cap, f)} cap: "
-                           "the numbers do not add up (see the note below).")
+                out.append(
+                    f"  {terms} = {self.size(need, f)}, under the {self.size(cap, f)} cap: "
+                    "the numbers do not add up (see the note below)."
+                )
             if len(known) < 3:
                 out.append("  (the paste lost some numbers: the sum is only what it kept)")
         elif cap is None:
-            out.append("  No \"max allowed\" in the message: no cap was in force (ratio 0.0, or a")
+            out.append('  No "max allowed" in the message: no cap was in force (ratio 0.0, or a')
             out.append("  PyTorch before 2.0), so the job stopped only when Metal itself ran out.")
         else:
             out.append(f"  PyTorch needed more than the {self.size(cap, f)} cap allows.")
@@ -150,72 +176,115 @@ class Renderer:
     def mps_notes(self, f: Finding) -> list[str]:
         notes: list[str] = []
         cap, alloc, other, req = (
-            f.max_allowed_bytes, f.allocated_bytes, f.other_bytes, f.requested_bytes,
+            f.max_allowed_bytes,
+            f.allocated_bytes,
+            f.other_bytes,
+            f.requested_bytes,
         )
         if other is not None and other > macs.LARGEST_MAC:
-            notes.append(f"\"other allocations\" of {self.size(other, f)} is more memory than any "
-                         "Mac has: the number is bogus (an accounting bug of that PyTorch/macOS "
-                         "version, usually), not memory really in use.")
-        if cap is not None and alloc is not None and alloc > cap + f.rounding.get("max_allowed_bytes", 0):
-            notes.append(f"\"MPS allocated\" is above the cap. That happens when the cap was lowered "
-                         "after the memory was allocated (torch.mps.set_per_process_memory_fraction, "
-                         "or a library calling it), so the next allocation fails at once.")
-        if (cap is not None and alloc is not None and other is not None
-                and alloc <= cap * 0.05 and other >= cap * 0.5):
-            notes.append("PyTorch's tensors hold almost nothing: \"other allocations\" fill the cap. "
-                         "That memory is outside PyTorch's allocator (Metal buffers of other "
-                         "libraries in the process, MPSGraph caches, memory freed but not yet "
-                         "returned); with many workers in one process each one's share adds up.")
+            notes.append(
+                f'"other allocations" of {self.size(other, f)} is more memory than any '
+                "Mac has: the number is bogus (an accounting bug of that PyTorch/macOS "
+                "version, usually), not memory really in use."
+            )
+        if (
+            cap is not None
+            and alloc is not None
+            and alloc > cap + f.rounding.get("max_allowed_bytes", 0)
+        ):
+            notes.append(
+                f'"MPS allocated" is above the cap. That happens when the cap was lowered '
+                "after the memory was allocated (torch.mps.set_per_process_memory_fraction, "
+                "or a library calling it), so the next allocation fails at once."
+            )
+        if (
+            cap is not None
+            and alloc is not None
+            and other is not None
+            and alloc <= cap * 0.05
+            and other >= cap * 0.5
+        ):
+            notes.append(
+                'PyTorch\'s tensors hold almost nothing: "other allocations" fill the cap. '
+                "That memory is outside PyTorch's allocator (Metal buffers of other "
+                "libraries in the process, MPSGraph caches, memory freed but not yet "
+                "returned); with many workers in one process each one's share adds up."
+            )
         elif other is not None and alloc is not None and other > alloc and other > (cap or 0) * 0.3:
-            notes.append("\"other allocations\" exceed what PyTorch's tensors hold: much of the "
-                         "memory is outside PyTorch's allocator (other libraries' Metal buffers, "
-                         "MPSGraph caches). torch.mps.empty_cache() between steps can help.")
+            notes.append(
+                '"other allocations" exceed what PyTorch\'s tensors hold: much of the '
+                "memory is outside PyTorch's allocator (other libraries' Metal buffers, "
+                "MPSGraph caches). torch.mps.empty_cache() between steps can help."
+            )
         if cap is not None and req is not None and req > cap:
-            notes.append(f"One allocation of {self.size(req, f)} is larger than the whole cap: "
-                         "no batch fits, shrink the step (batch size, resolution, tiling).")
+            notes.append(
+                f"One allocation of {self.size(req, f)} is larger than the whole cap: "
+                "no batch fits, shrink the step (batch size, resolution, tiling)."
+            )
         s = self.style
         return [f"  {s.warn('Note:')} {n}" for n in notes]
 
     def ratio_lines(self, f: Finding) -> list[str]:
         cap = f.max_allowed_bytes
         if cap is None:
-            return ["  Unknown: the message has no \"max allowed\"."]
+            return ['  Unknown: the message has no "max allowed".']
         lim = self.limits
         if lim is not None:
             ratio = cap / lim.recommended_max_bytes
-            line = (f"  {self.size(cap, f)} = {ratio:.2f} x {self.size(lim.recommended_max_bytes, f)} "
-                    "(this Mac's recommended maximum, from limits.toml)")
+            line = (
+                f"  {self.size(cap, f)} = {ratio:.2f} x {self.size(lim.recommended_max_bytes, f)} "
+                "(this Mac's recommended maximum, from limits.toml)"
+            )
             out = [line]
             if abs(ratio - macs.DEFAULT_HIGH) < 0.01:
                 out.append(f"  That is {macs.DEFAULT_NOTE}: {HIGH} was not set for this job.")
             elif abs(ratio - lim.high_watermark_ratio) < 0.01:
                 out.append("  That is mpsd's value: the job ran with mpsd's variables.")
             else:
-                out.append(f"  mpsd's value now is {_ratio(lim.high_watermark_ratio)}: this job ran "
-                           "with another (set by hand, or before mpsd's last update).")
+                out.append(
+                    f"  mpsd's value now is {_ratio(lim.high_watermark_ratio)}: this job ran "
+                    "with another (set by hand, or before mpsd's last update)."
+                )
             if cap > lim.baseline_free_bytes:
-                out.append(f"  The cap is above the {format_size(lim.baseline_free_bytes)} usually "
-                           "free on this Mac: macOS swaps before PyTorch stops the job.")
+                out.append(
+                    f"  The cap is above the {format_size(lim.baseline_free_bytes)} usually "
+                    "free on this Mac: macOS swaps before PyTorch stops the job."
+                )
             return out
         guesses = macs.guesses(cap)
+        smallest = min(ws for _, ws in macs.WORKING_SETS)
+        if not guesses and cap < smallest * 0.75:
+            return [
+                f"  {self.size(cap, f)} is far below any Mac's recommended maximum: a small "
+                "ratio or memory fraction was set for this job (by you, or by the app)."
+            ]
         if not guesses:
-            return [f"  {self.size(cap, f)} matches no common Mac with a round ratio. If PyTorch's "
-                    f"default {macs.DEFAULT_HIGH} was in force, this Mac's recommended maximum is "
-                    f"{self.size(cap / macs.DEFAULT_HIGH, f)}."]
+            return [
+                f"  {self.size(cap, f)} matches no common Mac with a round ratio. If PyTorch's "
+                f"default {macs.DEFAULT_HIGH} was in force, this Mac's recommended maximum is "
+                f"{self.size(cap / macs.DEFAULT_HIGH, f)}."
+            ]
         out = []
         for i, g in enumerate(guesses):
-            what = (f"the default ratio on a {g.ram_gb} GB Mac" if g.is_default
-                    else f"a ratio of {_ratio(g.ratio)} on a {g.ram_gb} GB Mac")
+            what = (
+                f"the default ratio on a {g.ram_gb} GB Mac"
+                if g.is_default
+                else f"a ratio of {_ratio(g.ratio)} on a {g.ram_gb} GB Mac"
+            )
             lead = f"{self.size(cap, f)} =" if i == 0 else "   or"
             out.append(f"  {lead} {_ratio(g.ratio)} x {self.size(g.working_set, f)}: {what}")
         best = guesses[0]
         ram = best.ram_gb * macs.GIB
         if best.is_default and cap > ram * 0.9:
             much = "more than" if cap > ram else "about all of"
-            out.append(f"  A cap of {self.size(cap, f)} on a {best.ram_gb} GB Mac is {much} its "
-                       "memory: macOS swaps long before PyTorch stops the job.")
-        out.append("  (`mpsd install` reads this Mac's recommended maximum, so `mpsd explain` can say "
-                   "for sure.)")
+            out.append(
+                f"  A cap of {self.size(cap, f)} on a {best.ram_gb} GB Mac is {much} its "
+                "memory: macOS swaps long before PyTorch stops the job."
+            )
+        out.append(
+            "  (`mpsd install` reads this Mac's recommended maximum, so `mpsd explain` can say "
+            "for sure.)"
+        )
         return out
 
     def fit_hint(self, f: Finding, need: int | None) -> str:
@@ -229,11 +298,15 @@ class Renderer:
                 return ""
             safe = round(macs.FALLBACK_RATIO * guesses[0].working_set)
         if need <= safe:
-            return (f"That cap ({format_size(safe, f.binary_units)}) would fit this job's "
-                    f"{self.size(need, f)} at the failure.")
-        return (f"This job needed {self.size(need, f)}, more than the safe cap "
-                f"({format_size(safe, f.binary_units)}): use less memory too (smaller batch or "
-                "resolution, float16, one model at a time, tiling).")
+            return (
+                f"That cap ({format_size(safe, f.binary_units)}) would fit this job's "
+                f"{self.size(need, f)} at the failure."
+            )
+        return (
+            f"This job needed {self.size(need, f)}, more than the safe cap "
+            f"({format_size(safe, f.binary_units)}): use less memory too (smaller batch or "
+            "resolution, float16, one model at a time, tiling)."
+        )
 
     # --- watermark errors -----------------------------------------------------------
     def watermark(self, f: Finding) -> list[str]:
@@ -241,16 +314,23 @@ class Renderer:
         shown = _ratio(f.ratio) if f.ratio is not None else "?"
         out: list[str] = []
         if f.kind == fk.MPS_INVALID_LOW:
-            out.append(f"  PyTorch refused the low watermark ratio {shown}: LOW must be between 0 and "
-                       "HIGH.")
+            out.append(
+                f"  PyTorch refused the low watermark ratio {shown}: LOW must be between 0 and "
+                "HIGH."
+            )
             if f.ratio is not None and abs(f.ratio - macs.DEFAULT_LOW) < 1e-9:
-                out.append(f"  {shown} is LOW's default: {HIGH} was set below 1.4 and {LOW} was "
-                           "left unset.")
-            out.append("  It is a setting, not a lack of memory: it fails at the first MPS use, "
-                       "whatever is free.")
+                out.append(
+                    f"  {shown} is LOW's default: {HIGH} was set below 1.4 and {LOW} was "
+                    "left unset."
+                )
+            out.append(
+                "  It is a setting, not a lack of memory: it fails at the first MPS use, "
+                "whatever is free."
+            )
         else:
-            out.append(f"  PyTorch refused the high watermark ratio {shown}: HIGH must be between 0 "
-                       "and 2.")
+            out.append(
+                f"  PyTorch refused the high watermark ratio {shown}: HIGH must be between 0 and 2."
+            )
             out.append("  It is a setting, not a lack of memory.")
         out += ["", s.head("Fix")]
         out += self.fix_lines("")
@@ -288,8 +368,16 @@ class Renderer:
     def mps_other(self, f: Finding) -> list[str]:
         out = []
         if f.requested_bytes is not None:
-            out += _table([("buffer size", self.size(f.requested_bytes, f),
-                            "the one tensor Metal was asked for")], self.style)
+            out += _table(
+                [
+                    (
+                        "buffer size",
+                        self.size(f.requested_bytes, f),
+                        "the one tensor Metal was asked for",
+                    )
+                ],
+                self.style,
+            )
         out.append(f"  {self.OTHER.get(f.detail, 'An MPS memory error.')}")
         if f.detail in ("command_buffer_oom", "internal_assert"):
             out += ["", self.style.head("Fix"), *self.fix_lines("")]
@@ -307,8 +395,13 @@ class Renderer:
         if f.allocated_bytes is not None:
             add(("allocated", self.size(f.allocated_bytes, f), "held by PyTorch's tensors"))
         if f.reserved_bytes is not None:
-            add(("reserved", self.size(f.reserved_bytes, f),
-                 "PyTorch's total: tensors + its cache of freed blocks"))
+            add(
+                (
+                    "reserved",
+                    self.size(f.reserved_bytes, f),
+                    "PyTorch's total: tensors + its cache of freed blocks",
+                )
+            )
         if f.in_use_bytes is not None:
             add(("in use", self.size(f.in_use_bytes, f), "this process's total, PyTorch or not"))
         if f.allowed_bytes is not None:
@@ -316,41 +409,70 @@ class Renderer:
         out = _table(rows, self.style) if rows else []
         notes: list[str] = []
         if f.detail in ("runtime", "library_alloc_failed"):
-            notes.append("The CUDA driver (or a CUDA library) could not allocate: the GPU was full, "
-                         "maybe by another process. Errors are reported late, so the line in the "
-                         "traceback may not be the culprit (CUDA_LAUNCH_BLOCKING=1 finds it).")
+            notes.append(
+                "The CUDA driver (or a CUDA library) could not allocate: the GPU was full, "
+                "maybe by another process. Errors are reported late, so the line in the "
+                "traceback may not be the culprit (CUDA_LAUNCH_BLOCKING=1 finds it)."
+            )
         total, alloc, res, free = f.total_bytes, f.allocated_bytes, f.reserved_bytes, f.free_bytes
         if total is not None and alloc is not None and alloc > total:
-            notes.append("PyTorch holds more than the GPU has: on Windows the driver spills into "
-                         "system RAM (\"CUDA sysmem fallback\"), which is slow.")
+            notes.append(
+                "PyTorch holds more than the GPU has: on Windows the driver spills into "
+                'system RAM ("CUDA sysmem fallback"), which is slow.'
+            )
         if total is not None and f.requested_bytes is not None and f.requested_bytes > total:
             notes.append("One allocation is larger than the whole GPU: shrink the step itself.")
         elif free is not None and f.requested_bytes is not None and free >= f.requested_bytes:
-            notes.append("More was free than requested: the free memory was fragmented or taken "
-                         "by the time PyTorch asked (another process, or a memory-fraction cap).")
-        if total is not None and res is not None and free is not None and res < total * 0.5 \
-                and free < total * 0.1:
-            notes.append("PyTorch holds little of the GPU, yet it is full: other processes "
-                         "(or the desktop) use it; check nvidia-smi.")
+            notes.append(
+                "More was free than requested: the free memory was fragmented or taken "
+                "by the time PyTorch asked (another process, or a memory-fraction cap)."
+            )
+        if (
+            total is not None
+            and res is not None
+            and free is not None
+            and res < total * 0.5
+            and free < total * 0.1
+        ):
+            notes.append(
+                "PyTorch holds little of the GPU, yet it is full: other processes "
+                "(or the desktop) use it; check nvidia-smi."
+            )
         if alloc is not None and res is not None and res - alloc > max(alloc * 0.25, 1 << 30):
-            notes.append("Much is reserved but unused (fragmentation): try "
-                         "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True.")
+            notes.append(
+                "Much is reserved but unused (fragmentation): try "
+                "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True."
+            )
         out += [f"  {self.style.warn('Note:')} {n}" for n in notes]
-        out.append("  Usual fixes: a smaller batch or resolution, float16/bfloat16, gradient "
-                   "checkpointing, offloading (lowvram modes), freeing other GPU users.")
+        out.append(
+            "  Usual fixes: a smaller batch or resolution, float16/bfloat16, gradient "
+            "checkpointing, offloading (lowvram modes), freeing other GPU users."
+        )
         return out
 
     def cpu(self, f: Finding) -> list[str]:
         out = []
         if f.requested_bytes is not None:
-            out += _table([("requested", self.size(f.requested_bytes, f),
-                            "the allocation of main memory that failed")], self.style)
+            out += _table(
+                [
+                    (
+                        "requested",
+                        self.size(f.requested_bytes, f),
+                        "the allocation of main memory that failed",
+                    )
+                ],
+                self.style,
+            )
             if f.requested_bytes > macs.LARGEST_MAC:
-                out.append(f"  {self.style.warn('Note:')} more than any computer's memory: a wrong "
-                           "shape or size, most likely.")
-        out.append("  The process ran out of main memory (RAM and swap, or the Windows page file). "
-                   "Use less (smaller batch, float16, load one model at a time), close other apps, "
-                   "or give the system more swap/page file.")
+                out.append(
+                    f"  {self.style.warn('Note:')} more than any computer's memory: a wrong "
+                    "shape or size, most likely."
+                )
+        out.append(
+            "  The process ran out of main memory (RAM and swap, or the Windows page file). "
+            "Use less (smaller batch, float16, load one model at a time), close other apps, "
+            "or give the system more swap/page file."
+        )
         return out
 
     # --- all ------------------------------------------------------------------------
@@ -380,6 +502,28 @@ class Renderer:
         return [self.style.title(title), *body[f.kind](f)]
 
 
+WIDTH = 88
+
+
+def _wrap(line: str) -> list[str]:
+    """Long prose lines wrapped at WIDTH, continuing at their indent (plus the
+    width of a leading "Note: ")."""
+    if len(line) <= WIDTH:
+        return [line]
+    import textwrap
+
+    indent = " " * (len(line) - len(line.lstrip(" ")))
+    more = indent + ("      " if "Note:" in line[: len(indent) + 15] else "")
+    return textwrap.wrap(
+        line.strip(),
+        WIDTH,
+        initial_indent=indent,
+        subsequent_indent=more,
+        break_long_words=False,
+        break_on_hyphens=False,
+    ) or [line]
+
+
 def render(findings: list[Finding], limits: Limits | None = None, color: bool = False) -> str:
     """The explanation of every finding, separated by blank lines, ending in a newline."""
     r = Renderer(limits, Style(color))
@@ -388,5 +532,5 @@ def render(findings: list[Finding], limits: Limits | None = None, color: bool = 
         lines = r.finding(f)
         if len(findings) > 1:
             lines[0] = f"{i + 1}/{len(findings)}  {lines[0]}"
-        blocks.append("\n".join(lines))
+        blocks.append("\n".join(w for line in lines for w in _wrap(line)))
     return "\n\n".join(blocks) + "\n"
