@@ -46,7 +46,10 @@ def decode(data: bytes) -> str:
 
 
 def regions(text: str) -> list[tuple[int, int]]:
-    """The spans of ``text`` worth reading: around every anchor, merged, in order."""
+    """The spans of ``text`` worth reading: around every anchor, merged, in order.
+    A paste of up to CHUNK characters is read whole (its anchors may be wrapped apart)."""
+    if len(text) <= CHUNK:
+        return [(0, len(text))] if text.strip() else []
     low = text.lower()
     spans: list[tuple[int, int]] = []
     for anchor in ANCHORS:
@@ -118,7 +121,7 @@ def clean(text: str) -> str:
 _PREFIX = re.compile(
     r"""(?:
       \s+
-    | [>#|;]+                                   # quote, comment, table
+    | [>#|]+                                    # quote, comment, table
     | //+ | --+ | \.\.\.
     | [-*+•](?=\s)                               # bullets
     | \d{1,3}[.)](?=\s)                          # numbered lists

@@ -189,7 +189,7 @@ CUDA_LABELS: Labels = {
     "in_use_bytes": (("thisprocesshas",), ("memoryinuse",)),
     "allowed_bytes": ((), ("allowed",)),
 }
-_DEVICE = re.compile(r"(?:gpu|device)~?(\d{1,3})(?!\d)")
+_DEVICE = re.compile(r"(?:gpu|device)~?(\d{1,3})(?![\d.,])")
 _BACKEND = re.compile(r"cuda|hip|xpu")
 
 
@@ -204,10 +204,13 @@ def _cuda(detail: str) -> Extract:
             if device:
                 found.device = int(device.group(1))
             unallocated = extra.get("_unallocated")
-            if found.reserved_bytes is None and unallocated is not None:
-                if found.allocated_bytes is not None:
-                    # The newer wording splits PyTorch's reserved memory in two.
-                    found.reserved_bytes = found.allocated_bytes + unallocated
+            if (
+                found.reserved_bytes is None
+                and unallocated is not None
+                and found.allocated_bytes is not None
+            ):
+                # The newer wording splits PyTorch's reserved memory in two.
+                found.reserved_bytes = found.allocated_bytes + unallocated
         return found
 
     return extract

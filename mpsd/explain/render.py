@@ -6,7 +6,7 @@ Pure: findings (and what mpsd knows of this Mac, ``limits.toml``) in, text out.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from mpsd.explain import finding as fk
 from mpsd.explain import macs
@@ -193,7 +193,7 @@ class Renderer:
             and alloc > cap + f.rounding.get("max_allowed_bytes", 0)
         ):
             notes.append(
-                f'"MPS allocated" is above the cap. That happens when the cap was lowered '
+                '"MPS allocated" is above the cap. That happens when the cap was lowered '
                 "after the memory was allocated (torch.mps.set_per_process_memory_fraction, "
                 "or a library calling it), so the next allocation fails at once."
             )
@@ -337,7 +337,7 @@ class Renderer:
         return out
 
     # --- other errors ---------------------------------------------------------------
-    OTHER = {
+    OTHER: ClassVar[dict[str, str]] = {
         "invalid_buffer_size": (
             "One tensor is larger than the largest buffer Metal allows on this Mac "
             "(its maxBufferLength). No watermark ratio changes this: split the work "
@@ -476,7 +476,7 @@ class Renderer:
         return out
 
     # --- all ------------------------------------------------------------------------
-    TITLES = {
+    TITLES: ClassVar[dict[str, str]] = {
         fk.MPS_OOM: "MPS out of memory (PyTorch on Apple Silicon)",
         fk.MPS_INVALID_LOW: "Invalid low watermark ratio (PyTorch MPS)",
         fk.MPS_INVALID_HIGH: "Invalid high watermark ratio (PyTorch MPS)",
