@@ -2,24 +2,51 @@
 
 from __future__ import annotations
 
+import re
+from functools import cache
+
 from mpsd.explain.finding import Finding
 from mpsd.explain.normalize import chunks, prepare, regions
-from mpsd.explain.readers import BY_NAME, Head, any_head
+from mpsd.explain.readers import HEADS, Head
+from mpsd.explain.scan import find_phrase
+
+
+@cache
+def _regex(pattern: str, suffix: str = "") -> re.Pattern[str]:
+    return re.compile(f"(?:{pattern}){suffix}")
+
+
+def heads(text: str) -> list[tuple[int, Head]]:
+    """Where errors start in squeezed ``text``: (position, head), in order."""
+    hits: dict[int, Head] = {}
+    spans: dict[str, list[tuple[int, int]]] = {}
+    for head in HEADS:
+        if not head.phrase:
+            for m in _regex(head.pattern).finditer(text):
+                hits.setdefault(m.start(), head)
+            continue
+        if head.phrase not in spans:
+            spans[head.phrase] = find_phrase(text, head.phrase)
+        for start, end in spans[head.phrase]:
+            if head.before and not _regex(head.before, r"\Z").search(text, max(0, start - 40), start):
+                continue
+            if head.after and not _regex(head.after).match(text, end):
+                continue
+            hits.setdefault(start, head)
+    anchors: list[tuple[int, Head]] = []
+    last_at = -(10**9)
+    for at in sorted(hits):
+        head = hits[at]
+        if head.lookback and at - last_at < head.lookback:
+            continue  # a part of the message whose head was just read
+        anchors.append((at, head))
+        last_at = at
+    return anchors
 
 
 def read_squeezed(text: str) -> list[Finding]:
     """The findings in already squeezed text (see ``normalize.prepare``)."""
-    anchors: list[tuple[int, Head]] = []
-    last_at = -(10**9)
-    for m in any_head().finditer(text):
-        name = m.lastgroup
-        if name is None:  # pragma: no cover - every alternative is a named group
-            continue
-        head = BY_NAME[name]
-        if head.lookback and m.start() - last_at < head.lookback:
-            continue  # a part of the message whose head was just read
-        anchors.append((m.start(), head))
-        last_at = m.start()
+    anchors = heads(text)
     found: list[Finding] = []
     for i, (start, head) in enumerate(anchors):
         end = anchors[i + 1][0] if i + 1 < len(anchors) else len(text)
@@ -51,8 +78,8 @@ def find_errors(text: str) -> list[Finding]:
     """Every PyTorch out-of-memory (and related) error in ``text``, in the order they
     appear, each distinct error once (``count`` says how often it was seen).
 
-    Never raises on any input; reads only the regions of ``text`` near words that
-    every known error contains, so a large log is cheap.
+    Never raises on any input; in a large log reads only the regions near words that
+    every known error contains.
     """
     found: list[Finding] = []
     for start, end in regions(text):

@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 from functools import cache
 
 from mpsd.explain import finding as fk
 from mpsd.explain.finding import Finding
+from mpsd.explain.scan import find_phrase
 from mpsd.explain.units import binary_style, to_bytes
 
 SIZE = r"(?<![\d.,])(\d+(?:[.,]\d+)*)(bytes?|[kmgtp]i?b)"
@@ -36,14 +36,6 @@ def variants(word: str, shortest: int = 7) -> tuple[str, ...]:
     if len(word) >= shortest:
         out += [word[:i] + word[i + 1 :] for i, ch in enumerate(word) if ch.isalpha()]
     return tuple(dict.fromkeys(out))
-
-
-@cache
-def lit(phrase: str) -> str:
-    """A regex for ``phrase`` in squeezed text, also matching it with one letter lost."""
-    s = "".join(phrase.split()).lower().replace("'", "")
-    ordered = sorted(variants(s), key=lambda v: (-len(v), v))
-    return "(?:" + "|".join(re.escape(v) for v in ordered) + ")"
 
 
 @cache
@@ -107,17 +99,38 @@ def read_sizes(seg: str, labels: Labels, found: Finding) -> dict[str, int]:
 Extract = Callable[[str], Finding | None]
 
 
-@dataclass(frozen=True)
 class Head:
-    """Where an error starts. A ``part`` head is a phrase from inside a message (a
-    paste that lost the message's start): it is ignored less than ``lookback``
-    characters after another head, where it is only the rest of that message."""
+    """Where an error starts: ``phrase`` (squeezed, matched even with a letter lost),
+    with the regex ``before`` just before it and ``after`` just after it, when given;
+    or, for a head with no phrase, the regex ``pattern`` (it must start with a
+    literal, so that it is a fast search).
 
-    name: str
-    pattern: str
-    extract: Extract
-    max_len: int
-    lookback: int = 0
+    A head with ``lookback`` is a phrase from inside a message (a paste that lost the
+    message's start): it is ignored less than ``lookback`` characters after another
+    head, where it is only the rest of that message."""
+
+    __slots__ = ("after", "before", "extract", "lookback", "max_len", "name", "pattern", "phrase")
+
+    def __init__(
+        self,
+        name: str,
+        phrase: str,
+        extract: Extract,
+        max_len: int,
+        *,
+        lookback: int = 0,
+        before: str = "",
+        after: str = "",
+        pattern: str = "",
+    ) -> None:
+        self.name = name
+        self.phrase = "".join(phrase.split()).lower().replace("'", "")
+        self.extract = extract
+        self.max_len = max_len
+        self.lookback = lookback
+        self.before = before
+        self.after = after
+        self.pattern = pattern
 
 
 # --- MPS out of memory -------------------------------------------------------------
@@ -127,15 +140,16 @@ MPS_LABELS: Labels = {
     "max_allowed_bytes": (("maxallowed",), ()),
     "requested_bytes": (("triedtoallocate",), ()),
 }
-_POOL = re.compile(f"(?P<private>{lit('on private pool')})|(?P<shared>{lit('on shared pool')})")
+
 
 
 def _mps_oom(seg: str) -> Finding:
     found = Finding(fk.MPS_OOM, "oom")
     read_sizes(seg, MPS_LABELS, found)
-    pool = _POOL.search(seg)
-    if pool:
-        found.pool = "private" if pool.group("private") else "shared"
+    pools = [(span[0], name) for name in ("private", "shared") for span in
+             find_phrase(seg, f"on{name}pool")]
+    if pools:
+        found.pool = min(pools)[1]
     return found
 
 
@@ -232,53 +246,42 @@ def _cpu(detail: str) -> Extract:
 
 _GPU = "(?:cuda|hip|xpu)"
 HEADS: tuple[Head, ...] = (
-    Head("mps_oom", lit("mps backend out"), _mps_oom, 900),
-    Head("mps_part", lit("mps allocated") + r":?\d", _mps_oom, 900, lookback=120),
-    Head("wm_low", lit("invalid low water"), _watermark(fk.MPS_INVALID_LOW), 60),
-    Head("wm_high", lit("invalid high water"), _watermark(fk.MPS_INVALID_HIGH), 60),
-    Head("buffer", lit("invalid buffer size"), _mps_other("invalid_buffer_size"), 80),
-    Head("ndarray", lit("bytes of ndarray"), _mps_other("ndarray_too_large"), 60),
-    Head("ndarray_dims", lit("ndarray dimension"), _mps_other("dimension_too_large"), 60),
-    Head("tensor_dims", lit("tensor dims larger"), _mps_other("dimension_too_large"), 60),
-    Head("product", lit("product of dimension"), _mps_other("dimension_too_large"), 60),
-    Head("cmdbuf", lit("callback error out of"), _mps_other("command_buffer_oom"), 60),
-    Head("cmdbuf2", lit("insufficient memory") + r"\(0*8", _mps_other("command_buffer_oom"), 60),
-    Head("assert", lit("internal assert"), _mps_assert, 600),
+    Head("mps_oom", "mps backend out", _mps_oom, 900),
+    Head("mps_part", "mps allocated", _mps_oom, 900, lookback=120, after=r":?\d"),
+    Head("wm_low", "invalid low water", _watermark(fk.MPS_INVALID_LOW), 60),
+    Head("wm_high", "invalid high water", _watermark(fk.MPS_INVALID_HIGH), 60),
+    Head("buffer", "invalid buffer size", _mps_other("invalid_buffer_size"), 80),
+    Head("ndarray", "bytes of ndarray", _mps_other("ndarray_too_large"), 60),
+    Head("ndarray_dims", "ndarray dimension", _mps_other("dimension_too_large"), 60),
+    Head("tensor_dims", "tensor dims larger", _mps_other("dimension_too_large"), 60),
+    Head("product", "product of dimension", _mps_other("dimension_too_large"), 60),
+    Head("cmdbuf", "callback error out of", _mps_other("command_buffer_oom"), 60),
+    Head("cmdbuf2", "insufficient memory", _mps_other("command_buffer_oom"), 60, after=r"\(0*8"),
+    Head("assert", "internal assert", _mps_assert, 600),
     Head(
         "cuda_runtime",
-        f"{_GPU}(?:runtime)?err(?:or)?(?:\\(\\d+\\))?:?{lit('out of mem')}",
+        "out of mem",
         _cuda("runtime"),
         60,
+        before=_GPU + r"(?:runtime)?err(?:or)?(?:\(\d+\))?:?",
     ),
-    Head("cuda_enum", r"cudaerrormemoryallocation|hiperroroutofmemory", _cuda("runtime"), 60),
-    Head(
-        "cuda_lib",
-        r"(?:cublas|cudnn|hipblas|miopen)_?status_?alloc_?failed",
-        _cuda("library_alloc_failed"),
-        60,
-    ),
-    Head("cuda_oom", f"{_GPU}{lit('out of mem')}", _cuda("oom"), 1400),
+    Head("cuda_oom", "out of mem", _cuda("oom"), 1400, before=_GPU),
     Head(
         "cuda_part",
-        f"{lit('tried to allocate')}{SIZE}[.(]*gpu~?\\d",
+        "tried to allocate",
         _cuda("oom"),
         1400,
         lookback=100,
+        after=SIZE + r"[.(]*gpu~?\d",
     ),
-    Head("aod", lit("allocation on device"), _cuda("allocation_on_device"), 700),
-    Head("cpu", lit("default cpu allocator"), _cpu("cpu_allocator"), 400),
-    Head(
-        "cpu_part", lit("you tried to allocate") + r":?\d", _cpu("cpu_allocator"), 300, lookback=120
-    ),
-    Head("posix", r"posix_memalign\([^)]{0,80}\)==0", _cpu("posix_memalign"), 80),
-    Head("numpy", f"{lit('unable to allocate')}{SIZE}{lit('for an array')}", _cpu("numpy"), 200),
-    Head("bad_alloc", r"std::bad_alloc", _cpu("bad_alloc"), 40),
+    Head("cuda_enum", "", _cuda("runtime"), 60, pattern=r"cudaerrormemoryallocation"),
+    Head("hip_enum", "", _cuda("runtime"), 60, pattern=r"hiperroroutofmemory"),
+    Head("cuda_lib", "", _cuda("library_alloc_failed"), 60, pattern=r"status_?alloc_?failed"),
+    Head("aod", "allocation on device", _cuda("allocation_on_device"), 700),
+    Head("cpu", "default cpu allocator", _cpu("cpu_allocator"), 400),
+    Head("cpu_part", "you tried to allocate", _cpu("cpu_allocator"), 300, lookback=120,
+         after=r":?\d"),
+    Head("posix", "", _cpu("posix_memalign"), 80, pattern=r"posix_memalign\([^)]{0,80}\)==0"),
+    Head("numpy", "unable to allocate", _cpu("numpy"), 200, after=SIZE + "foranarray"),
+    Head("bad_alloc", "", _cpu("bad_alloc"), 40, pattern=r"std::bad_alloc"),
 )
-BY_NAME = {head.name: head for head in HEADS}
-
-
-@cache
-def any_head() -> re.Pattern[str]:
-    """Every head in one pattern (compiled on first use: ``mpsd explain`` on an empty
-    paste never pays for it)."""
-    return re.compile("|".join(f"(?P<{h.name}>{h.pattern})" for h in HEADS))

@@ -177,7 +177,7 @@ def _write_limits(high: float, recommended: int, baseline: int) -> None:
             recommended_max_source="torch",
             baseline_free_bytes=baseline,
             headroom=0.8,
-            updated_at=dt.datetime(2026, 11, 30, 5, 0, tzinfo=dt.timezone.utc),
+            updated_at=dt.datetime(2026, 11, 30, 5, 0, tzinfo=dt.UTC),
         )
     )
 

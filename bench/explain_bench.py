@@ -1,0 +1,132 @@
+"""How fast ``mpsd explain`` starts, and how fast it reads a large log.
+
+Prints, from one run on this machine:
+- start-up: median wall time of ``python -m mpsd explain`` against a bare
+  ``python -c pass`` (contract: under 3x; goal: under 1.5x), interleaved so that
+  both see the same load; on an empty paste (start-up alone) and on
+  ``examples/oom.txt`` (start-up plus a full explanation);
+- throughput: ``mpsd explain`` on a generated 50 MB training log with errors at the
+  start, the middle and the end (goal: under 2 s), in process and end to end; and on
+  a "dense" log where every 20th line says "memory" or "allocated".
+
+Run: .venv/bin/python bench/explain_bench.py [--runs N] [--mb M]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+ENV = {**os.environ, "PYTHONPATH": str(ROOT), "NO_COLOR": "1"}
+EXAMPLE = ROOT / "examples" / "oom.txt"
+
+ERRORS = (
+    "RuntimeError: MPS backend out of memory (MPS allocated: 18.02 GB, other allocations: "
+    "107.10 MB, max allowed: 18.13 GB). Tried to allocate 4.50 MB on private pool. Use "
+    "PYTORCH_MPS_HIGH_WATERMARK_RATIO=0.0 to disable upper limit for memory allocations (may "
+    "cause system failure).",
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 22.78 GiB. GPU 0 has a total "
+    "capacity of 31.47 GiB of which 12.73 GiB is free. Of the allocated memory 9.08 GiB is "
+    "allocated by PyTorch, and 9.35 GiB is reserved by PyTorch but unallocated.",
+    "RuntimeError: invalid low watermark ratio 1.4",
+)
+
+
+def timed(cmd: list[str], stdin: bytes = b"") -> float:
+    start = time.perf_counter()
+    subprocess.run(cmd, input=stdin, env=ENV, capture_output=True, check=False)
+    return time.perf_counter() - start
+
+
+def startup(runs: int) -> None:
+    py = sys.executable
+    cases = {
+        "python -c pass": ([py, "-c", "pass"], b""),
+        "mpsd explain (empty paste)": ([py, "-m", "mpsd", "explain"], b""),
+        "mpsd explain examples/oom.txt": ([py, "-m", "mpsd", "explain", str(EXAMPLE)], b""),
+        "mpsd explain --json examples/oom.txt": (
+            [py, "-m", "mpsd", "explain", "--json", str(EXAMPLE)],
+            b"",
+        ),
+    }
+    times: dict[str, list[float]] = {name: [] for name in cases}
+    for name, (cmd, stdin) in cases.items():  # warm the page cache once
+        timed(cmd, stdin)
+    for _ in range(runs):
+        for name, (cmd, stdin) in cases.items():
+            times[name].append(timed(cmd, stdin))
+    base = statistics.median(times["python -c pass"])
+    print(f"start-up, median of {runs} interleaved runs (contract < 3x, goal < 1.5x):")
+    for name, values in times.items():
+        med = statistics.median(values)
+        print(f"  {name:<40} {med * 1000:7.1f} ms  {med / base:5.2f}x")
+
+
+def make_log(path: Path, megabytes: int, dense: bool) -> None:
+    rng = random.Random(42)
+    words = "step loss lr epoch batch grad_norm tokens it/s eta warmup checkpoint saved".split()
+    target = megabytes * 1_000_000
+    lines: list[str] = []
+    size = 0
+    n = 0
+    while size < target:
+        n += 1
+        extra = ""
+        if dense and n % 20 == 0:
+            extra = f" memory allocated={rng.random() * 20:.2f} GB"
+        line = (
+            f"2026-11-30 05:{n // 60 % 60:02d}:{n % 60:02d},{n % 1000:03d} INFO trainer: "
+            f"step {n} loss={rng.random():.4f} {' '.join(rng.choices(words, k=5))}{extra}\n"
+        )
+        lines.append(line)
+        size += len(line)
+    third = len(lines) // 3
+    lines.insert(0, ERRORS[0] + "\n")
+    lines.insert(third, ERRORS[1] + "\n")
+    lines.append(ERRORS[2] + "\n")
+    path.write_text("".join(lines), encoding="utf-8")
+
+
+def throughput(megabytes: int) -> None:
+    from mpsd.explain import find_errors
+    from mpsd.explain.normalize import decode
+
+    print(f"throughput on a generated {megabytes} MB log (goal < 2 s):")
+    with tempfile.TemporaryDirectory() as tmp:
+        for dense in (False, True):
+            path = Path(tmp) / f"train{'-dense' if dense else ''}.log"
+            make_log(path, megabytes, dense)
+            mb = path.stat().st_size / 1e6
+            start = time.perf_counter()
+            found = find_errors(decode(path.read_bytes()))
+            inproc = time.perf_counter() - start
+            cli = timed([sys.executable, "-m", "mpsd", "explain", "--json", str(path)])
+            kind = "dense (every 20th line says memory)" if dense else "plain"
+            print(
+                f"  {kind:<38} {mb:5.1f} MB: in process {inproc:5.2f} s "
+                f"({mb / inproc:6.1f} MB/s), end to end {cli:5.2f} s, "
+                f"{len(found)} errors found (3 planted)"
+            )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=15)
+    parser.add_argument("--mb", type=int, default=50)
+    args = parser.parse_args()
+    print(f"python {sys.version.split()[0]} on {sys.platform}, {os.cpu_count()} CPUs")
+    startup(args.runs)
+    throughput(args.mb)
+
+
+if __name__ == "__main__":
+    main()
