@@ -6,7 +6,9 @@ code, so it imports nothing heavy: the API functions load their modules lazily.
 
 from __future__ import annotations
 
-from typing import Any
+TYPE_CHECKING = False  # importing typing costs every command's start-up
+if TYPE_CHECKING:
+    from typing import Any
 
 __version__ = "0.1.0"
 

@@ -9,9 +9,12 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Any
 
 from mpsd.errors import EXIT_ABSENT, EXIT_OK, EXIT_USAGE, MpsdError
+
+TYPE_CHECKING = False  # typing costs start-up; mypy still reads the block below
+if TYPE_CHECKING:
+    from typing import Any
 
 MAX_BYTES = 1 << 30  # a paste larger than this is not a paste
 
@@ -121,8 +124,10 @@ def _limits(findings: list[Any]) -> Any:
 
     if all(f.kind in (CUDA_OOM, CPU_OOM) for f in findings):
         return None
-    from mpsd import limits, paths
+    from mpsd import paths
 
     if not paths.limits_file().exists():
         return None
+    from mpsd import limits
+
     return limits.read()

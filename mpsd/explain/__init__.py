@@ -13,10 +13,13 @@ from __future__ import annotations
 
 import sys
 import types
-from typing import Any
 
 from mpsd.explain.find import find_errors
 from mpsd.explain.finding import KINDS, Finding
+
+TYPE_CHECKING = False  # typing costs start-up; mypy still reads the block below
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["KINDS", "Finding", "find_errors"]
 

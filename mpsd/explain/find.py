@@ -6,7 +6,7 @@ import re
 from functools import cache
 
 from mpsd.explain.finding import Finding
-from mpsd.explain.normalize import chunks, prepare, regions
+from mpsd.explain.normalize import CHUNK, chunks, likely, prepare, regions
 from mpsd.explain.readers import HEADS, Head
 from mpsd.explain.scan import find_phrase
 
@@ -28,7 +28,9 @@ def heads(text: str) -> list[tuple[int, Head]]:
         if head.phrase not in spans:
             spans[head.phrase] = find_phrase(text, head.phrase)
         for start, end in spans[head.phrase]:
-            if head.before and not _regex(head.before, r"\Z").search(text, max(0, start - 40), start):
+            if head.before and not _regex(head.before, r"\Z").search(
+                text, max(0, start - 40), start
+            ):
                 continue
             if head.after and not _regex(head.after).match(text, end):
                 continue
@@ -82,7 +84,10 @@ def find_errors(text: str) -> list[Finding]:
     every known error contains.
     """
     found: list[Finding] = []
+    large = len(text) > CHUNK
     for start, end in regions(text):
         for piece in chunks(text, start, end):
+            if large and not likely(piece):
+                continue
             found.extend(read_squeezed(prepare(piece)))
     return merge(found)

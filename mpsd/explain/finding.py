@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, fields
-from typing import Any
+
+TYPE_CHECKING = False  # typing costs start-up; mypy still reads the block below
+if TYPE_CHECKING:
+    from typing import Any
 
 MPS_OOM = "mps_oom"
 MPS_INVALID_HIGH = "mps_invalid_high_watermark"
@@ -45,7 +47,24 @@ _NUMBERS = (
 )
 
 
-@dataclass
+_FIELDS = (
+    "detail",
+    "allocated_bytes",
+    "other_bytes",
+    "max_allowed_bytes",
+    "requested_bytes",
+    "pool",
+    "total_bytes",
+    "free_bytes",
+    "reserved_bytes",
+    "device",
+    "ratio",
+    "backend",
+    "in_use_bytes",
+    "allowed_bytes",
+)
+
+
 class Finding:
     """One error found in a paste.
 
@@ -53,31 +72,49 @@ class Finding:
     ``"invalid_buffer_size"``, ``"runtime"``...). ``rounding`` holds, per byte
     field, how far the true value may be from the printed, rounded one.
     ``binary_units`` is True when the message spelt sizes ``GiB`` (PyTorch 2.8+).
+    (A plain class, not a dataclass: ``dataclasses`` costs ``mpsd explain`` start-up.)
     """
 
-    kind: str
-    detail: str = ""
-    allocated_bytes: int | None = None
-    other_bytes: int | None = None
-    max_allowed_bytes: int | None = None
-    requested_bytes: int | None = None
-    pool: str | None = None
-    total_bytes: int | None = None
-    free_bytes: int | None = None
-    reserved_bytes: int | None = None
-    device: int | None = None
-    ratio: float | None = None
-    backend: str | None = None
-    in_use_bytes: int | None = None
-    allowed_bytes: int | None = None
-    count: int = 1
-    binary_units: bool = True
-    rounding: dict[str, int] = field(default_factory=dict, compare=False, repr=False)
+    __slots__ = ("binary_units", "count", "kind", "rounding", *_FIELDS)
+
+    def __init__(self, kind: str, detail: str = "", **values: Any) -> None:
+        self.kind = kind
+        self.detail = detail
+        self.allocated_bytes: int | None = None
+        self.other_bytes: int | None = None
+        self.max_allowed_bytes: int | None = None
+        self.requested_bytes: int | None = None
+        self.pool: str | None = None
+        self.total_bytes: int | None = None
+        self.free_bytes: int | None = None
+        self.reserved_bytes: int | None = None
+        self.device: int | None = None
+        self.ratio: float | None = None
+        self.backend: str | None = None
+        self.in_use_bytes: int | None = None
+        self.allowed_bytes: int | None = None
+        self.count = 1
+        self.binary_units = True
+        self.rounding: dict[str, int] = {}
+        for key, value in values.items():
+            if key not in _FIELDS:
+                raise TypeError(f"Finding has no field {key!r}")
+            setattr(self, key, value)
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{k}={getattr(self, k)!r}" for k in _FIELDS if getattr(self, k))
+        return f"Finding({self.kind!r}, {shown}, count={self.count})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Finding):
+            return NotImplemented
+        return (self.kind, self.count, self.values()) == (other.kind, other.count, other.values())
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, like a dataclass with eq
 
     def values(self) -> dict[str, Any]:
         """The fields that tell one error from another (kind, detail and every number)."""
-        skip = {"count", "binary_units", "rounding"}
-        return {f.name: getattr(self, f.name) for f in fields(self) if f.name not in skip}
+        return {"kind": self.kind, **{name: getattr(self, name) for name in _FIELDS}}
 
     def covers(self, other: Finding) -> bool:
         """True when ``other`` says nothing this finding does not: the same error, and

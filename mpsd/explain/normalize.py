@@ -12,10 +12,12 @@ Only the regions near a word that occurs in every known error are read
 
 from __future__ import annotations
 
-import html
 import re
-import unicodedata
-from collections.abc import Iterator
+from functools import cache
+
+TYPE_CHECKING = False  # typing costs start-up; mypy still reads the block below
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
 # Every recognised message contains one of these (lower case), most of them several:
 # a lost letter in one still leaves another.
@@ -28,6 +30,33 @@ ANCHORS = (
     "ndarray",
     "int_max",
     "dimension",
+)
+# In a large log, a region is read only when its squeezed text has one of these: each
+# error has several (a lost letter, an ANSI code or a log prefix cannot hide them all).
+LIKELY = (
+    "ofmem",
+    "outofmem",
+    "mpsalloc",
+    "otheralloc",
+    "maxallow",
+    "triedtoalloc",
+    "watermark",
+    "buffersize",
+    "ndarray",
+    "int_max",
+    "dimension",
+    "cpualloc",
+    "memalign",
+    "bad_alloc",
+    "abletoalloc",
+    "allocationon",
+    "cudaerror",
+    "hiperror",
+    "totalcapac",
+    "capacty",
+    "kiogpu",
+    "status_alloc",
+    "internalassert",
 )
 REACH_BEFORE = 2500  # characters read before an anchor (a message's head may precede it)
 REACH_AFTER = 3500  # and after it (a wrapped, prefixed CUDA message is ~2 KB at most)
@@ -68,6 +97,12 @@ def regions(text: str) -> list[tuple[int, int]]:
     return merged
 
 
+def likely(piece: str) -> bool:
+    """True when ``piece`` may hold a known error (a quick test for large logs)."""
+    quick = "".join(piece.lower().split())
+    return any(word in quick for word in LIKELY)
+
+
 def chunks(text: str, start: int, end: int) -> Iterator[str]:
     """``text[start:end]`` in overlapping pieces of at most CHUNK characters."""
     while True:
@@ -78,97 +113,114 @@ def chunks(text: str, start: int, end: int) -> Iterator[str]:
         start = stop - OVERLAP
 
 
-_ESCAPED_ESC = re.compile(r"\\+(?:x1[bB]|u001[bB]|033|e(?=\[))|\^\[(?=\[)")
-_ESCAPES = re.compile(r"\\+(?:u([0-9a-fA-F]{4})|([nrt])|([\"'/]))")
-_ANSI = re.compile(
+@cache
+def _re(pattern: str, flags: int = 0) -> re.Pattern[str]:
+    """Compiled on first use: ``mpsd explain`` on an empty paste compiles nothing."""
+    return re.compile(pattern, flags)
+
+
+_ESCAPED_ESC = r"\\+(?:x1[bB]|u001[bB]|033|e(?=\[))|\^\[(?=\[)"
+_ESCAPES = r"\\+(?:u([0-9a-fA-F]{4})|([nrt])|([\"'/]))"
+_ANSI = (
     r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])"
     r"|\[\d{1,3}(?:;\d{1,3})*m"  # colour codes whose ESC was lost on the way
 )
-_INVISIBLE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\u00ad\u200b-\u200f\u2060\ufeff]")
-_NEWLINES = re.compile(r"\r\n?|[\u2028\u2029\x85]")
+_INVISIBLE = dict.fromkeys(
+    [
+        *range(0x09),
+        0x0B,
+        0x0C,
+        *range(0x0E, 0x20),
+        0x7F,
+        0xAD,
+        *range(0x200B, 0x2010),
+        0x2060,
+        0xFEFF,
+    ]
+)
+_NEWLINES = r"[\u2028\u2029\x85]"
 
 
 def _unescape(match: re.Match[str]) -> str:
     code, control, quote = match.groups()
     if code:
-        try:
-            return chr(int(code, 16))
-        except ValueError:  # pragma: no cover - four hex digits are always a valid code point
-            return ""
+        return chr(int(code, 16))
     if control:
         return {"n": "\n", "r": "\n", "t": " "}[control]
-    return quote or ""
+    return str(quote or "")
 
 
 def clean(text: str) -> str:
     """Undo what happened on the way: escapes, colour codes, HTML entities, odd characters."""
     if "\\" in text or "^[" in text:
-        text = _ESCAPED_ESC.sub("\x1b", text)
-        text = _ESCAPES.sub(_unescape, text)
+        text = _re(_ESCAPED_ESC).sub("\x1b", text)
+        text = _re(_ESCAPES).sub(_unescape, text)
     if "[" in text:
-        text = _ANSI.sub("", text)
+        text = _re(_ANSI).sub("", text)
     if "&" in text:
+        import html
+
         text = html.unescape(text)
-    text = _NEWLINES.sub("\n", text)
-    text = _INVISIBLE.sub("", text)
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    if not text.isprintable():  # tabs and line breaks make most texts go this way
+        text = text.translate(_INVISIBLE)
     if not text.isascii():
+        text = _re(_NEWLINES).sub("\n", text)
+        import unicodedata
+
         text = unicodedata.normalize("NFKC", text)
     return text
 
 
-# What loggers, shells, Markdown and comment syntax put at the start of a line.
-# Stripped repeatedly, so "2024-01-01 12:00:00 ERROR | > msg" loses all of it.
-_PREFIX = re.compile(
-    r"""(?:
-      \s+
+# What loggers, shells, Markdown and comment syntax put at the start of a line, all
+# of it at once: "2024-01-01 12:00:00 ERROR | > msg" loses everything before "msg".
+# Never a line break inside: [ \t] where a space may be.
+_LEVEL = r"(?:TRACE|DEBUG|INFO|NOTICE|WARN|WARNING|ERROR|ERR|CRITICAL|FATAL)\b"
+_PREFIX = r"""(?x)\n(?:
+      [ \t]+
     | [>#|]+                                    # quote, comment, table
     | //+ | --+ | \.\.\.
-    | [-*+•](?=\s)                               # bullets
-    | \d{1,3}[.)](?=\s)                          # numbered lists
+    | [-*+•](?=[ \t])                            # bullets
+    | \d{1,3}[.)](?=[ \t])                       # numbered lists
     | \[?\d{4}-\d\d-\d\d(?:[T\ ]\d\d:\d\d(?::\d\d)?(?:[.,]\d+)?)?(?:Z|[+-]\d\d:?\d\d)?\]?:?
     | \[?\d\d?:\d\d:\d\d(?:[.,]\d+)?\]?:?        # times
-    | [A-Z][a-z]{2}\s+\d{1,2}\s\d\d:\d\d:\d\d\s+\S+\s+[\w.\-/]+(?:\[\d+\])?:   # syslog
+    | [A-Z][a-z]{2}[ \t]+\d{1,2}[ \t]\d\d:\d\d:\d\d     # syslog: "Nov 30 05:00:00 host proc[1]:"
+      [ \t]+[^ \t\n]+[ \t]+[\w.\-/]+(?:\[\d+\])?:
     | \[[^\]\n]{1,48}\]:?                        # [INFO] [stderr] [rank0] [19:45:40.615]
     | \([^)\n]{0,80}pid=\d+[^)\n]{0,80}\)        # ray's (pid=123) and (Actor pid=123)
-    | (?:TRACE|DEBUG|INFO|NOTICE|WARN|WARNING|ERROR|ERR|CRITICAL|FATAL)\b
-      (?::[\w.<>]*:|\s*[:|\-])?                  # levels, Python logging's ERROR:root:
-      (?:\s*(?:root|__main__|\w+(?:\.\w+)+|\w*_\w*):(?=\s))?   # and a logger: "ERROR root:"
-    | [\w.\-]{1,40}\s+-\s+(?=(?:TRACE|DEBUG|INFO|WARN|WARNING|ERROR|CRITICAL)\b)  # "app - ERROR"
+    | LEVEL(?::[\w.<>]*:|[ \t]*[:|\-])?          # levels, Python logging's ERROR:root:
+      (?:[ \t]*(?:root|__main__|\w+(?:\.\w+)+|\w*_\w*):(?=[ \t]))?   # and a logger: "ERROR root:"
+    | [\w.\-]{1,40}[ \t]+-[ \t]+(?=LEVEL)           # "app - ERROR"
     | [\u2190-\u2bff\u2600-\u27bf\ufe0f\u200d\U0001f000-\U0001faff]+   # arrows, boxes, emoji
-    | [\w.\-]{1,40}\s+\|                         # docker compose "web_1  |"
-    | [\w.]+:[\w<>]+:\d+\s+-(?=\s)               # loguru "module:function:12 -"
-    | E(?=\s{2})                                 # pytest
-    | \d{1,6}\s*\|                               # numbered listings "12 |"
-    )""",
-    re.VERBOSE,
-)
+    | [\w.\-]{1,40}[ \t]+\|                        # docker compose "web_1  |"
+    | [\w.]+:[\w<>]+:\d+[ \t]+-(?=[ \t])             # loguru "module:function:12 -"
+    | E(?=[ \t]{2})                              # pytest
+    | \d{1,6}[ \t]*\|                            # numbered listings "12 |"
+    )+""".replace("LEVEL", _LEVEL)
 
 
 def strip_prefixes(text: str) -> str:
     """Remove log prefixes, quote marks and comment signs from the start of every line."""
-    out = []
-    for line in text.split("\n"):
-        for _ in range(12):
-            m = _PREFIX.match(line)
-            if not m or not m.end():
-                break
-            line = line[m.end() :]
-        out.append(line)
-    return "\n".join(out)
+    # Matching from each "\n" (a literal: a fast search) rather than from "^" in
+    # multi-line mode, which the regex engine would try at every character.
+    return _re(_PREFIX).sub("\n", "\n" + text)[1:]
 
 
 # Two numbers apart on one line stay apart; a number cut by a line break is joined.
-_DIGIT_GAP = re.compile(r"(?<=\d)[^\S\n]+(?=\d)")
-_MARKUP = re.compile(r"\\(?=[\\`*_{}\[\]()#+\-.!<>|~^])|[`\"']|(?<!\d)\*\*|\*\*(?!\d)")
+_DIGIT_GAP = r"(\d)[^\S\n]+(?=\d)"
+_MARKUP = r"\\(?=[\\`*_{}\[\]()#+\-.!<>|~^])|(?<!\d)\*\*|\*\*(?!\d)"
+_QUOTES = dict.fromkeys(map(ord, "`\"'"))
 
 
 def squeeze(text: str) -> str:
     """Lower case, with no markup quotes or spaces: ``"MPS allocated: 18.02 GB"`` ->
     ``"mpsallocated:18.02gb"``. Two numbers a space separates stay apart (``~``); digits
     either side of a line break are one number cut by a wrap."""
-    text = _DIGIT_GAP.sub("~", text)
-    text = _MARKUP.sub("", text)
-    return "".join(text.split()).lower()
+    text = _re(_DIGIT_GAP).sub(r"\1~", text)
+    if "\\" in text or "**" in text:
+        text = _re(_MARKUP).sub("", text)
+    return "".join(text.translate(_QUOTES).split()).lower()
 
 
 def prepare(text: str) -> str:

@@ -15,7 +15,6 @@ or newer wording, in any order, with a log line glued in the middle, are all rea
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from functools import cache
 
 from mpsd.explain import finding as fk
@@ -96,7 +95,11 @@ def read_sizes(seg: str, labels: Labels, found: Finding) -> dict[str, int]:
     return extra
 
 
-Extract = Callable[[str], Finding | None]
+TYPE_CHECKING = False  # typing costs start-up; mypy still reads the block below
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    Extract = Callable[[str], Finding | None]
 
 
 class Head:
@@ -142,12 +145,14 @@ MPS_LABELS: Labels = {
 }
 
 
-
 def _mps_oom(seg: str) -> Finding:
     found = Finding(fk.MPS_OOM, "oom")
     read_sizes(seg, MPS_LABELS, found)
-    pools = [(span[0], name) for name in ("private", "shared") for span in
-             find_phrase(seg, f"on{name}pool")]
+    pools = [
+        (span[0], name)
+        for name in ("private", "shared")
+        for span in find_phrase(seg, f"on{name}pool")
+    ]
     if pools:
         found.pool = min(pools)[1]
     return found
@@ -279,8 +284,9 @@ HEADS: tuple[Head, ...] = (
     Head("cuda_lib", "", _cuda("library_alloc_failed"), 60, pattern=r"status_?alloc_?failed"),
     Head("aod", "allocation on device", _cuda("allocation_on_device"), 700),
     Head("cpu", "default cpu allocator", _cpu("cpu_allocator"), 400),
-    Head("cpu_part", "you tried to allocate", _cpu("cpu_allocator"), 300, lookback=120,
-         after=r":?\d"),
+    Head(
+        "cpu_part", "you tried to allocate", _cpu("cpu_allocator"), 300, lookback=120, after=r":?\d"
+    ),
     Head("posix", "", _cpu("posix_memalign"), 80, pattern=r"posix_memalign\([^)]{0,80}\)==0"),
     Head("numpy", "unable to allocate", _cpu("numpy"), 200, after=SIZE + "foranarray"),
     Head("bad_alloc", "", _cpu("bad_alloc"), 40, pattern=r"std::bad_alloc"),

@@ -5,15 +5,16 @@ Pure: findings (and what mpsd knows of this Mac, ``limits.toml``) in, text out.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, ClassVar
-
 from mpsd.explain import finding as fk
 from mpsd.explain import macs
 from mpsd.explain.finding import Finding
 from mpsd.explain.units import format_size
 
+TYPE_CHECKING = False  # typing costs start-up; mypy still reads the block below
 if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import ClassVar
+
     from mpsd.limits import Limits
 
 HIGH = "PYTORCH_MPS_HIGH_WATERMARK_RATIO"
@@ -506,22 +507,21 @@ WIDTH = 88
 
 
 def _wrap(line: str) -> list[str]:
-    """Long prose lines wrapped at WIDTH, continuing at their indent (plus the
+    """Long prose lines wrapped at WIDTH, at spaces, continuing at their indent (plus the
     width of a leading "Note: ")."""
     if len(line) <= WIDTH:
         return [line]
-    import textwrap
-
     indent = " " * (len(line) - len(line.lstrip(" ")))
     more = indent + ("      " if "Note:" in line[: len(indent) + 15] else "")
-    return textwrap.wrap(
-        line.strip(),
-        WIDTH,
-        initial_indent=indent,
-        subsequent_indent=more,
-        break_long_words=False,
-        break_on_hyphens=False,
-    ) or [line]
+    out: list[str] = []
+    current = indent
+    for word in line.split():
+        if current.strip() and len(current) + 1 + len(word) > WIDTH:
+            out.append(current)
+            current = more
+        current += word if not current.strip() else " " + word
+    out.append(current)
+    return out
 
 
 def render(findings: list[Finding], limits: Limits | None = None, color: bool = False) -> str:

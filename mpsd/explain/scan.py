@@ -16,6 +16,11 @@ def fuzzy_at(text: str, start: int, phrase: str) -> int:
         return start + len(phrase)
     if len(phrase) < FUZZY_FROM:
         return -1
+    # With one letter lost, the text starts with the phrase's first two letters, or
+    # with them minus the lost one: a cheap test that rejects nearly every false seed.
+    head = text[start : start + 2]
+    if head != phrase[:2] and head != phrase[1:3] and head != phrase[0] + phrase[2]:
+        return -1
     for i, ch in enumerate(phrase):
         if ch.isalpha() and text.startswith(phrase[:i] + phrase[i + 1 :], start):
             return start + len(phrase) - 1
