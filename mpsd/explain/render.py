@@ -292,21 +292,23 @@ class Renderer:
         if need is None:
             return ""
         if self.limits is not None:
-            safe = self.limits.limit_bytes
+            safe, where = self.limits.limit_bytes, "on this Mac"
         else:
             guesses = macs.guesses(f.max_allowed_bytes or 0)
             if not guesses:
                 return ""
             safe = round(macs.FALLBACK_RATIO * guesses[0].working_set)
+            where = f"on a {guesses[0].ram_gb} GB Mac"
+        cap = format_size(safe, f.binary_units)
         if need <= safe:
             return (
-                f"That cap ({format_size(safe, f.binary_units)}) would fit this job's "
-                f"{self.size(need, f)} at the failure."
+                f"At that value the cap is {cap} {where}: enough for the {self.size(need, f)} "
+                "this job had reached."
             )
         return (
-            f"This job needed {self.size(need, f)}, more than the safe cap "
-            f"({format_size(safe, f.binary_units)}): use less memory too (smaller batch or "
-            "resolution, float16, one model at a time, tiling)."
+            f"At that value the cap is {cap} {where}, and this job needed {self.size(need, f)}: "
+            "make it use less memory too (smaller batch or resolution, float16, one model at a "
+            "time, tiling)."
         )
 
     # --- watermark errors -----------------------------------------------------------

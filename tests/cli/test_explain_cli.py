@@ -243,3 +243,13 @@ def test_explain_imports_neither_torch_nor_psutil() -> None:
     imported = {line.split("|")[-1].strip() for line in done.stderr.splitlines() if "|" in line}
     assert "mpsd.explain" in imported
     assert not {m for m in imported if m.split(".")[0] in ("torch", "psutil", "numpy")}
+
+
+def test_the_readme_sample_is_what_explain_prints() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("On the sample in `examples/`", 1)[1]
+    sample = section.split("```text\n", 1)[1].split("```", 1)[0]
+    out = run_mpsd("explain", str(EXAMPLE)).stdout
+    lines = [line for line in sample.splitlines() if line.strip() != "..."]
+    assert len(lines) > 10
+    assert "\n".join(lines) in out
