@@ -69,7 +69,7 @@ def read_sizes(seg: str, labels: Labels, found: Finding) -> dict[str, int]:
     sizes = list(_SIZE.finditer(seg))
     for i, m in enumerate(sizes):
         before = seg[max(prev_end, m.start() - CONTEXT) : m.start()]
-        before = _CUT_BEFORE.sub("", before).rstrip(":=~")
+        before = _CUT_BEFORE.sub("", before.rstrip(":=~)")).rstrip(":=~")
         next_start = sizes[i + 1].start() if i + 1 < len(sizes) else len(seg)
         after = seg[m.end() : min(next_start, m.end() + CONTEXT)]
         cut = _CUT_AFTER.search(after)
