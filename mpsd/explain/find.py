@@ -46,34 +46,57 @@ def heads(text: str) -> list[tuple[int, Head]]:
     return anchors
 
 
-def read_squeezed(text: str) -> list[Finding]:
-    """The findings in already squeezed text (see ``normalize.prepare``)."""
+def read_squeezed(text: str, stop: int | None = None) -> list[Finding]:
+    """The findings in already squeezed text (see ``normalize.prepare``) whose head is
+    before ``stop`` (the rest of the text is only there to complete them)."""
     anchors = heads(text)
     found: list[Finding] = []
+    seen: dict[tuple[str, str], Finding | None] = {}
     for i, (start, head) in enumerate(anchors):
+        if stop is not None and start >= stop:
+            break
         end = anchors[i + 1][0] if i + 1 < len(anchors) else len(text)
-        finding = head.extract(text[start : min(end, start + head.max_len)])
+        segment = text[start : min(end, start + head.max_len)]
+        key = (head.name, segment)
+        if key not in seen:  # a log may repeat one error thousands of times
+            seen[key] = head.extract(segment)
+        finding = seen[key]
         if finding is not None:
-            found.append(finding)
+            found.append(finding.copy())
     return found
+
+
+RECENT = 20  # a repeated or truncated copy comes soon after its error: look that far back
 
 
 def merge(findings: list[Finding]) -> list[Finding]:
     """Each error once: a repeated or truncated copy of an earlier error is folded into
     it (counted), keeping the copy with the most numbers, at the first one's place."""
-    out: list[Finding] = []
+    out: list[Finding | None] = []
+    exact: dict[tuple[object, ...], Finding] = {}
+    recent: dict[tuple[str, str], list[int]] = {}
     for finding in findings:
-        for i, seen in enumerate(out):
+        key = tuple(finding.values().values())
+        if key in exact:
+            exact[key].count += finding.count
+            continue
+        kin = recent.setdefault((finding.kind, finding.detail), [])
+        for i in reversed(kin[-RECENT:]):
+            seen = out[i]
+            assert seen is not None
             if seen.covers(finding):
                 seen.count += finding.count
                 break
             if finding.covers(seen):
                 finding.count += seen.count
                 out[i] = finding
+                exact[key] = finding
                 break
         else:
+            exact[key] = finding
+            kin.append(len(out))
             out.append(finding)
-    return out
+    return [f for f in out if f is not None]
 
 
 def find_errors(text: str) -> list[Finding]:
@@ -86,8 +109,9 @@ def find_errors(text: str) -> list[Finding]:
     found: list[Finding] = []
     large = len(text) > CHUNK
     for start, end in regions(text):
-        for piece in chunks(text, start, end):
+        for piece, lookahead in chunks(text, start, end):
             if large and not likely(piece):
                 continue
-            found.extend(read_squeezed(prepare(piece)))
+            squeezed = prepare(piece)
+            found.extend(read_squeezed(squeezed + prepare(lookahead), len(squeezed)))
     return merge(found)

@@ -112,6 +112,13 @@ class Finding:
 
     __hash__ = None  # type: ignore[assignment]  # mutable, like a dataclass with eq
 
+    def copy(self) -> Finding:
+        twin = Finding(self.kind)
+        for name in (*_FIELDS, "count", "binary_units"):
+            setattr(twin, name, getattr(self, name))
+        twin.rounding = dict(self.rounding)
+        return twin
+
     def values(self) -> dict[str, Any]:
         """The fields that tell one error from another (kind, detail and every number)."""
         return {"kind": self.kind, **{name: getattr(self, name) for name in _FIELDS}}
@@ -119,10 +126,13 @@ class Finding:
     def covers(self, other: Finding) -> bool:
         """True when ``other`` says nothing this finding does not: the same error, and
         each of its numbers equal here (a repeated or truncated copy of the same error)."""
-        if (self.kind, self.detail) != (other.kind, other.detail):
+        if self.kind != other.kind or self.detail != other.detail:
             return False
-        mine = self.values()
-        return all(value is None or mine[key] == value for key, value in other.values().items())
+        for name in _FIELDS:
+            value = getattr(other, name)
+            if value is not None and getattr(self, name) != value:
+                return False
+        return True
 
     def numbers(self) -> int:
         """How many of the numbers this finding has."""

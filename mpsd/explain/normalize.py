@@ -103,14 +103,19 @@ def likely(piece: str) -> bool:
     return any(word in quick for word in LIKELY)
 
 
-def chunks(text: str, start: int, end: int) -> Iterator[str]:
-    """``text[start:end]`` in overlapping pieces of at most CHUNK characters."""
+def chunks(text: str, start: int, end: int) -> Iterator[tuple[str, str]]:
+    """``text[start:end]`` in pieces of about CHUNK characters, cut at line breaks:
+    (piece, lookahead), where lookahead is the text after the piece that an error
+    starting in the piece may run into (empty for the last piece)."""
     while True:
         stop = min(end, start + CHUNK)
-        yield text[start:stop]
+        if stop < end:
+            newline = text.rfind("\n", start + CHUNK // 2, stop)
+            stop = newline if newline > 0 else stop
+        yield text[start:stop], text[stop : min(end, stop + OVERLAP)]
         if stop >= end:
             return
-        start = stop - OVERLAP
+        start = stop
 
 
 @cache

@@ -43,13 +43,16 @@ def _label_forms(label: str) -> tuple[str, ...]:
 
 
 def _match_len(context: str, labels: tuple[str, ...], at_end: bool) -> int:
-    """The length of the longest form of a label that ``context`` ends (or starts) with."""
+    """The length of the longest form of a label that ``context`` ends (or starts) with:
+    the labels as written first, their forms with a lost letter only when none fits."""
+    test = context.endswith if at_end else context.startswith
+    exact = [len(label) for label in labels if test(label)]
+    if exact:
+        return max(exact)
     best = 0
     for label in labels:
-        for form in _label_forms(label):
-            if len(form) > best and (
-                context.endswith(form) if at_end else context.startswith(form)
-            ):
+        for form in _label_forms(label)[1:]:
+            if len(form) > best and test(form):
                 best = len(form)
     return best
 

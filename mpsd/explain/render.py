@@ -526,13 +526,19 @@ def _wrap(line: str) -> list[str]:
     return out
 
 
+MAX_SHOWN = 20  # a log with more distinct errors is summed up after these
+
+
 def render(findings: list[Finding], limits: Limits | None = None, color: bool = False) -> str:
-    """The explanation of every finding, separated by blank lines, ending in a newline."""
+    """The explanation of every finding (the first MAX_SHOWN), separated by blank lines,
+    ending in a newline."""
     r = Renderer(limits, Style(color))
     blocks = []
-    for i, f in enumerate(findings):
+    for i, f in enumerate(findings[:MAX_SHOWN]):
         lines = r.finding(f)
         if len(findings) > 1:
             lines[0] = f"{i + 1}/{len(findings)}  {lines[0]}"
         blocks.append("\n".join(w for line in lines for w in _wrap(line)))
+    if len(findings) > MAX_SHOWN:
+        blocks.append(f"... and {len(findings) - MAX_SHOWN} more errors (--json lists them all).")
     return "\n\n".join(blocks) + "\n"
