@@ -49,3 +49,30 @@ def test_text_without_an_error_gives_nothing() -> None:
     assert mpsd.explain("") == []
     assert mpsd.explain("Traceback (most recent call last):\n  ValueError: bad shape\n") == []
     assert mpsd.explain("memory usage 12.3 GB, allocated 5 GB, watermark ok") == []
+
+
+def test_errors_across_chunk_edges_of_a_large_log_are_each_read_once_and_whole() -> None:
+    from mpsd.explain.normalize import CHUNK
+    from mpsd.explain.render import MAX_SHOWN, render
+
+    lines = [
+        f"RuntimeError: MPS backend out of memory (MPS allocated: {i / 100:.2f} GB, other "
+        f"allocations: 1.00 MB, max allowed: 18.13 GB). Tried to allocate 4.00 MB on private pool."
+        for i in range(1, 6001)
+    ]
+    text = "\n".join(lines)
+    assert len(text) > 2 * CHUNK
+    found = find_errors(text)
+    assert len(found) == 6000
+    assert all(f.requested_bytes == 4 << 20 and f.max_allowed_bytes for f in found)
+    assert [f.allocated_bytes for f in found] == sorted(f.allocated_bytes for f in found)
+    shown = render(found)
+    assert shown.count("MPS out of memory") == MAX_SHOWN
+    assert "and 5980 more errors (--json lists them all)" in shown
+
+
+def test_one_error_repeated_through_a_large_log_is_one_finding_with_its_count() -> None:
+    line = by_id("audioldm2-20")["text"].strip("`") + "\n" + "x " * 2000 + "\n"
+    found = find_errors(line * 300)
+    assert len(found) == 1
+    assert found[0].count == 300
