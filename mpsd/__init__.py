@@ -12,11 +12,27 @@ if TYPE_CHECKING:
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__", "explain"]
+__all__ = ["__version__", "budget", "explain"]
 
 
 def explain(text: str) -> list[dict[str, Any]]:
     """Return the out-of-memory findings in ``text``: the objects ``mpsd explain --json`` prints."""
+    # Importing the package ``mpsd.explain`` replaces this function as the attribute
+    # ``mpsd.explain``: the package is made callable the same way (mpsd/explain/__init__.py).
     from mpsd.explain import find_errors
 
     return [finding.to_json() for finding in find_errors(text)]
+
+
+def budget(ratio: float | None = None) -> int:
+    """Inside a PyTorch process: bytes it may still allocate on MPS before PyTorch's clean
+    out-of-memory error (max allowed minus what the allocator and the driver hold now).
+
+    Raises ``mpsd.mps_budget.BudgetError`` (a RuntimeError) without torch or MPS, or when no
+    cap is in force. See ``mpsd.mps_budget`` for the details.
+    """
+    # Not ``mpsd/budget.py``: importing a submodule named ``budget`` would replace this
+    # function with the module as the package attribute ``mpsd.budget``.
+    from mpsd.mps_budget import budget as _budget
+
+    return _budget(ratio)

@@ -10,4 +10,8 @@ from __future__ import annotations
 
 COMMANDS: dict[str, tuple[str, str]] = {
     "explain": ("explain", "explain a pasted PyTorch out-of-memory message and how to fix it"),
+    "probe": (
+        "probe",
+        "fill MPS with random tensors under the limit: does PyTorch stop cleanly before swap?",
+    ),
 }
