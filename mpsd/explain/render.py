@@ -50,6 +50,12 @@ def _ratio(value: float) -> str:
     return f"{value:.2f}".rstrip("0").rstrip(".") if value == value else "nan"
 
 
+def _mac(ram_gb: int) -> str:
+    """ "a 16 GB Mac", "an 8 GB Mac"."""
+    article = "an" if str(ram_gb).startswith("8") or ram_gb in (11, 18) else "a"
+    return f"{article} {ram_gb} GB Mac"
+
+
 def _table(rows: list[tuple[str, str, str]], style: Style) -> list[str]:
     """Aligned rows: label, value (right-aligned), meaning."""
     wl = max(len(r[0]) for r in rows)
@@ -268,9 +274,9 @@ class Renderer:
         out = []
         for i, g in enumerate(guesses):
             what = (
-                f"the default ratio on a {g.ram_gb} GB Mac"
+                f"the default ratio on {_mac(g.ram_gb)}"
                 if g.is_default
-                else f"a ratio of {_ratio(g.ratio)} on a {g.ram_gb} GB Mac"
+                else f"a ratio of {_ratio(g.ratio)} on {_mac(g.ram_gb)}"
             )
             lead = f"{self.size(cap, f)} =" if i == 0 else "   or"
             out.append(f"  {lead} {_ratio(g.ratio)} x {self.size(g.working_set, f)}: {what}")
@@ -279,7 +285,7 @@ class Renderer:
         if best.is_default and cap > ram * 0.9:
             much = "more than" if cap > ram else "about all of"
             out.append(
-                f"  A cap of {self.size(cap, f)} on a {best.ram_gb} GB Mac is {much} its "
+                f"  A cap of {self.size(cap, f)} on {_mac(best.ram_gb)} is {much} its "
                 "memory: macOS swaps long before PyTorch stops the job."
             )
         out.append(
@@ -298,7 +304,7 @@ class Renderer:
             if not guesses:
                 return ""
             safe = round(macs.FALLBACK_RATIO * guesses[0].working_set)
-            where = f"on a {guesses[0].ram_gb} GB Mac"
+            where = f"on {_mac(guesses[0].ram_gb)}"
         cap = format_size(safe, f.binary_units)
         if need <= safe:
             return (
