@@ -96,13 +96,3 @@ def guesses(max_allowed: int, tolerance: float = 0.004, limit: int = 3) -> list[
         found.append((score, ram_gb, Guess(ratio, working_set, ram_gb)))
     found.sort(key=lambda item: (item[0], item[1]))
     return [guess for _, _, guess in found[:limit]]
-
-
-def ram_for_working_set(working_set: int) -> int | None:
-    """The RAM size (GB) whose known working set is closest to ``working_set`` (within 3%)."""
-    best: tuple[float, int] | None = None
-    for ram_gb, value in WORKING_SETS:
-        off = abs(value - working_set) / value
-        if off < 0.03 and (best is None or off < best[0]):
-            best = (off, ram_gb)
-    return best[1] if best else None
