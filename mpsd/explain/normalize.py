@@ -205,11 +205,20 @@ _PREFIX = r"""(?x)\n(?:
     )+""".replace("LEVEL", _LEVEL)
 
 
+# A line that may start with a prefix: a sign, a digit, an upper-case word or a month,
+# "E " of pytest; or any "|" or " - " in the text. A plain traceback has none of these,
+# and then the large _PREFIX is not even compiled.
+_MAY_PREFIX = r"\n[ \t]*(?:[^A-Za-z \t\n]|[A-Z]{3,}\b|[A-Z][a-z]{2}[ \t]+\d|E[ \t])"
+
+
 def strip_prefixes(text: str) -> str:
     """Remove log prefixes, quote marks and comment signs from the start of every line."""
+    text = "\n" + text
+    if "|" not in text and " - " not in text and not _re(_MAY_PREFIX).search(text):
+        return text[1:]
     # Matching from each "\n" (a literal: a fast search) rather than from "^" in
     # multi-line mode, which the regex engine would try at every character.
-    return _re(_PREFIX).sub("\n", "\n" + text)[1:]
+    return _re(_PREFIX).sub("\n", text)[1:]
 
 
 # Two numbers apart on one line stay apart; a number cut by a line break is joined.
