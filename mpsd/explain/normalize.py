@@ -119,7 +119,7 @@ def chunks(text: str, start: int, end: int) -> Iterator[tuple[str, str]]:
 
 
 @cache
-def _re(pattern: str, flags: int = 0) -> re.Pattern[str]:
+def compiled(pattern: str, flags: int = 0) -> re.Pattern[str]:
     """Compiled on first use: ``mpsd explain`` on an empty paste compiles nothing."""
     return re.compile(pattern, flags)
 
@@ -158,10 +158,10 @@ def _unescape(match: re.Match[str]) -> str:
 def clean(text: str) -> str:
     """Undo what happened on the way: escapes, colour codes, HTML entities, odd characters."""
     if "\\" in text or "^[" in text:
-        text = _re(_ESCAPED_ESC).sub("\x1b", text)
-        text = _re(_ESCAPES).sub(_unescape, text)
+        text = compiled(_ESCAPED_ESC).sub("\x1b", text)
+        text = compiled(_ESCAPES).sub(_unescape, text)
     if "[" in text:
-        text = _re(_ANSI).sub("", text)
+        text = compiled(_ANSI).sub("", text)
     if "&" in text:
         import html
 
@@ -171,7 +171,7 @@ def clean(text: str) -> str:
     if not text.isprintable():  # tabs and line breaks make most texts go this way
         text = text.translate(_INVISIBLE)
     if not text.isascii():
-        text = _re(_NEWLINES).sub("\n", text)
+        text = compiled(_NEWLINES).sub("\n", text)
         import unicodedata
 
         text = unicodedata.normalize("NFKC", text)
@@ -214,11 +214,11 @@ _MAY_PREFIX = r"\n[ \t]*(?:[^A-Za-z \t\n]|[A-Z]{3,}\b|[A-Z][a-z]{2}[ \t]+\d|E[ \
 def strip_prefixes(text: str) -> str:
     """Remove log prefixes, quote marks and comment signs from the start of every line."""
     text = "\n" + text
-    if "|" not in text and " - " not in text and not _re(_MAY_PREFIX).search(text):
+    if "|" not in text and " - " not in text and not compiled(_MAY_PREFIX).search(text):
         return text[1:]
     # Matching from each "\n" (a literal: a fast search) rather than from "^" in
     # multi-line mode, which the regex engine would try at every character.
-    return _re(_PREFIX).sub("\n", text)[1:]
+    return compiled(_PREFIX).sub("\n", text)[1:]
 
 
 # Two numbers apart on one line stay apart; a number cut by a line break is joined.
@@ -231,9 +231,9 @@ def squeeze(text: str) -> str:
     """Lower case, with no markup quotes or spaces: ``"MPS allocated: 18.02 GB"`` ->
     ``"mpsallocated:18.02gb"``. Two numbers a space separates stay apart (``~``); digits
     either side of a line break are one number cut by a wrap."""
-    text = _re(_DIGIT_GAP).sub(r"\1~", text)
+    text = compiled(_DIGIT_GAP).sub(r"\1~", text)
     if "\\" in text or "**" in text:
-        text = _re(_MARKUP).sub("", text)
+        text = compiled(_MARKUP).sub("", text)
     return "".join(text.translate(_QUOTES).split()).lower()
 
 

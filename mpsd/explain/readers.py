@@ -14,18 +14,27 @@ or newer wording, in any order, with a log line glued in the middle, are all rea
 
 from __future__ import annotations
 
-import re
 from functools import cache
 
 from mpsd.explain import finding as fk
 from mpsd.explain.finding import Finding
+from mpsd.explain.normalize import compiled
 from mpsd.explain.scan import find_phrase
 from mpsd.explain.units import binary_style, to_bytes
 
 SIZE = r"(?<![\d.,])(\d+(?:[.,]\d+)*)(bytes?|[kmgtp]i?b)"
-_SIZE = re.compile(SIZE)
-_CUT_BEFORE = re.compile(r".*[,;()\[\]{}.!?|]", re.DOTALL)
-_CUT_AFTER = re.compile(r"[,;()\[\]{}.!?|]")
+_SEPARATORS = ",;()[]{}.!?|"  # a label never spans one of these
+
+
+def _after_last_separator(text: str) -> str:
+    return text[max(text.rfind(c) for c in _SEPARATORS) + 1 :]
+
+
+def _before_first_separator(text: str) -> str:
+    found = [i for i in (text.find(c) for c in _SEPARATORS) if i >= 0]
+    return text[: min(found)] if found else text
+
+
 CONTEXT = 48  # how far a label may be from its number
 
 
@@ -69,14 +78,13 @@ def read_sizes(seg: str, labels: Labels, found: Finding) -> dict[str, int]:
     """
     extra: dict[str, int] = {}
     prev_end = 0
-    sizes = list(_SIZE.finditer(seg))
+    sizes = list(compiled(SIZE).finditer(seg))
     for i, m in enumerate(sizes):
         before = seg[max(prev_end, m.start() - CONTEXT) : m.start()]
-        before = _CUT_BEFORE.sub("", before.rstrip(":=~)")).rstrip(":=~")
+        before = _after_last_separator(before.rstrip(":=~)")).rstrip(":=~")
         next_start = sizes[i + 1].start() if i + 1 < len(sizes) else len(seg)
         after = seg[m.end() : min(next_start, m.end() + CONTEXT)]
-        cut = _CUT_AFTER.search(after)
-        after = after[: cut.start()] if cut else after
+        after = _before_first_separator(after)
         prev_end = m.end()
         parsed = to_bytes(m.group(1), m.group(2))
         if parsed is None:
@@ -162,13 +170,13 @@ def _mps_oom(seg: str) -> Finding:
 
 
 # --- MPS watermark errors ----------------------------------------------------------
-_RATIO = re.compile(r"[a-z]*[:=~]?(-?(?:\d+(?:\.\d*)?|\.\d+)(?:e[-+]?\d+)?|-?nan|-?inf)")
+_RATIO = r"[a-z]*[:=~]?(-?(?:\d+(?:\.\d*)?|\.\d+)(?:e[-+]?\d+)?|-?nan|-?inf)"
 
 
 def _watermark(kind: str) -> Extract:
     def extract(seg: str) -> Finding:
         found = Finding(kind, "invalid_ratio")
-        m = _RATIO.match(seg, seg.find("water") + 5 if "water" in seg[:20] else 12)
+        m = compiled(_RATIO).match(seg, seg.find("water") + 5 if "water" in seg[:20] else 12)
         if m:
             found.ratio = float(m.group(1))
         return found
@@ -211,18 +219,18 @@ CUDA_LABELS: Labels = {
     "in_use_bytes": (("thisprocesshas",), ("memoryinuse",)),
     "allowed_bytes": ((), ("allowed",)),
 }
-_DEVICE = re.compile(r"(?:gpu|device)~?(\d{1,3})(?![\d.,])")
-_BACKEND = re.compile(r"cuda|hip|xpu")
+_DEVICE = r"(?:gpu|device)~?(\d{1,3})(?![\d.,])"
+_BACKEND = r"cuda|hip|xpu"
 
 
 def _cuda(detail: str) -> Extract:
     def extract(seg: str) -> Finding:
         found = Finding(fk.CUDA_OOM, detail)
-        backend = _BACKEND.search(seg[:40])
+        backend = compiled(_BACKEND).search(seg[:40])
         found.backend = backend.group() if backend else "cuda"
         if detail in ("oom", "allocation_on_device"):
             extra = read_sizes(seg, CUDA_LABELS, found)
-            device = _DEVICE.search(seg)
+            device = compiled(_DEVICE).search(seg)
             if device:
                 found.device = int(device.group(1))
             unallocated = extra.get("_unallocated")
