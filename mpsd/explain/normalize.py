@@ -187,7 +187,6 @@ _PREFIX = r"""(?x)\n(?:
     | [>#|]+                                    # quote, comment, table
     | //+ | --+ | \.\.\.
     | [-*+•](?=[ \t])                            # bullets
-    | \d{1,3}[.)](?=[ \t])                       # numbered lists
     | \[?\d{4}-\d\d-\d\d(?:[T\ ]\d\d:\d\d(?::\d\d)?(?:[.,]\d+)?)?(?:Z|[+-]\d\d:?\d\d)?\]?:?
     | \[?\d\d?:\d\d:\d\d(?:[.,]\d+)?\]?:?        # times
     | [A-Z][a-z]{2}[ \t]+\d{1,2}[ \t]\d\d:\d\d:\d\d     # syslog: "Nov 30 05:00:00 host proc[1]:"

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import json
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import mpsd
 from mpsd.explain import KINDS, find_errors
 from mpsd.explain.normalize import decode
 from mpsd.explain.render import render
-from tests.explain_support import consistent, fixtures
+from tests.explain_support import by_id, consistent, fixtures
 
 TEXTS = [case["text"] for case in fixtures()]
 SETTINGS = settings(deadline=None, max_examples=150, suppress_health_check=[HealthCheck.too_slow])
@@ -119,6 +119,7 @@ def test_mangled_real_messages_never_crash(sample: tuple[str, dict]) -> None:
 
 @SETTINGS
 @given(st.sampled_from(TEXTS), st.integers(1, 120))
+@example(by_id("pytorch-pr20618-before")["text"], 97)  # a line that starts "0. 12 vs 0"
 def test_a_real_message_wrapped_at_any_width_keeps_its_numbers(text: str, width: int) -> None:
     case = next(c for c in fixtures() if c["text"] == text)
     wrapped = "\n".join(text[i : i + width] for i in range(0, len(text), width))
