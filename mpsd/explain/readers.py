@@ -208,8 +208,12 @@ def _mps_assert(seg: str) -> Finding | None:
 # --- CUDA / HIP --------------------------------------------------------------------
 CUDA_LABELS: Labels = {
     "requested_bytes": (("triedtoallocate", "requested"), ()),
-    "total_bytes": (("totalcapacityof", "devicelimit"), ("totalcapacity",)),
-    "free_bytes": (("ofwhich", "accordingtocuda"), ("free", "isfree")),
+    # "capacty": PyTorch's own typo in some versions, so one more lost letter is two.
+    "total_bytes": (
+        ("totalcapacityof", "totalcapactyof", "devicelimit"),
+        ("totalcapacity", "totalcapacty"),
+    ),
+    "free_bytes": (("ofwhich", "accordingtocuda"), ("free", "isfree", "fre", "fee", "ree")),
     "allocated_bytes": (
         ("oftheallocatedmemory", "currentlyallocated"),
         ("alreadyallocated", "isallocatedbypytorch"),
@@ -219,7 +223,7 @@ CUDA_LABELS: Labels = {
     "in_use_bytes": (("thisprocesshas",), ("memoryinuse",)),
     "allowed_bytes": ((), ("allowed",)),
 }
-_DEVICE = r"(?:gpu|device)~?(\d{1,3})(?![\d.,])"
+_DEVICE = r"(?:gpu|gp|gu|pu|device)~?(\d{1,3})(?![\d.,])"  # "GPU 0", a letter lost or not
 _BACKEND = r"cuda|hip|xpu"
 
 
@@ -274,21 +278,25 @@ HEADS: tuple[Head, ...] = (
     Head("cmdbuf", "callback error out of", _mps_other("command_buffer_oom"), 60),
     Head("cmdbuf2", "insufficient memory", _mps_other("command_buffer_oom"), 60, after=r"\(0*8"),
     Head("assert", "internal assert", _mps_assert, 600),
-    Head(
+    Head("cuda_error", "cuda error: out of mem", _cuda("runtime"), 60),
+    Head("hip_error", "hip error: out of mem", _cuda("runtime"), 60),
+    Head(  # 0.x-1.x: "cuda runtime error (2) : out of memory"
         "cuda_runtime",
-        "out of mem",
+        "cuda runtime err",
         _cuda("runtime"),
         60,
-        before=_GPU + r"(?:runtime)?err(?:or)?(?:\(\d+\))?:?",
+        after=r"(?:or)?(?:\(\d+\))?:?[a-z]{3,5}m?e?m",  # "out of memory", a letter lost or not
     ),
-    Head("cuda_oom", "out of mem", _cuda("oom"), 1400, before=_GPU),
+    Head("cuda_oom", "cuda out of mem", _cuda("oom"), 1400),
+    Head("hip_oom", "hip out of mem", _cuda("oom"), 1400),
+    Head("xpu_oom", "xpu out of mem", _cuda("oom"), 1400),
     Head(
         "cuda_part",
         "tried to allocate",
         _cuda("oom"),
         1400,
         lookback=100,
-        after=SIZE + r"[.(]*gpu~?\d",
+        after=SIZE + r"[.(]*(?:gpu|gp|gu|pu)~?\d",
     ),
     Head("cuda_enum", "", _cuda("runtime"), 60, pattern=r"cudaerrormemoryallocation"),
     Head("hip_enum", "", _cuda("runtime"), 60, pattern=r"hiperroroutofmemory"),
@@ -298,7 +306,7 @@ HEADS: tuple[Head, ...] = (
     Head(
         "cpu_part", "you tried to allocate", _cpu("cpu_allocator"), 300, lookback=120, after=r":?\d"
     ),
-    Head("posix", "", _cpu("posix_memalign"), 80, pattern=r"posix_memalign\([^)]{0,80}\)==0"),
+    Head("posix", "posix_memalign", _cpu("posix_memalign"), 80, after=r"\([^)]{0,80}\)==0"),
     Head("numpy", "unable to allocate", _cpu("numpy"), 200, after=SIZE + "foranarray"),
     Head("bad_alloc", "", _cpu("bad_alloc"), 40, pattern=r"std::bad_alloc"),
 )

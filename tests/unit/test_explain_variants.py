@@ -204,3 +204,19 @@ def test_every_fixture_survives_being_wrapped_prefixed_and_coloured() -> None:
             for w in (textwrap.wrap(line, 45) or [""])
         )
         assert has_match(found(text), case["expected"]), case["id"]
+
+
+@pytest.mark.parametrize("case", fixtures(), ids=lambda d: d["id"])
+def test_a_lost_letter_anywhere_in_a_real_paste_loses_no_number(case: dict) -> None:
+    import random
+
+    text = case["text"]
+    sizes = {
+        i
+        for m in re.finditer(r"\d[\d.,]*\s*(?:bytes|[KMGT]i?B)\b", text)
+        for i in range(m.start(), m.end())
+    }
+    letters = [i for i, ch in enumerate(text) if ch.isalpha() and i not in sizes]
+    for i in random.Random(case["id"]).sample(letters, min(25, len(letters))):
+        damaged = text[:i] + text[i + 1 :]
+        assert has_match(found(damaged), case["expected"]), damaged[max(0, i - 30) : i + 30]
