@@ -50,20 +50,33 @@ class Renderer(MpsText, OtherText):
 WIDTH = 88
 
 
+def _visible(line: str) -> str:
+    if "\x1b" not in line:
+        return line
+    from mpsd.explain.normalize import compiled
+
+    return compiled(r"\x1b\[[\d;]*m").sub("", line)
+
+
 def _wrap(line: str) -> list[str]:
     """Long prose lines wrapped at WIDTH, at spaces, continuing at their indent (plus the
-    width of a leading "Note: ")."""
-    if len(line) <= WIDTH:
+    width of a leading "Note: "). Table rows (columns apart by two spaces) stay whole."""
+    shown = _visible(line)
+    body = shown.strip()
+    if len(shown) <= WIDTH or "  " in body:
         return [line]
     indent = " " * (len(line) - len(line.lstrip(" ")))
-    more = indent + ("      " if "Note:" in line[: len(indent) + 15] else "")
+    more = indent + ("      " if "Note:" in shown[: len(indent) + 15] else "")
     out: list[str] = []
-    current = indent
+    current, width = indent, len(indent)
     for word in line.split():
-        if current.strip() and len(current) + 1 + len(word) > WIDTH:
+        seen = len(_visible(word))
+        if current.strip() and width + 1 + seen > WIDTH:
             out.append(current)
-            current = more
-        current += word if not current.strip() else " " + word
+            current, width = more, len(more)
+        if current.strip():
+            current, width = current + " ", width + 1
+        current, width = current + word, width + seen
     out.append(current)
     return out
 

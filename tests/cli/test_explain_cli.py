@@ -165,6 +165,8 @@ def test_colour_only_on_a_terminal_and_never_with_no_color() -> None:
     plain = pexpect.run(cmd, env=env, timeout=60, encoding="utf-8")
     assert not ANSI.search(plain)
     assert "18.13 GB" in plain
+    # colour changes nothing else: same words, same wrapping, same aligned table
+    assert re.sub(r"\x1b\[[\d;]*m", "", coloured) == plain
 
 
 def _write_limits(high: float, recommended: int, baseline: int) -> None:
