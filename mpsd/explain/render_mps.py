@@ -245,6 +245,9 @@ class MpsText(Base):
                     "left unset."
                 )
             out.append(
+                f"  To keep the HIGH you chose, set LOW to the same value: {HIGH}=X {LOW}=X."
+            )
+            out.append(
                 "  It is a setting, not a lack of memory: it fails at the first MPS use, "
                 "whatever is free."
             )
