@@ -10,6 +10,8 @@ from __future__ import annotations
 
 COMMANDS: dict[str, tuple[str, str]] = {
     "explain": ("explain", "explain a pasted PyTorch out-of-memory message and how to fix it"),
+    "daemon": ("daemon", "run the daemon in the foreground (--once: one update, then exit)"),
+    "status": ("status", "is the daemon alive, the limits in force, free memory over the window"),
     "probe": (
         "probe",
         "fill MPS with random tensors under the limit: does PyTorch stop cleanly before swap?",
