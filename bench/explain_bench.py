@@ -45,10 +45,42 @@ ERRORS = (
 )
 
 
-def timed(cmd: list[str], stdin: bytes = b"") -> float:
+def timed(cmd: list[str], stdin: bytes = b"", env: dict[str, str] | None = None) -> float:
     start = time.perf_counter()
-    subprocess.run(cmd, input=stdin, env=ENV, capture_output=True, check=False)
+    subprocess.run(cmd, input=stdin, env=env or ENV, capture_output=True, check=False)
     return time.perf_counter() - start
+
+
+def limits_env() -> dict[str, str]:
+    """An environment whose config dir holds a limits.toml, as after `mpsd install`."""
+    import datetime as dt
+
+    from mpsd import limits
+
+    config = tempfile.mkdtemp(prefix="mpsd-bench-config-")
+    env = {**ENV, "MPSD_CONFIG_DIR": config, "MPSD_STATE_DIR": config}
+    saved = {k: os.environ.get(k) for k in ("MPSD_CONFIG_DIR", "MPSD_STATE_DIR")}
+    os.environ.update(MPSD_CONFIG_DIR=config, MPSD_STATE_DIR=config)
+    try:
+        limits.write(
+            limits.Limits(
+                high_watermark_ratio=0.62,
+                low_watermark_ratio=0.62,
+                limit_bytes=int(0.62 * 10.67 * 2**30),
+                recommended_max_bytes=int(10.67 * 2**30),
+                recommended_max_source="torch",
+                baseline_free_bytes=9 * 2**30,
+                headroom=0.8,
+                updated_at=dt.datetime.now(dt.UTC),
+            )
+        )
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+    return env
 
 
 def startup(runs: int) -> None:
@@ -56,20 +88,27 @@ def startup(runs: int) -> None:
     # What the `mpsd` console script that pip writes does (no runpy, unlike `python -m`).
     script = [py, "-c", "import sys; from mpsd.cli import main; sys.exit(main())"]
     oom = str(EXAMPLE)
+    with_limits = limits_env()
     cases = {
         "python -c pass": ([py, "-c", "pass"], b""),
         "mpsd explain < empty": ([*script, "explain"], b""),
         "mpsd explain examples/oom.txt": ([*script, "explain", oom], b""),
         "mpsd explain --json examples/oom.txt": ([*script, "explain", "--json", oom], b""),
         "python -m mpsd explain examples/oom.txt": ([py, "-m", "mpsd", "explain", oom], b""),
+        "mpsd explain examples/oom.txt, limits.toml": ([*script, "explain", oom], b"limits"),
     }
     times: dict[str, list[float]] = {name: [] for name in cases}
+
+    def one(cmd: list[str], stdin: bytes) -> float:
+        # b"limits" marks the run made with a limits.toml in place
+        return timed(cmd, env=with_limits) if stdin == b"limits" else timed(cmd, stdin)
+
     for cmd, stdin in cases.values():  # warm the page and bytecode caches
-        timed(cmd, stdin)
-        timed(cmd, stdin)
+        one(cmd, stdin)
+        one(cmd, stdin)
     for _ in range(runs):
         for name, (cmd, stdin) in cases.items():
-            times[name].append(timed(cmd, stdin))
+            times[name].append(one(cmd, stdin))
     base = statistics.median(times["python -c pass"])
     print(f"start-up, median of {runs} interleaved runs (contract < 3x, goal < 1.5x):")
     for name, values in times.items():

@@ -114,20 +114,17 @@ def run(args: argparse.Namespace) -> int:
 
     from mpsd.explain.render import render
 
-    sys.stdout.write(render(findings, _limits(findings), use_color(sys.stdout)))
+    sys.stdout.write(render(findings, _known(findings), use_color(sys.stdout)))
     return EXIT_OK
 
 
-def _limits(findings: list[Any]) -> Any:
-    """limits.toml, when one of the findings can use it (MPS errors) and it is readable."""
+def _known(findings: list[Any]) -> Any:
+    """limits.toml's numbers, when one of the findings can use them (MPS errors)."""
     from mpsd.explain.finding import CPU_OOM, CUDA_OOM
 
     if all(f.kind in (CUDA_OOM, CPU_OOM) for f in findings):
         return None
     from mpsd import paths
+    from mpsd.explain import known
 
-    if not paths.limits_file().exists():
-        return None
-    from mpsd import limits
-
-    return limits.read()
+    return known.read(paths.limits_file())

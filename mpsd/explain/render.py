@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import ClassVar
 
-    from mpsd.limits import Limits
+    from mpsd.explain.known import Known
 
 
 class Renderer(MpsText, OtherText):
@@ -84,7 +84,7 @@ def _wrap(line: str) -> list[str]:
 MAX_SHOWN = 20  # a log with more distinct errors is summed up after these
 
 
-def render(findings: list[Finding], limits: Limits | None = None, color: bool = False) -> str:
+def render(findings: list[Finding], limits: Known | None = None, color: bool = False) -> str:
     """The explanation of every finding (the first MAX_SHOWN), separated by blank lines,
     ending in a newline."""
     r = Renderer(limits, Style(color))

@@ -8,7 +8,7 @@ from mpsd.explain.units import format_size
 
 TYPE_CHECKING = False  # typing costs start-up; mypy still reads the block below
 if TYPE_CHECKING:
-    from mpsd.limits import Limits
+    from mpsd.explain.known import Known
 
 HIGH = "PYTORCH_MPS_HIGH_WATERMARK_RATIO"
 LOW = "PYTORCH_MPS_LOW_WATERMARK_RATIO"
@@ -61,7 +61,7 @@ def table(rows: list[tuple[str, str, str]], style: Style) -> list[str]:
 class Base:
     """The explanation's context: what mpsd knows of this Mac (limits.toml), the style."""
 
-    def __init__(self, limits: Limits | None, style: Style) -> None:
+    def __init__(self, limits: Known | None, style: Style) -> None:
         self.limits = limits
         self.style = style
 

@@ -239,9 +239,13 @@ def test_a_broken_limits_toml_falls_back_to_guessing() -> None:
     assert "the default ratio on a 16 GB Mac" in done.stdout
 
 
-def test_explain_imports_neither_torch_nor_psutil() -> None:
+@pytest.mark.parametrize("with_limits", [False, True])
+def test_explain_imports_neither_torch_nor_psutil(with_limits: bool) -> None:
+    if with_limits:
+        _write_limits(0.62, recommended=round(10.67 * GIB), baseline=9 * GIB)
     done = run_mpsd("explain", str(EXAMPLE), env={"PYTHONPROFILEIMPORTTIME": "1"})
     assert done.returncode == 0
+    assert ("0.62 x" in done.stdout) == with_limits or "1.70 x 10.67" in done.stdout
     imported = {line.split("|")[-1].strip() for line in done.stderr.splitlines() if "|" in line}
     assert "mpsd.explain" in imported
     assert not {m for m in imported if m.split(".")[0] in ("torch", "psutil", "numpy")}
