@@ -245,7 +245,7 @@ def test_explain_imports_neither_torch_nor_psutil(with_limits: bool) -> None:
         _write_limits(0.62, recommended=round(10.67 * GIB), baseline=9 * GIB)
     done = run_mpsd("explain", str(EXAMPLE), env={"PYTHONPROFILEIMPORTTIME": "1"})
     assert done.returncode == 0
-    assert ("0.62 x" in done.stdout) == with_limits or "1.70 x 10.67" in done.stdout
+    assert ("from limits.toml" in done.stdout) == with_limits
     imported = {line.split("|")[-1].strip() for line in done.stderr.splitlines() if "|" in line}
     assert "mpsd.explain" in imported
     assert not {m for m in imported if m.split(".")[0] in ("torch", "psutil", "numpy")}
