@@ -210,23 +210,23 @@ class MpsText(Base):
         if need is None:
             return ""
         if self.limits is not None:
-            safe, where = self.limits.limit_bytes, "on this Mac"
+            safe, where = self.limits.limit_bytes, ""
         else:
             guesses = macs.guesses(f.max_allowed_bytes or 0)
             if not guesses:
                 return ""
             safe = round(macs.FALLBACK_RATIO * guesses[0].working_set)
             where = f"on {mac_name(guesses[0].ram_gb)}"
-        cap = format_size(safe, f.binary_units)
+        # With limits.toml the line above has already given the cap.
+        if self.limits:
+            cap = "That cap is"
+        else:
+            cap = f"At that value the cap is {format_size(safe, f.binary_units)} {where},"
         if need <= safe:
-            return (
-                f"At that value the cap is {cap} {where}: enough for the {self.size(need, f)} "
-                "this job had reached."
-            )
+            return f"{cap} enough for the {self.size(need, f)} this job had reached."
         return (
-            f"At that value the cap is {cap} {where}, and this job needed {self.size(need, f)}: "
-            "make it use less memory too (smaller batch or resolution, float16, one model at a "
-            "time, tiling)."
+            f"{cap} less than the {self.size(need, f)} this job needed: make it use less "
+            "memory too (smaller batch or resolution, float16, one model at a time, tiling)."
         )
 
     # --- watermark errors -----------------------------------------------------------
