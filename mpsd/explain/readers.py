@@ -6,105 +6,18 @@ gone. A reader is a *head*, a short phrase where an error starts, and an extract
 that reads the error's numbers from the text after it, up to the next head.
 
 The extractors are written for the families, not for particular pastes: every
-size (``18.02gb``, ``256bytes``) after the head is labelled by the words just
-before and just after it (``mpsallocated:`` / ``totalcapacity``), each label
-matched even with a letter lost. So the numbers of a truncated paste, of an older
-or newer wording, in any order, with a log line glued in the middle, are all read.
+size after the head is labelled by the words around it (``labels``), so the numbers
+of a truncated paste, of an older or newer wording, in any order, with a log line
+glued in the middle, are all read.
 """
 
 from __future__ import annotations
 
-from functools import cache
-
 from mpsd.explain import finding as fk
 from mpsd.explain.finding import Finding
+from mpsd.explain.labels import SIZE, Labels, read_sizes
 from mpsd.explain.normalize import compiled
 from mpsd.explain.scan import find_phrase
-from mpsd.explain.units import binary_style, to_bytes
-
-SIZE = r"(?<![\d.,])(\d+(?:[.,]\d+)*)(bytes?|[kmgtp]i?b)"
-_SEPARATORS = ",;()[]{}.!?|"  # a label never spans one of these
-
-
-def _after_last_separator(text: str) -> str:
-    return text[max(text.rfind(c) for c in _SEPARATORS) + 1 :]
-
-
-def _before_first_separator(text: str) -> str:
-    found = [i for i in (text.find(c) for c in _SEPARATORS) if i >= 0]
-    return text[: min(found)] if found else text
-
-
-CONTEXT = 48  # how far a label may be from its number
-
-
-def variants(word: str, shortest: int = 7) -> tuple[str, ...]:
-    """``word`` and, for words of ``shortest`` letters or more, ``word`` with one letter lost."""
-    out = [word]
-    if len(word) >= shortest:
-        out += [word[:i] + word[i + 1 :] for i, ch in enumerate(word) if ch.isalpha()]
-    return tuple(dict.fromkeys(out))
-
-
-@cache
-def _label_forms(label: str) -> tuple[str, ...]:
-    return variants(label)
-
-
-def _match_len(context: str, labels: tuple[str, ...], at_end: bool) -> int:
-    """The length of the longest form of a label that ``context`` ends (or starts) with:
-    the labels as written first, their forms with a lost letter only when none fits."""
-    test = context.endswith if at_end else context.startswith
-    exact = [len(label) for label in labels if test(label)]
-    if exact:
-        return max(exact)
-    best = 0
-    for label in labels:
-        for form in _label_forms(label)[1:]:
-            if len(form) > best and test(form):
-                best = len(form)
-    return best
-
-
-# field -> (labels just before the number, labels just after it)
-Labels = dict[str, tuple[tuple[str, ...], tuple[str, ...]]]
-
-
-def read_sizes(seg: str, labels: Labels, found: Finding) -> dict[str, int]:
-    """Label every size in ``seg`` and set the first of each field on ``found``.
-
-    Returns the sizes of fields that are not attributes of ``Finding`` (helpers
-    such as CUDA's "reserved but unallocated").
-    """
-    extra: dict[str, int] = {}
-    prev_end = 0
-    sizes = list(compiled(SIZE).finditer(seg))
-    for i, m in enumerate(sizes):
-        before = seg[max(prev_end, m.start() - CONTEXT) : m.start()]
-        before = _after_last_separator(before.rstrip(":=~)")).rstrip(":=~")
-        next_start = sizes[i + 1].start() if i + 1 < len(sizes) else len(seg)
-        after = seg[m.end() : min(next_start, m.end() + CONTEXT)]
-        after = _before_first_separator(after)
-        prev_end = m.end()
-        parsed = to_bytes(m.group(1), m.group(2))
-        if parsed is None:
-            continue
-        best_key, best_len = "", 0
-        for key, (befores, afters) in labels.items():
-            n = max(_match_len(before, befores, True), _match_len(after, afters, False))
-            if n > best_len:
-                best_key, best_len = key, n
-        if not best_key:
-            continue
-        if best_key.startswith("_"):
-            extra.setdefault(best_key, parsed[0])
-        elif getattr(found, best_key) is None:
-            setattr(found, best_key, parsed[0])
-            found.rounding[best_key] = parsed[1]
-            if not m.group(2).startswith("byte"):
-                found.binary_units = binary_style(m.group(2))
-    return extra
-
 
 TYPE_CHECKING = False  # typing costs start-up; mypy still reads the block below
 if TYPE_CHECKING:
