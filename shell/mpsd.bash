@@ -1,0 +1,167 @@
+# shellcheck shell=bash
+# mpsd hook for bash (3.2 and later): in a project opted in with `mpsd enable`, exports
+# PYTORCH_MPS_HIGH_WATERMARK_RATIO and PYTORCH_MPS_LOW_WATERMARK_RATIO as limits.toml holds them;
+# outside, takes back what it exported. Load it with `eval "$(mpsd hook bash)"` or by sourcing it.
+#
+# Each prompt runs builtins only, never a subprocess: limits.toml is read with `read`, and parsed
+# again only when its text or $PWD changed. Values must be plain decimals in (0, 2] with
+# low <= high to be exported (PyTorch reads garbage as 0.0, which removes the cap); nothing read
+# is ever evaluated. A value the user set by hand (anything but what the hook last exported,
+# which it keeps in _MPSD_EXPORTED_HIGH/_MPSD_EXPORTED_LOW) is the user's: both are left alone.
+
+# The physical form of $PWD into _MPSD_PHYS. `cd -P .` stays in the same directory and only
+# rewrites PWD and OLDPWD, which are put back at once.
+_mpsd_physical() {
+  \builtin local _mpsd_pwd="$PWD" _mpsd_old="${OLDPWD-}" _mpsd_had_old="${OLDPWD+x}"
+  _MPSD_PHYS=''
+  if CDPATH='' \builtin cd -P . >/dev/null 2>&1; then
+    _MPSD_PHYS=$PWD
+  fi
+  PWD=$_mpsd_pwd
+  if [[ -n $_mpsd_had_old ]]; then
+    OLDPWD=$_mpsd_old
+  else
+    \builtin unset OLDPWD
+  fi
+}
+
+# A ratio as the file holds it -> _mpsd_num, fixed point with 9 decimals; empty unless it is a
+# plain decimal in (0, 2].
+_mpsd_number() {
+  _mpsd_num=''
+  \builtin local _mpsd_int _mpsd_frac=''
+  case $1 in
+    [0-2]) _mpsd_int=$1 ;;
+    [0-2].[0-9]*)
+      _mpsd_int=${1%%.*} _mpsd_frac=${1#*.}
+      case $_mpsd_frac in *[!0-9]*) \builtin return 0 ;; esac
+      if [[ ${#_mpsd_frac} -gt 9 ]]; then \builtin return 0; fi
+      ;;
+    *) \builtin return 0 ;;
+  esac
+  _mpsd_frac=${_mpsd_frac}000000000
+  _mpsd_num=$((_mpsd_int * 1000000000 + 10#${_mpsd_frac:0:9}))
+  if [[ $_mpsd_num -le 0 || $_mpsd_num -gt 2000000000 ]]; then
+    _mpsd_num=''
+  fi
+}
+
+# Parse limits.toml's text ($1) for the physical directory: _MPSD_WANT_HIGH/_MPSD_WANT_LOW get
+# both values when it is inside a project and both are valid, else both are empty.
+_mpsd_parse() {
+  _MPSD_WANT_HIGH='' _MPSD_WANT_LOW=''
+  \builtin local _mpsd_rest="$1" _mpsd_line _mpsd_path _mpsd_high='' _mpsd_low='' _mpsd_in=''
+  \builtin local _mpsd_inside='' _mpsd_num _mpsd_high_num _mpsd_nl=$'\n'
+  if [[ -z $_MPSD_PHYS ]]; then
+    \builtin return 0
+  fi
+  while [[ -n $_mpsd_rest ]]; do
+    _mpsd_line=${_mpsd_rest%%"$_mpsd_nl"*}
+    if [[ $_mpsd_line == "$_mpsd_rest" ]]; then
+      _mpsd_rest=''
+    else
+      _mpsd_rest=${_mpsd_rest#*"$_mpsd_nl"}
+    fi
+    if [[ -n $_mpsd_in ]]; then
+      case $_mpsd_line in
+        "]") _mpsd_in='' ;;
+        '    "/'*'",')
+          _mpsd_path=${_mpsd_line#'    "'}
+          _mpsd_path=${_mpsd_path%'",'}
+          case $_mpsd_path in
+            *[\"\\]* | *[[:cntrl:]]*) ;;
+            /) _mpsd_inside=1 ;;
+            *)
+              if [[ $_MPSD_PHYS == "$_mpsd_path" || $_MPSD_PHYS == "$_mpsd_path"/* ]]; then
+                _mpsd_inside=1
+              fi
+              ;;
+          esac
+          ;;
+      esac
+      continue
+    fi
+    case $_mpsd_line in
+      "high_watermark_ratio = "*) _mpsd_high=${_mpsd_line#"high_watermark_ratio = "} ;;
+      "low_watermark_ratio = "*) _mpsd_low=${_mpsd_line#"low_watermark_ratio = "} ;;
+      "projects = [") _mpsd_in=1 ;;
+    esac
+  done
+  if [[ -z $_mpsd_inside ]]; then
+    \builtin return 0
+  fi
+  _mpsd_number "$_mpsd_high"
+  _mpsd_high_num=$_mpsd_num
+  _mpsd_number "$_mpsd_low"
+  if [[ -n $_mpsd_high_num && -n $_mpsd_num && $_mpsd_num -le $_mpsd_high_num ]]; then
+    _MPSD_WANT_HIGH=$_mpsd_high _MPSD_WANT_LOW=$_mpsd_low
+  fi
+}
+
+_mpsd_hook() {
+  \builtin local _mpsd_status="$?" _mpsd_file _mpsd_text='' _mpsd_nocase=''
+  if \builtin shopt -q nocasematch; then
+    _mpsd_nocase=1
+    \builtin shopt -u nocasematch
+  fi
+  # limits.toml: where paths.py puts it ($MPSD_CONFIG_DIR, $XDG_CONFIG_HOME/mps, ~/.config/mps).
+  _mpsd_file=${MPSD_CONFIG_DIR-}
+  if [[ -z $_mpsd_file ]]; then
+    case ${XDG_CONFIG_HOME-} in
+      /*) _mpsd_file=$XDG_CONFIG_HOME/mps ;;
+      *) _mpsd_file=${HOME-}/.config/mps ;;
+    esac
+  fi
+  case $_mpsd_file in
+    \~) _mpsd_file=${HOME-} ;;
+    \~/*) _mpsd_file=${HOME-}/${_mpsd_file#\~/} ;;
+  esac
+  _mpsd_file=$_mpsd_file/limits.toml
+  if [[ -r $_mpsd_file ]]; then
+    IFS='' \builtin read -r -d '' _mpsd_text 2>/dev/null <"$_mpsd_file" || :
+  fi
+  if [[ -z ${_MPSD_PWD+x} || $PWD != "$_MPSD_PWD" || $_mpsd_text != "${_MPSD_TEXT-}" ]]; then
+    if [[ $PWD != "${_MPSD_PWD-}" || -z ${_MPSD_PHYS-} ]]; then
+      _mpsd_physical
+    fi
+    _MPSD_PWD=$PWD _MPSD_TEXT=$_mpsd_text
+    _mpsd_parse "$_mpsd_text"
+  fi
+  # Set by hand: present but not what the hook exported last. Then both are the user's.
+  if [[ -n ${PYTORCH_MPS_HIGH_WATERMARK_RATIO+x} && $PYTORCH_MPS_HIGH_WATERMARK_RATIO != "${_MPSD_EXPORTED_HIGH-}" ]] ||
+    [[ -n ${PYTORCH_MPS_LOW_WATERMARK_RATIO+x} && $PYTORCH_MPS_LOW_WATERMARK_RATIO != "${_MPSD_EXPORTED_LOW-}" ]]; then
+    :
+  elif [[ -n $_MPSD_WANT_HIGH ]]; then
+    if [[ ${PYTORCH_MPS_HIGH_WATERMARK_RATIO-} != "$_MPSD_WANT_HIGH" || ${PYTORCH_MPS_LOW_WATERMARK_RATIO-} != "$_MPSD_WANT_LOW" ]]; then
+      \builtin export PYTORCH_MPS_HIGH_WATERMARK_RATIO="$_MPSD_WANT_HIGH" \
+        PYTORCH_MPS_LOW_WATERMARK_RATIO="$_MPSD_WANT_LOW" \
+        _MPSD_EXPORTED_HIGH="$_MPSD_WANT_HIGH" _MPSD_EXPORTED_LOW="$_MPSD_WANT_LOW"
+    fi
+  elif [[ -n ${PYTORCH_MPS_HIGH_WATERMARK_RATIO+x}${PYTORCH_MPS_LOW_WATERMARK_RATIO+x}${_MPSD_EXPORTED_HIGH+x}${_MPSD_EXPORTED_LOW+x} ]]; then
+    \builtin unset PYTORCH_MPS_HIGH_WATERMARK_RATIO PYTORCH_MPS_LOW_WATERMARK_RATIO \
+      _MPSD_EXPORTED_HIGH _MPSD_EXPORTED_LOW
+  fi
+  if [[ -n $_mpsd_nocase ]]; then
+    \builtin shopt -s nocasematch
+  fi
+  # Keep $? for what runs after us in PROMPT_COMMAND, except under `set -e`, where a non-zero
+  # return from a prompt command would end the shell.
+  case $- in
+    *e*) \builtin return 0 ;;
+  esac
+  \builtin return "$_mpsd_status"
+}
+
+# Register once, however often this file is sourced: in bash-preexec's precmd_functions when it
+# is loaded, else at the front of PROMPT_COMMAND (the string, or element 0 of the array form).
+if [[ -n ${bash_preexec_imported-}${__bp_imported-} ]]; then
+  case " ${precmd_functions[*]-} " in
+    *" _mpsd_hook "*) ;;
+    *) precmd_functions+=(_mpsd_hook) ;;
+  esac
+else
+  case ";${PROMPT_COMMAND[*]-};" in
+    *_mpsd_hook*) ;;
+    *) PROMPT_COMMAND="_mpsd_hook${PROMPT_COMMAND:+;$PROMPT_COMMAND}" ;;
+  esac
+fi

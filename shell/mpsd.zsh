@@ -1,0 +1,126 @@
+# mpsd hook for zsh: in a project opted in with `mpsd enable`, exports
+# PYTORCH_MPS_HIGH_WATERMARK_RATIO and PYTORCH_MPS_LOW_WATERMARK_RATIO as limits.toml holds them;
+# outside, takes back what it exported. Load it with `eval "$(mpsd hook zsh)"` or by sourcing it.
+#
+# Each prompt (and each cd) runs builtins only, never a subprocess: `$(<file)` is read by zsh
+# itself, the physical directory is ${PWD:A}, and the file is parsed again only when its text or
+# $PWD changed. Values must be plain decimals in (0, 2] with low <= high to be exported (PyTorch
+# reads garbage as 0.0, which removes the cap); nothing read is ever evaluated. A value the user
+# set by hand (anything but what the hook last exported, which it keeps in _MPSD_EXPORTED_HIGH and
+# _MPSD_EXPORTED_LOW) is the user's: both are left alone.
+
+# A ratio as the file holds it -> _mpsd_num, fixed point with 9 decimals; empty unless it is a
+# plain decimal in (0, 2].
+_mpsd_number() {
+  emulate -L zsh
+  _mpsd_num=''
+  local _mpsd_int _mpsd_frac=''
+  case $1 in
+    ([0-2]) _mpsd_int=$1 ;;
+    ([0-2].[0-9]*)
+      _mpsd_int=${1%%.*} _mpsd_frac=${1#*.}
+      case $_mpsd_frac in (*[^0-9]*) return 0 ;; esac
+      (( ${#_mpsd_frac} <= 9 )) || return 0
+      ;;
+    (*) return 0 ;;
+  esac
+  _mpsd_frac=${_mpsd_frac}000000000
+  _mpsd_num=$(( _mpsd_int * 1000000000 + 10#${_mpsd_frac[1,9]} ))
+  if (( _mpsd_num <= 0 || _mpsd_num > 2000000000 )); then
+    _mpsd_num=''
+  fi
+}
+
+# Parse limits.toml's text ($1) for the physical directory: _MPSD_WANT_HIGH/_MPSD_WANT_LOW get
+# both values when it is inside a project and both are valid, else both are empty.
+_mpsd_parse() {
+  emulate -L zsh
+  typeset -g _MPSD_WANT_HIGH='' _MPSD_WANT_LOW=''
+  local _mpsd_line _mpsd_path _mpsd_high='' _mpsd_low='' _mpsd_in='' _mpsd_inside=''
+  local _mpsd_num _mpsd_high_num
+  [[ -n $_MPSD_PHYS ]] || return 0
+  for _mpsd_line in "${(@f)1}"; do
+    if [[ -n $_mpsd_in ]]; then
+      case $_mpsd_line in
+        (']') _mpsd_in='' ;;
+        ('    "/'*'",')
+          _mpsd_path=${_mpsd_line#'    "'}
+          _mpsd_path=${_mpsd_path%'",'}
+          case $_mpsd_path in
+            (*[\"\\]* | *[[:cntrl:]]*) ;;
+            (/) _mpsd_inside=1 ;;
+            (*)
+              if [[ $_MPSD_PHYS == "$_mpsd_path" || $_MPSD_PHYS == "$_mpsd_path"/* ]]; then
+                _mpsd_inside=1
+              fi
+              ;;
+          esac
+          ;;
+      esac
+      continue
+    fi
+    case $_mpsd_line in
+      ('high_watermark_ratio = '*) _mpsd_high=${_mpsd_line#'high_watermark_ratio = '} ;;
+      ('low_watermark_ratio = '*) _mpsd_low=${_mpsd_line#'low_watermark_ratio = '} ;;
+      ('projects = [') _mpsd_in=1 ;;
+    esac
+  done
+  [[ -n $_mpsd_inside ]] || return 0
+  _mpsd_number "$_mpsd_high"
+  _mpsd_high_num=$_mpsd_num
+  _mpsd_number "$_mpsd_low"
+  if [[ -n $_mpsd_high_num && -n $_mpsd_num ]] && (( _mpsd_num <= _mpsd_high_num )); then
+    _MPSD_WANT_HIGH=$_mpsd_high _MPSD_WANT_LOW=$_mpsd_low
+  fi
+}
+
+_mpsd_hook() {
+  local _mpsd_status=$?
+  emulate -L zsh
+  local _mpsd_file=${MPSD_CONFIG_DIR-} _mpsd_text=''
+  # limits.toml: where paths.py puts it ($MPSD_CONFIG_DIR, $XDG_CONFIG_HOME/mps, ~/.config/mps).
+  if [[ -z $_mpsd_file ]]; then
+    if [[ ${XDG_CONFIG_HOME-} == /* ]]; then
+      _mpsd_file=$XDG_CONFIG_HOME/mps
+    else
+      _mpsd_file=${HOME-}/.config/mps
+    fi
+  fi
+  case $_mpsd_file in
+    ('~') _mpsd_file=${HOME-} ;;
+    ('~/'*) _mpsd_file=${HOME-}/${_mpsd_file#'~/'} ;;
+  esac
+  _mpsd_file=$_mpsd_file/limits.toml
+  if [[ -f $_mpsd_file && -r $_mpsd_file ]]; then
+    _mpsd_text=$(<$_mpsd_file)
+  fi
+  if [[ -z ${_MPSD_PWD+x} || $PWD != "$_MPSD_PWD" || $_mpsd_text != "${_MPSD_TEXT-}" ]]; then
+    typeset -g _MPSD_PWD=$PWD _MPSD_TEXT=$_mpsd_text _MPSD_PHYS=${PWD:A}
+    _mpsd_parse "$_mpsd_text"
+  fi
+  # Set by hand: present but not what the hook exported last. Then both are the user's.
+  if [[ -n ${PYTORCH_MPS_HIGH_WATERMARK_RATIO+x} && $PYTORCH_MPS_HIGH_WATERMARK_RATIO != "${_MPSD_EXPORTED_HIGH-}" ]] ||
+    [[ -n ${PYTORCH_MPS_LOW_WATERMARK_RATIO+x} && $PYTORCH_MPS_LOW_WATERMARK_RATIO != "${_MPSD_EXPORTED_LOW-}" ]]; then
+    :
+  elif [[ -n $_MPSD_WANT_HIGH ]]; then
+    if [[ ${PYTORCH_MPS_HIGH_WATERMARK_RATIO-} != "$_MPSD_WANT_HIGH" || ${PYTORCH_MPS_LOW_WATERMARK_RATIO-} != "$_MPSD_WANT_LOW" ]]; then
+      export PYTORCH_MPS_HIGH_WATERMARK_RATIO=$_MPSD_WANT_HIGH \
+        PYTORCH_MPS_LOW_WATERMARK_RATIO=$_MPSD_WANT_LOW \
+        _MPSD_EXPORTED_HIGH=$_MPSD_WANT_HIGH _MPSD_EXPORTED_LOW=$_MPSD_WANT_LOW
+    fi
+  elif [[ -n ${PYTORCH_MPS_HIGH_WATERMARK_RATIO+x}${PYTORCH_MPS_LOW_WATERMARK_RATIO+x}${_MPSD_EXPORTED_HIGH+x}${_MPSD_EXPORTED_LOW+x} ]]; then
+    unset PYTORCH_MPS_HIGH_WATERMARK_RATIO PYTORCH_MPS_LOW_WATERMARK_RATIO \
+      _MPSD_EXPORTED_HIGH _MPSD_EXPORTED_LOW
+  fi
+  return $_mpsd_status
+}
+
+# Register once, however often this file is sourced: add-zsh-hook adds a function only once.
+# chpwd too, so that `cd project && python train.py` on one line already gets the values.
+if autoload -Uz +X add-zsh-hook 2>/dev/null; then
+  add-zsh-hook precmd _mpsd_hook
+  add-zsh-hook chpwd _mpsd_hook
+else
+  (( ${precmd_functions[(Ie)_mpsd_hook]} )) || precmd_functions+=(_mpsd_hook)
+  (( ${chpwd_functions[(Ie)_mpsd_hook]} )) || chpwd_functions+=(_mpsd_hook)
+fi
