@@ -6,11 +6,14 @@ code, so it imports nothing heavy: the API functions load their modules lazily.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from mpsd.inprocess import Applied
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__", "explain"]
+__all__ = ["__version__", "apply", "explain"]
 
 
 def explain(text: str) -> list[dict[str, Any]]:
@@ -18,3 +21,15 @@ def explain(text: str) -> list[dict[str, Any]]:
     from mpsd.explain import find_errors
 
     return [finding.to_json() for finding in find_errors(text)]
+
+
+def apply(directory: str | None = None, *, anywhere: bool = False) -> Applied:
+    """Set PYTORCH_MPS_HIGH/LOW_WATERMARK_RATIO from limits.toml for ``directory`` (default: the
+    current one), as the shell hook would; call it before ``import torch``. Only inside an
+    opted-in project unless ``anywhere=True``; values the user set by hand win. If torch's MPS
+    is already in use, sets the high limit with ``torch.mps.set_per_process_memory_fraction``
+    and warns that the low one could not be set. Returns what it did (``mpsd.inprocess.Applied``).
+    """
+    from mpsd.inprocess import apply as _apply
+
+    return _apply(directory, anywhere=anywhere)

@@ -10,4 +10,10 @@ from __future__ import annotations
 
 COMMANDS: dict[str, tuple[str, str]] = {
     "explain": ("explain", "explain a pasted PyTorch out-of-memory message and how to fix it"),
+    "enable": ("enable", "opt a directory (and everything below it) in"),
+    "disable": ("disable", "take an opted-in directory out"),
+    "projects": ("projects", "list the opted-in directories"),
+    "env": ("env", "print the watermark exports that apply in a directory"),
+    "run": ("run", "run a command with the watermark variables applied"),
+    "hook": ("hook", "print the shell hook code (eval \"$(mpsd hook zsh)\")"),
 }
