@@ -106,12 +106,8 @@ def containing_project(directory: str, projects: Iterable[str]) -> str | None:
 
     ``/code/app`` holds ``/code/app`` and ``/code/app/src``, never ``/code/apple``.
     """
-    best: str | None = None
-    for project in projects:
-        if project == "/" or directory == project or directory.startswith(project + "/"):
-            if best is None or len(project) > len(best):
-                best = project
-    return best
+    holders = [p for p in projects if p == "/" or directory == p or directory.startswith(p + "/")]
+    return max(holders, key=len, default=None)
 
 
 def hand_set(environ: Mapping[str, str]) -> tuple[str, ...]:

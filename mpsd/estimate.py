@@ -7,6 +7,7 @@ export at once; the daemon replaces them with learned ones at its first sample.
 from __future__ import annotations
 
 import datetime as dt
+import importlib
 import os
 from collections.abc import Iterable
 
@@ -57,11 +58,13 @@ def _memory() -> tuple[int, int]:
 
 
 def _recommended(total: int) -> tuple[int, str]:
+    # mpsd.recommended (Metal's value, probed once and cached) comes with the daemon; until it
+    # is there, the estimate from RAM.
     try:
-        from mpsd.recommended import recommended_max  # type: ignore[attr-defined,unused-ignore]
+        module = importlib.import_module("mpsd.recommended")
     except ImportError:
         return ratio.estimate_recommended_max(total), "estimate"
-    value, source = recommended_max(total)
+    value, source = module.recommended_max(total)
     return int(value), str(source)
 
 

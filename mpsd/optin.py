@@ -134,9 +134,7 @@ def disable(directory: str | None = None) -> Change:
                 f"run `mpsd disable {_quoted(owner)}` to take that one out.",
                 EXIT_ABSENT,
             )
-        raise MpsdError(
-            f"{path} is not opted in (see `mpsd projects` for the list).", EXIT_ABSENT
-        )
+        raise MpsdError(f"{path} is not opted in (see `mpsd projects` for the list).", EXIT_ABSENT)
     config, changed, written = _edit(lambda entries: projects.remove(entries, path))
     owner = projects.containing_project(path, projects.for_limits(config.projects))
     return Change(path, changed, owner, written)

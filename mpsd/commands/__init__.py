@@ -15,5 +15,5 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "projects": ("projects", "list the opted-in directories"),
     "env": ("env", "print the watermark exports that apply in a directory"),
     "run": ("run", "run a command with the watermark variables applied"),
-    "hook": ("hook", "print the shell hook code (eval \"$(mpsd hook zsh)\")"),
+    "hook": ("hook", 'print the shell hook code (eval "$(mpsd hook zsh)")'),
 }

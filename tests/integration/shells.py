@@ -105,7 +105,7 @@ class Shell:
     def values(self) -> tuple[str, str]:
         """The two variables as this shell holds them ('unset' when unset)."""
         self.child.sendline(
-            f"printf '%s=<%s> %s=<%s>\\n' HIGH \"${{{HIGH}-unset}}\" LOW \"${{{LOW}-unset}}\""
+            f'printf \'%s=<%s> %s=<%s>\\n\' HIGH "${{{HIGH}-unset}}" LOW "${{{LOW}-unset}}"'
         )
         self.child.expect(_VALUES)
         high, low = self.child.match.group(1), self.child.match.group(2)

@@ -24,8 +24,10 @@ from tests.integration.shells import (
 )
 
 pytestmark = pytest.mark.slow
-KINDS = [pytest.param(k, marks=pytest.mark.skipif(not available(k), reason=f"no {k}")) for k in
-         ("bash", "zsh")]
+KINDS = [
+    pytest.param(k, marks=pytest.mark.skipif(not available(k), reason=f"no {k}"))
+    for k in ("bash", "zsh")
+]
 
 
 @pytest.fixture
@@ -190,7 +192,7 @@ def test_hostile_limits_toml_is_never_run_and_never_exported(
     # Hostile project lines and whole-file garbage.
     for text in (
         limits_text(projects=(f"$(touch {pwned})",)),
-        limits_text(projects=(f"{tree['project']}\\\"; touch {pwned}; \\\"",)),
+        limits_text(projects=(f'{tree["project"]}\\"; touch {pwned}; \\"',)),
         "$(touch " + str(pwned) + ")\n`touch " + str(pwned) + "`\n",
         "\x00\x01garbage\xff" * 50,
     ):
@@ -337,9 +339,7 @@ def _forks(log: Path, start: str, end: str) -> list[str]:
     begin = next(i for i, line in enumerate(lines) if start in line)
     finish = next(i for i, line in enumerate(lines) if end in line and i > begin)
     return [
-        line
-        for line in lines[begin:finish]
-        if re.search(r"\b(clone3?|fork|vfork|execve)\(", line)
+        line for line in lines[begin:finish] if re.search(r"\b(clone3?|fork|vfork|execve)\(", line)
     ]
 
 
