@@ -1,0 +1,52 @@
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+from mpsd import __version__
+from mpsd.commands import COMMANDS
+from tests.conftest import ROOT, run_mpsd
+
+
+def test_help_lists_every_registered_command():
+    result = run_mpsd("--help")
+    assert result.returncode == 0
+    for name in COMMANDS:
+        assert name in result.stdout
+
+
+def test_every_command_is_documented_in_the_readme():
+    readme = (ROOT / "README.md").read_text()
+    for name in COMMANDS:
+        assert re.search(rf"mpsd {name}\b", readme), f"README does not mention `mpsd {name}`"
+
+
+def test_version_is_printed():
+    result = run_mpsd("--version")
+    assert result.returncode == 0 and result.stdout.strip() == f"mpsd {__version__}"
+
+
+def test_an_unknown_command_is_one_sentence_and_exit_2():
+    result = run_mpsd("frobnicate")
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    assert "invalid choice" in result.stderr
+
+
+def test_no_command_prints_help_and_exits_0():
+    result = run_mpsd()
+    assert result.returncode == 0 and "COMMAND" in result.stdout
+
+
+def test_cli_start_imports_nothing_heavy():
+    code = (
+        "import sys; from mpsd.cli import build_parser; build_parser();"
+        "heavy = ('torch', 'psutil', 'watchdog', 'tomlkit', 'sqlite3');"
+        "bad = [m for m in heavy if m in sys.modules];"
+        "print(','.join(bad))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    assert result.stdout.strip() == ""

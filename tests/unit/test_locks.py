@@ -1,0 +1,72 @@
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from mpsd.errors import MpsdError
+from mpsd.locks import PidLock, exclusive
+
+HOLD = """
+import sys, time
+from pathlib import Path
+from mpsd.locks import PidLock
+lock = PidLock(Path(sys.argv[1]))
+assert lock.acquire()
+print("held", flush=True)
+time.sleep(60)
+"""
+
+
+def test_a_pid_lock_names_its_holder_and_is_freed_by_kill_9(tmp_path: Path):
+    path = tmp_path / "daemon.lock"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD, str(path)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        lock = PidLock(path)
+        assert lock.is_held_elsewhere()
+        assert lock.holder() == holder.pid
+        assert not lock.acquire()
+    finally:
+        os.kill(holder.pid, signal.SIGKILL)
+        holder.wait()
+    lock = PidLock(path)
+    assert not lock.is_held_elsewhere()
+    assert lock.acquire()
+    assert lock.holder() == os.getpid()
+    lock.release()
+
+
+def test_exclusive_times_out_with_one_sentence(tmp_path: Path):
+    path = tmp_path / "limits.lock"
+    with exclusive(path):
+        start = time.monotonic()
+        child = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                "import sys; from pathlib import Path; from mpsd.locks import exclusive\n"
+                "from mpsd.errors import MpsdError\n"
+                "try:\n"
+                "    with exclusive(Path(sys.argv[1]), timeout=0.3): pass\n"
+                "except MpsdError as e: print(e)\n",
+                str(path),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=True,
+        )
+        assert "is locked by another mpsd process" in child.stdout
+        assert time.monotonic() - start < 10
+    with exclusive(path, timeout=0.1):
+        pass
+    with pytest.raises(MpsdError), exclusive(path), exclusive(path, timeout=0.1):
+        pass
