@@ -28,6 +28,8 @@ MARKS = {HIGH_VAR: MARK_HIGH, LOW_VAR: MARK_LOW}
 _SCALE = 10**9
 _PROJECT_PREFIX = '    "'
 _PROJECT_SUFFIX = '",'
+_HIGH = "high_watermark_ratio = "
+_LOW = "low_watermark_ratio = "
 
 
 def ratio_value(text: str) -> int | None:
@@ -70,17 +72,24 @@ class HookView:
 
 
 def read_view(text: str | None) -> HookView:
-    """Parse limits.toml's text the way the hooks do; ``None`` means there is no file."""
+    """Parse limits.toml's text the way the hooks do; ``None`` means there is no file.
+
+    The first ``high_watermark_ratio = `` and ``low_watermark_ratio = `` lines give the ratios;
+    the projects are the ``    "/path",`` lines between the first ``projects = [`` line and
+    the next ``]`` line (or the end), less those with a quote, a backslash or a control
+    character.
+    """
     if text is None:
         return HookView(found=False)
-    high = low = ""
+    lines = text.split("\n")
+    high = next((line[len(_HIGH) :] for line in lines if line.startswith(_HIGH)), "")
+    low = next((line[len(_LOW) :] for line in lines if line.startswith(_LOW)), "")
     projects: list[str] = []
-    in_projects = False
-    for line in text.split("\n"):
-        if in_projects:
-            if line == "]":
-                in_projects = False
-            elif (
+    if "projects = [" in lines:
+        start = lines.index("projects = [") + 1
+        end = lines.index("]", start) if "]" in lines[start:] else len(lines)
+        for line in lines[start:end]:
+            if (
                 line.startswith(_PROJECT_PREFIX + "/")
                 and line.endswith(_PROJECT_SUFFIX)
                 and len(line) >= len(_PROJECT_PREFIX) + 1 + len(_PROJECT_SUFFIX)
@@ -88,13 +97,6 @@ def read_view(text: str | None) -> HookView:
                 path = line[len(_PROJECT_PREFIX) : -len(_PROJECT_SUFFIX)]
                 if not _unsafe(path):
                     projects.append(path)
-            continue
-        if line.startswith("high_watermark_ratio = "):
-            high = line[len("high_watermark_ratio = ") :]
-        elif line.startswith("low_watermark_ratio = "):
-            low = line[len("low_watermark_ratio = ") :]
-        elif line == "projects = [":
-            in_projects = True
     high_value, low_value = ratio_value(high), ratio_value(low)
     if high_value is None or low_value is None or low_value > high_value:
         return HookView(found=True, projects=tuple(projects))

@@ -47,49 +47,43 @@ _mpsd_number() {
 }
 
 # Parse limits.toml's text ($1) for the physical directory: _MPSD_WANT_HIGH/_MPSD_WANT_LOW get
-# both values when it is inside a project and both are valid, else both are empty.
+# both values when it is inside a project and both are valid, else both are empty. Pattern
+# matching on the whole text, no loop over its lines: the first `high_watermark_ratio = ` and
+# `low_watermark_ratio = ` lines; the project lines (`    "/path",`) between the first
+# `projects = [` line and the next `]` line; the directory is inside when it or one of its
+# parents is one of them.
 _mpsd_parse() {
   _MPSD_WANT_HIGH='' _MPSD_WANT_LOW=''
-  \builtin local _mpsd_rest="$1" _mpsd_line _mpsd_path _mpsd_high='' _mpsd_low='' _mpsd_in=''
-  \builtin local _mpsd_inside='' _mpsd_num _mpsd_high_num _mpsd_nl=$'\n'
-  if [[ -z $_MPSD_PHYS ]]; then
-    \builtin return 0
-  fi
-  while [[ -n $_mpsd_rest ]]; do
-    _mpsd_line=${_mpsd_rest%%"$_mpsd_nl"*}
-    if [[ $_mpsd_line == "$_mpsd_rest" ]]; then
-      _mpsd_rest=''
-    else
-      _mpsd_rest=${_mpsd_rest#*"$_mpsd_nl"}
-    fi
-    if [[ -n $_mpsd_in ]]; then
-      case $_mpsd_line in
-        "]") _mpsd_in='' ;;
-        '    "/'*'",')
-          _mpsd_path=${_mpsd_line#'    "'}
-          _mpsd_path=${_mpsd_path%'",'}
-          case $_mpsd_path in
-            *[\"\\]* | *[[:cntrl:]]*) ;;
-            /) _mpsd_inside=1 ;;
-            *)
-              if [[ $_MPSD_PHYS == "$_mpsd_path" || $_MPSD_PHYS == "$_mpsd_path"/* ]]; then
-                _mpsd_inside=1
-              fi
-              ;;
-          esac
-          ;;
-      esac
-      continue
-    fi
-    case $_mpsd_line in
-      "high_watermark_ratio = "*) _mpsd_high=${_mpsd_line#"high_watermark_ratio = "} ;;
-      "low_watermark_ratio = "*) _mpsd_low=${_mpsd_line#"low_watermark_ratio = "} ;;
-      "projects = [") _mpsd_in=1 ;;
+  \builtin local _mpsd_nl=$'\n' _mpsd_text _mpsd_high _mpsd_low _mpsd_block _mpsd_dir
+  \builtin local _mpsd_inside='' _mpsd_num _mpsd_high_num
+  _mpsd_text="$_mpsd_nl$1$_mpsd_nl"
+  case $_mpsd_text in
+    *"${_mpsd_nl}projects = [$_mpsd_nl"*) ;;
+    *) \builtin return 0 ;;
+  esac
+  _mpsd_block="$_mpsd_nl${_mpsd_text#*"${_mpsd_nl}projects = [$_mpsd_nl"}"
+  _mpsd_block="${_mpsd_block%%"$_mpsd_nl]$_mpsd_nl"*}$_mpsd_nl"
+  _mpsd_dir=$_MPSD_PHYS
+  while [[ -n $_mpsd_dir ]]; do
+    case $_mpsd_dir in
+      *[\"\\]* | *[[:cntrl:]]*) ;;
+      *)
+        if [[ $_mpsd_block == *"$_mpsd_nl    \"$_mpsd_dir\",$_mpsd_nl"* ]]; then
+          _mpsd_inside=1
+          break
+        fi
+        ;;
     esac
+    _mpsd_dir=${_mpsd_dir%/*}
   done
-  if [[ -z $_mpsd_inside ]]; then
+  if [[ -z $_mpsd_inside && $_mpsd_block != *"$_mpsd_nl    \"/\",$_mpsd_nl"* ]]; then
     \builtin return 0
   fi
+  # A missing key leaves the text whole, which starts with a newline: an empty, invalid value.
+  _mpsd_high=${_mpsd_text#*"${_mpsd_nl}high_watermark_ratio = "}
+  _mpsd_high=${_mpsd_high%%"$_mpsd_nl"*}
+  _mpsd_low=${_mpsd_text#*"${_mpsd_nl}low_watermark_ratio = "}
+  _mpsd_low=${_mpsd_low%%"$_mpsd_nl"*}
   _mpsd_number "$_mpsd_high"
   _mpsd_high_num=$_mpsd_num
   _mpsd_number "$_mpsd_low"

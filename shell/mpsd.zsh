@@ -32,40 +32,37 @@ _mpsd_number() {
 }
 
 # Parse limits.toml's text ($1) for the physical directory: _MPSD_WANT_HIGH/_MPSD_WANT_LOW get
-# both values when it is inside a project and both are valid, else both are empty.
+# both values when it is inside a project and both are valid, else both are empty. Pattern
+# matching on the whole text, no loop over its lines: the first `high_watermark_ratio = ` and
+# `low_watermark_ratio = ` lines; the project lines (`    "/path",`) between the first
+# `projects = [` line and the next `]` line; the directory is inside when it or one of its
+# parents is one of them.
 _mpsd_parse() {
   emulate -L zsh
   typeset -g _MPSD_WANT_HIGH='' _MPSD_WANT_LOW=''
-  local _mpsd_line _mpsd_path _mpsd_high='' _mpsd_low='' _mpsd_in='' _mpsd_inside=''
-  local _mpsd_num _mpsd_high_num
-  [[ -n $_MPSD_PHYS ]] || return 0
-  for _mpsd_line in "${(@f)1}"; do
-    if [[ -n $_mpsd_in ]]; then
-      case $_mpsd_line in
-        (']') _mpsd_in='' ;;
-        ('    "/'*'",')
-          _mpsd_path=${_mpsd_line#'    "'}
-          _mpsd_path=${_mpsd_path%'",'}
-          case $_mpsd_path in
-            (*[\"\\]* | *[[:cntrl:]]*) ;;
-            (/) _mpsd_inside=1 ;;
-            (*)
-              if [[ $_MPSD_PHYS == "$_mpsd_path" || $_MPSD_PHYS == "$_mpsd_path"/* ]]; then
-                _mpsd_inside=1
-              fi
-              ;;
-          esac
-          ;;
-      esac
-      continue
+  local _mpsd_nl=$'\n' _mpsd_text _mpsd_high _mpsd_low _mpsd_block _mpsd_dir
+  local _mpsd_inside='' _mpsd_num _mpsd_high_num
+  _mpsd_text="$_mpsd_nl$1$_mpsd_nl"
+  [[ $_mpsd_text == *"${_mpsd_nl}projects = [$_mpsd_nl"* ]] || return 0
+  _mpsd_block="$_mpsd_nl${_mpsd_text#*"${_mpsd_nl}projects = [$_mpsd_nl"}"
+  _mpsd_block="${_mpsd_block%%"$_mpsd_nl]$_mpsd_nl"*}$_mpsd_nl"
+  _mpsd_dir=$_MPSD_PHYS
+  while [[ -n $_mpsd_dir ]]; do
+    if [[ $_mpsd_dir != *[\"\\[:cntrl:]]* &&
+      $_mpsd_block == *"$_mpsd_nl    \"$_mpsd_dir\",$_mpsd_nl"* ]]; then
+      _mpsd_inside=1
+      break
     fi
-    case $_mpsd_line in
-      ('high_watermark_ratio = '*) _mpsd_high=${_mpsd_line#'high_watermark_ratio = '} ;;
-      ('low_watermark_ratio = '*) _mpsd_low=${_mpsd_line#'low_watermark_ratio = '} ;;
-      ('projects = [') _mpsd_in=1 ;;
-    esac
+    _mpsd_dir=${_mpsd_dir%/*}
   done
-  [[ -n $_mpsd_inside ]] || return 0
+  if [[ -z $_mpsd_inside && $_mpsd_block != *"$_mpsd_nl    \"/\",$_mpsd_nl"* ]]; then
+    return 0
+  fi
+  # A missing key leaves the text whole, which starts with a newline: an empty, invalid value.
+  _mpsd_high=${_mpsd_text#*"${_mpsd_nl}high_watermark_ratio = "}
+  _mpsd_high=${_mpsd_high%%"$_mpsd_nl"*}
+  _mpsd_low=${_mpsd_text#*"${_mpsd_nl}low_watermark_ratio = "}
+  _mpsd_low=${_mpsd_low%%"$_mpsd_nl"*}
   _mpsd_number "$_mpsd_high"
   _mpsd_high_num=$_mpsd_num
   _mpsd_number "$_mpsd_low"

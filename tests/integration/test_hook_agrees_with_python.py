@@ -35,7 +35,15 @@ def cases(base: Path, count: int) -> list[tuple[str, Path, dict[str, str]]]:
     dirs = [base / "p", base / "p" / "a" / "b", base / "p2", base / "q", base / "p" / "x y"]
     for d in dirs:
         d.mkdir(parents=True, exist_ok=True)
-    project_pool = [str(base / "p"), str(base / "q"), "/", str(base / "p" / "a"), "relative/x"]
+    project_pool = [
+        str(base / "p"),
+        str(base / "q"),
+        "/",
+        str(base / "p" / "a"),
+        "relative/x",
+        str(base / "p2") + "/",
+        str(base / "p" / "x y"),
+    ]
     result = []
     for _ in range(count):
         projects = tuple(rng.sample(project_pool, rng.randint(0, 3)))
@@ -44,6 +52,17 @@ def cases(base: Path, count: int) -> list[tuple[str, Path, dict[str, str]]]:
             text = text.replace("projects = [", "projects = [ ")
         if rng.random() < 0.1:
             text = text.replace('",\n', '"\n', 1)
+        mutation = rng.random()
+        if mutation < 0.08:  # a key line inside the projects block
+            text = text.replace("projects = [\n", "projects = [\nhigh_watermark_ratio = 0.3\n")
+        elif mutation < 0.16:  # no closing bracket
+            text = text.replace("\n]\n", "\n")
+        elif mutation < 0.24:  # a second high line, later
+            text += "high_watermark_ratio = 0.2\n"
+        elif mutation < 0.32:  # no low line
+            text = "".join(line for line in text.splitlines(True) if not line.startswith("low_"))
+        elif mutation < 0.40:  # two project blocks
+            text += f'projects = [\n    "{base / "p2"}",\n]\n'
         result.append((text, rng.choice(dirs), rng.choice(ENVIRONMENTS)))
     return result
 
