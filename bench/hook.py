@@ -167,9 +167,7 @@ def main() -> int:
                 if forked is not None and "cd every prompt" in label:
                     forked /= 2
                 shown = "n/a" if forked is None else f"{forked:.2f}"
-                print(
-                    f"{kind:6} {label:24} {medians[label]:10.1f} {min(rounds):8.1f} {shown:>13}"
-                )
+                print(f"{kind:6} {label:24} {medians[label]:10.1f} {min(rounds):8.1f} {shown:>13}")
             if "direnv, no .envrc" in medians:
                 ratio = medians["direnv, no .envrc"] / medians["mpsd, steady"]
                 summary.append(f"{kind}: direnv / mpsd = {ratio:.0f}x")

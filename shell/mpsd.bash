@@ -55,13 +55,15 @@ _mpsd_number() {
 _mpsd_parse() {
   _MPSD_WANT_HIGH='' _MPSD_WANT_LOW=''
   \builtin local _mpsd_nl=$'\n' _mpsd_text _mpsd_high _mpsd_low _mpsd_block _mpsd_dir
-  \builtin local _mpsd_inside='' _mpsd_num _mpsd_high_num
+  \builtin local _mpsd_inside='' _mpsd_num _mpsd_high_num _mpsd_key
   _mpsd_text="$_mpsd_nl$1$_mpsd_nl"
-  case $_mpsd_text in
-    *"${_mpsd_nl}projects = [$_mpsd_nl"*) ;;
-    *) \builtin return 0 ;;
-  esac
-  _mpsd_block="$_mpsd_nl${_mpsd_text#*"${_mpsd_nl}projects = [$_mpsd_nl"}"
+  # `${x%%"$key"*}` and an offset, not `${x#*"$key"}`: bash matches the latter in quadratic time.
+  _mpsd_key="${_mpsd_nl}projects = [$_mpsd_nl"
+  _mpsd_block=${_mpsd_text%%"$_mpsd_key"*}
+  if [[ ${#_mpsd_block} -eq ${#_mpsd_text} ]]; then
+    \builtin return 0
+  fi
+  _mpsd_block="$_mpsd_nl${_mpsd_text:${#_mpsd_block}+${#_mpsd_key}}"
   _mpsd_block="${_mpsd_block%%"$_mpsd_nl]$_mpsd_nl"*}$_mpsd_nl"
   _mpsd_dir=$_MPSD_PHYS
   while [[ -n $_mpsd_dir ]]; do
@@ -79,10 +81,14 @@ _mpsd_parse() {
   if [[ -z $_mpsd_inside && $_mpsd_block != *"$_mpsd_nl    \"/\",$_mpsd_nl"* ]]; then
     \builtin return 0
   fi
-  # A missing key leaves the text whole, which starts with a newline: an empty, invalid value.
-  _mpsd_high=${_mpsd_text#*"${_mpsd_nl}high_watermark_ratio = "}
+  # A missing key: the offset runs past the end, an empty value, which is invalid.
+  _mpsd_key="${_mpsd_nl}high_watermark_ratio = "
+  _mpsd_high=${_mpsd_text%%"$_mpsd_key"*}
+  _mpsd_high=${_mpsd_text:${#_mpsd_high}+${#_mpsd_key}}
   _mpsd_high=${_mpsd_high%%"$_mpsd_nl"*}
-  _mpsd_low=${_mpsd_text#*"${_mpsd_nl}low_watermark_ratio = "}
+  _mpsd_key="${_mpsd_nl}low_watermark_ratio = "
+  _mpsd_low=${_mpsd_text%%"$_mpsd_key"*}
+  _mpsd_low=${_mpsd_text:${#_mpsd_low}+${#_mpsd_key}}
   _mpsd_low=${_mpsd_low%%"$_mpsd_nl"*}
   _mpsd_number "$_mpsd_high"
   _mpsd_high_num=$_mpsd_num
@@ -93,7 +99,8 @@ _mpsd_parse() {
 }
 
 _mpsd_hook() {
-  \builtin local _mpsd_status="$?" _mpsd_file _mpsd_text='' _mpsd_nocase=''
+  \builtin local _mpsd_status="$?" _mpsd_file _mpsd_text='' _mpsd_nocase='' _mpsd_line=''
+  \builtin local _mpsd_nl=$'\n'
   if \builtin shopt -q nocasematch; then
     _mpsd_nocase=1
     \builtin shopt -u nocasematch
@@ -111,8 +118,14 @@ _mpsd_hook() {
     \~/*) _mpsd_file=${HOME-}/${_mpsd_file#\~/} ;;
   esac
   _mpsd_file=$_mpsd_file/limits.toml
-  if [[ -r $_mpsd_file ]]; then
-    IFS='' \builtin read -r -d '' _mpsd_text 2>/dev/null <"$_mpsd_file" || :
+  if [[ -f $_mpsd_file && -r $_mpsd_file ]]; then
+    if [[ -n ${_MPSD_LINEWISE-} ]]; then
+      while IFS='' \builtin read -r _mpsd_line || [[ -n $_mpsd_line ]]; do
+        _mpsd_text="$_mpsd_text$_mpsd_line$_mpsd_nl"
+      done 2>/dev/null <"$_mpsd_file"
+    else
+      IFS='' \builtin read -r -d '' _mpsd_text 2>/dev/null <"$_mpsd_file" || :
+    fi
   fi
   if [[ -z ${_MPSD_PWD+x} || $PWD != "$_MPSD_PWD" || $_mpsd_text != "${_MPSD_TEXT-}" ]]; then
     if [[ $PWD != "${_MPSD_PWD-}" || -z ${_MPSD_PHYS-} ]]; then
@@ -145,6 +158,12 @@ _mpsd_hook() {
   esac
   \builtin return "$_mpsd_status"
 }
+
+# Before bash 5.1, `read -d ''` reads a file one byte per system call; line by line it reads
+# in blocks. From 5.1 on, the whole file in one `read` is cheaper.
+if [[ ${BASH_VERSINFO[0]} -lt 5 || (${BASH_VERSINFO[0]} -eq 5 && ${BASH_VERSINFO[1]} -lt 1) ]]; then
+  _MPSD_LINEWISE=1
+fi
 
 # Register once, however often this file is sourced: in bash-preexec's precmd_functions when it
 # is loaded, else at the front of PROMPT_COMMAND (the string, or element 0 of the array form).

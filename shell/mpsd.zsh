@@ -41,10 +41,13 @@ _mpsd_parse() {
   emulate -L zsh
   typeset -g _MPSD_WANT_HIGH='' _MPSD_WANT_LOW=''
   local _mpsd_nl=$'\n' _mpsd_text _mpsd_high _mpsd_low _mpsd_block _mpsd_dir
-  local _mpsd_inside='' _mpsd_num _mpsd_high_num
+  local _mpsd_inside='' _mpsd_num _mpsd_high_num _mpsd_key
   _mpsd_text="$_mpsd_nl$1$_mpsd_nl"
-  [[ $_mpsd_text == *"${_mpsd_nl}projects = [$_mpsd_nl"* ]] || return 0
-  _mpsd_block="$_mpsd_nl${_mpsd_text#*"${_mpsd_nl}projects = [$_mpsd_nl"}"
+  # `${x%%"$key"*}` and an offset, not `${x#*"$key"}`, which is matched in quadratic time.
+  _mpsd_key="${_mpsd_nl}projects = [$_mpsd_nl"
+  _mpsd_block=${_mpsd_text%%"$_mpsd_key"*}
+  (( ${#_mpsd_block} < ${#_mpsd_text} )) || return 0
+  _mpsd_block="$_mpsd_nl${_mpsd_text:${#_mpsd_block}+${#_mpsd_key}}"
   _mpsd_block="${_mpsd_block%%"$_mpsd_nl]$_mpsd_nl"*}$_mpsd_nl"
   _mpsd_dir=$_MPSD_PHYS
   while [[ -n $_mpsd_dir ]]; do
@@ -58,10 +61,14 @@ _mpsd_parse() {
   if [[ -z $_mpsd_inside && $_mpsd_block != *"$_mpsd_nl    \"/\",$_mpsd_nl"* ]]; then
     return 0
   fi
-  # A missing key leaves the text whole, which starts with a newline: an empty, invalid value.
-  _mpsd_high=${_mpsd_text#*"${_mpsd_nl}high_watermark_ratio = "}
+  # A missing key: the offset runs past the end, an empty value, which is invalid.
+  _mpsd_key="${_mpsd_nl}high_watermark_ratio = "
+  _mpsd_high=${_mpsd_text%%"$_mpsd_key"*}
+  _mpsd_high=${_mpsd_text:${#_mpsd_high}+${#_mpsd_key}}
   _mpsd_high=${_mpsd_high%%"$_mpsd_nl"*}
-  _mpsd_low=${_mpsd_text#*"${_mpsd_nl}low_watermark_ratio = "}
+  _mpsd_key="${_mpsd_nl}low_watermark_ratio = "
+  _mpsd_low=${_mpsd_text%%"$_mpsd_key"*}
+  _mpsd_low=${_mpsd_text:${#_mpsd_low}+${#_mpsd_key}}
   _mpsd_low=${_mpsd_low%%"$_mpsd_nl"*}
   _mpsd_number "$_mpsd_high"
   _mpsd_high_num=$_mpsd_num
