@@ -9,13 +9,17 @@
 # is ever evaluated. A value the user set by hand (anything but what the hook last exported,
 # which it keeps in _MPSD_EXPORTED_HIGH/_MPSD_EXPORTED_LOW) is the user's: both are left alone.
 
-# The physical form of $PWD into _MPSD_PHYS. `cd -P .` stays in the same directory and only
-# rewrites PWD and OLDPWD, which are put back at once.
+# The physical form of $PWD into _MPSD_PHYS. `cd -P .` stays in the same directory; when the
+# physical path differs, `cd -L` goes back to the logical one, so that `pwd`, `dirs` and
+# `cd ..` see what they saw before; PWD and OLDPWD are put back as they were.
 _mpsd_physical() {
   \builtin local _mpsd_pwd="$PWD" _mpsd_old="${OLDPWD-}" _mpsd_had_old="${OLDPWD+x}"
   _MPSD_PHYS=''
   if CDPATH='' \builtin cd -P . >/dev/null 2>&1; then
     _MPSD_PHYS=$PWD
+    if [[ $_MPSD_PHYS != "$_mpsd_pwd" ]]; then
+      CDPATH='' \builtin cd -L -- "$_mpsd_pwd" >/dev/null 2>&1 || :
+    fi
   fi
   PWD=$_mpsd_pwd
   if [[ -n $_mpsd_had_old ]]; then

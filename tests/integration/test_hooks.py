@@ -91,9 +91,17 @@ def test_exports_inside_the_project_and_below_and_nothing_in_a_prefix_sibling(
     sh.quiet(f"cd '{tree['sibling']}'")
     assert sh.values() == ("unset", "unset")
     assert sh.exported() == {}
-    # Through a symlink, the physical directory decides.
+    # Through a symlink, the physical directory decides; the logical one stays the shell's.
     sh.quiet(f"cd '{tree['link']}'")
     assert sh.values() == ("0.77", "0.7")
+    assert sh.run("pwd")[0] == [str(tree["link"])]
+    assert sh.run("dirs -l")[0] == [str(tree["link"])]
+    sh.quiet(f"cd '{tree['link'] / 'src'}'")
+    sh.quiet("cd ..")
+    assert sh.run('printf "%s\\n" "$PWD" "$OLDPWD"')[0] == [
+        str(tree["link"]),
+        str(tree["link"] / "src"),
+    ]
     sh.quiet(f"cd '{tree['outside']}'")
     assert sh.values() == ("unset", "unset")
 
