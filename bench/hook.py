@@ -79,6 +79,9 @@ def hooks(kind: str, tmp: Path) -> dict[str, tuple[str, str]]:
         "mpsd, steady": (ours, "_mpsd_hook"),
         "mpsd, cd every prompt": (ours, cd_step.format(hook="_mpsd_hook")),
     }
+    if kind == "bash":
+        # The way bash before 5.1 (macOS's /bin/bash 3.2) reads the file: line by line.
+        result["mpsd, steady, bash<5.1"] = (f"{ours}; _MPSD_LINEWISE=1", "_mpsd_hook")
     if shutil.which("direnv"):
         result["direnv, no .envrc"] = (direnv, "_direnv_hook")
     return result
@@ -96,7 +99,6 @@ def environment(tmp: Path) -> dict[str, str]:
 
 
 def measure(kind: str, setup: str, step: str, calls: int, tmp: Path) -> int:
-    # zsh runs `cd` hooks only in interactive shells; the timing is of the function itself.
     script = TIMERS[kind].format(setup=setup, step=step, calls=calls, start=tmp / "work" / "proj")
     out = subprocess.run(
         [*ARGV[kind], script], env=environment(tmp), capture_output=True, text=True, check=True
@@ -161,7 +163,9 @@ def main() -> int:
                     measure(kind, setup, step, calls, tmp) / calls for _ in range(args.rounds)
                 ]
                 if "cd every prompt" in label:
-                    rounds = [r / 2 for r in rounds]  # two prompts per step
+                    # Two prompts per step; each includes the `cd` itself (and in zsh the
+                    # chpwd run of the hook, as at an interactive prompt).
+                    rounds = [r / 2 for r in rounds]
                 medians[label] = statistics.median(rounds)
                 forked = forks(kind, setup, step, min(calls, 50), tmp)
                 if forked is not None and "cd every prompt" in label:

@@ -83,6 +83,13 @@ def _edit(change: Callable[[tuple[str, ...]], tuple[str, ...]]) -> tuple[Config,
     import tomlkit
 
     config_file = paths.config_file()
+    # With no limits.toml yet, estimate before taking the lock: the recommended max may be
+    # probed in a subprocess, and the daemon must not wait on that.
+    estimate = None
+    if limits.read() is None:
+        from mpsd.estimate import current_limits
+
+        estimate = current_limits(load_config(config_file), ())
     with exclusive(paths.limits_lock_file()):
         config = load_config(config_file)
         entries = change(config.projects)
@@ -98,7 +105,8 @@ def _edit(change: Callable[[tuple[str, ...]], tuple[str, ...]]) -> tuple[Config,
             if current is None:
                 from mpsd.estimate import current_limits
 
-                return current_limits(config, mirrored)
+                base = estimate if estimate is not None else current_limits(config, ())
+                return replace(base, projects=mirrored)
             return replace(current, projects=mirrored)
 
         written = limits.update_locked(mirror)

@@ -182,3 +182,26 @@ def test_enable_waits_for_the_limits_lock_the_daemon_holds(project: Path) -> Non
     assert result.returncode == 0, result.stderr
     assert waited >= 0.5
     assert limits.read() is not None
+
+
+def test_concurrent_enables_lose_nothing(tmp_path: Path) -> None:
+    dirs = [tmp_path / f"p{i}" for i in range(6)]
+    for d in dirs:
+        d.mkdir()
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "mpsd", "enable", str(d)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=dict(os.environ),
+        )
+        for d in dirs
+    ]
+    for proc in procs:
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == 0, err
+    expected = {str(d.resolve()) for d in dirs}
+    assert set(config_projects()) == expected
+    written = limits.read()
+    assert written is not None and set(written.projects) == expected

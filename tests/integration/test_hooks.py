@@ -247,11 +247,12 @@ def test_sourcing_twice_registers_once(
     assert sh.values() == ("0.77", "0.7")
 
 
+@pytest.mark.parametrize("kind", KINDS)
 def test_eval_of_mpsd_hook_output_works_like_sourcing(
-    tree: dict[str, Path], shells: list[Shell]
+    kind: str, tree: dict[str, Path], shells: list[Shell]
 ) -> None:
-    sh = start(shells, "bash", tree, load=False)
-    sh.quiet(f'eval "$({sys.executable} -m mpsd hook bash)"')
+    sh = start(shells, kind, tree, load=False)
+    sh.quiet(f'eval "$({sys.executable} -m mpsd hook {kind})"')
     sh.quiet(f"cd '{tree['project']}'")
     assert sh.values() == ("0.77", "0.7")
 
