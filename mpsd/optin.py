@@ -97,7 +97,7 @@ def _edit(change: Callable[[tuple[str, ...]], tuple[str, ...]]) -> tuple[Config,
         if config_changed:
             document = _load_document(config_file)
             _set_projects(document, entries)
-            write_atomic(config_file, tomlkit.dumps(document).encode("utf-8"))
+            _write(config_file, tomlkit.dumps(document).encode("utf-8"))
             config = replace(config, projects=entries)
         mirrored = projects.for_limits(config.projects)
 
@@ -109,8 +109,22 @@ def _edit(change: Callable[[tuple[str, ...]], tuple[str, ...]]) -> tuple[Config,
                 return replace(base, projects=mirrored)
             return replace(current, projects=mirrored)
 
-        written = limits.update_locked(mirror)
+        try:
+            written = limits.update_locked(mirror)
+        except OSError as exc:
+            raise _unwritable(paths.limits_file(), exc) from None
     return config, config_changed, written
+
+
+def _write(path: Path, data: bytes) -> None:
+    try:
+        write_atomic(path, data)
+    except OSError as exc:
+        raise _unwritable(path, exc) from None
+
+
+def _unwritable(path: Path, exc: OSError) -> MpsdError:
+    return MpsdError(f"cannot write {path} ({exc.strerror}); check that its directory is yours.")
 
 
 def enable(directory: str | None = None) -> Change:

@@ -205,3 +205,27 @@ def test_concurrent_enables_lose_nothing(tmp_path: Path) -> None:
     assert set(config_projects()) == expected
     written = limits.read()
     assert written is not None and set(written.projects) == expected
+
+
+def test_disable_works_for_a_directory_that_is_gone(tmp_path: Path) -> None:
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    assert run_mpsd("enable", str(gone)).returncode == 0
+    gone.rmdir()
+    result = run_mpsd("disable", str(gone))
+    assert result.returncode == 0, result.stderr
+    assert config_projects() == []
+
+
+def test_an_unwritable_config_directory_is_one_sentence(project: Path) -> None:
+    if os.geteuid() == 0:
+        blocker = paths.config_dir()
+        blocker.parent.mkdir(parents=True, exist_ok=True)
+        blocker.write_text("a file where the config directory should be")
+    else:
+        paths.config_dir().mkdir(parents=True)
+        paths.config_dir().chmod(0o500)
+    result = run_mpsd("enable", str(project))
+    assert result.returncode == 2
+    assert result.stderr.startswith("mpsd: ") and result.stderr.count("\n") == 1
+    assert "Traceback" not in result.stderr and "unexpected" not in result.stderr
