@@ -25,7 +25,9 @@ def limits_text(path: Path | None = None) -> str | None:
 
 def directory_of(directory: str | None) -> str:
     """The physical form of ``directory`` (default: the current one); it must be a directory."""
-    path = os.path.realpath(os.path.expanduser(directory)) if directory else os.getcwd()
+    from mpsd.projects import current_directory
+
+    path = os.path.realpath(os.path.expanduser(directory)) if directory else current_directory()
     if not os.path.isdir(path):
         raise MpsdError(f"{path} is not a directory; give an existing directory.")
     return os.path.realpath(path)

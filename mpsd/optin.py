@@ -35,7 +35,7 @@ class Change:
 
 def target(directory: str | None) -> str:
     """The physical path of ``directory`` (default: the current one), checked for the hooks."""
-    raw = directory if directory is not None else os.getcwd()
+    raw = directory if directory is not None else projects.current_directory()
     path = projects.physical(raw)
     issue = projects.problem(path)
     if issue is not None:

@@ -13,7 +13,27 @@ from collections.abc import Iterable
 
 from mpsd.decision import containing_project
 
-__all__ = ["add", "containing_project", "for_limits", "physical", "problem", "remove"]
+__all__ = [
+    "add",
+    "containing_project",
+    "current_directory",
+    "for_limits",
+    "physical",
+    "problem",
+    "remove",
+]
+
+
+def current_directory() -> str:
+    """The current directory (physical); a clear error when it was removed under us."""
+    try:
+        return os.getcwd()
+    except FileNotFoundError:
+        from mpsd.errors import MpsdError
+
+        raise MpsdError(
+            "the current directory no longer exists; cd to an existing one or name a directory."
+        ) from None
 
 
 def physical(path: str) -> str:

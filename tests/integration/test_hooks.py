@@ -428,3 +428,37 @@ def test_zsh_hook_has_no_command_substitution_but_the_file_read() -> None:
 
 def test_root_is_the_worktree() -> None:
     assert (ROOT / "shell").is_dir()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_hook_finds_limits_toml_where_paths_py_puts_it(kind: str, tmp_path: Path) -> None:
+    from mpsd import paths
+
+    project = (tmp_path / "proj").resolve()
+    project.mkdir()
+    home = tmp_path / "h"
+    cases = [
+        {"MPSD_CONFIG_DIR": str(tmp_path / "direct")},
+        {"MPSD_CONFIG_DIR": "~/tilde"},
+        {"XDG_CONFIG_HOME": str(tmp_path / "xdg")},
+        {"XDG_CONFIG_HOME": "relative/ignored"},
+        {},
+    ]
+    argv = ["bash", "--norc", "-c"] if kind == "bash" else ["zsh", "-f", "-c"]
+    script = f"source '{HOOKS[kind]}'; cd '{project}'; _mpsd_hook; echo \"${{{HIGH}-unset}}\""
+    for env in cases:
+        full = {"HOME": str(home), "PATH": os.environ["PATH"], **env}
+        saved = dict(os.environ)
+        try:
+            for key in ("MPSD_CONFIG_DIR", "XDG_CONFIG_HOME"):
+                os.environ.pop(key, None)
+            os.environ.update(full)
+            where = paths.limits_file()
+        finally:
+            os.environ.clear()
+            os.environ.update(saved)
+        where.parent.mkdir(parents=True, exist_ok=True)
+        where.write_text(limits_text("0.42", "0.42", (str(project),)))
+        out = subprocess.run(argv + [script], env=full, capture_output=True, text=True)
+        where.unlink()
+        assert (out.stdout.strip(), out.stderr) == ("0.42", ""), env
