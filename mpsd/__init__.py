@@ -13,7 +13,7 @@ if TYPE_CHECKING:
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__", "apply", "explain"]
+__all__ = ["__version__", "apply", "budget", "explain"]
 
 
 def explain(text: str) -> list[dict[str, Any]]:
@@ -33,3 +33,17 @@ def apply(directory: str | None = None, *, anywhere: bool = False) -> Applied:
     from mpsd.inprocess import apply as _apply
 
     return _apply(directory, anywhere=anywhere)
+
+
+def budget(ratio: float | None = None) -> int:
+    """Inside a PyTorch process: bytes it may still allocate on MPS before PyTorch's clean
+    out-of-memory error (max allowed minus what the allocator and the driver hold now).
+
+    Raises ``mpsd.mps_budget.BudgetError`` (a RuntimeError) without torch or MPS, or when no
+    cap is in force. See ``mpsd.mps_budget`` for the details.
+    """
+    # Not ``mpsd/budget.py``: importing a submodule named ``budget`` would replace this
+    # function with the module as the package attribute ``mpsd.budget``.
+    from mpsd.mps_budget import budget as _budget
+
+    return _budget(ratio)

@@ -1,0 +1,250 @@
+"""The child of ``mpsd probe``: fill MPS with ``torch.rand`` tensors until PyTorch refuses.
+
+It runs in the *user's* interpreter (``mpsd probe --python PATH``: the project venv where torch
+lives), which may not have mpsd installed and may be an older Python. So this file is
+self-contained: standard library only, Python 3.8 syntax, and the parent passes its source with
+``python -c``. The parent sets both watermark variables before this process starts, as PyTorch
+reads them once, when MPS initialises.
+
+Protocol: one JSON object a line on stdout, flushed at once:
+  {"event": "start", ...}  device, torch version, recommended max, max allowed, ratios
+  {"event": "step", "n": N, "allocated": B, "driver": B, "recommended_max": B, "max_allowed": B}
+  {"event": "oom", "message": TEXT, ...}           PyTorch's clean out-of-memory error: exit 0
+  {"event": "never_reached", ...}                   filled past max allowed with no error: exit 0
+  {"event": "error", "kind": K, "message": TEXT}    exit EXIT_NO_TORCH / EXIT_NO_MPS / EXIT_TORCH
+
+The device seam: ``MPSD_PROBE_FAKE_DEVICE=BYTES`` makes a stand-in device on the CPU play MPS
+with that recommended max. It allocates real ``torch.rand`` CPU tensors and raises PyTorch's own
+out-of-memory wording once ratio x BYTES would be exceeded. Test knobs (fake device only):
+``MPSD_PROBE_FAKE_SWAP=FILE`` with ``MPSD_PROBE_FAKE_SWAP_AT=BYTES`` (the stand-in OS: above that
+much allocated, each step adds swap-outs to the counter in FILE), ``MPSD_PROBE_FAKE_DELAY=SECONDS``
+(per step), ``MPSD_PROBE_FAKE_CRASH_AT=BYTES`` (die by SIGSEGV once that much is allocated).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import time
+from typing import Any
+
+EXIT_NO_TORCH = 3
+EXIT_NO_MPS = 4
+EXIT_TORCH = 5
+
+# PyTorch's defaults when the variable is unset (torch >= 2.0 on Apple Silicon).
+DEFAULT_HIGH = 1.7
+
+FAKE_OTHER_BYTES = 448 * 1024  # what the "driver" holds beside the tensors, as on a real Mac
+
+
+def emit(event: str, **fields: Any) -> None:
+    fields["event"] = event
+    sys.stdout.write(json.dumps(fields) + "\n")
+    sys.stdout.flush()
+
+
+def format_size(size: int) -> str:
+    """PyTorch's ``format_size`` (2.8+): "N bytes" up to 1024, else KiB/MiB/GiB, two decimals."""
+    if size <= 1024:
+        return f"{size} bytes"
+    if size <= 1048576:
+        return f"{size / 1024.0:.2f} KiB"
+    if size <= 1073741824:
+        return f"{size / 1048576.0:.2f} MiB"
+    return f"{size / 1073741824.0:.2f} GiB"
+
+
+def env_ratio(name: str, default: float) -> float:
+    value = os.environ.get(name)
+    if value is None:
+        return default
+    try:
+        return float(value)
+    except ValueError:
+        return 0.0  # PyTorch parses with strtod: garbage is 0.0
+
+
+def make_block(torch: Any, nbytes: int, device: str) -> Any:
+    """One step of the probe: ``nbytes`` of uniform random float32 on ``device``.
+
+    Random, not ``torch.ones``: macOS compresses memory, and a tensor of ones would
+    compress to almost nothing and under-report what a real model's weights take.
+    """
+    return torch.rand(max(1, nbytes // 4), dtype=torch.float32, device=device)
+
+
+class FakeDevice:
+    """A stand-in for MPS on the CPU build: real allocations, PyTorch's MPS error at the cap."""
+
+    name = "fake"
+
+    def __init__(self, torch: Any, recommended_max: int) -> None:
+        self.torch = torch
+        self.recommended = recommended_max
+        self.high = env_ratio("PYTORCH_MPS_HIGH_WATERMARK_RATIO", DEFAULT_HIGH)
+        self.allocated = 0
+        self.swap_file: str | None = os.environ.get("MPSD_PROBE_FAKE_SWAP")
+        self.swap_at = parse_bytes(os.environ.get("MPSD_PROBE_FAKE_SWAP_AT") or "0")
+        self.crash_at = parse_bytes(os.environ.get("MPSD_PROBE_FAKE_CRASH_AT") or "0")
+        self.delay = float(os.environ.get("MPSD_PROBE_FAKE_DELAY") or 0)
+
+    def recommended_max(self) -> int | None:
+        return self.recommended
+
+    def max_allowed(self) -> int | None:
+        return int(self.high * self.recommended) if self.high > 0 else None
+
+    def driver(self) -> int:
+        return self.allocated + FAKE_OTHER_BYTES
+
+    def alloc(self, nbytes: int) -> Any:
+        if self.delay:
+            time.sleep(self.delay)
+        limit = self.max_allowed()
+        if limit is not None and self.driver() + nbytes > limit:
+            raise RuntimeError(
+                f"MPS backend out of memory (MPS allocated: {format_size(self.allocated)}, "
+                f"other allocations: {format_size(FAKE_OTHER_BYTES)}, "
+                f"max allowed: {format_size(limit)}). Tried to allocate {format_size(nbytes)} "
+                "on shared pool. Use PYTORCH_MPS_HIGH_WATERMARK_RATIO=0.0 to disable upper "
+                "limit for memory allocations (may cause system failure)."
+            )
+        block = make_block(self.torch, nbytes, "cpu")
+        self.allocated += nbytes
+        if self.crash_at and self.allocated >= self.crash_at:
+            os.kill(os.getpid(), signal.SIGSEGV)
+        if self.swap_file and self.swap_at and self.allocated > self.swap_at:
+            self._swap_out(max(1, nbytes // 16384))  # this step was swapped out
+        return block
+
+    def _swap_out(self, pages: int) -> None:
+        path = str(self.swap_file)
+        try:
+            with open(path) as handle:
+                parts = handle.read().split()
+        except OSError:
+            parts = []
+        count = int(parts[0]) if parts else 0
+        rest = parts[1:]
+        with open(path + ".tmp", "w") as handle:
+            handle.write(" ".join([str(count + pages), *rest]) + "\n")
+        os.replace(path + ".tmp", path)
+
+
+class MpsDevice:
+    """The real thing: ``torch.rand`` on ``mps``, synchronised so the memory is really taken."""
+
+    name = "mps"
+
+    def __init__(self, torch: Any) -> None:
+        self.torch = torch
+        self.high = env_ratio("PYTORCH_MPS_HIGH_WATERMARK_RATIO", DEFAULT_HIGH)
+
+    def recommended_max(self) -> int | None:
+        get = getattr(self.torch.mps, "recommended_max_memory", None)  # torch >= 2.5
+        return int(get()) if get is not None else None
+
+    def max_allowed(self) -> int | None:
+        recommended = self.recommended_max()
+        if recommended is None or self.high <= 0:
+            return None
+        return int(self.high * recommended)
+
+    def driver(self) -> int:
+        return int(self.torch.mps.driver_allocated_memory())
+
+    def alloc(self, nbytes: int) -> Any:
+        block = make_block(self.torch, nbytes, "mps")
+        self.torch.mps.synchronize()
+        return block
+
+
+def physical_ram() -> int | None:
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def parse_bytes(text: str) -> int:
+    units = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    text = text.strip().upper().rstrip("B").rstrip("I")
+    unit = text[-1:] if text[-1:] in "KMG" else ""
+    return int(float(text[: len(text) - len(unit)]) * units[unit])
+
+
+def main(argv: list[str]) -> int:
+    step = parse_bytes(argv[0]) if argv else 256 << 20
+    fake = os.environ.get("MPSD_PROBE_FAKE_DEVICE")
+    try:
+        import torch
+    except ImportError as exc:
+        emit("error", kind="no_torch", message=str(exc), python=sys.executable)
+        return EXIT_NO_TORCH
+    device: FakeDevice | MpsDevice
+    if fake:
+        device = FakeDevice(torch, parse_bytes(fake))
+    else:
+        mps = getattr(torch.backends, "mps", None)
+        built = bool(mps is not None and mps.is_built())
+        if mps is None or not (built and mps.is_available()):
+            emit(
+                "error",
+                kind="no_mps",
+                message="MPS is not available to this torch",
+                built=built,
+                torch=torch.__version__,
+                platform=sys.platform,
+            )
+            return EXIT_NO_MPS
+        device = MpsDevice(torch)
+    parent = os.getppid()
+    blocks: list[Any] = []
+    emit(
+        "start",
+        device=device.name,
+        torch=torch.__version__,
+        pid=os.getpid(),
+        step=step,
+        high=os.environ.get("PYTORCH_MPS_HIGH_WATERMARK_RATIO"),
+        low=os.environ.get("PYTORCH_MPS_LOW_WATERMARK_RATIO"),
+        recommended_max=device.recommended_max(),
+        max_allowed=device.max_allowed(),
+    )
+    allocated = 0
+    n = 0
+    while True:
+        if os.getppid() != parent:
+            return 0  # the parent is gone: nobody watches swap any more, so stop
+        try:
+            blocks.append(device.alloc(step))
+        except RuntimeError as exc:
+            message = str(exc)
+            if "out of memory" not in message.lower():
+                emit("error", kind="torch", message=message)
+                return EXIT_TORCH
+            emit("oom", message=message, allocated=allocated, driver=device.driver(), steps=n)
+            return 0
+        allocated += step
+        n += 1
+        limit = device.max_allowed()
+        emit(
+            "step",
+            n=n,
+            allocated=allocated,
+            driver=device.driver(),
+            recommended_max=device.recommended_max(),
+            max_allowed=limit,
+        )
+        # PyTorch should have refused by now: the cap is not being enforced.
+        bound = limit if limit is not None else physical_ram()
+        if bound is not None and allocated > bound + 2 * step:
+            emit("never_reached", allocated=allocated, max_allowed=limit, bound=bound)
+            return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,301 @@
+"""``mpsd probe``: the article's experiment in one command; ``--calibrate``: its search."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import signal
+import sys
+from collections.abc import Callable
+from types import FrameType
+from typing import IO, TYPE_CHECKING, Any
+
+from mpsd.errors import EXIT_ABSENT, EXIT_OK, EXIT_USAGE, MpsdError
+
+if TYPE_CHECKING:  # imported for real inside run(): start-up stays fast
+    from mpsd.limits import Limits
+    from mpsd.probe_verdict import ProbeResult
+
+    Probe = Callable[[float, float], ProbeResult]
+
+DEFAULT_STEP = "256M"
+MIN_STEP = 1 << 20
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--ratio",
+        metavar="R",
+        help="the watermark ratio to test, 0 < R <= 2 (default: the one mpsd recommends now)",
+    )
+    parser.add_argument(
+        "--step",
+        metavar="SIZE",
+        default=DEFAULT_STEP,
+        help=f"size of each torch.rand tensor, e.g. 512M, 1G (default {DEFAULT_STEP})",
+    )
+    parser.add_argument(
+        "--python",
+        metavar="PATH",
+        help="the interpreter that has torch, e.g. your project's .venv/bin/python "
+        "(default: the one running mpsd)",
+    )
+    parser.add_argument("--json", action="store_true", help="print the facts as JSON on stdout")
+    parser.add_argument(
+        "--calibrate",
+        action="store_true",
+        help="step the ratio down while a run swaps and offer to write the headroom that "
+        "gave a clean error into config.toml",
+    )
+    parser.add_argument(
+        "--yes", action="store_true", help="with --calibrate: do not ask for confirmation"
+    )
+
+
+def _ratio(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and 1e-6 <= value <= 2):
+        raise MpsdError(
+            f"--ratio {text!r} is not a ratio PyTorch accepts: give a number above 0 (0.0 "
+            "would remove the cap) and at most 2, e.g. `mpsd probe --ratio 0.8`.",
+            EXIT_USAGE,
+        )
+    return value
+
+
+def _step(text: str) -> int:
+    from mpsd.sizes import parse_size
+
+    try:
+        value = parse_size(text)
+    except ValueError as exc:
+        raise MpsdError(f"--step: {exc}.", EXIT_USAGE) from None
+    if value < MIN_STEP:
+        raise MpsdError(f"--step {text!r} is too small: give at least 1M, e.g. 256M.", EXIT_USAGE)
+    return value
+
+
+def _interpreter(text: str) -> str:
+    """``--python``: a path as given (a venv's python is often a symlink: keep it), or a
+    command name found on PATH."""
+    import os
+    import shutil
+
+    if os.sep in text:
+        return os.path.expanduser(text)
+    return shutil.which(text) or text
+
+
+def _raise_exit(signum: int, _frame: FrameType | None) -> None:
+    # Unwinds through run_probe's `finally`, which kills the child's group.
+    raise SystemExit(128 + signum)
+
+
+class Progress:
+    """Allocated vs max allowed on stderr: a bar redrawn in place on a TTY, else a line at
+    every tenth of the way."""
+
+    WIDTH = 30
+
+    def __init__(self, stream: IO[str]) -> None:
+        self.stream = stream
+        self.tty = stream.isatty()
+        self.shown_tenth = -1
+        self.drawn = False
+
+    def __call__(self, event: dict[str, Any], result: ProbeResult) -> None:
+        from mpsd.sizes import format_gib
+
+        if event.get("event") != "step":
+            return
+        allocated = int(event.get("allocated") or 0)
+        limit = event.get("max_allowed")
+        share = min(1.0, allocated / limit) if limit else 0.0
+        swap = result.swapouts_before
+        text = f"{format_gib(allocated)} of " + (
+            f"{format_gib(limit)} max allowed" if limit else "an unknown max allowed"
+        )
+        if swap is None:
+            text += ", swap not watched"
+        if self.tty:
+            filled = round(share * self.WIDTH)
+            bar = "#" * filled + "-" * (self.WIDTH - filled)
+            self.stream.write(f"\r[{bar}] {text}   ")
+            self.drawn = True
+        else:
+            tenth = int(share * 10)
+            if tenth > self.shown_tenth:
+                self.shown_tenth = tenth
+                self.stream.write(f"probe: {text}\n")
+        self.stream.flush()
+
+    def done(self) -> None:
+        if self.drawn:
+            self.stream.write("\n")
+            self.stream.flush()
+            self.drawn = False
+        self.shown_tenth = -1
+
+
+def _ask(question: str) -> bool:
+    sys.stderr.write(f"{question} [y/N] ")
+    sys.stderr.flush()
+    answer = sys.stdin.readline()
+    if not answer:
+        sys.stderr.write("\n")
+    return answer.strip().lower() in ("y", "yes")
+
+
+def run(args: argparse.Namespace) -> int:
+    from mpsd import limits as limits_mod
+    from mpsd.probe import ProbeSpec, run_probe
+    from mpsd.swapwatch import choose_watch
+
+    ratio = _ratio(args.ratio) if args.ratio is not None else None
+    step = _step(args.step)
+    python = _interpreter(args.python) if args.python else sys.executable
+    current = limits_mod.read()
+    if ratio is None and current is None and not args.calibrate:
+        raise MpsdError(
+            "mpsd has no recommended ratio yet (limits.toml is missing): run `mpsd install` "
+            "(or `mpsd daemon --once`) first, or give one with `mpsd probe --ratio 0.8`.",
+            EXIT_USAGE,
+        )
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, _raise_exit)
+    watch = choose_watch()
+    progress = Progress(sys.stderr)
+
+    def probe(high: float, low: float) -> ProbeResult:
+        from mpsd.sizes import format_gib
+
+        if progress.tty:  # importing torch takes seconds: say what is happening
+            sys.stderr.write(
+                f"probe: ratio {high:.2f}, steps of {format_gib(step)}; "
+                f"starting torch in {python}\n"
+            )
+        try:
+            return run_probe(ProbeSpec(python, high, low, step), watch, progress)
+        except KeyboardInterrupt:
+            progress.done()
+            sys.stderr.write(
+                "mpsd: probe interrupted; its child was stopped and its memory freed.\n"
+            )
+            raise
+        finally:
+            progress.done()
+
+    if args.calibrate:
+        return _calibrate(args, ratio, current, probe)
+    if ratio is not None:
+        high = low = ratio
+    else:
+        assert current is not None
+        high, low = current.high_watermark_ratio, current.low_watermark_ratio
+    result = probe(high, low)
+    return _report(args, result, current)
+
+
+def _report(args: argparse.Namespace, result: ProbeResult, current: Limits | None) -> int:
+    from mpsd.probe_verdict import CLEAN, advise, report_lines, to_json
+
+    advice = advise(
+        result,
+        current.high_watermark_ratio if current else None,
+        current.headroom if current else None,
+    )
+    if args.json:
+        print(json.dumps(to_json(result, advice), indent=2))
+    else:
+        print("\n".join(report_lines(result, advice)))
+    return EXIT_OK if result.verdict == CLEAN else EXIT_ABSENT
+
+
+WARNING = """\
+WARNING: calibration fills the GPU memory with random data, run after run, until PyTorch refuses
+or the Mac starts to swap. The Mac will be slow for a moment during each run: save your work
+first. Each run is stopped the moment swap starts, and its memory is freed at once."""
+
+
+def _calibrate(
+    args: argparse.Namespace, ratio: float | None, current: Limits | None, probe: Probe
+) -> int:
+    from mpsd import paths
+    from mpsd.calibrate import calibrate, set_headroom
+    from mpsd.probe_verdict import advise, headroom_for, to_json
+    from mpsd.sizes import format_gib
+
+    if current is None:
+        raise MpsdError(
+            "calibration needs mpsd's current recommendation (limits.toml is missing): run "
+            "`mpsd install` (or `mpsd daemon --once`) first.",
+            EXIT_USAGE,
+        )
+    start = ratio if ratio is not None else current.high_watermark_ratio
+    sys.stderr.write(WARNING + "\n")
+    if not args.yes and not _ask("Start the calibration?"):
+        sys.stderr.write("Calibration cancelled; nothing was changed.\n")
+        return EXIT_ABSENT
+
+    def on_run(result: ProbeResult) -> None:
+        seen = result.swap_seen_at_bytes or result.allocated_bytes
+        what = {
+            "clean": f"clean error at {format_gib(result.error_at_bytes or 0)}",
+            "swapped": f"swapped at {format_gib(seen)} ({result.swapouts} swap-outs)",
+            "pressure_critical": f"pressure critical at {format_gib(seen)}",
+        }.get(result.verdict, "no error from PyTorch")
+        sys.stderr.write(f"calibrate: ratio {result.high:.2f}: {what}\n")
+
+    found = calibrate(start, lambda r: probe(r, r), on_run)
+    clean = found.clean_ratio
+    headroom = (
+        headroom_for(clean, current.high_watermark_ratio, current.headroom)
+        if clean is not None
+        else None
+    )
+    written = False
+    config = paths.config_file()
+    if found.changed and headroom is not None:
+        line = f"headroom = {headroom:g}"
+        if not args.json:
+            print(
+                f"Ratio {clean:.2f} gave a clean error; ratio {start:.2f} swapped. "
+                f"The headroom that gives {clean:.2f}: `{line}`."
+            )
+        if args.yes or _ask(f"Write `{line}` to {config}?"):
+            set_headroom(config, headroom)
+            written = True
+            sys.stderr.write(
+                f"Wrote `{line}` to {config}; the daemon applies it at its next sample "
+                "(`mpsd status` shows the new ratio).\n"
+            )
+        else:
+            sys.stderr.write("Nothing was written.\n")
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "runs": [
+                        to_json(r, advise(r, current.high_watermark_ratio, current.headroom))
+                        for r in found.runs
+                    ],
+                    "clean_ratio": found.clean_ratio,
+                    "headroom": headroom,
+                    "config_file": str(config),
+                    "written": written,
+                    "stopped": found.stopped,
+                },
+                indent=2,
+            )
+        )
+    if found.stopped is not None:
+        if not args.json:
+            print(f"Calibration stopped: {found.stopped}.")
+        return EXIT_ABSENT
+    if not found.changed and not args.json:
+        print(f"Ratio {start:.2f} already gives a clean error with no swap: nothing to change.")
+    return EXIT_OK

@@ -1,0 +1,277 @@
+"""Run the probe child and watch the Mac while it fills MPS (the I/O half of ``mpsd probe``).
+
+The child (``mpsd/_probe_child.py``) runs in its own process group with both watermark
+variables set; it reports each step as a JSON line. After every step, and every ``poll``
+seconds while a step hangs (a swapping Mac is slow), the parent reads the swap-out counter and
+the pressure level; when swap starts or pressure turns critical it SIGKILLs the whole group at
+once. Whatever happens (an error, Ctrl-C, SIGTERM) the child is killed and reaped before
+``run_probe`` returns or raises: nothing is left running.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import selectors
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+from mpsd.errors import EXIT_ABSENT, EXIT_USAGE, MpsdError
+from mpsd.probe_verdict import NEVER, OOM, PRESSURE, SWAP, ProbeResult, parse_oom
+from mpsd.sample import PRESSURE_CRITICAL
+from mpsd.sizes import format_gib
+from mpsd.swapwatch import Watch
+
+CHILD_SOURCE = Path(__file__).with_name("_probe_child.py")
+HIGH_VAR = "PYTORCH_MPS_HIGH_WATERMARK_RATIO"
+LOW_VAR = "PYTORCH_MPS_LOW_WATERMARK_RATIO"
+
+# The child's exit codes for a missing torch / MPS / another torch error (see _probe_child.py).
+CHILD_NO_TORCH = 3
+CHILD_NO_MPS = 4
+CHILD_TORCH = 5
+
+
+@dataclass(frozen=True)
+class ProbeSpec:
+    python: str
+    high: float
+    low: float
+    step_bytes: int
+    poll: float = 0.2
+
+
+def plain_ratio(value: float) -> str:
+    """A ratio as the plain decimal PyTorch's strtod reads (never an exponent, never empty)."""
+    text = f"{value:.10f}".rstrip("0").rstrip(".")
+    if float(text) <= 0:  # "0" would remove the cap: never hand that to PyTorch
+        raise ValueError(f"ratio {value!r} is too small")
+    return text
+
+
+def child_env(spec: ProbeSpec, base: Mapping[str, str]) -> dict[str, str]:
+    env = dict(base)
+    env[HIGH_VAR] = plain_ratio(spec.high)
+    env[LOW_VAR] = plain_ratio(spec.low)
+    env["PYTHONWARNINGS"] = "ignore"  # torch's import-time warnings are noise here
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    """SIGKILL the child's whole process group, then reap the child.
+
+    Nothing reaps the child before this (no ``poll()``), so its pid, and with it the group id,
+    is still ours even if it has exited: the kill cannot hit a stranger that reused the id.
+    Anything the child started in its group dies with it.
+    """
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    if proc.stdout is not None:
+        proc.stdout.close()
+
+
+def _stderr_tail(handle: IO[bytes], lines: int = 3) -> str:
+    handle.seek(0)
+    text = handle.read()[-8192:].decode("utf-8", "replace")
+    kept = [line.strip() for line in text.splitlines() if line.strip()]
+    return " / ".join(kept[-lines:])
+
+
+def run_probe(
+    spec: ProbeSpec,
+    watch: Watch,
+    on_event: Callable[[dict[str, Any], ProbeResult], None] | None = None,
+    env: Mapping[str, str] | None = None,
+) -> ProbeResult:
+    """Run one probe with ``spec``; return what happened.
+
+    Raises ``MpsdError`` when the child cannot do the test (no torch, no MPS, a crash). The
+    child is always dead and reaped when this returns or raises.
+    """
+    if not os.path.isfile(spec.python) or not os.access(spec.python, os.X_OK):
+        raise MpsdError(
+            f"{spec.python} is not a Python interpreter; give the one of your project's venv, "
+            "e.g. `mpsd probe --python .venv/bin/python`.",
+            EXIT_USAGE,
+        )
+    result = ProbeResult(
+        high=spec.high, low=spec.low, step_bytes=spec.step_bytes, outcome="", python=spec.python
+    )
+    result.swapouts_before, pressure = watch()
+    result.pressure_max = pressure
+    if pressure is not None and pressure >= PRESSURE_CRITICAL:
+        raise MpsdError(
+            "memory pressure is already critical: quit a memory-hungry app, then run "
+            "`mpsd probe` again.",
+            EXIT_ABSENT,
+        )
+    source = CHILD_SOURCE.read_text(encoding="utf-8")
+    argv = [spec.python, "-c", source, str(spec.step_bytes)]
+    started = time.monotonic()
+    last_event: dict[str, Any] | None = None
+    with tempfile.TemporaryFile() as stderr:
+        proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            env=child_env(spec, env if env is not None else os.environ),
+            start_new_session=True,  # its own group: one killpg frees everything it holds
+        )
+        try:
+            last_event = _watch_child(proc, spec, watch, result, on_event)
+        finally:
+            _kill_group(proc)
+        result.seconds = time.monotonic() - started
+        after, pressure = watch()
+        if result.outcome not in (SWAP, PRESSURE):
+            result.swapouts_after = after
+        _note_pressure(result, pressure)
+        if not result.outcome:
+            _child_failed(proc.returncode, last_event, result, _stderr_tail(stderr))
+    return result
+
+
+def _note_pressure(result: ProbeResult, pressure: int | None) -> None:
+    if pressure is not None:
+        result.pressure_max = max(pressure, result.pressure_max or 0)
+
+
+def _watch_child(
+    proc: subprocess.Popen[bytes],
+    spec: ProbeSpec,
+    watch: Watch,
+    result: ProbeResult,
+    on_event: Callable[[dict[str, Any], ProbeResult], None] | None,
+) -> dict[str, Any] | None:
+    """Read the child's events until it ends or must be stopped; return its last event."""
+    assert proc.stdout is not None
+    fd = proc.stdout.fileno()
+    os.set_blocking(fd, False)
+    buffer = b""
+    last: dict[str, Any] | None = None
+    with selectors.DefaultSelector() as selector:
+        selector.register(fd, selectors.EVENT_READ)
+        eof = False
+        while not eof:
+            ready = selector.select(timeout=spec.poll)
+            if ready:
+                chunk = os.read(fd, 65536)
+                eof = not chunk
+                buffer += chunk
+            *lines, buffer = buffer.split(b"\n")
+            if eof and buffer:
+                lines.append(buffer)
+            for line in lines:
+                event = _decode(line)
+                if event is None:
+                    continue
+                last = event
+                _apply(event, result)
+                if on_event is not None:
+                    on_event(event, result)
+                if event.get("event") == "step" and _must_stop(watch, result):
+                    return last
+                if result.outcome:
+                    return last
+            if not ready and _must_stop(watch, result):
+                return last
+    return last
+
+
+def _decode(line: bytes) -> dict[str, Any] | None:
+    try:
+        event = json.loads(line.decode("utf-8", "replace"))
+    except ValueError:
+        return None
+    return event if isinstance(event, dict) and "event" in event else None
+
+
+def _apply(event: dict[str, Any], result: ProbeResult) -> None:
+    kind = event["event"]
+    if kind == "start":
+        result.device = str(event.get("device") or "mps")
+        result.torch_version = event.get("torch")
+        result.recommended_max_bytes = event.get("recommended_max")
+        result.max_allowed_bytes = event.get("max_allowed")
+    elif kind == "step":
+        result.steps = int(event.get("n") or result.steps + 1)
+        result.allocated_bytes = int(event.get("allocated") or 0)
+        result.driver_bytes = event.get("driver")
+        result.recommended_max_bytes = event.get("recommended_max", result.recommended_max_bytes)
+        result.max_allowed_bytes = event.get("max_allowed", result.max_allowed_bytes)
+    elif kind == "oom":
+        result.outcome = OOM
+        result.oom_message = str(event.get("message") or "")
+        result.oom = parse_oom(result.oom_message)
+        result.driver_bytes = event.get("driver", result.driver_bytes)
+    elif kind == "never_reached":
+        result.outcome = NEVER
+
+
+def _must_stop(watch: Watch, result: ProbeResult) -> bool:
+    """Read swap and pressure now; mark the result and return True when the child must die."""
+    swapouts, pressure = watch()
+    _note_pressure(result, pressure)
+    before = result.swapouts_before
+    if swapouts is not None and before is not None and swapouts > before:
+        result.outcome = SWAP
+    elif pressure is not None and pressure >= PRESSURE_CRITICAL:
+        result.outcome = PRESSURE
+    else:
+        return False
+    result.swapouts_after = swapouts
+    result.swap_seen_at_bytes = result.allocated_bytes
+    return True
+
+
+def _child_failed(
+    returncode: int, last: dict[str, Any] | None, result: ProbeResult, stderr_tail: str
+) -> None:
+    """The child ended without a verdict: raise the one sentence that says why."""
+    python = result.python
+    if last is not None and last.get("event") == "error":
+        kind = last.get("kind")
+        if kind == "no_torch":
+            raise MpsdError(
+                f"torch is not installed for {python}: install it into your project's venv "
+                f"(`{python} -m pip install torch`), or point mpsd at the venv's interpreter "
+                "with `mpsd probe --python .venv/bin/python`.",
+                EXIT_USAGE,
+            )
+        if kind == "no_mps":
+            raise MpsdError(
+                f"MPS is not available to torch {last.get('torch', '')} on this machine "
+                f"({last.get('platform', 'unknown')}): MPS needs an Apple Silicon Mac with "
+                "macOS 12.3+ and a torch built with MPS (the macOS arm64 wheels are).",
+                EXIT_USAGE,
+            )
+        first = str(last.get("message") or "").strip().splitlines()[:1]
+        raise MpsdError(
+            f"PyTorch failed before its out-of-memory error ({first[0] if first else 'no text'}); "
+            "paste it into `mpsd explain` for what it means.",
+            EXIT_USAGE,
+        )
+    if returncode < 0:
+        try:
+            how = f"killed by {signal.Signals(-returncode).name}"
+        except ValueError:
+            how = f"killed by signal {-returncode}"
+    else:
+        how = f"exited with status {returncode}"
+    where = f" after {result.steps} steps ({format_gib(result.allocated_bytes)} allocated)"
+    detail = f"; its last words: {stderr_tail}" if stderr_tail else ""
+    raise MpsdError(
+        f"the probe's child ({python}) {how}{where} without PyTorch's error, so there is no "
+        f"verdict{detail}; run `mpsd probe` again, and if it crashes again try a smaller `--step`.",
+        EXIT_USAGE,
+    )

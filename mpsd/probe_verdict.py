@@ -1,0 +1,299 @@
+"""What a probe run means: the verdict, the advice, the JSON, the calibration arithmetic. Pure.
+
+The orchestration (``mpsd.probe``) fills a ``ProbeResult``; everything a user reads about it is
+computed here, so it can be tested without a child process.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from mpsd.ratio import floor2
+from mpsd.sample import PRESSURE_CRITICAL
+from mpsd.sizes import format_gib
+
+# How the child's run ended (``ProbeResult.outcome``).
+OOM = "oom"  # PyTorch raised its clean out-of-memory error
+SWAP = "swap"  # the parent stopped the child: swap-outs rose
+PRESSURE = "pressure"  # the parent stopped the child: pressure turned critical
+NEVER = "never_reached"  # filled past max allowed and PyTorch never refused
+
+# The verdicts a user reads (``mpsd probe --json`` "verdict").
+CLEAN = "clean"
+SWAPPED = "swapped"
+CRITICAL = "pressure_critical"
+NEVER_REACHED = "never_reached"
+
+CALIBRATION_STEP = 0.05
+CALIBRATION_FLOOR = 0.1
+PRESSURE_NAMES = {1: "normal", 2: "warning", 4: "critical"}
+
+
+@dataclass
+class ProbeResult:
+    """One run of the probe child, as the parent saw it."""
+
+    high: float
+    low: float
+    step_bytes: int
+    outcome: str
+    python: str = ""
+    device: str = "mps"
+    torch_version: str | None = None
+    steps: int = 0
+    allocated_bytes: int = 0  # what the child held when the run ended
+    driver_bytes: int | None = None
+    recommended_max_bytes: int | None = None
+    max_allowed_bytes: int | None = None
+    oom_message: str | None = None
+    oom: dict[str, Any] | None = None
+    swapouts_before: int | None = None
+    swapouts_after: int | None = None
+    pressure_max: int | None = None
+    seconds: float = 0.0
+    swap_seen_at_bytes: int | None = None  # allocated when swap (or critical pressure) was seen
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def swap_watched(self) -> bool:
+        return self.swapouts_before is not None and self.swapouts_after is not None
+
+    @property
+    def swapouts(self) -> int | None:
+        """Swap-outs during the run (pages), None when swap could not be watched here."""
+        if self.swapouts_before is None or self.swapouts_after is None:
+            return None
+        return max(0, self.swapouts_after - self.swapouts_before)
+
+    @property
+    def verdict(self) -> str:
+        if self.outcome == SWAP or (self.swapouts or 0) > 0:
+            return SWAPPED
+        if self.outcome == PRESSURE or (self.pressure_max or 0) >= PRESSURE_CRITICAL:
+            return CRITICAL
+        if self.outcome == NEVER:
+            return NEVER_REACHED
+        return CLEAN
+
+    @property
+    def error_at_bytes(self) -> int | None:
+        """Where the clean error came: what PyTorch held (allocated + other) when it refused."""
+        if self.outcome != OOM:
+            return None
+        if self.oom and self.oom.get("allocated_bytes") is not None:
+            return int(self.oom["allocated_bytes"]) + int(self.oom.get("other_bytes") or 0)
+        return self.driver_bytes if self.driver_bytes is not None else self.allocated_bytes
+
+    @property
+    def effective_max_allowed(self) -> int | None:
+        if self.max_allowed_bytes is not None:
+            return self.max_allowed_bytes
+        if self.oom and self.oom.get("max_allowed_bytes") is not None:
+            return int(self.oom["max_allowed_bytes"])
+        return None
+
+
+# --- the out-of-memory message -------------------------------------------------------------
+
+_NUMBER = r"(\d+(?:\.\d+)?)\s*(bytes|[KMG]i?B)"
+_MPS_OOM = re.compile(
+    r"MPS backend out of memory\s*\(\s*MPS allocated:\s*" + _NUMBER + r",\s*"
+    r"(?:other\s+allocations:\s*" + _NUMBER + r",\s*)?"
+    r"max\s+allowed:\s*" + _NUMBER + r"\s*\)\.?\s*"
+    r"(?:Tried\s+to\s+allocate\s+" + _NUMBER + r"(?:\s+on\s+(private|shared)\s+pool)?)?",
+    re.IGNORECASE,
+)
+_UNIT = {"bytes": 1, "kb": 1 << 10, "kib": 1 << 10, "mb": 1 << 20, "mib": 1 << 20}
+_UNIT |= {"gb": 1 << 30, "gib": 1 << 30}
+
+
+def _bytes(number: str | None, unit: str | None) -> int | None:
+    if number is None or unit is None:
+        return None
+    return round(float(number) * _UNIT[unit.lower()])
+
+
+def parse_oom(text: str) -> dict[str, Any] | None:
+    """The numbers of PyTorch's MPS out-of-memory error in ``text`` (bytes), None if absent.
+
+    Uses ``mpsd.explain`` where it exists (every wording); else a regex for the current ones.
+    """
+    try:
+        from mpsd.explain import find_errors  # type: ignore[import-not-found,import-untyped,unused-ignore]
+
+        for finding in find_errors(text):
+            data = finding.to_json()
+            if data.get("kind") == "mps_oom":
+                return dict(data)
+    except (ImportError, AttributeError):
+        pass  # not on this branch yet, or another shape: the regex below covers PyTorch 2.x
+    match = _MPS_OOM.search(" ".join(text.split()))
+    if match is None:
+        return None
+    g = match.groups()
+    return {
+        "kind": "mps_oom",
+        "allocated_bytes": _bytes(g[0], g[1]),
+        "other_bytes": _bytes(g[2], g[3]),
+        "max_allowed_bytes": _bytes(g[4], g[5]),
+        "requested_bytes": _bytes(g[6], g[7]),
+        "pool": g[8].lower() if g[8] else None,
+    }
+
+
+# --- advice --------------------------------------------------------------------------------
+
+
+def safe_ratio(result: ProbeResult) -> float:
+    """A ratio likely to give a clean error after ``result`` swapped: below where swap started
+    (with 5% to spare) and at least one calibration step below the ratio tried."""
+    candidate = result.high - CALIBRATION_STEP
+    limit = result.effective_max_allowed
+    if result.swap_seen_at_bytes and limit:
+        candidate = min(candidate, result.high * result.swap_seen_at_bytes / limit * 0.95)
+    return max(CALIBRATION_FLOOR, floor2(candidate))
+
+
+def headroom_for(ratio: float, current_ratio: float, current_headroom: float) -> float:
+    """The headroom that makes the daemon recommend ``ratio`` where it recommends
+    ``current_ratio`` with ``current_headroom`` now (the ratio is proportional to the headroom),
+    rounded down to two decimals, kept in config.toml's range (0, 1]."""
+    if current_ratio <= 0:
+        raise ValueError("current_ratio must be positive")
+    return min(1.0, max(0.01, floor2(current_headroom * ratio / current_ratio)))
+
+
+def next_calibration_ratio(ratio: float) -> float | None:
+    """The next ratio to try after ``ratio`` swapped; None below the floor (give up)."""
+    nxt = floor2(round(ratio - CALIBRATION_STEP, 6))
+    return nxt if nxt >= CALIBRATION_FLOOR else None
+
+
+@dataclass(frozen=True)
+class Advice:
+    text: str
+    config_line: str | None = None  # e.g. "headroom = 0.7"
+    ratio: float | None = None  # a ratio to try next
+
+
+def advise(
+    result: ProbeResult, current_ratio: float | None, current_headroom: float | None
+) -> Advice:
+    """What to do after ``result``. ``current_ratio``/``current_headroom``: what limits.toml
+    holds now (None when there is no recommendation yet)."""
+    verdict = result.verdict
+    if verdict == CLEAN and result.steps == 0:
+        return Advice(
+            f"PyTorch refused the very first step of {format_gib(result.step_bytes)}, so swap "
+            "was not tested: run again with a smaller `--step`."
+        )
+    if verdict == CLEAN and not result.swap_watched:
+        return Advice(
+            f"At ratio {result.high:.2f} PyTorch raised its clean error, but swap could not be "
+            "watched on this system, so whether the Mac swapped first is unknown."
+        )
+    if verdict == CLEAN:
+        return Advice(
+            f"All good: at ratio {result.high:.2f} PyTorch stops with its clean error before "
+            "the Mac swaps. Keep the current setting."
+        )
+    if verdict == NEVER_REACHED:
+        return Advice(
+            "PyTorch never raised its out-of-memory error: the watermark was not in force in the "
+            "child (check `mpsd env` and that nothing resets PYTORCH_MPS_HIGH_WATERMARK_RATIO)."
+        )
+    ratio = safe_ratio(result)
+    what = "the Mac swapped" if verdict == SWAPPED else "memory pressure turned critical"
+    if current_ratio and current_headroom:
+        headroom = headroom_for(ratio, current_ratio, current_headroom)
+        line = f"headroom = {headroom:g}"
+        return Advice(
+            f"At ratio {result.high:.2f} {what} before PyTorch's clean error. Lower the headroom: "
+            f"put `{line}` in config.toml, or run `mpsd probe --calibrate` to find the value "
+            "by experiment.",
+            config_line=line,
+            ratio=ratio,
+        )
+    return Advice(
+        f"At ratio {result.high:.2f} {what} before PyTorch's clean error. Try a lower ratio: "
+        f"`mpsd probe --ratio {ratio:.2f}`.",
+        ratio=ratio,
+    )
+
+
+# --- output --------------------------------------------------------------------------------
+
+
+def to_json(result: ProbeResult, advice: Advice) -> dict[str, Any]:
+    """The facts of ``mpsd probe --json``: the same the text report shows."""
+    return {
+        "verdict": result.verdict,
+        "outcome": result.outcome,
+        "high_watermark_ratio": result.high,
+        "low_watermark_ratio": result.low,
+        "step_bytes": result.step_bytes,
+        "steps": result.steps,
+        "allocated_bytes": result.allocated_bytes,
+        "error_at_bytes": result.error_at_bytes,
+        "max_allowed_bytes": result.effective_max_allowed,
+        "recommended_max_bytes": result.recommended_max_bytes,
+        "swap_watched": result.swap_watched,
+        "swapouts": result.swapouts,
+        "swap_seen_at_bytes": result.swap_seen_at_bytes,
+        "pressure_max": result.pressure_max,
+        "oom": result.oom,
+        "message": result.oom_message,
+        "device": result.device,
+        "torch": result.torch_version,
+        "python": result.python,
+        "seconds": round(result.seconds, 3),
+        "advice": advice.text,
+        "config_line": advice.config_line,
+        "suggested_ratio": advice.ratio,
+    }
+
+
+def report_lines(result: ProbeResult, advice: Advice) -> list[str]:
+    """The human report, one fact a line."""
+    lines = [
+        f"Probe: ratio {result.high:.2f} (low {result.low:.2f}), steps of "
+        f"{format_gib(result.step_bytes)} of torch.rand on {result.device}"
+        + (f" (torch {result.torch_version})" if result.torch_version else "")
+        + "."
+    ]
+    limit = result.effective_max_allowed
+    limit_text = "max allowed " + (format_gib(limit) if limit is not None else "unknown")
+    if result.recommended_max_bytes and limit is not None:
+        limit_text += (
+            f" ({result.high:.2f} x {format_gib(result.recommended_max_bytes)} recommended max)"
+        )
+    if result.outcome == OOM:
+        at = result.error_at_bytes or 0
+        lines.append(
+            f"Clean error at {format_gib(at)} held, {limit_text}, after {result.steps} steps."
+        )
+    elif result.outcome in (SWAP, PRESSURE):
+        cause = "Swap started" if result.outcome == SWAP else "Memory pressure turned critical"
+        seen = result.swap_seen_at_bytes or result.allocated_bytes
+        lines.append(
+            f"{cause} at {format_gib(seen)} allocated, {limit_text}: "
+            "the child was stopped at once and its memory freed."
+        )
+    else:
+        lines.append(
+            f"No error after {format_gib(result.allocated_bytes)} allocated, {limit_text}."
+        )
+    if result.swapouts is None:
+        lines.append("Swap-outs during the run: unknown (swap cannot be watched here).")
+    else:
+        pressure = PRESSURE_NAMES.get(result.pressure_max or 0)
+        lines.append(
+            f"Swap-outs during the run: {result.swapouts}"
+            + (f" (peak pressure: {pressure})." if pressure else ".")
+        )
+    lines.append(f"Verdict: {result.verdict.replace('_', ' ')}.")
+    lines.append(advice.text)
+    lines.extend(result.notes)
+    return lines

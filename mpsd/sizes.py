@@ -1,0 +1,29 @@
+"""Sizes in bytes: parse what a user types ("512M", "1G", "256MiB") and print them back. Pure."""
+
+from __future__ import annotations
+
+import math
+import re
+
+_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*([KMGT]?)(?:I?B)?\s*$", re.IGNORECASE)
+
+
+def parse_size(text: str) -> int:
+    """Bytes in ``text``: a number with an optional K/M/G/T unit (powers of 1024, as PyTorch
+    prints them; "MB", "MiB" and "M" are the same). Raise ValueError when it is not a
+    positive size."""
+    match = _SIZE.match(text)
+    if not match:
+        raise ValueError(f"{text!r} is not a size (examples: 256M, 1G, 1.5G)")
+    value = float(match.group(1)) * _UNITS[match.group(2).upper()]
+    if not math.isfinite(value) or value < 1:
+        raise ValueError(f"{text!r} is not a positive size")
+    return int(value)
+
+
+def format_gib(size: int | float) -> str:
+    """Bytes as GiB with two decimals ("18.72 GiB"), or MiB below 1 GiB ("20.00 MiB")."""
+    if abs(size) >= 1 << 30:
+        return f"{size / (1 << 30):.2f} GiB"
+    return f"{size / (1 << 20):.2f} MiB"

@@ -1,0 +1,210 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mpsd import probe_verdict as pv
+from mpsd.probe_verdict import ProbeResult
+from tests.unit.test_swapwatch import FIXTURES
+
+GIB = 1 << 30
+MIB = 1 << 20
+OOM_TEXT = (
+    "RuntimeError: MPS backend out of memory (MPS allocated: 29.50 GiB, other allocations: "
+    "448.00 KiB, max allowed: 29.95 GiB). Tried to allocate 512.00 MiB on shared pool. Use "
+    "PYTORCH_MPS_HIGH_WATERMARK_RATIO=0.0 to disable upper limit for memory allocations (may "
+    "cause system failure)."
+)
+
+
+def _clean() -> ProbeResult:
+    return ProbeResult(
+        high=0.8,
+        low=0.8,
+        step_bytes=512 * MIB,
+        outcome=pv.OOM,
+        steps=59,
+        allocated_bytes=int(29.5 * GIB),
+        recommended_max_bytes=int(37.44 * GIB),
+        max_allowed_bytes=int(29.95 * GIB),
+        oom_message=OOM_TEXT,
+        oom=pv.parse_oom(OOM_TEXT),
+        swapouts_before=100,
+        swapouts_after=100,
+        pressure_max=1,
+    )
+
+
+def _swapped() -> ProbeResult:
+    return ProbeResult(
+        high=1.0,
+        low=1.0,
+        step_bytes=512 * MIB,
+        outcome=pv.SWAP,
+        steps=48,
+        allocated_bytes=24 * GIB,
+        recommended_max_bytes=int(37.44 * GIB),
+        max_allowed_bytes=int(37.44 * GIB),
+        swapouts_before=100,
+        swapouts_after=5000,
+        swap_seen_at_bytes=24 * GIB,
+        pressure_max=2,
+    )
+
+
+def test_every_recorded_mps_oom_message_gives_its_numbers() -> None:
+    rows = [json.loads(line) for line in (FIXTURES / "oom-messages.jsonl").read_text().splitlines()]
+    checked = 0
+    for row in rows:
+        expected = row["expected"]
+        if expected.get("kind") != "mps_oom":
+            continue
+        found = pv.parse_oom(row["text"])
+        assert found is not None, row["id"]
+        for key in ("allocated_bytes", "other_bytes", "max_allowed_bytes", "requested_bytes"):
+            if key in expected:
+                assert found[key] == expected[key], (row["id"], key)
+        checked += 1
+    assert checked >= 20
+
+
+def test_text_without_an_mps_oom_gives_nothing() -> None:
+    assert pv.parse_oom("CUDA out of memory. Tried to allocate 2.00 GiB") is None
+
+
+def test_a_clean_error_with_no_swap_is_clean_and_says_all_good() -> None:
+    result = _clean()
+    advice = pv.advise(result, 0.8, 0.8)
+    assert result.verdict == pv.CLEAN
+    assert result.error_at_bytes == int(29.5 * GIB) + 448 * 1024
+    assert advice.config_line is None
+    assert advice.text.startswith("All good")
+    text = "\n".join(pv.report_lines(result, advice))
+    assert "Clean error at 29.50 GiB held, max allowed 29.95 GiB (0.80 x 37.44 GiB" in text
+    assert "Swap-outs during the run: 0" in text
+    assert "Verdict: clean." in text
+
+
+def test_a_clean_error_at_the_first_step_or_without_a_swap_watch_is_not_all_good() -> None:
+    result = _clean()
+    result.steps = 0
+    assert "smaller `--step`" in pv.advise(result, 0.8, 0.8).text
+    result = _clean()
+    result.swapouts_before = result.swapouts_after = None
+    assert result.verdict == pv.CLEAN
+    assert "swap could not be watched" in pv.advise(result, 0.8, 0.8).text
+
+
+def test_swap_during_a_run_that_ended_cleanly_still_counts_as_swapped() -> None:
+    result = _clean()
+    result.swapouts_after = 101
+    assert result.verdict == pv.SWAPPED
+
+
+def test_a_swapped_run_gives_the_exact_headroom_line_to_put_in_config() -> None:
+    result = _swapped()
+    advice = pv.advise(result, current_ratio=1.0, current_headroom=0.8)
+    # swap began at 24 of 37.44 GiB: a ratio below 1.0 x 24/37.44 x 0.95 = 0.60, headroom 0.48
+    assert advice.ratio == 0.6
+    assert advice.config_line == "headroom = 0.48"
+    assert "`headroom = 0.48` in config.toml" in advice.text
+    assert "mpsd probe --calibrate" in advice.text
+    text = "\n".join(pv.report_lines(result, advice))
+    assert "Swap started at 24.00 GiB allocated" in text
+    assert "Swap-outs during the run: 4900 (peak pressure: warning)." in text
+    assert "Verdict: swapped." in text
+
+
+def test_without_a_recommendation_a_swapped_run_suggests_a_lower_ratio() -> None:
+    advice = pv.advise(_swapped(), None, None)
+    assert advice.config_line is None
+    assert "mpsd probe --ratio 0.60" in advice.text
+
+
+def test_critical_pressure_and_never_reaching_the_limit_have_their_own_verdicts() -> None:
+    result = _swapped()
+    result.outcome, result.swapouts_after = pv.PRESSURE, 100
+    result.pressure_max = 4
+    assert result.verdict == pv.CRITICAL
+    assert "pressure turned critical" in pv.advise(result, 1.0, 0.8).text
+    never = ProbeResult(high=0.8, low=0.8, step_bytes=MIB, outcome=pv.NEVER, allocated_bytes=GIB)
+    assert never.verdict == pv.NEVER_REACHED
+    assert "not in force" in pv.advise(never, 0.8, 0.8).text
+    assert never.swapouts is None
+    assert "unknown" in "\n".join(pv.report_lines(never, pv.advise(never, 0.8, 0.8)))
+
+
+def test_json_holds_the_same_facts_as_the_text() -> None:
+    result = _swapped()
+    data = pv.to_json(result, pv.advise(result, 1.0, 0.8))
+    assert data["verdict"] == "swapped"
+    assert data["swapouts"] == 4900
+    assert data["max_allowed_bytes"] == int(37.44 * GIB)
+    assert data["config_line"] == "headroom = 0.48"
+    assert json.loads(json.dumps(data)) == data
+
+
+def test_json_of_a_clean_run_gives_where_the_error_came() -> None:
+    result = _clean()
+    data = pv.to_json(result, pv.advise(result, 0.8, 0.8))
+    assert data["verdict"] == "clean"
+    assert data["error_at_bytes"] == int(29.5 * GIB) + 448 * 1024
+    assert data["max_allowed_bytes"] == int(29.95 * GIB)
+    assert data["swapouts"] == 0
+    assert data["oom"]["requested_bytes"] == 512 * MIB
+    assert data["oom"]["pool"] == "shared"
+    assert data["message"] == OOM_TEXT
+    assert data["config_line"] is None
+
+
+def test_the_max_allowed_comes_from_the_message_when_torch_could_not_say() -> None:
+    result = _clean()
+    result.max_allowed_bytes = None
+    assert result.effective_max_allowed == pv.parse_oom(OOM_TEXT)["max_allowed_bytes"]  # type: ignore[index]
+
+
+def test_calibration_steps_down_by_five_hundredths_and_gives_up_below_the_floor() -> None:
+    assert pv.next_calibration_ratio(0.8) == 0.75
+    assert pv.next_calibration_ratio(0.77) == 0.72
+    assert pv.next_calibration_ratio(0.15) == 0.1
+    assert pv.next_calibration_ratio(0.14) is None
+
+
+def test_headroom_scales_with_the_ratio_that_was_clean() -> None:
+    assert pv.headroom_for(0.8, current_ratio=1.0, current_headroom=0.8) == 0.64
+    assert pv.headroom_for(0.7, current_ratio=0.7, current_headroom=0.8) == 0.8
+    with pytest.raises(ValueError):
+        pv.headroom_for(0.7, 0, 0.8)
+
+
+@settings(deadline=None, max_examples=150)
+@given(
+    ratio=st.floats(0.1, 2.0),
+    current=st.floats(0.1, 2.0),
+    headroom=st.floats(0.01, 1.0),
+)
+def test_the_headroom_written_is_always_a_valid_config_value(
+    ratio: float, current: float, headroom: float
+) -> None:
+    from mpsd.config import validate
+
+    value = pv.headroom_for(ratio, current, headroom)
+    assert 0 < value <= 1
+    validate({"headroom": value}, Path("config.toml"))
+    if ratio <= current:
+        assert value <= headroom + 1e-6  # floor2 forgives float noise
+
+
+def test_ratios_reach_pytorch_as_plain_decimals_and_never_as_zero() -> None:
+    from mpsd.probe import plain_ratio
+
+    assert plain_ratio(0.8) == "0.8"
+    assert plain_ratio(0.77) == "0.77"
+    assert plain_ratio(2.0) == "2"
+    assert plain_ratio(1e-5) == "0.00001"
+    with pytest.raises(ValueError):
+        plain_ratio(1e-12)
