@@ -462,3 +462,20 @@ def test_the_hook_finds_limits_toml_where_paths_py_puts_it(kind: str, tmp_path: 
         out = subprocess.run([*argv, script], env=full, capture_output=True, text=True)
         where.unlink()
         assert (out.stdout.strip(), out.stderr) == ("0.42", ""), env
+
+
+@pytest.mark.skipif(not available("strace"), reason="needs strace (.ci/run installs it)")
+@pytest.mark.parametrize("kind", KINDS)
+def test_loading_the_hook_starts_no_process(kind: str, tmp_path: Path) -> None:
+    log = tmp_path / "strace.log"
+    argv = ["bash", "--norc", "-c"] if kind == "bash" else ["zsh", "-f", "-c"]
+    script = f"source '{HOOKS[kind]}'; source '{HOOKS[kind]}'; _mpsd_hook"
+    subprocess.run(
+        ["strace", "-f", "-qq", "-e", "trace=clone,clone3,fork,vfork,execve", "-o", str(log)]
+        + [*argv, script],
+        check=True,
+        timeout=60,
+    )
+    calls = [line for line in log.read_text().splitlines() if "(" in line]
+    # Only the shell's own execve.
+    assert len(calls) == 1 and "execve(" in calls[0], calls
