@@ -470,9 +470,9 @@ def test_loading_the_hook_starts_no_process(kind: str, tmp_path: Path) -> None:
     log = tmp_path / "strace.log"
     argv = ["bash", "--norc", "-c"] if kind == "bash" else ["zsh", "-f", "-c"]
     script = f"source '{HOOKS[kind]}'; source '{HOOKS[kind]}'; _mpsd_hook"
+    trace = ["strace", "-f", "-qq", "-e", "trace=clone,clone3,fork,vfork,execve", "-o", str(log)]
     subprocess.run(
-        ["strace", "-f", "-qq", "-e", "trace=clone,clone3,fork,vfork,execve", "-o", str(log)]
-        + [*argv, script],
+        [*trace, *argv, script],
         check=True,
         timeout=60,
     )
