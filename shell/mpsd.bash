@@ -103,32 +103,35 @@ _mpsd_parse() {
 }
 
 _mpsd_hook() {
-  \builtin local _mpsd_status="$?" _mpsd_file _mpsd_text='' _mpsd_nocase='' _mpsd_line=''
-  \builtin local _mpsd_nl=$'\n'
+  \builtin local _mpsd_status="$?" _mpsd_text='' _mpsd_nocase='' _mpsd_line=''
   if \builtin shopt -q nocasematch; then
     _mpsd_nocase=1
     \builtin shopt -u nocasematch
   fi
-  # limits.toml: where paths.py puts it ($MPSD_CONFIG_DIR, $XDG_CONFIG_HOME/mps, ~/.config/mps).
-  _mpsd_file=${MPSD_CONFIG_DIR-}
-  if [[ -z $_mpsd_file ]]; then
-    case ${XDG_CONFIG_HOME-} in
-      /*) _mpsd_file=$XDG_CONFIG_HOME/mps ;;
-      *) _mpsd_file=${HOME-}/.config/mps ;;
+  # limits.toml: where paths.py puts it ($MPSD_CONFIG_DIR, $XDG_CONFIG_HOME/mps, ~/.config/mps),
+  # worked out again only when one of these changed.
+  if [[ ${MPSD_CONFIG_DIR-}:${XDG_CONFIG_HOME-}:${HOME-} != "${_MPSD_FILE_KEY-}" ]]; then
+    _MPSD_FILE_KEY=${MPSD_CONFIG_DIR-}:${XDG_CONFIG_HOME-}:${HOME-}
+    _MPSD_FILE=${MPSD_CONFIG_DIR-}
+    if [[ -z $_MPSD_FILE ]]; then
+      case ${XDG_CONFIG_HOME-} in
+        /*) _MPSD_FILE=$XDG_CONFIG_HOME/mps ;;
+        *) _MPSD_FILE=${HOME-}/.config/mps ;;
+      esac
+    fi
+    case $_MPSD_FILE in
+      \~) _MPSD_FILE=${HOME-} ;;
+      \~/*) _MPSD_FILE=${HOME-}/${_MPSD_FILE#\~/} ;;
     esac
+    _MPSD_FILE=$_MPSD_FILE/limits.toml
   fi
-  case $_mpsd_file in
-    \~) _mpsd_file=${HOME-} ;;
-    \~/*) _mpsd_file=${HOME-}/${_mpsd_file#\~/} ;;
-  esac
-  _mpsd_file=$_mpsd_file/limits.toml
-  if [[ -f $_mpsd_file && -r $_mpsd_file ]]; then
-    if [[ -n ${_MPSD_LINEWISE-} ]]; then
-      while IFS='' \builtin read -r _mpsd_line || [[ -n $_mpsd_line ]]; do
-        _mpsd_text="$_mpsd_text$_mpsd_line$_mpsd_nl"
-      done 2>/dev/null <"$_mpsd_file"
+  if [[ -f $_MPSD_FILE && -r $_MPSD_FILE ]]; then
+    if [[ -z ${_MPSD_LINEWISE-} ]]; then
+      IFS='' \builtin read -r -d '' _mpsd_text 2>/dev/null <"$_MPSD_FILE" || :
     else
-      IFS='' \builtin read -r -d '' _mpsd_text 2>/dev/null <"$_mpsd_file" || :
+      while IFS='' \builtin read -r _mpsd_line || [[ -n $_mpsd_line ]]; do
+        _mpsd_text="$_mpsd_text$_mpsd_line"$'\n'
+      done 2>/dev/null <"$_MPSD_FILE"
     fi
   fi
   if [[ -z ${_MPSD_PWD+x} || $PWD != "$_MPSD_PWD" || $_mpsd_text != "${_MPSD_TEXT-}" ]]; then
@@ -139,8 +142,8 @@ _mpsd_hook() {
     _mpsd_parse "$_mpsd_text"
   fi
   # Set by hand: present but not what the hook exported last. Then both are the user's.
-  if [[ -n ${PYTORCH_MPS_HIGH_WATERMARK_RATIO+x} && $PYTORCH_MPS_HIGH_WATERMARK_RATIO != "${_MPSD_EXPORTED_HIGH-}" ]] ||
-    [[ -n ${PYTORCH_MPS_LOW_WATERMARK_RATIO+x} && $PYTORCH_MPS_LOW_WATERMARK_RATIO != "${_MPSD_EXPORTED_LOW-}" ]]; then
+  if [[ (-n ${PYTORCH_MPS_HIGH_WATERMARK_RATIO+x} && $PYTORCH_MPS_HIGH_WATERMARK_RATIO != "${_MPSD_EXPORTED_HIGH-}") ||
+    (-n ${PYTORCH_MPS_LOW_WATERMARK_RATIO+x} && $PYTORCH_MPS_LOW_WATERMARK_RATIO != "${_MPSD_EXPORTED_LOW-}") ]]; then
     :
   elif [[ -n $_MPSD_WANT_HIGH ]]; then
     if [[ ${PYTORCH_MPS_HIGH_WATERMARK_RATIO-} != "$_MPSD_WANT_HIGH" || ${PYTORCH_MPS_LOW_WATERMARK_RATIO-} != "$_MPSD_WANT_LOW" ]]; then

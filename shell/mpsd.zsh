@@ -81,30 +81,35 @@ _mpsd_parse() {
 _mpsd_hook() {
   local _mpsd_status=$?
   emulate -L zsh
-  local _mpsd_file=${MPSD_CONFIG_DIR-} _mpsd_text=''
-  # limits.toml: where paths.py puts it ($MPSD_CONFIG_DIR, $XDG_CONFIG_HOME/mps, ~/.config/mps).
-  if [[ -z $_mpsd_file ]]; then
-    if [[ ${XDG_CONFIG_HOME-} == /* ]]; then
-      _mpsd_file=$XDG_CONFIG_HOME/mps
-    else
-      _mpsd_file=${HOME-}/.config/mps
+  local _mpsd_text=''
+  # limits.toml: where paths.py puts it ($MPSD_CONFIG_DIR, $XDG_CONFIG_HOME/mps, ~/.config/mps),
+  # worked out again only when one of these changed.
+  if [[ ${MPSD_CONFIG_DIR-}:${XDG_CONFIG_HOME-}:${HOME-} != "${_MPSD_FILE_KEY-}" ]]; then
+    typeset -g _MPSD_FILE_KEY=${MPSD_CONFIG_DIR-}:${XDG_CONFIG_HOME-}:${HOME-}
+    typeset -g _MPSD_FILE=${MPSD_CONFIG_DIR-}
+    if [[ -z $_MPSD_FILE ]]; then
+      if [[ ${XDG_CONFIG_HOME-} == /* ]]; then
+        _MPSD_FILE=$XDG_CONFIG_HOME/mps
+      else
+        _MPSD_FILE=${HOME-}/.config/mps
+      fi
     fi
+    case $_MPSD_FILE in
+      ('~') _MPSD_FILE=${HOME-} ;;
+      ('~/'*) _MPSD_FILE=${HOME-}/${_MPSD_FILE#'~/'} ;;
+    esac
+    _MPSD_FILE=$_MPSD_FILE/limits.toml
   fi
-  case $_mpsd_file in
-    ('~') _mpsd_file=${HOME-} ;;
-    ('~/'*) _mpsd_file=${HOME-}/${_mpsd_file#'~/'} ;;
-  esac
-  _mpsd_file=$_mpsd_file/limits.toml
-  if [[ -f $_mpsd_file && -r $_mpsd_file ]]; then
-    _mpsd_text=$(<$_mpsd_file)
+  if [[ -f $_MPSD_FILE && -r $_MPSD_FILE ]]; then
+    _mpsd_text=$(<$_MPSD_FILE)
   fi
   if [[ -z ${_MPSD_PWD+x} || $PWD != "$_MPSD_PWD" || $_mpsd_text != "${_MPSD_TEXT-}" ]]; then
     typeset -g _MPSD_PWD=$PWD _MPSD_TEXT=$_mpsd_text _MPSD_PHYS=${PWD:A}
     _mpsd_parse "$_mpsd_text"
   fi
   # Set by hand: present but not what the hook exported last. Then both are the user's.
-  if [[ -n ${PYTORCH_MPS_HIGH_WATERMARK_RATIO+x} && $PYTORCH_MPS_HIGH_WATERMARK_RATIO != "${_MPSD_EXPORTED_HIGH-}" ]] ||
-    [[ -n ${PYTORCH_MPS_LOW_WATERMARK_RATIO+x} && $PYTORCH_MPS_LOW_WATERMARK_RATIO != "${_MPSD_EXPORTED_LOW-}" ]]; then
+  if [[ (-n ${PYTORCH_MPS_HIGH_WATERMARK_RATIO+x} && $PYTORCH_MPS_HIGH_WATERMARK_RATIO != "${_MPSD_EXPORTED_HIGH-}") ||
+    (-n ${PYTORCH_MPS_LOW_WATERMARK_RATIO+x} && $PYTORCH_MPS_LOW_WATERMARK_RATIO != "${_MPSD_EXPORTED_LOW-}") ]]; then
     :
   elif [[ -n $_MPSD_WANT_HIGH ]]; then
     if [[ ${PYTORCH_MPS_HIGH_WATERMARK_RATIO-} != "$_MPSD_WANT_HIGH" || ${PYTORCH_MPS_LOW_WATERMARK_RATIO-} != "$_MPSD_WANT_LOW" ]]; then
