@@ -422,7 +422,7 @@ def test_zsh_hook_has_no_command_substitution_but_the_file_read() -> None:
     text = HOOKS["zsh"].read_text()
     code = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("#"))
     # zsh reads `$(<file)` itself, without a subprocess (the strace test shows it).
-    assert re.findall(r"\$\((?!\()[^)]*\)", code) == ["$(<$_mpsd_file)"]
+    assert re.findall(r"\$\((?!\()[^)]*\)", code) == ["$(<$_MPSD_FILE)"]
     assert "`" not in code
 
 
