@@ -124,6 +124,12 @@ def test_an_update_of_limits_toml_is_picked_up_at_the_next_prompt(
     (tree["config"] / "limits.toml").unlink()
     sh.quiet("")
     assert sh.values() == ("unset", "unset")
+    # Another config directory chosen in the running shell: read from the next prompt on.
+    other = tree["config"].parent / "other-config"
+    other.mkdir()
+    write_limits(other, limits_text("0.33", "0.33", (str(tree["project"]),)))
+    sh.quiet(f"export MPSD_CONFIG_DIR='{other}'")
+    assert sh.values() == ("0.33", "0.33")
 
 
 @pytest.mark.parametrize("kind", KINDS)
