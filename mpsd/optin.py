@@ -54,7 +54,12 @@ def _load_document(config_file: Path) -> Any:
         text = config_file.read_text(encoding="utf-8")
     except FileNotFoundError:
         text = default_config_text()
-    return tomlkit.parse(text)
+    try:
+        return tomlkit.parse(text)
+    except Exception as exc:  # tomlkit's errors share no public base class
+        raise MpsdError(
+            f"{config_file} cannot be edited ({exc}); fix it by hand, then run this again."
+        ) from None
 
 
 def _set_projects(document: Any, entries: tuple[str, ...]) -> None:
