@@ -19,7 +19,15 @@ _VALUES = re.compile(r"HIGH=<([^>]*)> LOW=<([^>]*)>")
 
 
 def available(kind: str) -> bool:
-    return shutil.which(kind) is not None
+    """The program is installed (and, for strace, allowed to trace here)."""
+    if shutil.which(kind) is None:
+        return False
+    if kind == "strace":
+        import subprocess
+
+        probe = subprocess.run(["strace", "-o", os.devnull, "true"], capture_output=True)
+        return probe.returncode == 0
+    return True
 
 
 def limits_text(high: str = "0.77", low: str = "0.7", projects: tuple[str, ...] = ()) -> str:
