@@ -150,6 +150,8 @@ def main() -> int:
         (tmp / "config" / "limits.toml").write_text(
             LIMITS.format(project=tmp / "work" / "proj", other=tmp / "work" / "other")
         )
+        load = os.getloadavg()[0]
+        print(f"load average at start: {load:.2f} on {os.cpu_count()} CPUs")
         print(f"{'shell':6} {'hook':24} {'µs/prompt':>10} {'min':>8} {'forks/prompt':>13}")
         summary = []
         for kind in ("bash", "zsh"):
@@ -178,6 +180,7 @@ def main() -> int:
         print()
         print("; ".join(summary) + "  (goal: 40x)")
         print("contract: < 1000 µs per prompt and 0 forks; goal: < 100 µs")
+        print(f"load average at end: {os.getloadavg()[0]:.2f}")
     return 0
 
 
