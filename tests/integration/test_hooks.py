@@ -17,7 +17,6 @@ from tests.integration.shells import (
     HIGH,
     HOOKS,
     LOW,
-    ROOT,
     Shell,
     available,
     limits_text,
@@ -430,10 +429,6 @@ def test_zsh_hook_has_no_command_substitution_but_the_file_read() -> None:
     # zsh reads `$(<file)` itself, without a subprocess (the strace test shows it).
     assert re.findall(r"\$\((?!\()[^)]*\)", code) == ["$(<$_MPSD_FILE)"]
     assert "`" not in code
-
-
-def test_root_is_the_worktree() -> None:
-    assert (ROOT / "shell").is_dir()
 
 
 @pytest.mark.parametrize("kind", KINDS)
