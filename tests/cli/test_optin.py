@@ -6,7 +6,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 import tomllib
 from pathlib import Path
 
@@ -161,26 +160,30 @@ def test_projects_lists_text_and_json(project: Path, tmp_path: Path) -> None:
     assert data["config_file"] == str(paths.config_file())
 
 
-def test_enable_waits_for_the_limits_lock_the_daemon_holds(project: Path) -> None:
+def test_enable_waits_for_the_limits_lock_the_daemon_holds(project: Path, tmp_path: Path) -> None:
+    released = tmp_path / "released"
     holder = subprocess.Popen(
         [
             sys.executable,
             "-c",
             "import sys, time; from mpsd import paths; from mpsd.locks import exclusive\n"
             "with exclusive(paths.limits_lock_file()):\n"
-            "    print('held', flush=True); time.sleep(1.5)\n",
+            "    print('held', flush=True); time.sleep(1.5)\n"
+            "    open(sys.argv[1], 'w').write(repr(time.time()))\n",
+            str(released),
         ],
         stdout=subprocess.PIPE,
         text=True,
         env=dict(os.environ),
     )
     assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
-    started = time.monotonic()
     result = run_mpsd("enable", str(project))
-    waited = time.monotonic() - started
     holder.wait(timeout=30)
     assert result.returncode == 0, result.stderr
-    assert waited >= 0.5
+    # Neither file was written while the lock was held.
+    release_time = float(released.read_text())
+    assert paths.limits_file().stat().st_mtime >= release_time - 0.01
+    assert paths.config_file().stat().st_mtime >= release_time - 0.01
     assert limits.read() is not None
 
 
