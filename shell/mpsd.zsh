@@ -108,8 +108,10 @@ _mpsd_hook() {
     _mpsd_parse "$_mpsd_text"
   fi
   # Set by hand: present but not what the hook exported last. Then both are the user's.
-  if [[ (-n ${PYTORCH_MPS_HIGH_WATERMARK_RATIO+x} && $PYTORCH_MPS_HIGH_WATERMARK_RATIO != "${_MPSD_EXPORTED_HIGH-}") ||
-    (-n ${PYTORCH_MPS_LOW_WATERMARK_RATIO+x} && $PYTORCH_MPS_LOW_WATERMARK_RATIO != "${_MPSD_EXPORTED_LOW-}") ]]; then
+  if [[ -n ${PYTORCH_MPS_HIGH_WATERMARK_RATIO+x} && (-z ${_MPSD_EXPORTED_HIGH+x} ||
+    $PYTORCH_MPS_HIGH_WATERMARK_RATIO != "${_MPSD_EXPORTED_HIGH-}") ]] ||
+    [[ -n ${PYTORCH_MPS_LOW_WATERMARK_RATIO+x} && (-z ${_MPSD_EXPORTED_LOW+x} ||
+    $PYTORCH_MPS_LOW_WATERMARK_RATIO != "${_MPSD_EXPORTED_LOW-}") ]]; then
     :
   elif [[ -n $_MPSD_WANT_HIGH ]]; then
     if [[ ${PYTORCH_MPS_HIGH_WATERMARK_RATIO-} != "$_MPSD_WANT_HIGH" || ${PYTORCH_MPS_LOW_WATERMARK_RATIO-} != "$_MPSD_WANT_LOW" ]]; then

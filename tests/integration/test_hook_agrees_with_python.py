@@ -27,6 +27,8 @@ ENVIRONMENTS: list[dict[str, str]] = [
     {HIGH_VAR: "0.9", LOW_VAR: "0.9", MARK_HIGH: "0.9", MARK_LOW: "0.9"},
     {HIGH_VAR: "0.9", LOW_VAR: "0.8", MARK_HIGH: "0.9", MARK_LOW: "0.9"},
     {MARK_HIGH: "0.9", MARK_LOW: "0.9"},
+    {HIGH_VAR: "", LOW_VAR: ""},
+    {HIGH_VAR: "", LOW_VAR: "", MARK_HIGH: "", MARK_LOW: ""},
 ]
 
 
