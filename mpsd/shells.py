@@ -7,7 +7,7 @@ from pathlib import Path
 from mpsd import paths
 from mpsd.errors import MpsdError
 
-SHELLS = ("zsh", "bash")
+SHELLS = ("zsh", "bash", "fish")
 
 
 def hook_file(shell: str) -> Path:

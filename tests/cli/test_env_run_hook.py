@@ -129,7 +129,7 @@ def test_run_without_limits_warns_and_still_runs(tmp_path: Path) -> None:
     assert "no limits.toml" in err and err.endswith("rc=0")
 
 
-@pytest.mark.parametrize("shell", ["bash", "zsh"])
+@pytest.mark.parametrize("shell", ["bash", "zsh", "fish"])
 def test_hook_prints_the_shipped_file(shell: str) -> None:
     result = run_mpsd("hook", shell)
     assert result.returncode == 0

@@ -10,8 +10,18 @@ from pathlib import Path
 import pexpect
 
 ROOT = Path(__file__).resolve().parents[2]
-HOOKS = {"bash": ROOT / "shell" / "mpsd.bash", "zsh": ROOT / "shell" / "mpsd.zsh"}
-ARGV = {"bash": ["bash", "--norc", "--noprofile", "-i"], "zsh": ["zsh", "-f", "-i"]}
+HOOKS = {kind: ROOT / "shell" / f"mpsd.{kind}" for kind in ("bash", "zsh", "fish")}
+ARGV = {
+    "bash": ["bash", "--norc", "--noprofile", "-i"],
+    "zsh": ["zsh", "-f", "-i"],
+    "fish": ["fish", "--no-config", "-i"],
+}
+# Run one script non-interactively, without the user's files.
+SCRIPT_ARGV = {
+    "bash": ["bash", "--norc", "-c"],
+    "zsh": ["zsh", "-f", "-c"],
+    "fish": ["fish", "--no-config", "-c"],
+}
 PROMPT = re.compile(r"<P:(\d+):P> ")
 HIGH = "PYTORCH_MPS_HIGH_WATERMARK_RATIO"
 LOW = "PYTORCH_MPS_LOW_WATERMARK_RATIO"
@@ -67,6 +77,7 @@ class Shell:
         argv: list[str] | None = None,
     ) -> None:
         self.kind = kind
+        self.count = 0
         full_env = {
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
             "HOME": env.get("HOME", os.environ.get("HOME", "/tmp")),
@@ -86,8 +97,16 @@ class Shell:
         )
         if kind == "zsh":
             setup = "unsetopt PROMPT_SP; PROMPT_EOL_MARK=''; PS1='<P:%?:P> '"
-        else:
+        elif kind == "bash":
             setup = "PS1='<P:$?:P> '"
+        else:
+            # fish repaints its prompt freely: commands are framed by markers instead (run()).
+            setup = (
+                "function fish_prompt; set -g _prompt_status $status; "
+                "printf '<P:%s:P> ' $status; end; "
+                "function fish_right_prompt; end; set -g fish_greeting ''; "
+                "set -g fish_autosuggestion_enabled 0"
+            )
         self.child.sendline(setup)
         self.child.expect(PROMPT)
         if before:
@@ -97,12 +116,29 @@ class Shell:
 
     def run(self, command: str) -> tuple[list[str], int]:
         """Send one command line; return its output lines (the echo left out) and ``$?``."""
+        if self.kind == "fish":
+            return self._run_framed(command)
         self.child.sendline(command)
         self.child.expect(PROMPT)
         lines = self.child.before.replace("\r", "").split("\n")
         # The first line is the terminal's echo of the command.
         output = [line for line in lines[1:] if line.strip()]
         return output, int(self.child.match.group(1))
+
+    def _run_framed(self, command: str) -> tuple[list[str], int]:
+        # The echo holds `%s`, the output the number: only the output matches the markers.
+        self.count += 1
+        n = self.count
+        middle = f"{command}; " if command.strip() else ""
+        self.child.sendline(f"printf '@B%s@\\n' {n}; {middle}printf '\\n@S%s_%s@\\n' $status {n}")
+        self.child.expect(f"@B{n}@\r?\n")
+        self.child.expect(f"@S(\\d+)_{n}@")
+        status = int(self.child.match.group(1))
+        output = [line for line in self.child.before.replace("\r", "").split("\n") if line.strip()]
+        return output, status
+
+    def unset(self, name: str) -> None:
+        self.quiet(f"set -e {name}" if self.kind == "fish" else f"unset {name}")
 
     def quiet(self, command: str) -> int:
         """Run ``command`` and insist that nothing at all was printed (the hook is silent)."""
@@ -112,6 +148,14 @@ class Shell:
 
     def values(self) -> tuple[str, str]:
         """The two variables as this shell holds them ('unset' when unset)."""
+        if self.kind == "fish":
+            show = 'set -q {0}; and echo "<${0}>"; or echo "<unset>"'
+            output, _ = self.run(
+                f"printf 'HIGH=%s LOW=%s\\n' ({show.format(HIGH)}) ({show.format(LOW)})"
+            )
+            match = _VALUES.search("\n".join(output))
+            assert match is not None, output
+            return match.group(1), match.group(2)
         self.child.sendline(
             f'printf \'%s=<%s> %s=<%s>\\n\' HIGH "${{{HIGH}-unset}}" LOW "${{{LOW}-unset}}"'
         )

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from mpsd.decision import HIGH_VAR, LOW_VAR, MARK_HIGH, MARK_LOW, decide
-from tests.integration.shells import HOOKS, available, limits_text
+from tests.integration.shells import HOOKS, SCRIPT_ARGV, available, limits_text
 
 pytestmark = pytest.mark.slow
 
@@ -95,10 +95,26 @@ for i in $(seq 0 {last}); do
   printf '%s|%s|%s\\n' "$i" "${{{high}-unset}}" "${{{low}-unset}}"
 done
 """,
+    "fish": """
+source {hook}
+for i in (seq 0 {last})
+  set -e {all}
+  for kv in (cat {base}/env.$i)
+    set -l parts (string split -m1 = -- $kv)
+    set -gx $parts[1] "$parts[2]"
+  end
+  set -gx MPSD_CONFIG_DIR {base}/cfg.$i
+  cd (cat {base}/dir.$i)
+  _mpsd_hook
+  set -l h unset; set -q {high}; and set h "${high}"
+  set -l l unset; set -q {low}; and set l "${low}"
+  printf '%s|%s|%s\\n' $i "$h" "$l"
+end
+""",
 }
 
 
-@pytest.mark.parametrize("variant", ["bash", "bash-linewise", "zsh"])
+@pytest.mark.parametrize("variant", ["bash", "bash-linewise", "zsh", "fish"])
 def test_the_hook_and_the_python_decision_agree(variant: str, tmp_path: Path) -> None:
     # bash-linewise: the way bash before 5.1 reads the file (line by line), forced here.
     kind = variant.split("-")[0]
@@ -119,7 +135,7 @@ def test_the_hook_and_the_python_decision_agree(variant: str, tmp_path: Path) ->
         low=LOW_VAR,
         all=" ".join((HIGH_VAR, LOW_VAR, MARK_HIGH, MARK_LOW)),
     )
-    argv = ["bash", "--norc", "-c", script] if kind == "bash" else ["zsh", "-f", "-c", script]
+    argv = [*SCRIPT_ARGV[kind], script]
     out = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=True)
     assert out.stderr == ""
     got = [line.split("|") for line in out.stdout.splitlines()]

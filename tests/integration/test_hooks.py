@@ -17,6 +17,7 @@ from tests.integration.shells import (
     HIGH,
     HOOKS,
     LOW,
+    SCRIPT_ARGV,
     Shell,
     available,
     limits_text,
@@ -25,8 +26,9 @@ from tests.integration.shells import (
 pytestmark = pytest.mark.slow
 KINDS = [
     pytest.param(k, marks=pytest.mark.skipif(not available(k), reason=f"no {k}"))
-    for k in ("bash", "zsh")
+    for k in ("bash", "zsh", "fish")
 ]
+POSIX_KINDS = KINDS[:2]
 
 
 @pytest.fixture
@@ -94,13 +96,14 @@ def test_exports_inside_the_project_and_below_and_nothing_in_a_prefix_sibling(
     sh.quiet(f"cd '{tree['link']}'")
     assert sh.values() == ("0.77", "0.7")
     assert sh.run("pwd")[0] == [str(tree["link"])]
-    assert sh.run("dirs -l")[0] == [str(tree["link"])]
-    sh.quiet(f"cd '{tree['link'] / 'src'}'")
-    sh.quiet("cd ..")
-    assert sh.run('printf "%s\\n" "$PWD" "$OLDPWD"')[0] == [
-        str(tree["link"]),
-        str(tree["link"] / "src"),
-    ]
+    if kind != "fish":
+        assert sh.run("dirs -l")[0] == [str(tree["link"])]
+        sh.quiet(f"cd '{tree['link'] / 'src'}'")
+        sh.quiet("cd ..")
+        assert sh.run('printf "%s\\n" "$PWD" "$OLDPWD"')[0] == [
+            str(tree["link"]),
+            str(tree["link"] / "src"),
+        ]
     sh.quiet(f"cd '{tree['outside']}'")
     assert sh.values() == ("unset", "unset")
 
@@ -141,7 +144,7 @@ def test_a_value_set_by_hand_is_kept_inside_and_after_leaving(
     assert sh.values() == ("0.5", "unset")
     sh.quiet(f"cd '{tree['outside']}'")
     assert sh.values() == ("0.5", "unset")
-    sh.quiet(f"unset {HIGH}")
+    sh.unset(HIGH)
     # Set by hand while inside, over the hook's own export: still the user's.
     sh.quiet(f"cd '{tree['project']}'")
     assert sh.values() == ("0.77", "0.7")
@@ -219,7 +222,7 @@ def test_hostile_limits_toml_is_never_run_and_never_exported(
     assert not pwned.exists()
 
 
-@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("kind", POSIX_KINDS)
 def test_safe_under_set_u_and_errexit_and_keeps_the_exit_status(
     kind: str, tree: dict[str, Path], shells: list[Shell]
 ) -> None:
@@ -245,6 +248,12 @@ def test_sourcing_twice_registers_once(
     if kind == "bash":
         output, _ = sh.run('printf "<%s>\\n" "${PROMPT_COMMAND[@]}"')
         assert output == ["<_mpsd_hook>"]
+    elif kind == "fish":
+        output, _ = sh.run("functions --handlers | string match -r '.*_mpsd_hook.*'")
+        assert sorted(" ".join(line.split()) for line in output) == [
+            "PWD _mpsd_hook",
+            "fish_prompt _mpsd_hook",
+        ]
     else:
         output, _ = sh.run('print -r -- "<$precmd_functions>" "<$chpwd_functions>"')
         assert output == ["<_mpsd_hook> <_mpsd_hook>"]
@@ -257,7 +266,10 @@ def test_eval_of_mpsd_hook_output_works_like_sourcing(
     kind: str, tree: dict[str, Path], shells: list[Shell]
 ) -> None:
     sh = start(shells, kind, tree, load=False)
-    sh.quiet(f'eval "$({sys.executable} -m mpsd hook {kind})"')
+    if kind == "fish":
+        sh.quiet(f"{sys.executable} -m mpsd hook fish | source")
+    else:
+        sh.quiet(f'eval "$({sys.executable} -m mpsd hook {kind})"')
     sh.quiet(f"cd '{tree['project']}'")
     assert sh.values() == ("0.77", "0.7")
 
@@ -353,7 +365,9 @@ def _forks(log: Path, start: str, end: str) -> list[str]:
     begin = next(i for i, line in enumerate(lines) if start in line)
     finish = next(i for i, line in enumerate(lines) if end in line and i > begin)
     return [
-        line for line in lines[begin:finish] if re.search(r"\b(clone3?|fork|vfork|execve)\(", line)
+        line
+        for line in lines[begin:finish]
+        if re.search(r"\b(clone3?|fork|vfork|execve)\(", line) and "CLONE_THREAD" not in line
     ]
 
 
@@ -366,7 +380,8 @@ def test_no_subprocess_at_any_prompt(
     marks = tmp_path / "marks"
     (marks / "start").mkdir(parents=True)
     (marks / "end").mkdir()
-    argv = ["strace", "-f", "-e", "trace=process,chdir", "-o", str(log), *ARGV[kind]]
+    # chdir (bash, zsh) or openat (fish: openat + fchdir) of the marker directories.
+    argv = ["strace", "-f", "-e", "trace=process,chdir,openat", "-o", str(log), *ARGV[kind]]
     sh = start(shells, kind, tree, argv=argv)
     sh.quiet(f"cd '{marks / 'start'}'")
     for _ in range(5):
@@ -445,8 +460,9 @@ def test_the_hook_finds_limits_toml_where_paths_py_puts_it(kind: str, tmp_path: 
         {"XDG_CONFIG_HOME": "relative/ignored"},
         {},
     ]
-    argv = ["bash", "--norc", "-c"] if kind == "bash" else ["zsh", "-f", "-c"]
-    script = f"source '{HOOKS[kind]}'; cd '{project}'; _mpsd_hook; echo \"${{{HIGH}-unset}}\""
+    argv = SCRIPT_ARGV[kind]
+    show = f"echo ${HIGH}" if kind == "fish" else f'echo "${{{HIGH}-unset}}"'
+    script = f"source '{HOOKS[kind]}'; cd '{project}'; _mpsd_hook; {show}"
     for env in cases:
         full = {"HOME": str(home), "PATH": os.environ["PATH"], **env}
         saved = dict(os.environ)
@@ -469,7 +485,7 @@ def test_the_hook_finds_limits_toml_where_paths_py_puts_it(kind: str, tmp_path: 
 @pytest.mark.parametrize("kind", KINDS)
 def test_loading_the_hook_starts_no_process(kind: str, tmp_path: Path) -> None:
     log = tmp_path / "strace.log"
-    argv = ["bash", "--norc", "-c"] if kind == "bash" else ["zsh", "-f", "-c"]
+    argv = SCRIPT_ARGV[kind]
     script = f"source '{HOOKS[kind]}'; source '{HOOKS[kind]}'; _mpsd_hook"
     trace = ["strace", "-f", "-qq", "-e", "trace=clone,clone3,fork,vfork,execve", "-o", str(log)]
     subprocess.run(
@@ -477,6 +493,23 @@ def test_loading_the_hook_starts_no_process(kind: str, tmp_path: Path) -> None:
         check=True,
         timeout=60,
     )
-    calls = [line for line in log.read_text().splitlines() if "(" in line]
+    calls = [
+        line
+        for line in log.read_text().splitlines()
+        if "(" in line and "CLONE_THREAD" not in line  # fish starts a thread, not a process
+    ]
     # Only the shell's own execve.
     assert len(calls) == 1 and "execve(" in calls[0], calls
+
+
+@pytest.mark.skipif(not available("fish"), reason="no fish")
+def test_fish_hook_keeps_the_status_the_prompt_shows(
+    tree: dict[str, Path], shells: list[Shell]
+) -> None:
+    sh = start(shells, "fish", tree)
+    sh.quiet(f"cd '{tree['project']}'")
+    for command, shown in (("false", "1"), ("sh -c 'exit 7'", "7"), ("true", "0")):
+        # fish_prompt records the $status it saw in _prompt_status (shells.Shell).
+        sh.child.sendline(command)
+        assert sh.run("echo $_prompt_status")[0] == [shown], command
+    assert sh.values() == ("0.77", "0.7")

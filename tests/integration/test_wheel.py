@@ -26,7 +26,7 @@ def test_the_wheel_contains_the_hook_files(tmp_path: Path) -> None:
     (wheel,) = tmp_path.glob("mpsd-*.whl")
     with zipfile.ZipFile(wheel) as archive:
         names = set(archive.namelist())
-        for shell in ("bash", "zsh"):
+        for shell in ("bash", "zsh", "fish"):
             name = f"mpsd/_data/shell/mpsd.{shell}"
             assert name in names
             assert archive.read(name) == (ROOT / "shell" / f"mpsd.{shell}").read_bytes()
