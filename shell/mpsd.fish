@@ -9,74 +9,78 @@
 # set by hand (anything but what the hook last exported, which it keeps in _MPSD_EXPORTED_HIGH and
 # _MPSD_EXPORTED_LOW) is the user's: both are left alone.
 
-# A ratio as the file holds it -> billionths on stdout; status 1 unless it is a plain decimal
-# in (0, 2].
-function _mpsd_number
-    string match -qr '^[0-2](\.[0-9]{1,9})?$' -- $argv[1]; or return 1
-    set -l parts (string split -- . $argv[1])
-    set -l frac (string pad -r -c 0 -w 9 -- "$parts[2]")
-    set -l value (math "$parts[1] * 1000000000 + $frac")
-    test $value -gt 0 -a $value -le 2000000000; or return 1
-    echo $value
-end
-
 # Parse limits.toml's text ($argv[1]) for the physical directory ($argv[2]): _mpsd_want_high
 # and _mpsd_want_low get both values when it is inside a project and both are valid, else none.
 # The first `high_watermark_ratio = ` and `low_watermark_ratio = ` lines; the project lines
-# (`    "/path",`) between the first `projects = [` line and the next `]` line.
+# (`    "/path",`, no quote, backslash or control character in the path) between the first
+# `projects = [` line and the next `]` line. fish's `test` compares the decimals, once the
+# regular expression has let only plain ones through.
 function _mpsd_parse
     set -g _mpsd_want_high
     set -g _mpsd_want_low
+    # Each command substitution costs fish some 50 µs: as few as possible, none in loops.
     set -l lines (string split -- \n $argv[1])
     set -l start (contains -i -- 'projects = [' $lines); or return 0
-    set -l block $lines[(math $start + 1)..-1]
+    set -l block $lines
+    set -e block[1..$start]
     set -l stop (contains -i -- ']' $block)
-    if test -n "$stop"
-        set block $block[1..(math $stop - 1)]
-        test $stop -gt 1; or set block
-    end
-    set -l dir $argv[2]
+    and set -e block[$stop..-1]
+    set block (string match -r -- '^    "/[^"\\\\\x00-\x1f\x7f]*",$' $block)
+    # The directory and each of its parents, as project lines.
+    set -l parts (string split -- / $argv[2])
+    set -l path ''
     set -l inside
-    while test -n "$dir"
-        if not string match -qr '["\\\\[:cntrl:]]' -- $dir
-            and contains -- "    \"$dir\"," $block
-            set inside 1
-            break
+    contains -- '    "/",' $block; and set inside 1
+    for part in $parts
+        test -n "$part"; or continue
+        set path "$path/$part"
+        contains -- "    \"$path\"," $block; and set inside 1
+    end
+    test -n "$inside"; or return 0
+    # Name and value of every ratio line, in order; the first of each name counts.
+    set -l found (string match -r -- '^(high|low)_watermark_ratio = (.*)$' $lines)
+    set -l high
+    set -l low
+    set -l seen
+    while set -q found[3]
+        if not contains -- $found[2] $seen
+            set -a seen $found[2]
+            set $found[2] $found[3]
         end
-        set dir (string replace -r -- '/[^/]*$' '' $dir)
+        set -e found[1..3]
     end
-    if test -z "$inside"
-        contains -- '    "/",' $block; or return 0
-    end
-    set -l high (string replace -rf -- '^high_watermark_ratio = ' '' $lines)
-    set -l low (string replace -rf -- '^low_watermark_ratio = ' '' $lines)
-    set -l high_value (_mpsd_number "$high[1]"); or return 0
-    set -l low_value (_mpsd_number "$low[1]"); or return 0
-    test $low_value -le $high_value; or return 0
-    set -g _mpsd_want_high $high[1]
-    set -g _mpsd_want_low $low[1]
+    string match -qr -- '^[0-2](\.[0-9]{1,9})?$' "$high"; or return 0
+    string match -qr -- '^[0-2](\.[0-9]{1,9})?$' "$low"; or return 0
+    test $high -gt 0 -a $high -le 2 -a $low -gt 0 -a $low -le $high; or return 0
+    set -g _mpsd_want_high $high
+    set -g _mpsd_want_low $low
 end
 
 function _mpsd_hook --on-event fish_prompt --on-variable PWD
     set -l saved_status $status
-    # limits.toml: where paths.py puts it ($MPSD_CONFIG_DIR, $XDG_CONFIG_HOME/mps, ~/.config/mps).
-    set -l file "$MPSD_CONFIG_DIR"
-    if test -z "$file"
-        if string match -q -- '/*' "$XDG_CONFIG_HOME"
-            set file "$XDG_CONFIG_HOME/mps"
-        else
-            set file "$HOME/.config/mps"
+    # limits.toml: where paths.py puts it ($MPSD_CONFIG_DIR, $XDG_CONFIG_HOME/mps, ~/.config/mps),
+    # worked out again only when one of these changed.
+    set -l key "$MPSD_CONFIG_DIR:$XDG_CONFIG_HOME:$HOME"
+    if test "$key" != "$_mpsd_file_key"
+        set -g _mpsd_file_key $key
+        set -g _mpsd_file "$MPSD_CONFIG_DIR"
+        if test -z "$_mpsd_file"
+            if string match -q -- '/*' "$XDG_CONFIG_HOME"
+                set _mpsd_file "$XDG_CONFIG_HOME/mps"
+            else
+                set _mpsd_file "$HOME/.config/mps"
+            end
         end
+        if test "$_mpsd_file" = '~'
+            set _mpsd_file "$HOME"
+        else if string match -q -- '~/*' "$_mpsd_file"
+            set _mpsd_file "$HOME/"(string sub -s 3 -- "$_mpsd_file")
+        end
+        set _mpsd_file "$_mpsd_file/limits.toml"
     end
-    if test "$file" = '~'
-        set file "$HOME"
-    else if string match -q -- '~/*' "$file"
-        set file "$HOME/"(string sub -s 3 -- "$file")
-    end
-    set file "$file/limits.toml"
     set -l text ''
-    if test -f "$file" -a -r "$file"
-        set text (string collect -- < "$file" 2>/dev/null)
+    if test -f "$_mpsd_file" -a -r "$_mpsd_file"
+        set text (string collect -- < "$_mpsd_file" 2>/dev/null)
     end
     if test -z "$_mpsd_seen" -o "$PWD" != "$_mpsd_pwd" -o "$text" != "$_mpsd_text"
         set -g _mpsd_seen 1
