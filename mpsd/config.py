@@ -29,6 +29,8 @@ class Config:
     baseline_percentile: float = 5.0
     min_ratio: float = 0.1
     max_ratio: float = 2.0
+    swap_penalty: float = 0.8
+    swap_recovery: float = 3 * 86400.0
 
 
 @dataclass(frozen=True)
@@ -107,6 +109,18 @@ SCHEMA: tuple[Key, ...] = (
         "the ratio never goes above this",
         "2.0",
         _number(0, 2, low_open=True, high_open=False),
+    ),
+    Key(
+        "swap_penalty",
+        "factor on the limit after swap-outs grew during a PyTorch job (1 turns it off)",
+        "0.8",
+        _number(0, 1, low_open=True, high_open=False),
+    ),
+    Key(
+        "swap_recovery",
+        'how long the limit takes to climb back after a swap penalty ("3d")',
+        '"3d"',
+        _duration(0),
     ),
 )
 KEYS = {key.name: key for key in SCHEMA}

@@ -73,23 +73,21 @@ def optin_facts(
 
 
 def render_optin(facts: Mapping[str, Any]) -> list[str]:
-    """``optin_facts`` as the lines ``mpsd status`` prints."""
+    """``optin_facts`` as the lines ``mpsd status`` prints (labels 17 wide, like its own)."""
     lines = []
     if facts["opted_in"]:
-        lines.append(f"this directory: opted in (project {facts['project']})")
+        lines.append(f"{'this directory:':<17}opted in (project {facts['project']})")
     else:
-        lines.append("this directory: not opted in (run `mpsd enable` to opt it in)")
+        lines.append(f"{'this directory:':<17}not opted in (run `mpsd enable` to opt it in)")
     gets = facts["python_gets"]
     if any(value is not None for value in gets.values()):
-        shown = " ".join(f"{name}={value or '(unset)'}" for name, value in gets.items())
-        lines.append(f"a python here gets: {shown}")
+        shown = ", ".join(
+            f"{name}={'(unset)' if value is None else value}" for name, value in gets.items()
+        )
+        lines.append(f"{'python here:':<17}gets {shown}")
     else:
-        lines.append("a python here gets: neither variable (PyTorch's defaults)")
+        lines.append(f"{'python here:':<17}gets neither variable (PyTorch's defaults)")
     if facts["hand_set"]:
         names = " and ".join(facts["hand_set"])
-        lines.append(f"set by hand: {names}; your values win and the hook leaves both alone")
-    if not facts["limits_found"]:
-        lines.append("limits.toml: missing, so the hooks export nothing")
-    elif not facts["limits_valid"]:
-        lines.append("limits.toml: holds no valid pair of ratios, so the hooks export nothing")
+        lines.append(f"{'set by hand:':<17}{names}; your values win and the hook leaves both alone")
     return lines

@@ -16,10 +16,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-import tomli_w
-
 from mpsd import paths
-from mpsd.atomic import write_atomic
 from mpsd.locks import exclusive
 
 SOURCES = ("torch", "metal", "iogpu", "estimate")
@@ -57,6 +54,8 @@ class LimitsError(ValueError):
 
 
 def render(limits: Limits) -> str:
+    import tomli_w  # only writers pay for it: readers (status, env) start faster
+
     data: dict[str, Any] = asdict(limits)
     data["projects"] = list(limits.projects)
     return tomli_w.dumps(data)
@@ -111,6 +110,8 @@ def read(path: Path | None = None) -> Limits | None:
 
 def write(limits: Limits, path: Path | None = None) -> bool:
     """Write ``limits`` atomically under the limits lock; False when nothing changed."""
+    from mpsd.atomic import write_atomic  # tempfile is slow to import; readers skip it
+
     path = path or paths.limits_file()
     with exclusive(paths.limits_lock_file()):
         return write_atomic(path, render(limits).encode("utf-8"), mode=0o644)

@@ -108,8 +108,12 @@ def _sampler() -> Watch | None:
     """The daemon's sampler, where it exists: its memory ``Source`` (counters only, no scan of
     the process table, so cheap enough for every step), else ``take_sample``. A failed read
     falls back to this module's own reader for the step: the probe never stops watching."""
+    import importlib
+
     try:
-        from mpsd import sampler  # type: ignore[attr-defined,unused-ignore]
+        # import_module, not `from mpsd import sampler`: the latter prefers the package
+        # attribute over sys.modules, which tests (and reloads) replace.
+        sampler = importlib.import_module("mpsd.sampler")
     except ImportError:
         return None
     fallback = _platform()

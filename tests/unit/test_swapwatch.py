@@ -91,6 +91,8 @@ def test_the_daemons_sampler_is_used_when_present_and_a_failure_falls_back(
     fake = types.ModuleType("mpsd.sampler")
     fake.take_sample = take_sample  # type: ignore[attr-defined]
     monkeypatch.setitem(__import__("sys").modules, "mpsd.sampler", fake)
+    # `from mpsd import sampler` takes the package attribute once the real one was imported.
+    monkeypatch.setattr(__import__("mpsd"), "sampler", fake, raising=False)
     monkeypatch.delenv("MPSD_PROBE_FAKE_SWAP", raising=False)
     monkeypatch.setattr(swapwatch, "_linux", lambda: (11, None))
     monkeypatch.setattr(swapwatch, "_macos", lambda: (11, None))
@@ -117,6 +119,8 @@ def test_the_samplers_memory_source_is_preferred_to_a_whole_sample(
     fake.default_source = Source  # type: ignore[attr-defined]
     fake.take_sample = lambda: pytest.fail("the process table must not be scanned every step")  # type: ignore[attr-defined]
     monkeypatch.setitem(__import__("sys").modules, "mpsd.sampler", fake)
+    # `from mpsd import sampler` takes the package attribute once the real one was imported.
+    monkeypatch.setattr(__import__("mpsd"), "sampler", fake, raising=False)
     monkeypatch.delenv("MPSD_PROBE_FAKE_SWAP", raising=False)
     monkeypatch.setattr(swapwatch, "_linux", lambda: (11, None))
     monkeypatch.setattr(swapwatch, "_macos", lambda: (11, None))

@@ -1,0 +1,206 @@
+"""The daemon's footprint with a year of history.
+
+    python bench/footprint.py [--seconds 30] [--runs 15]
+
+Builds a year of samples at the default 30 s interval (about 1.05 M rows, retention
+set to a year) in temporary dirs, then measures:
+- the daemon's RSS (contract 40 MB, goal 30 MB), current and peak, running with
+  ``interval = 1`` after its first policy run over the full window;
+- CPU per sample: the daemon's CPU time over ``--seconds`` of ticks divided by the
+  ticks, plus one policy run over a 7-day window (every 10 minutes, so 1/20 of it per
+  sample at the default 30 s) measured in-process;
+- ``mpsd status`` (and ``--json``) wall time, median of ``--runs``, beside a bare
+  ``python -c pass``.
+Prints figures; asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+GIB = 1 << 30
+YEAR = 365 * 86400
+INTERVAL = 30.0
+
+
+def build_history(path: Path, now: float) -> int:
+    import random
+
+    from mpsd.sample import Sample
+    from mpsd.store import Store
+
+    rng = random.Random(0)
+    rows = 0
+    with Store.open(path) as store:
+        t = now - YEAR
+        batch: list[Sample] = []
+        while t < now:
+            batch.append(
+                Sample(
+                    t=t,
+                    available_bytes=int((28 + rng.gauss(0, 1)) * GIB),
+                    total_bytes=48 * GIB,
+                    ml_bytes=0,
+                    swapouts=rows // 100,
+                    pressure=1,
+                )
+            )
+            t += INTERVAL
+            if len(batch) == 50_000:
+                store.add_many(batch)
+                rows += len(batch)
+                batch = []
+        store.add_many(batch)
+        rows += len(batch)
+    return rows
+
+
+def proc_status(pid: int) -> dict[str, int]:
+    values = {}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        key, _, rest = line.partition(":")
+        if key in ("VmRSS", "VmHWM"):
+            values[key] = int(rest.split()[0]) * 1024
+    return values
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    ticks = os.sysconf("SC_CLK_TCK")
+    return (int(fields[11]) + int(fields[12])) / ticks
+
+
+def timed(command: list[str], env: dict[str, str], runs: int) -> tuple[float, float, float]:
+    """(median wall, best wall, median CPU) seconds of ``runs`` runs. CPU (user + sys of
+    the child) is what the command costs; wall on a busy machine also counts waiting."""
+    import resource
+
+    walls, cpus = [], []
+    for _ in range(runs):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        start = time.perf_counter()
+        subprocess.run(command, env=env, stdout=subprocess.DEVNULL, check=True)
+        walls.append(time.perf_counter() - start)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpus.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+    return statistics.median(walls), min(walls), statistics.median(cpus)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=30.0)
+    parser.add_argument("--runs", type=int, default=15)
+    args = parser.parse_args()
+    tmp = Path(tempfile.mkdtemp(prefix="mpsd-footprint-"))
+    env = dict(os.environ)
+    env.update(
+        MPSD_CONFIG_DIR=str(tmp / "config"),
+        MPSD_STATE_DIR=str(tmp / "state"),
+        MPSD_DATA_DIR=str(tmp / "data"),
+        PYTHONPATH=str(ROOT),
+    )
+    os.environ.update(env)
+    (tmp / "config").mkdir()
+    (tmp / "config" / "config.toml").write_text('retention = "366d"\n')
+    from mpsd import paths
+
+    now = time.time()
+    started = time.perf_counter()
+    rows = build_history(paths.history_file(), now)
+    size = paths.history_file().stat().st_size
+    print(
+        f"history: {rows} samples (a year at {INTERVAL:g} s), {size / 2**20:.0f} MiB, "
+        f"built in {time.perf_counter() - started:.1f} s"
+    )
+
+    # The policy over the default 7-day window as the daemon runs it: the window is
+    # loaded from the history (every WINDOW_RELOAD s) and kept in memory; the policy
+    # runs over it every POLICY_EVERY s.
+    from mpsd import policy
+    from mpsd.config import Config
+    from mpsd.loop import POLICY_EVERY, POLICY_ROWS, WINDOW_RELOAD
+    from mpsd.store import Store
+
+    config = Config()
+    loads, decides = [], []
+    with Store.open(paths.history_file()) as store:
+        for _ in range(5):
+            start = time.process_time()
+            window = store.samples(now - config.window, now, max_rows=POLICY_ROWS)
+            loaded = time.process_time()
+            policy.decide(window, config, int(37.44 * GIB), now=now)
+            loads.append(loaded - start)
+            decides.append(time.process_time() - loaded)
+    load, decide = statistics.median(loads), statistics.median(decides)
+    per_sample = decide * INTERVAL / POLICY_EVERY + load * INTERVAL / WINDOW_RELOAD
+    print(
+        f"policy over the 7 d window ({len(window)} rows): load {load * 1000:.1f} ms CPU "
+        f"(every {WINDOW_RELOAD / 3600:g} h), run {decide * 1000:.1f} ms (every "
+        f"{POLICY_EVERY:g} s): {per_sample * 1000:.2f} ms per 30 s sample"
+    )
+
+    # The daemon itself, ticking every second on top of the year of history.
+    (tmp / "config" / "config.toml").write_text('retention = "366d"\ninterval = 1\n')
+    daemon = subprocess.Popen(
+        [sys.executable, "-m", "mpsd", "daemon"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not paths.limits_file().exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        time.sleep(2)
+        with Store.open_readonly(paths.history_file()) as store:  # type: ignore[union-attr]
+            ticks_before = store.count(now, float("inf"))
+        cpu_before = cpu_seconds(daemon.pid)
+        time.sleep(args.seconds)
+        cpu_after = cpu_seconds(daemon.pid)
+        with Store.open_readonly(paths.history_file()) as store:  # type: ignore[union-attr]
+            ticks_after = store.count(now, float("inf"))
+        memory = proc_status(daemon.pid)
+    finally:
+        daemon.terminate()
+        daemon.wait(timeout=10)
+    ticks = max(1, ticks_after - ticks_before)
+    per_tick = (cpu_after - cpu_before) / ticks
+    print(
+        f"daemon RSS: {memory['VmRSS'] / 1e6:.1f} MB now, {memory['VmHWM'] / 1e6:.1f} MB peak "
+        f"(contract 40 MB, goal 30 MB)"
+    )
+    print(
+        f"daemon CPU per sample: {per_tick * 1000:.2f} ms over {ticks} ticks "
+        f"(+ {per_sample * 1000:.2f} ms policy share at 30 s = "
+        f"{(per_tick + per_sample) * 1000:.2f} ms; contract < 5 ms)"
+    )
+
+    with open("/proc/loadavg") as handle:
+        load = handle.read().split()[0]
+    for label, command in (
+        ("bare python -c pass", [sys.executable, "-c", "pass"]),
+        ("mpsd status", [sys.executable, "-m", "mpsd", "status"]),
+        ("mpsd status --json", [sys.executable, "-m", "mpsd", "status", "--json"]),
+    ):
+        wall, best, cpu = timed(command, env, args.runs)
+        print(
+            f"{label} (a year of history): wall median {wall * 1000:.0f} ms, "
+            f"best {best * 1000:.0f} ms, CPU {cpu * 1000:.0f} ms (load average {load}; "
+            "contract < 200 ms)"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,193 @@
+"""Run the real policy over a recorded or synthetic memory trace.
+
+    python bench/replay.py TRACE.csv --total-bytes N --recommended-max-bytes N
+                           [--config FILE] [--stride SAMPLES]
+
+stdout: one JSON object per evaluation, ``{"t", "high_watermark_ratio",
+"low_watermark_ratio", "limit_bytes", "baseline_free_bytes"}``.
+stderr: a summary. For each PyTorch job in the trace (a run of samples with
+``ml_bytes > 0``): the limit in force when it started against what was really
+free with the usual apps during it (the least ``available + ml`` over the job).
+Goals: the limit never exceeds it; the limit uses 70 % of it or more (median).
+
+The policy is re-evaluated every ``--stride`` samples (and at each job's start,
+as the daemon's 10-minute cadence would have it fairly fresh), over the config's window, read
+as the daemon reads it: when the window holds more than 5000 samples, the older
+history thinned to 5000 buckets (each its lowest-free sample), the last 6 hours as
+sampled.
+"""
+
+from __future__ import annotations
+
+import argparse
+import bisect
+import csv
+import itertools
+import json
+import statistics
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from mpsd.config import Config, ConfigError, load_config  # noqa: E402
+from mpsd.loop import POLICY_ROWS, WINDOW_RELOAD  # noqa: E402
+from mpsd.policy import decide  # noqa: E402
+from mpsd.sample import Sample  # noqa: E402
+from mpsd.store import thin  # noqa: E402
+
+GIB = 1 << 30
+
+
+def read_trace(path: Path, total: int) -> list[Sample]:
+    samples = []
+    with path.open(newline="") as handle:
+        for row in csv.DictReader(handle):
+            samples.append(
+                Sample(
+                    t=float(row["t"]),
+                    available_bytes=int(float(row["available_bytes"])),
+                    total_bytes=total,
+                    ml_bytes=int(float(row.get("ml_bytes") or 0)),
+                    swapouts=int(float(row["swapouts"])) if row.get("swapouts") else None,
+                    pressure=int(float(row["pressure"])) if row.get("pressure") else None,
+                    source="trace",
+                )
+            )
+    samples.sort(key=lambda s: s.t)
+    return samples
+
+
+def jobs_in(samples: list[Sample]) -> list[tuple[int, int]]:
+    """(first index, last index) of every run of samples with ml_bytes > 0."""
+    jobs = []
+    start = None
+    for i, s in enumerate(samples):
+        if s.ml_bytes > 0 and start is None:
+            start = i
+        elif s.ml_bytes <= 0 and start is not None:
+            jobs.append((start, i - 1))
+            start = None
+    if start is not None:
+        jobs.append((start, len(samples) - 1))
+    return jobs
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("trace", type=Path)
+    parser.add_argument("--total-bytes", type=int, required=True)
+    parser.add_argument("--recommended-max-bytes", type=int, required=True)
+    parser.add_argument("--config", type=Path, help="a config.toml (default: the defaults)")
+    parser.add_argument("--stride", type=int, default=20, help="samples between evaluations")
+    args = parser.parse_args(argv)
+    try:
+        config = load_config(args.config) if args.config else Config()
+        samples = read_trace(args.trace, args.total_bytes)
+    except (ConfigError, OSError, KeyError, ValueError) as exc:
+        sys.stderr.write(f"replay: {exc}\n")
+        return 2
+    if not samples:
+        sys.stderr.write("replay: the trace has no samples.\n")
+        return 1
+    if args.config is None or "interval" not in args.config.read_text():
+        gaps = sorted(b.t - a.t for a, b in itertools.pairwise(samples))
+        if gaps:
+            config = replace(config, interval=max(1.0, gaps[len(gaps) // 2]))
+    times = [s.t for s in samples]
+    thinned = thin(samples, times[0], config.window / POLICY_ROWS)
+    thin_times = [s.t for s in thinned]
+    jobs = jobs_in(samples)
+    job_starts = {start for start, _ in jobs}
+    limit_at: dict[int, int] = {}
+    current: int | None = None
+    ratios: list[float] = []
+    started = time.perf_counter()
+    evaluations = 0
+    out = sys.stdout
+    for i, s in enumerate(samples):
+        if i % args.stride == 0 or i in job_starts or i == len(samples) - 1:
+            lo = bisect.bisect_left(times, s.t - config.window)
+            if i + 1 - lo > POLICY_ROWS:
+                # As the daemon reads it: older history thinned to bucket lows, the
+                # last hours as sampled.
+                cut = bisect.bisect_left(times, s.t - WINDOW_RELOAD)
+                old = thinned[
+                    bisect.bisect_left(thin_times, s.t - config.window) : bisect.bisect_left(
+                        thin_times, times[cut]
+                    )
+                ]
+                window = old + samples[cut : i + 1]
+            else:
+                window = samples[lo : i + 1]
+            decision = decide(window, config, args.recommended_max_bytes, now=s.t)
+            evaluations += 1
+            if decision is not None:
+                current = decision.limit_bytes
+                ratios.append(decision.high_watermark_ratio)
+                out.write(
+                    json.dumps(
+                        {
+                            "t": s.t,
+                            "high_watermark_ratio": decision.high_watermark_ratio,
+                            "low_watermark_ratio": decision.low_watermark_ratio,
+                            "limit_bytes": decision.limit_bytes,
+                            "baseline_free_bytes": decision.baseline_free_bytes,
+                        }
+                    )
+                    + "\n"
+                )
+        if i in job_starts and current is not None:
+            limit_at[i] = current
+    elapsed = time.perf_counter() - started
+
+    exceeded = 0
+    shares = []
+    lines = []
+    for start, end in jobs:
+        if start not in limit_at:
+            continue
+        really = min(s.available_bytes + s.ml_bytes for s in samples[start : end + 1])
+        limit = limit_at[start]
+        share = limit / really if really > 0 else float("inf")
+        shares.append(share)
+        over = limit > really
+        exceeded += over
+        lines.append(
+            f"  job at t={samples[start].t / 86400:6.2f} d "
+            f"({(samples[end].t - samples[start].t) / 3600:5.1f} h): "
+            f"limit {limit / GIB:5.1f} GiB vs really free {really / GIB:5.1f} GiB "
+            f"-> {share:4.0%}{'  EXCEEDED' if over else ''}"
+        )
+    err = sys.stderr
+    err.write(
+        f"{args.trace.name}: {len(samples)} samples over {(times[-1] - times[0]) / 86400:.1f} d, "
+        f"{evaluations} evaluations in {elapsed:.1f} s "
+        f"({elapsed / max(1, evaluations) * 1000:.1f} ms each)\n"
+    )
+    if ratios:
+        err.write(
+            f"  ratio: min {min(ratios):.2f}, median {statistics.median(ratios):.2f}, "
+            f"max {max(ratios):.2f}\n"
+        )
+    for line in lines:
+        err.write(line + "\n")
+    if shares:
+        err.write(
+            f"  jobs: {len(shares)}; limit above really free: {exceeded} (goal 0); "
+            f"share of really free used: median {statistics.median(shares):.0%}, "
+            f"min {min(shares):.0%} (goal >= 70% median)\n"
+        )
+    else:
+        err.write("  no job in the trace\n")
+    summary = {"jobs": len(shares), "exceeded": exceeded, "shares": [round(x, 4) for x in shares]}
+    err.write("summary-json: " + json.dumps(summary) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

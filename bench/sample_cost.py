@@ -1,0 +1,201 @@
+"""What one memory sample costs: CPU per take_sample(), import time and RSS of the sampler.
+
+    python bench/sample_cost.py [--samples 300] [--table 600] [--no-torch]
+
+Fills the process table up to ``--table`` processes (sleeping children, as a Mac has
+500-700), with two PyTorch jobs among them (a Python carrying the watermark variables
+and one that imported torch), then times ``take_sample()`` with ``time.process_time``:
+the first sample (every pid examined), samples while the table is young (re-checks),
+then, once it has aged ``--settle`` seconds, samples back to back, after an idle pause
+(cold caches, as in the daemon), and while processes come and go. Prints figures and
+their ratio to the contract (5 ms of CPU per sample).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import re
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import psutil  # noqa: E402
+
+from mpsd.sampler import find_ml_processes, take_sample  # noqa: E402
+
+BUDGET_MS = 5.0
+ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
+
+
+def spawn_table(target: int, torch: bool) -> list[subprocess.Popen[bytes]]:
+    children: list[subprocess.Popen[bytes]] = []
+    hold = "import sys,time; b=b'x'*(64<<20); {extra}print('ready',flush=True); time.sleep(3600)"
+    jobs = [
+        (hold.format(extra=""), {"PYTORCH_MPS_HIGH_WATERMARK_RATIO": "0.8"}),
+    ]
+    if torch:
+        jobs.append((hold.format(extra="import torch; "), {}))
+    for code, extra in jobs:
+        child = subprocess.Popen(
+            [sys.executable, "-c", code], env={**ENV, **extra}, stdout=subprocess.PIPE
+        )
+        assert child.stdout is not None
+        child.stdout.readline()
+        children.append(child)
+    while len(psutil.pids()) < target:
+        children.append(subprocess.Popen(["sleep", "3600"]))
+    return children
+
+
+def cpu_ms(samples: int, pause: float = 0.0) -> tuple[list[float], float]:
+    """CPU ms of each sample, and the new pids each sample met on average."""
+    costs = []
+    seen = set(psutil.pids())
+    new = 0
+    for _ in range(samples):
+        if pause:
+            time.sleep(pause)
+        start = time.process_time()
+        take_sample()
+        costs.append((time.process_time() - start) * 1000)
+        if pause:
+            now = set(psutil.pids())
+            new += len(now - seen)
+            seen = now
+    return costs, new / samples
+
+
+def churn() -> subprocess.Popen[bytes]:
+    """A shell that starts a short-lived process every 10 ms (forks outside this process,
+    so their copy-on-write faults are not billed to the sampler)."""
+    return subprocess.Popen(["sh", "-c", "while :; do sleep 0.01; done"])
+
+
+def import_ms(module: str, runs: int = 5) -> float:
+    best = float("inf")
+    for _ in range(runs):
+        done = subprocess.run(
+            [sys.executable, "-X", "importtime", "-c", f"import {module}"],
+            capture_output=True,
+            text=True,
+            env=ENV,
+            check=True,
+        )
+        for line in done.stderr.splitlines():
+            match = re.match(r"import time:\s+\d+ \|\s+(\d+) \|\s+(\S+)$", line)
+            if match and match.group(2) == module:
+                best = min(best, int(match.group(1)) / 1000)
+    return best
+
+
+def startup_ms(code: str, runs: int = 7) -> float:
+    best = float("inf")
+    for _ in range(runs):
+        start = time.perf_counter()
+        subprocess.run([sys.executable, "-c", code], env=ENV, check=True)
+        best = min(best, (time.perf_counter() - start) * 1000)
+    return best
+
+
+def rss_mib(code: str) -> float:
+    """RSS of a fresh python that ran ``code``, read from outside (a child's own max-RSS
+    figure inherits the parent's across fork + exec on Linux)."""
+    child = subprocess.Popen(
+        [sys.executable, "-c", f"{code}\nimport sys\nprint('ok', flush=True)\nsys.stdin.read()"],
+        env=ENV,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+    )
+    assert child.stdout is not None and child.stdin is not None
+    child.stdout.readline()
+    rss = psutil.Process(child.pid).memory_info().rss
+    child.stdin.close()
+    child.wait()
+    return rss / (1 << 20)
+
+
+def row(name: str, costs: list[float]) -> None:
+    p95 = sorted(costs)[int(0.95 * (len(costs) - 1))]
+    mean = statistics.fmean(costs)
+    print(
+        f"{name:<30} mean {mean:6.3f} ms  median {statistics.median(costs):6.3f} ms  "
+        f"p95 {p95:6.3f} ms  max {max(costs):6.3f} ms  mean/budget {mean / BUDGET_MS:5.1%}"
+    )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--samples", type=int, default=300)
+    parser.add_argument("--table", type=int, default=600, help="processes on the machine")
+    parser.add_argument("--no-torch", action="store_true", help="no child that imports torch")
+    parser.add_argument(
+        "--settle",
+        type=float,
+        default=65.0,
+        help="seconds to let the new processes age: a young one is looked at again "
+        "(it may still exec a Python), an old non-Python never",
+    )
+    args = parser.parse_args()
+
+    has_torch = importlib.util.find_spec("torch") is not None
+    children = spawn_table(args.table, torch=has_torch and not args.no_torch)
+    try:
+        start = time.process_time()
+        first = take_sample()
+        cold = (time.process_time() - start) * 1000
+        print(f"platform {sys.platform}, {len(psutil.pids())} processes, source {first.source}")
+        jobs = find_ml_processes()
+        print(
+            f"ml_bytes {first.ml_bytes / (1 << 20):.0f} MiB in {len(jobs)} PyTorch jobs "
+            f"(ours: {len(children) and 2 if has_torch else 1}; others are this machine's)"
+        )
+        print(f"first sample (every pid examined)  {cold:7.3f} ms CPU")
+        young, _ = cpu_ms(args.samples, pause=0.05)
+        row("young table, 50 ms idle", young)
+        time.sleep(args.settle)
+        start = time.process_time()
+        take_sample()
+        print(
+            f"sample after {args.settle:.0f} s (the table settles)  "
+            f"{(time.process_time() - start) * 1000:7.3f} ms CPU"
+        )
+        steady, _ = cpu_ms(args.samples)
+        row("back to back", steady)
+        idle, _ = cpu_ms(args.samples, pause=0.05)
+        row("50 ms idle before each", idle)
+        spawner = churn()
+        children.append(spawner)
+        busy, new = cpu_ms(args.samples, pause=0.05)
+        row(f"idle + churn ({new:.1f} new pids)", busy)
+    finally:
+        for child in children:
+            child.kill()
+        for child in children:
+            child.wait()
+
+    for module in ("mpsd.sampler", "mpsd.recommended", "mpsd.macos", "psutil"):
+        ms = import_ms(module)
+        print(f"import {module:<18} {ms:7.1f} ms (cumulative, -X importtime, best of 5)")
+    bare = startup_ms("pass")
+    full = startup_ms("import mpsd.sampler, mpsd.recommended")
+    print(
+        f"python -c: bare {bare:.1f} ms, importing the sampler {full:.1f} ms ({full / bare:.2f}x)"
+    )
+    base = rss_mib("pass")
+    with_sampler = rss_mib("from mpsd.sampler import take_sample\ntake_sample()")
+    print(
+        f"RSS: bare python {base:.1f} MiB, after import + one sample {with_sampler:.1f} MiB "
+        f"(+{with_sampler - base:.1f} MiB; daemon contract 40 MiB)"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

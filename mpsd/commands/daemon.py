@@ -1,0 +1,58 @@
+"""``mpsd daemon [--once]``: the daemon in the foreground (what launchd runs)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from mpsd.sample import Sample
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--once",
+        action="store_true",
+        help="take one sample, update limits.toml once and exit "
+        "(leaves the work to a running daemon if there is one)",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from mpsd import loop, paths
+    from mpsd.locks import PidLock
+    from mpsd.policy import gib
+
+    lock = loop.acquire_lock(once=args.once)
+    loop.setup_logging()
+    if lock is None:
+        pid = PidLock(paths.daemon_lock_file()).holder()
+        who = f" (pid {pid})" if pid is not None else ""
+        print(f"A daemon{who} is running and keeps {paths.limits_file()} up to date.")
+        return 0
+    try:
+        daemon = loop.Daemon(sample_source=_sample, recommended_source=_recommended)
+        if not args.once:
+            return daemon.run_forever()
+        limits = daemon.run_once()
+    finally:
+        lock.release()
+    print(
+        f"{paths.limits_file()}: high {limits.high_watermark_ratio:.2f}, "
+        f"low {limits.low_watermark_ratio:.2f} (limit {gib(limits.limit_bytes)} of the "
+        f"recommended max {gib(limits.recommended_max_bytes)} [{limits.recommended_max_source}], "
+        f"baseline free {gib(limits.baseline_free_bytes)} from {limits.sample_count} sample(s))."
+    )
+    return 0
+
+
+def _sample(now: float) -> Sample:
+    from mpsd.sampler import take_sample
+
+    return take_sample(now)
+
+
+def _recommended(total_bytes: int) -> tuple[int, str]:
+    from mpsd.recommended import recommended_max
+
+    return recommended_max(total_bytes)

@@ -1,0 +1,484 @@
+"""The daemon loop: one lock, one queue, one tick at a time.
+
+- Only one daemon runs: a ``PidLock`` (flock, so a kill -9 never leaves it stuck).
+- Signal handlers only enqueue; the loop blocks on the queue with the time to the
+  next tick as timeout, so SIGTERM/SIGINT end it at once (exit 0).
+- Ticks are scheduled on the monotonic clock; the wall clock only stamps
+  samples. A wall-clock jump (sleep, a clock change, even backwards) is logged
+  and changes nothing else: the policy sees samples by their stamps.
+- config.toml is watched through its directory (``mpsd.watch``), debounced, and
+  checked by mtime every few seconds as a backstop. A bad file is logged and the
+  last good config kept (the defaults if there never was one).
+- limits.toml is rewritten only when its values change (``Limits.same_values``).
+
+The sample source and the recommended-max source are parameters: the CLI wires
+the real ones, tests inject their own.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import logging
+import logging.handlers
+import os
+import queue
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from mpsd import limits as limits_mod
+from mpsd import paths, policy
+from mpsd.config import Config, ConfigError, load_config
+from mpsd.errors import EXIT_ABSENT, MpsdError
+from mpsd.limits import Limits
+from mpsd.locks import PidLock
+from mpsd.sample import Sample
+from mpsd.store import HistoryError, Row, Store
+
+log = logging.getLogger("mpsd")
+
+SampleSource = Callable[[float], Sample]
+RecommendedSource = Callable[[int], tuple[int, str]]
+
+POLICY_EVERY = 600.0  # seconds between policy runs (also after a config change or a new max)
+# The window the policy reads is kept in memory: loaded from the history with at most
+# POLICY_ROWS rows (a longer window is cut into buckets, each represented by its
+# lowest-free sample: 7 days at 30 s gives 2-minute buckets), then each new sample
+# appended; reloaded every WINDOW_RELOAD seconds so it stays that small.
+POLICY_ROWS = 5000
+WINDOW_RELOAD = 6 * 3600.0
+PRUNE_EVERY = 3600.0
+PRUNE_BATCH = 20_000  # rows a prune deletes at most (a big cut goes in steps between ticks)
+RECOMMENDED_EVERY = 3600.0  # re-ask (cheap when cached; re-probes after a reboot or update)
+CONFIG_POLL = 5.0  # the mtime backstop behind the directory watch
+DEBOUNCE = 0.2
+# Ratios are multiples of 0.01: a change of 0.01 (one step) is churn, not news.
+CHURN_TOLERANCE = 0.015
+LOG_BYTES = 1_000_000
+LOG_BACKUPS = 3
+
+
+def setup_logging(to_stderr: bool | None = None) -> None:
+    """Log to a rotating file in the state dir (about 4 MB at most) and to stderr in a terminal."""
+    logger = logging.getLogger("mpsd")
+    logger.setLevel(logging.INFO)
+    for handler in list(logger.handlers):
+        logger.removeHandler(handler)
+        handler.close()
+    formatter = logging.Formatter("%(asctime)s %(levelname)s [%(process)d] %(message)s")
+    try:
+        path = paths.log_file()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        rotating = logging.handlers.RotatingFileHandler(
+            path, maxBytes=LOG_BYTES, backupCount=LOG_BACKUPS, encoding="utf-8"
+        )
+        rotating.setFormatter(formatter)
+        logger.addHandler(rotating)
+    except OSError as exc:
+        sys.stderr.write(f"mpsd: cannot write the log {paths.log_file()} ({exc.strerror}).\n")
+    if to_stderr is None:
+        to_stderr = sys.stderr.isatty()
+    if to_stderr:
+        stream = logging.StreamHandler(sys.stderr)
+        stream.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+        logger.addHandler(stream)
+    logger.propagate = False
+
+
+@dataclass
+class _FileSig:
+    exists: bool
+    mtime_ns: int = 0
+    size: int = 0
+    inode: int = 0
+
+
+def _signature(path: Path) -> _FileSig:
+    try:
+        st = path.stat()
+    except OSError:
+        return _FileSig(False)
+    return _FileSig(True, st.st_mtime_ns, st.st_size, st.st_ino)
+
+
+@dataclass
+class Daemon:
+    """The daemon's state and its steps; ``run`` is the loop."""
+
+    sample_source: SampleSource
+    recommended_source: RecommendedSource
+    wall: Callable[[], float] = time.time
+    mono: Callable[[], float] = time.monotonic
+    config: Config = field(default_factory=Config)
+    config_good: bool = False
+    recommended: tuple[int, str] | None = None
+    store: Store | None = None
+    window: list[Row] | None = None
+    _window_key: tuple[float, float] | None = None  # (loaded at, monotonic; window length)
+    last_wall: float | None = None
+    last_mono: float | None = None
+    total_bytes: int | None = None
+    _config_sig: _FileSig | None = None
+    _queue: queue.SimpleQueue[tuple[str, Any]] = field(default_factory=queue.SimpleQueue)
+
+    # -- config -----------------------------------------------------------------------
+    def reload_config(self, force: bool = False) -> bool:
+        """Re-read config.toml if it changed (or ``force``); True when the config in use changed."""
+        path = paths.config_file()
+        sig = _signature(path)
+        if not force and sig == self._config_sig:
+            return False
+        self._config_sig = sig
+        try:
+            config = load_config(path)
+        except ConfigError as exc:
+            kept = "the last good config" if self.config_good else "the defaults"
+            log.error("%s; keeping %s until the file is fixed", exc, kept)
+            return False
+        changed = config != self.config or not self.config_good
+        if changed:
+            log.info("config %s", f"loaded from {path}" if sig.exists else "absent: defaults")
+        self.config, self.config_good = config, True
+        return changed
+
+    # -- history ----------------------------------------------------------------------
+    def open_store(self) -> Store:
+        if self.store is None:
+            path = paths.history_file()
+            try:
+                self.store = Store.open(path)
+            except HistoryError as exc:
+                if not exc.corrupt:
+                    raise
+                aside = path.with_name(f"{path.name}.corrupt-{int(self.wall())}")
+                log.error("%s Moving it to %s and starting a new one", exc, aside)
+                for suffix in ("", "-wal", "-shm"):
+                    with contextlib.suppress(FileNotFoundError):
+                        os.replace(f"{path}{suffix}", f"{aside}{suffix}")
+                self.store = Store.open(path)
+        return self.store
+
+    # -- one tick ----------------------------------------------------------------------
+    def tick(self) -> Sample | None:
+        """Take one sample and store it; None (logged) when sampling failed."""
+        wall, mono = self.wall(), self.mono()
+        self._check_clock(wall, mono)
+        self.last_wall, self.last_mono = wall, mono
+        try:
+            sample = self.sample_source(wall)
+        except Exception as exc:  # a failed sample is skipped, never fatal
+            log.warning("sample skipped: %s", exc)
+            return None
+        self.total_bytes = sample.total_bytes
+        try:
+            self.open_store().add(sample)
+        except Exception as exc:
+            log.error("cannot store the sample in %s: %s", paths.history_file(), exc)
+            self._drop_store()
+        if self.window is not None:
+            self.window.append(
+                Row(
+                    sample.t,
+                    sample.available_bytes,
+                    sample.total_bytes,
+                    sample.ml_bytes,
+                    sample.swapouts,
+                    sample.pressure,
+                    sample.source,
+                )
+            )
+        return sample
+
+    def policy_window(self, now: float) -> list[Row]:
+        """The samples of the window ending at ``now``: kept in memory, reloaded now and then."""
+        since = now - self.config.window
+        mono = self.mono()
+        key = self._window_key
+        if (
+            self.window is None
+            or key is None
+            or key[1] != self.config.window
+            or mono - key[0] >= WINDOW_RELOAD
+        ):
+            self.window = self.open_store().samples(since, now, max_rows=POLICY_ROWS)
+            self._window_key = (mono, self.config.window)
+        else:
+            cut = 0
+            while cut < len(self.window) and self.window[cut].t < since:
+                cut += 1
+            del self.window[:cut]
+        return self.window
+
+    def _check_clock(self, wall: float, mono: float) -> None:
+        if self.last_wall is None or self.last_mono is None:
+            return
+        drift = (wall - self.last_wall) - (mono - self.last_mono)
+        slack = max(60.0, 3 * self.config.interval)
+        if drift < -slack / 6:
+            log.warning("the wall clock moved back by %.0f s; samples keep their stamps", -drift)
+        elif drift > slack:
+            log.info("resumed after a gap of %.0f s (sleep or a clock change)", drift)
+
+    def prune(self) -> bool:
+        """Delete a batch of samples older than the retention; True when more are left."""
+        try:
+            removed = self.open_store().prune(
+                self.wall() - self.config.retention, limit=PRUNE_BATCH
+            )
+        except Exception as exc:
+            log.error("cannot prune the history: %s", exc)
+            self._drop_store()
+            return False
+        if removed:
+            log.info("pruned %d samples older than the retention", removed)
+        return removed >= PRUNE_BATCH
+
+    def _drop_store(self) -> None:
+        if self.store is not None:
+            with contextlib.suppress(Exception):
+                self.store.close()
+            self.store = None
+        self.window = None
+
+    # -- the policy and limits.toml ------------------------------------------------------
+    def projects(self) -> tuple[str, ...]:
+        if self.config_good:
+            # As the hooks compare them: physical, and only paths they can read safely.
+            from mpsd.projects import for_limits
+
+            return for_limits(self.config.projects)
+        # Never had a good config: keep what limits.toml lists (mpsd enable wrote it).
+        current = limits_mod.read()
+        return current.projects if current else ()
+
+    def evaluate(self) -> Limits | None:
+        """Run the policy over the window and write limits.toml if a value changed.
+
+        Returns the limits now in force, or None when there is nothing to go on yet."""
+        if self.recommended is None:
+            return None
+        now = self.wall()
+        try:
+            store = self.open_store()
+            samples = self.policy_window(now)
+        except Exception as exc:
+            log.error("cannot read the history: %s", exc)
+            self._drop_store()
+            return None
+        max_bytes, source = self.recommended
+        decision = policy.decide(samples, self.config, max_bytes, now=now)
+        if decision is None:
+            return None
+        new = Limits(
+            high_watermark_ratio=decision.high_watermark_ratio,
+            low_watermark_ratio=decision.low_watermark_ratio,
+            limit_bytes=decision.limit_bytes,
+            recommended_max_bytes=max_bytes,
+            recommended_max_source=source,
+            baseline_free_bytes=decision.baseline_free_bytes,
+            headroom=self.config.headroom,
+            updated_at=dt.datetime.fromtimestamp(int(now), dt.UTC),
+            projects=self.projects(),
+            sample_count=decision.sample_count,
+        )
+        with contextlib.suppress(Exception):
+            store.set_meta(
+                "decision",
+                {
+                    "t": now,
+                    "baseline_free_bytes": decision.baseline_free_bytes,
+                    "high_watermark_ratio": decision.high_watermark_ratio,
+                    "low_watermark_ratio": decision.low_watermark_ratio,
+                    "limit_bytes": decision.limit_bytes,
+                    "swap_factor": decision.swap_factor,
+                    "sample_count": decision.sample_count,
+                    "reasons": list(decision.reasons),
+                    "config_good": self.config_good,
+                },
+            )
+        current = limits_mod.read()
+        if current is not None and new.same_values(current, CHURN_TOLERANCE):
+            return current
+        try:
+            limits_mod.write(new)
+        except (OSError, MpsdError) as exc:
+            log.error("cannot write %s: %s", paths.limits_file(), exc)
+            return None
+        old = f"{current.high_watermark_ratio:.2f}" if current else "none"
+        log.info(
+            "limits.toml: high %s -> %.2f, low %.2f (%s)",
+            old,
+            new.high_watermark_ratio,
+            new.low_watermark_ratio,
+            "; ".join(decision.reasons),
+        )
+        return new
+
+    def set_recommended(self, value: tuple[int, str]) -> bool:
+        changed = value != self.recommended
+        if changed:
+            log.info("recommended max: %d bytes (%s)", value[0], value[1])
+        self.recommended = value
+        return changed
+
+    # -- the loop ---------------------------------------------------------------------------
+    def _enqueue_signal(self, signum: int, frame: FrameType | None) -> None:
+        # Only enqueue: SimpleQueue.put is safe to call from a signal handler.
+        self._queue.put(("signal", signum))
+
+    def _probe_recommended(self, total: int) -> None:
+        try:
+            value = self.recommended_source(total)
+        except Exception as exc:
+            self._queue.put(("recommended-failed", str(exc)))
+        else:
+            self._queue.put(("recommended", value))
+
+    def _start_probe(self) -> None:
+        if self.total_bytes is None:
+            return
+        threading.Thread(
+            target=self._probe_recommended, args=(self.total_bytes,), daemon=True
+        ).start()
+
+    def run_forever(self) -> int:
+        """The loop, until SIGTERM or SIGINT (exit 0)."""
+        for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            signal.signal(signum, self._enqueue_signal)
+        from mpsd.watch import ConfigWatcher
+
+        watcher = ConfigWatcher(paths.config_file(), lambda: self._queue.put(("config", None)))
+        watcher.start()
+        self.reload_config(force=True)
+        log.info("daemon started (pid %d, interval %gs)", os.getpid(), self.config.interval)
+        start = self.mono()
+        next_tick = start
+        next_poll = start + CONFIG_POLL
+        next_prune = start
+        next_probe: float | None = None
+        probing = False
+        last_eval: float | None = None
+        reload_at: float | None = None
+        pending = True
+        try:
+            while True:
+                deadlines = [next_tick, next_poll]
+                if reload_at is not None:
+                    deadlines.append(reload_at)
+                timeout = max(0.0, min(deadlines) - self.mono())
+                try:
+                    kind, value = self._queue.get(timeout=timeout)
+                except queue.Empty:
+                    kind, value = "", None
+                if kind == "signal":
+                    if value == signal.SIGHUP:
+                        reload_at = self.mono()
+                    else:
+                        log.info("stopping on %s", signal.Signals(value).name)
+                        return 0
+                elif kind == "config" and reload_at is None:
+                    reload_at = self.mono() + DEBOUNCE
+                elif kind == "recommended":
+                    probing = False
+                    if self.set_recommended(value):
+                        pending = True
+                elif kind == "recommended-failed":
+                    probing = False
+                    log.error("cannot find the recommended max: %s", value)
+                now = self.mono()
+                reloaded = False
+                if reload_at is not None and now >= reload_at:
+                    reload_at = None
+                    next_poll = now + CONFIG_POLL
+                    reloaded = self.reload_config()
+                if now >= next_poll:
+                    next_poll = now + CONFIG_POLL
+                    reloaded = self.reload_config() or reloaded
+                if reloaded:
+                    pending = True
+                    next_tick = min(next_tick, (self.last_mono or now) + self.config.interval)
+                if now >= next_tick:
+                    if self.tick() is not None and self.recommended is None and not probing:
+                        probing = True
+                        next_probe = now + RECOMMENDED_EVERY
+                        self._start_probe()
+                    next_tick += self.config.interval
+                    if next_tick <= now:  # fell behind (slept, or a slow sample)
+                        next_tick = now + self.config.interval
+                    next_tick = min(next_tick, now + self.config.interval)
+                    if last_eval is None or now - last_eval >= POLICY_EVERY:
+                        pending = True
+                if next_probe is not None and now >= next_probe and not probing:
+                    probing = True
+                    next_probe = now + RECOMMENDED_EVERY
+                    self._start_probe()
+                if now >= next_prune:
+                    more = self.prune()
+                    next_prune = now + (1.0 if more else PRUNE_EVERY)
+                if pending and self.recommended is not None:
+                    last_eval = now
+                    pending = self.evaluate() is None
+        finally:
+            watcher.stop()
+            self._drop_store()
+
+    def run_once(self, attempts: int = 3) -> Limits:
+        """One sample, one update of limits.toml."""
+        self.reload_config(force=True)
+        sample = None
+        for attempt in range(attempts):
+            sample = self.tick()
+            if sample is not None:
+                break
+            if attempt + 1 < attempts:
+                time.sleep(0.5)
+        if sample is None and self.total_bytes is None:
+            raise MpsdError(
+                f"could not sample memory; see {paths.log_file()} for why, then try again."
+            )
+        while self.prune():
+            pass
+        assert self.total_bytes is not None
+        self.set_recommended(self.recommended_source(self.total_bytes))
+        result = self.evaluate()
+        self._drop_store()
+        if result is None:
+            raise MpsdError(
+                f"could not update {paths.limits_file()}; see {paths.log_file()} for why."
+            )
+        return result
+
+
+def acquire_lock(once: bool) -> PidLock | None:
+    """The daemon lock; None when ``once`` and another daemon holds it.
+
+    Raises MpsdError (exit 1) naming the holder's pid when a daemon already runs."""
+    lock = PidLock(paths.daemon_lock_file())
+    try:
+        if lock.acquire():
+            return lock
+    except OSError as exc:
+        raise MpsdError(
+            f"cannot take the daemon lock {lock.path} ({exc.strerror}); make the state dir "
+            "writable or point MPSD_STATE_DIR elsewhere."
+        ) from None
+    pid = None
+    for _ in range(20):  # the holder writes its pid just after taking the lock
+        pid = lock.holder()
+        if pid is not None:
+            break
+        time.sleep(0.025)
+    who = f"pid {pid}" if pid is not None else "another process"
+    if once:
+        return None
+    raise MpsdError(
+        f"an mpsd daemon is already running ({who}); stop it first or check `mpsd status`.",
+        EXIT_ABSENT,
+    )

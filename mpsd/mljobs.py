@@ -1,0 +1,344 @@
+"""Which running processes are PyTorch jobs, and how much memory they hold (SPEC.md).
+
+A PyTorch job is a process of the current user that
+
+- is a Python whose environment carries ``PYTORCH_MPS_HIGH_WATERMARK_RATIO`` or
+  ``..._LOW_...`` (what the hook and ``mpsd run`` put there). Other programs started
+  from a hooked shell (an editor, ``git``) inherit the variables too and are not jobs;
+- or has torch loaded: a memory map containing ``libtorch`` or ``torch/_C``, where the
+  OS lets us read the maps (Linux: ``/proc/PID/maps`` of every process of the user;
+  macOS: ``lsof`` of Pythons only, since it is slow there).
+
+Its memory is its ``phys_footprint`` on macOS (MPS buffers count there, not in RSS),
+else its RSS.
+
+Cheap by design (a sample must cost well under 5 ms of CPU): the process table comes
+from ``psutil.process_iter()``, which keeps one ``Process`` per pid, and each pid is
+examined once. Only a Python without torch can still become a job (``import torch`` comes
+after start), so it is looked at again with a back-off that grows with its age, from one
+second up to ``max_recheck``; any other process only while it is young (a fork that has
+not yet exec'd a Python).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import heapq
+import math
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import psutil
+
+from mpsd.sysctl import libsystem
+
+WATERMARK_VARS = ("PYTORCH_MPS_HIGH_WATERMARK_RATIO", "PYTORCH_MPS_LOW_WATERMARK_RATIO")
+TORCH_MARKERS = ("libtorch", "torch/_C")
+ENV = "env"
+TORCH = "torch"
+YOUNG = 60.0  # seconds: a process this young may still exec into a Python
+
+# A process that vanished, is hidden, or that psutil fails on (RuntimeError on macOS 26).
+_UNREADABLE = (
+    psutil.NoSuchProcess,
+    psutil.AccessDenied,
+    psutil.ZombieProcess,
+    OSError,
+    RuntimeError,
+)
+
+
+@dataclass(frozen=True)
+class MLProcess:
+    pid: int
+    name: str
+    reason: str  # "env" or "torch"
+    bytes: int
+
+
+@dataclass
+class _Entry:
+    proc: psutil.Process
+    python: bool = False
+    reason: str | None = None
+    next_check: float = math.inf
+
+
+def looks_like_python(proc: psutil.Process) -> bool:
+    """The process runs a Python interpreter (name or executable says so; torch renames
+    its main thread to ``pt_main_thread``, which Linux reports as the name)."""
+    try:
+        name = proc.name()
+    except _UNREADABLE:
+        return False
+    if "python" in name.lower() or name == "pt_main_thread":
+        return True
+    try:
+        return "python" in os.path.basename(proc.exe()).lower()
+    except _UNREADABLE:
+        return False
+
+
+def torch_in_maps(proc: psutil.Process) -> bool:
+    """torch's libraries are mapped in ``proc`` (False where the OS does not say).
+
+    Linux: ``/proc/PID/maps``. macOS: psutil has no ``memory_maps()`` there (removed as
+    unsafe), so ``lsof`` lists the process's mapped files."""
+    if sys.platform.startswith("linux"):
+        try:
+            with open(f"/proc/{proc.pid}/maps", "rb") as handle:
+                data = handle.read()
+        except OSError:
+            return False
+        return any(marker.encode() in data for marker in TORCH_MARKERS)
+    if hasattr(proc, "memory_maps"):
+        try:
+            maps = proc.memory_maps(grouped=True)
+        except (*_UNREADABLE, NotImplementedError):
+            return False
+        return any(marker in region.path for region in maps for marker in TORCH_MARKERS)
+    return torch_in_lsof(proc)
+
+
+def torch_in_lsof(proc: psutil.Process, timeout: float = 10.0) -> bool:
+    """torch's libraries among the files ``lsof`` says ``proc`` has mapped ("txt" on
+    macOS, "mem" on Linux). Spawned by absolute path without closing descriptors, so
+    CPython uses ``posix_spawn`` rather than forking the daemon."""
+    lsof = os.path.abspath(shutil.which("lsof") or "/usr/sbin/lsof")
+    argv = [lsof, "-w", "-n", "-P", "-F", "n", "-a", "-p", str(proc.pid), "-d", "txt,mem"]
+    try:
+        done = subprocess.run(
+            argv,
+            capture_output=True,
+            text=True,
+            errors="replace",
+            env={**os.environ, "LC_ALL": "C"},
+            timeout=timeout,
+            close_fds=False,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return any(
+        line.startswith("n") and marker in line
+        for line in done.stdout.splitlines()
+        for marker in TORCH_MARKERS
+    )
+
+
+def watermark_env(proc: psutil.Process) -> bool:
+    """The process's environment carries a watermark variable (empty when hidden)."""
+    try:
+        env = proc.environ()
+    except _UNREADABLE:
+        return False
+    return any(name in env for name in WATERMARK_VARS)
+
+
+class _Rusage:
+    """``proc_pid_rusage`` from libproc (macOS): ``ri_phys_footprint`` of a process of the
+    same user. The layout of ``rusage_info_v0``: a 16-byte uuid, then uint64s, the 8th of
+    which is the footprint."""
+
+    FLAVOR_V0 = 0
+    OFFSET = 16 + 7 * 8
+    SIZE = 16 + 10 * 8
+
+    def __init__(self) -> None:
+        self.function: Callable[..., int] | None = None
+        if sys.platform != "darwin":
+            return
+        try:
+            function = libsystem().proc_pid_rusage
+        except (OSError, AttributeError):
+            return
+        function.restype = ctypes.c_int
+        function.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_void_p]
+        self.function = function
+
+    def footprint(self, pid: int) -> int | None:
+        if self.function is None:
+            return None
+        buffer = ctypes.create_string_buffer(self.SIZE)
+        if self.function(pid, self.FLAVOR_V0, buffer) != 0:
+            return None
+        return int.from_bytes(buffer.raw[self.OFFSET : self.OFFSET + 8], sys.byteorder)
+
+
+_rusage: _Rusage | None = None
+
+
+def process_bytes(proc: psutil.Process) -> int:
+    """phys_footprint on macOS (falling back to RSS), RSS elsewhere; 0 if it is gone."""
+    global _rusage
+    if sys.platform == "darwin":
+        if _rusage is None:
+            _rusage = _Rusage()
+        footprint = _rusage.footprint(proc.pid)
+        if footprint is not None:
+            return footprint
+    try:
+        return int(proc.memory_info().rss)
+    except _UNREADABLE:
+        return 0
+
+
+class ProcessScanner:
+    """Keeps the per-pid verdicts between scans. Every callable is a seam for tests."""
+
+    def __init__(
+        self,
+        *,
+        uid: int | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        wall: Callable[[], float] = time.time,
+        max_recheck: float = 600.0,
+        is_python: Callable[[psutil.Process], bool] = looks_like_python,
+        has_env: Callable[[psutil.Process], bool] = watermark_env,
+        torch_loaded: Callable[[psutil.Process], bool] = torch_in_maps,
+        measure: Callable[[psutil.Process], int] = process_bytes,
+        maps_of_all: bool = sys.platform != "darwin",
+    ) -> None:
+        self.uid = os.getuid() if uid is None else uid
+        self.clock = clock  # schedules re-checks: immune to wall-clock jumps
+        self.wall = wall  # for a process's age, from its start time
+        self.max_recheck = max_recheck
+        self.is_python = is_python
+        self.has_env = has_env
+        self.torch_loaded = torch_loaded
+        self.measure = measure
+        # macOS: reading a process's regions is slow, so only Pythons' maps are read.
+        self.maps_of_all = maps_of_all
+        self._seen: set[int] = set()  # every pid looked at, the user's or not
+        self._mine: dict[int, _Entry] = {}  # the user's processes
+        self._jobs: dict[int, _Entry] = {}  # those that are PyTorch jobs
+        self._due: list[tuple[float, int, int, _Entry]] = []  # (next check, ticket, pid, entry)
+        self._ticket = 0
+        self._self_pid = os.getpid()
+
+    def scan(self) -> list[MLProcess]:
+        """The PyTorch jobs running now, with their memory. Raises only if the process
+        table itself cannot be listed (``psutil.Error``/``OSError``).
+
+        Lists pids (``psutil.pids()``), not ``psutil.process_iter(attrs)``: that builds a
+        dict per process per call (0.8 ms for 77 processes here), when only new pids,
+        the jobs and the verdicts due for a re-check (a heap by due time) need a look."""
+        now = self.clock()
+        pids = set(psutil.pids())
+        for pid in self._seen - pids:
+            self._seen.discard(pid)
+            self._mine.pop(pid, None)
+            self._jobs.pop(pid, None)
+        for pid in pids - self._seen:
+            self._seen.add(pid)
+            self._adopt(pid, self._examine(pid, now))
+        while self._due and self._due[0][0] <= now:
+            _, _, pid, entry = heapq.heappop(self._due)
+            if self._mine.get(pid) is not entry:
+                continue  # gone, or replaced since it was queued
+            if _same_process(entry.proc):
+                self._evaluate(entry, now)
+                self._adopt(pid, entry)
+            else:  # the pid was reused between two scans
+                self._adopt(pid, self._examine(pid, now))
+        jobs: list[MLProcess] = []
+        for pid, entry in list(self._jobs.items()):
+            if not _same_process(entry.proc):
+                self._adopt(pid, self._examine(pid, now))
+                fresh = self._jobs.get(pid)
+                if fresh is None:
+                    continue
+                entry = fresh
+            size = self.measure(entry.proc)
+            if size > 0:
+                jobs.append(MLProcess(pid, _name(entry.proc), entry.reason or "", size))
+        return jobs
+
+    def _adopt(self, pid: int, entry: _Entry | None) -> None:
+        """File ``entry`` as a job, or queue its next look; forget the pid if None."""
+        self._jobs.pop(pid, None)
+        if entry is None:
+            self._mine.pop(pid, None)
+            return
+        self._mine[pid] = entry
+        if entry.reason is not None:
+            self._jobs[pid] = entry
+        else:
+            self._ticket += 1
+            heapq.heappush(self._due, (entry.next_check, self._ticket, pid, entry))
+
+    def _examine(self, pid: int, now: float) -> _Entry | None:
+        """A first look at a pid: an entry when it is the user's (not ours), else None."""
+        if pid == self._self_pid:
+            return None
+        try:
+            proc = psutil.Process(pid)
+            if proc.uids().real != self.uid:
+                return None
+        except _UNREADABLE:
+            return None
+        entry = _Entry(proc)
+        self._evaluate(entry, now)
+        return entry
+
+    def _evaluate(self, entry: _Entry, now: float) -> None:
+        """Decide again from scratch: a process caught between fork and exec (or one that
+        imports torch late) changes its verdict once; a job's verdict is final."""
+        proc = entry.proc
+        entry.python = self.is_python(proc)
+        if entry.python and self.has_env(proc):
+            entry.reason, entry.next_check = ENV, math.inf
+            return
+        if (entry.python or self.maps_of_all) and self.torch_loaded(proc):
+            entry.reason, entry.next_check = TORCH, math.inf
+            return
+        try:
+            age = max(0.0, self.wall() - proc.create_time())
+        except _UNREADABLE:
+            age = self.max_recheck
+        if not entry.python and age > YOUNG:
+            # A program that is not Python gets its libraries at start: past the moment a
+            # fork turns into an exec, its verdict stands.
+            entry.next_check = math.inf
+            return
+        entry.next_check = now + min(self.max_recheck, max(1.0, age))
+
+
+def _same_process(proc: psutil.Process) -> bool:
+    """Still the process first seen under this pid (psutil compares its start time)."""
+    try:
+        return bool(proc.is_running())
+    except _UNREADABLE:
+        return False
+
+
+def _name(proc: psutil.Process) -> str:
+    try:
+        return str(proc.name())
+    except _UNREADABLE:
+        return "?"
+
+
+_scanner: ProcessScanner | None = None
+
+
+def default_scanner() -> ProcessScanner:
+    global _scanner
+    if _scanner is None:
+        _scanner = ProcessScanner()
+    return _scanner
+
+
+def find_ml_processes() -> list[MLProcess]:
+    """The PyTorch jobs of the current user running now (module-wide verdict cache)."""
+    return default_scanner().scan()
+
+
+def ml_bytes() -> int:
+    """The memory the PyTorch jobs hold now, in bytes."""
+    return sum(job.bytes for job in find_ml_processes())

@@ -1,0 +1,258 @@
+"""One memory sample: how much is free, how much the PyTorch jobs hold. No policy, no writes.
+
+``take_sample()`` reads through one seam, a ``Source``:
+
+- ``DarwinSource`` (macOS): the kernel's page counters by ``sysctlbyname`` (fallback
+  ``sysctl -n``): available = (free + speculative + file-backed + purgeable pages) x
+  page size, total = ``hw.memsize``; the pressure level
+  ``kern.memorystatus_vm_pressure_level``; the cumulative ``Swapouts`` of ``vm_stat``
+  (psutil's ``sout`` on macOS counts all page-outs, not swap). Where a counter cannot
+  be read, the same counters from that ``vm_stat`` output stand in (source
+  ``vm_stat``), then psutil (source ``psutil``).
+- ``PsutilSource`` (Linux and the rest): psutil's ``available`` and ``total``, swap-outs
+  from ``/proc/vmstat`` ``pswpout`` (pages; psutil's ``sout`` elsewhere), pressure
+  from the PSI file ``/proc/pressure/memory`` where there is one.
+
+A sample that cannot be taken (psutil's ``virtual_memory()`` fails intermittently on
+macOS 26) raises ``SampleError``: the loop logs it and skips the sample.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import resource
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Protocol
+
+import psutil
+
+from mpsd import sysctl
+from mpsd.macos import parse_vm_stat
+from mpsd.mljobs import MLProcess, ProcessScanner, default_scanner, find_ml_processes, ml_bytes
+from mpsd.sample import PRESSURE_CRITICAL, PRESSURE_NORMAL, PRESSURE_WARN, Sample
+
+__all__ = [
+    "DarwinSource",
+    "MLProcess",
+    "Memory",
+    "PsutilSource",
+    "SampleError",
+    "Source",
+    "default_source",
+    "find_ml_processes",
+    "ml_bytes",
+    "pressure_from_psi",
+    "take_sample",
+]
+
+
+class SampleError(Exception):
+    """This sample could not be taken; the next one may be. Never fatal."""
+
+
+@dataclass(frozen=True)
+class Memory:
+    """What a source read: the machine-wide part of a ``Sample``."""
+
+    available_bytes: int
+    total_bytes: int
+    swapouts: int | None
+    pressure: int | None
+    source: str
+
+
+class Source(Protocol):
+    def read(self) -> Memory:
+        """Read the machine now; raise ``SampleError`` when it cannot."""
+        ...
+
+
+_LEVELS = (PRESSURE_NORMAL, PRESSURE_WARN, PRESSURE_CRITICAL)
+_PSUTIL_FAILURES = (RuntimeError, OSError, ValueError, psutil.Error)
+
+
+def _psutil_memory() -> tuple[int, int]:
+    try:
+        vm = psutil.virtual_memory()
+    except _PSUTIL_FAILURES as err:
+        raise SampleError(f"psutil could not read the memory counters ({err})") from err
+    return int(vm.available), int(vm.total)
+
+
+# --- Linux and the rest ----------------------------------------------------------------------
+
+_PSI = re.compile(r"^(some|full)\s+avg10=(\d+(?:\.\d+)?)", re.MULTILINE)
+
+
+def pressure_from_psi(text: str) -> int | None:
+    """A pressure level from Linux PSI (``/proc/pressure/memory``): critical when all tasks
+    stalled on memory at least 5% of the last 10 s, warning when some did 10%."""
+    averages = dict(_PSI.findall(text))
+    if "some" not in averages:
+        return None
+    if float(averages.get("full", 0.0)) >= 5.0:
+        return PRESSURE_CRITICAL
+    if float(averages["some"]) >= 10.0:
+        return PRESSURE_WARN
+    return PRESSURE_NORMAL
+
+
+def _read_text(path: str) -> str | None:
+    try:
+        with open(path, encoding="ascii", errors="replace") as handle:
+            return handle.read()
+    except OSError:
+        return None
+
+
+class PsutilSource:
+    def __init__(self, proc: str = "/proc") -> None:
+        self.proc = proc
+
+    def read(self) -> Memory:
+        available, total = _psutil_memory()
+        return Memory(available, total, self.swapouts(), self.pressure(), "psutil")
+
+    def swapouts(self) -> int | None:
+        """Pages swapped out since boot."""
+        vmstat = _read_text(f"{self.proc}/vmstat")
+        if vmstat is not None:
+            match = re.search(r"^pswpout (\d+)$", vmstat, re.MULTILINE)
+            if match:
+                return int(match.group(1))
+        try:
+            return int(psutil.swap_memory().sout) // resource.getpagesize()
+        except (*_PSUTIL_FAILURES, AttributeError):
+            return None
+
+    def pressure(self) -> int | None:
+        psi = _read_text(f"{self.proc}/pressure/memory")
+        return None if psi is None else pressure_from_psi(psi)
+
+
+# --- macOS ------------------------------------------------------------------------------------
+
+PAGE_COUNTERS = (
+    "vm.page_free_count",
+    "vm.page_speculative_count",
+    "vm.page_pageable_external_count",  # file-backed (cached files)
+    "vm.page_purgeable_count",
+)
+# The same four counters as vm_stat prints them.
+VM_STAT_PAGES = ("pages_free", "pages_speculative", "file_backed_pages", "pages_purgeable")
+PAGE_SIZE = "vm.pagesize"
+MEMSIZE = "hw.memsize"
+PRESSURE_LEVEL = "kern.memorystatus_vm_pressure_level"
+
+
+def run_vm_stat(timeout: float = 5.0) -> str | None:
+    """``vm_stat`` output in the C locale, None when it cannot be run.
+
+    By absolute path and with ``close_fds=False`` so that CPython starts it with
+    ``posix_spawn`` on macOS instead of forking the daemon (Python's own descriptors are
+    not inheritable anyway): the spawn is most of a sample's CPU there."""
+    path = shutil.which("vm_stat")
+    if path is None:
+        return None
+    try:
+        done = subprocess.run(
+            [os.path.abspath(path)],
+            capture_output=True,
+            text=True,
+            env=sysctl.c_env(),
+            timeout=timeout,
+            close_fds=False,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout if done.returncode == 0 else None
+
+
+class DarwinSource:
+    def __init__(
+        self,
+        readers: Sequence[sysctl.Reader] | None = None,
+        vm_stat: Callable[[], str | None] = run_vm_stat,
+        fallback: Callable[[], tuple[int, int]] = _psutil_memory,
+    ) -> None:
+        self.readers = list(sysctl.default_readers() if readers is None else readers)
+        self.vm_stat = vm_stat
+        self.fallback = fallback
+
+    def read(self) -> Memory:
+        """sysctl page counters; where one is missing, the same counters from ``vm_stat``
+        (already run for swap-outs); psutil last."""
+        names = (*PAGE_COUNTERS, PAGE_SIZE, MEMSIZE, PRESSURE_LEVEL)
+        values = sysctl.read_all(names, self.readers)
+        level = values[PRESSURE_LEVEL]
+        pressure = level if level in _LEVELS else None
+        text = self.vm_stat()
+        vm = parse_vm_stat(text) if text is not None else None
+        swapouts = vm.swapouts if vm is not None else None
+        pages = [values[name] for name in PAGE_COUNTERS]
+        page_size, total = values[PAGE_SIZE], values[MEMSIZE]
+        if None not in pages and page_size and total:
+            available = sum(p for p in pages if p is not None) * page_size
+            return Memory(available, total, swapouts, pressure, "sysctl")
+        complete = vm is not None and all(vm.get(key) is not None for key in VM_STAT_PAGES)
+        from_vm_stat = vm.available_bytes() if vm is not None and complete else None
+        if from_vm_stat is not None and total:
+            return Memory(from_vm_stat, total, swapouts, pressure, "vm_stat")
+        from_psutil, psutil_total = self.fallback()
+        return Memory(from_psutil, total or psutil_total, swapouts, pressure, "psutil")
+
+    def swapouts(self) -> int | None:
+        text = self.vm_stat()
+        return None if text is None else parse_vm_stat(text).swapouts
+
+
+def default_source() -> Source:
+    return DarwinSource() if sys.platform == "darwin" else PsutilSource()
+
+
+_source: Source | None = None
+
+
+def take_sample(
+    now: float | None = None,
+    *,
+    source: Source | None = None,
+    scanner: ProcessScanner | None = None,
+) -> Sample:
+    """One ``Sample`` at ``now`` (default: ``time.time()``). Raises ``SampleError`` when the
+    memory counters or the process table cannot be read: the caller skips this sample."""
+    global _source
+    t = time.time() if now is None else now
+    if source is None:
+        if _source is None:
+            _source = default_source()
+        source = _source
+    memory = source.read()
+    if memory.total_bytes <= 0 or memory.available_bytes < 0:
+        raise SampleError(
+            f"the memory counters made no sense (available {memory.available_bytes}, "
+            f"total {memory.total_bytes})"
+        )
+    if memory.available_bytes > memory.total_bytes:
+        # Counters are read one by one while pages move; never report more than the RAM.
+        memory = replace(memory, available_bytes=memory.total_bytes)
+    try:
+        jobs = (scanner or default_scanner()).scan()
+    except (psutil.Error, OSError, RuntimeError) as err:
+        raise SampleError(f"the process table could not be read ({err})") from err
+    return Sample(
+        t=t,
+        available_bytes=memory.available_bytes,
+        total_bytes=memory.total_bytes,
+        ml_bytes=sum(job.bytes for job in jobs),
+        swapouts=memory.swapouts,
+        pressure=memory.pressure,
+        source=memory.source,
+    )

@@ -1,0 +1,308 @@
+"""The sample history: SQLite in the state dir, WAL mode, schema migrations.
+
+WAL with ``synchronous=NORMAL`` survives a kill -9 at any moment: a transaction
+is either in the database or not, and ``PRAGMA integrity_check`` passes. Every
+query the daemon and ``mpsd status`` run goes through the index on ``t``, so a
+year of samples (about a million rows) keeps them fast.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sqlite3
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any, NamedTuple, TypeVar
+
+from mpsd.errors import MpsdError
+from mpsd.sample import Sample
+
+# One entry per schema version: MIGRATIONS[n] takes version n to n + 1.
+# Never edit a released entry; append a new one.
+MIGRATIONS: tuple[str, ...] = (
+    # 0 -> 1: the samples.
+    """
+    CREATE TABLE samples (
+        t REAL NOT NULL,
+        available INTEGER NOT NULL,
+        total INTEGER NOT NULL,
+        ml INTEGER NOT NULL DEFAULT 0,
+        swapouts INTEGER,
+        pressure INTEGER,
+        source TEXT NOT NULL DEFAULT 'psutil'
+    );
+    CREATE INDEX samples_by_t ON samples (t);
+    """,
+    # 1 -> 2: small facts the daemon keeps for `mpsd status` (its last decision).
+    """
+    CREATE TABLE meta (
+        key TEXT PRIMARY KEY,
+        value TEXT NOT NULL
+    );
+    """,
+)
+SCHEMA_VERSION = len(MIGRATIONS)
+
+_COLUMNS = "t, available, total, ml, swapouts, pressure, source"
+
+
+class HistoryError(MpsdError):
+    """The history file cannot be used: ``corrupt`` (not a database), or written by a newer mpsd."""
+
+    def __init__(self, message: str, corrupt: bool = False) -> None:
+        super().__init__(message)
+        self.corrupt = corrupt
+
+
+class Row(NamedTuple):
+    """A stored sample as the policy reads it: ``Sample``'s fields, built at C speed."""
+
+    t: float
+    available_bytes: int
+    total_bytes: int
+    ml_bytes: int
+    swapouts: int | None
+    pressure: int | None
+    source: str
+
+
+def _row_to_sample(row: tuple[Any, ...]) -> Sample:
+    return Sample(
+        t=float(row[0]),
+        available_bytes=int(row[1]),
+        total_bytes=int(row[2]),
+        ml_bytes=int(row[3]),
+        swapouts=None if row[4] is None else int(row[4]),
+        pressure=None if row[5] is None else int(row[5]),
+        source=str(row[6]),
+    )
+
+
+class Store:
+    """The history in one SQLite file. Open with ``Store.open`` (read-write, migrates)
+    or ``Store.open_readonly`` (never creates or changes anything)."""
+
+    def __init__(self, connection: sqlite3.Connection, path: Path) -> None:
+        self._db = connection
+        self.path = path
+
+    # -- opening -------------------------------------------------------------------
+    @classmethod
+    def open(cls, path: Path) -> Store:
+        """Open (creating if needed) and migrate to the current schema."""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            db = sqlite3.connect(str(path), timeout=10.0, isolation_level=None)
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            store = cls(db, path)
+            store._migrate()
+        except sqlite3.DatabaseError as exc:
+            # OperationalError is "locked", "unable to open", I/O: the file may be fine.
+            raise HistoryError(
+                f"the history {path} cannot be used ({exc}); move it aside and start again.",
+                corrupt=not isinstance(exc, sqlite3.OperationalError),
+            ) from None
+        return store
+
+    @classmethod
+    def open_readonly(cls, path: Path) -> Store | None:
+        """The history for reading only; None when there is none yet."""
+        if not path.exists():
+            return None
+        try:
+            db = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, timeout=5.0)
+            version = db.execute("PRAGMA user_version").fetchone()[0]
+        except sqlite3.DatabaseError as exc:
+            raise HistoryError(f"the history {path} cannot be read ({exc}).") from None
+        if version == 0:
+            db.close()
+            return None
+        if version > SCHEMA_VERSION:
+            db.close()
+            raise HistoryError(_newer(path, version))
+        return cls(db, path)
+
+    def close(self) -> None:
+        self._db.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def version(self) -> int:
+        return int(self._db.execute("PRAGMA user_version").fetchone()[0])
+
+    def _migrate(self) -> None:
+        version = self.version
+        if version > SCHEMA_VERSION:
+            raise HistoryError(_newer(self.path, version))
+        for number in range(version, SCHEMA_VERSION):
+            with self._transaction():
+                for statement in _statements(MIGRATIONS[number]):
+                    self._db.execute(statement)
+                self._db.execute(f"PRAGMA user_version = {number + 1}")
+
+    @contextlib.contextmanager
+    def _transaction(self) -> Iterator[None]:
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        self._db.execute("COMMIT")
+
+    # -- writing -------------------------------------------------------------------
+    def add(self, sample: Sample) -> None:
+        self._db.execute(
+            f"INSERT INTO samples ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (
+                sample.t,
+                sample.available_bytes,
+                sample.total_bytes,
+                sample.ml_bytes,
+                sample.swapouts,
+                sample.pressure,
+                sample.source,
+            ),
+        )
+
+    def add_many(self, samples: list[Sample]) -> None:
+        with self._transaction():
+            self._db.executemany(
+                f"INSERT INTO samples ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [
+                    (
+                        s.t,
+                        s.available_bytes,
+                        s.total_bytes,
+                        s.ml_bytes,
+                        s.swapouts,
+                        s.pressure,
+                        s.source,
+                    )
+                    for s in samples
+                ],
+            )
+
+    def prune(self, before: float, limit: int | None = None) -> int:
+        """Delete samples older than ``before`` (at most ``limit`` of them, oldest first,
+        so a big cut never blocks the caller for long); the number deleted."""
+        if limit is None:
+            cursor = self._db.execute("DELETE FROM samples WHERE t < ?", (before,))
+        else:
+            cursor = self._db.execute(
+                "DELETE FROM samples WHERE rowid IN "
+                "(SELECT rowid FROM samples WHERE t < ? ORDER BY t LIMIT ?)",
+                (before, limit),
+            )
+        return int(cursor.rowcount)
+
+    def set_meta(self, key: str, value: Any) -> None:
+        self._db.execute(
+            "INSERT INTO meta (key, value) VALUES (?, ?) "
+            "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            (key, json.dumps(value)),
+        )
+
+    # -- reading -------------------------------------------------------------------
+    def get_meta(self, key: str) -> Any:
+        row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else json.loads(row[0])
+
+    def count(self, since: float = float("-inf"), until: float = float("inf")) -> int:
+        row = self._db.execute(
+            "SELECT COUNT(*) FROM samples WHERE t >= ? AND t <= ?", (since, until)
+        ).fetchone()
+        return int(row[0])
+
+    def last(self, until: float = float("inf")) -> Sample | None:
+        """The latest sample stamped at or before ``until``."""
+        row = self._db.execute(
+            f"SELECT {_COLUMNS} FROM samples WHERE t <= ? ORDER BY t DESC LIMIT 1", (until,)
+        ).fetchone()
+        return None if row is None else _row_to_sample(row)
+
+    def first_time(self) -> float | None:
+        row = self._db.execute("SELECT MIN(t) FROM samples").fetchone()
+        return None if row[0] is None else float(row[0])
+
+    def samples(self, since: float, until: float, max_rows: int = 25_000) -> list[Row]:
+        """The samples in [since, until], oldest first.
+
+        When there are more than ``max_rows`` (a short interval over a long window),
+        the window is cut into ``max_rows`` equal buckets and each bucket is
+        represented by its sample with the least free memory (available + ml):
+        the policy looks at low percentiles, so the lows are what must survive.
+        """
+        if until < since:
+            return []
+        if self.count(since, until) <= max_rows:
+            rows = self._db.execute(
+                f"SELECT {_COLUMNS} FROM samples WHERE t >= ? AND t <= ? ORDER BY t",
+                (since, until),
+            ).fetchall()
+            return list(map(Row._make, rows))
+        width = max((until - since) / max_rows, 1e-6)
+        # SQLite: with a single MIN() aggregate, the bare columns come from that row.
+        rows = self._db.execute(
+            "SELECT t, available, total, ml, swapouts, pressure, source, "
+            "MIN(available + ml) FROM samples WHERE t >= ? AND t <= ? "
+            "GROUP BY CAST((t - ?) / ? AS INTEGER) ORDER BY t",
+            (since, until, since, width),
+        ).fetchall()
+        return [Row._make(row[:7]) for row in rows]
+
+    def free_series(
+        self, since: float, until: float, buckets: int
+    ) -> list[tuple[float, int | None]]:
+        """Free memory (available + ml, the lowest in each bucket) over [since, until]
+        in ``buckets`` equal buckets: (bucket start, bytes or None when no sample)."""
+        width = (until - since) / buckets
+        if width <= 0:
+            return []
+        rows = self._db.execute(
+            "SELECT MIN(CAST((t - ?) / ? AS INTEGER), ?) AS b, MIN(available + ml) "
+            "FROM samples WHERE t >= ? AND t <= ? GROUP BY b",
+            (since, width, buckets - 1, since, until),
+        ).fetchall()
+        values: dict[int, int] = {int(b): int(v) for b, v in rows}
+        return [(since + i * width, values.get(i)) for i in range(buckets)]
+
+    def integrity(self) -> str:
+        return str(self._db.execute("PRAGMA integrity_check").fetchone()[0])
+
+
+Thinnable = TypeVar("Thinnable", Sample, Row)
+
+
+def thin(samples: Iterable[Thinnable], since: float, width: float) -> list[Thinnable]:
+    """The pure twin of ``Store.samples`` when it thins: per bucket of ``width`` seconds
+    counted from ``since``, the sample with the least free memory (available + ml)."""
+    best: dict[int, Thinnable] = {}
+    for s in samples:
+        key = int((s.t - since) // width)
+        current = best.get(key)
+        if current is None or (
+            s.available_bytes + s.ml_bytes < current.available_bytes + current.ml_bytes
+        ):
+            best[key] = s
+    return sorted(best.values(), key=lambda s: s.t)
+
+
+def _statements(script: str) -> Iterator[str]:
+    for part in script.split(";"):
+        if part.strip():
+            yield part.strip()
+
+
+def _newer(path: Path, version: int) -> str:
+    return (
+        f"the history {path} has schema version {version}, newer than this mpsd knows "
+        f"({SCHEMA_VERSION}); upgrade mpsd."
+    )

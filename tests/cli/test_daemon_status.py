@@ -1,0 +1,103 @@
+"""`mpsd daemon --once` and `mpsd status` as a user runs them."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+from mpsd import paths
+from mpsd.commands.status import chart
+from mpsd.sample import Sample
+from mpsd.store import Store
+from tests.conftest import run_mpsd
+
+GIB = 1 << 30
+
+
+def test_status_with_nothing_yet_says_so() -> None:
+    result = run_mpsd("status")
+    assert result.returncode == 0, result.stderr
+    assert "not running" in result.stdout
+    assert "last sample:     none yet" in result.stdout
+    assert "limits:          none yet" in result.stdout
+    facts = json.loads(run_mpsd("status", "--json").stdout)
+    assert facts["daemon"] == {"running": False, "pid": None, "log_file": str(paths.log_file())}
+    assert facts["last_sample"] is None
+    assert facts["high_watermark_ratio"] is None
+
+
+def test_once_writes_limits_and_status_shows_them() -> None:
+    once = run_mpsd("daemon", "--once")
+    assert once.returncode == 0, once.stderr
+    assert str(paths.limits_file()) in once.stdout
+    assert "estimate" in once.stdout
+    assert paths.limits_file().exists()
+    facts = json.loads(run_mpsd("status", "--json").stdout)
+    assert 0 < facts["low_watermark_ratio"] <= facts["high_watermark_ratio"] <= 2
+    assert facts["recommended_max_source"] == "estimate"
+    assert facts["limit_gib"] == round(facts["limit_bytes"] / GIB, 2)
+    assert 0 <= facts["last_sample"]["age_seconds"] < 30
+    assert facts["samples_in_window"] == 1
+    assert facts["baseline_free_bytes"] > 0
+    assert facts["reasons"]
+    assert len(facts["chart"]["free_bytes"]) == 48
+    text = run_mpsd("status").stdout
+    assert "ratio:           high" in text
+    assert "recommended max:" in text
+    assert "(estimate)" in text
+    assert "baseline" in text and "limit" in text
+    assert all(len(line) <= 80 for line in text.splitlines())
+
+
+def test_status_reports_a_broken_config_without_failing() -> None:
+    paths.config_dir().mkdir(parents=True, exist_ok=True)
+    paths.config_file().write_text("interval = 0\n")
+    result = run_mpsd("status")
+    assert result.returncode == 0
+    assert "problem:" in result.stdout
+    assert "at 'interval'" in result.stdout
+
+
+def test_status_chart_draws_free_memory_baseline_and_limit() -> None:
+    now = time.time()
+    with Store.open(paths.history_file()) as store:
+        store.add_many(
+            [
+                Sample(
+                    t=now - 7 * 86400 + i * 3600,
+                    available_bytes=(10 + i % 5) * GIB,
+                    total_bytes=32 * GIB,
+                )
+                for i in range(7 * 24)
+            ]
+        )
+    lines = chart(
+        [(10 + i % 5) * GIB for i in range(48)],
+        baseline=10 * GIB,
+        limit=8 * GIB,
+        window_seconds=7 * 86400,
+    )
+    assert any("baseline 10.0 GiB" in line for line in lines)
+    assert any("limit 8.0 GiB" in line for line in lines)
+    assert any("█" in line for line in lines)
+    assert all(len(line) <= 80 for line in lines)
+    facts = json.loads(run_mpsd("status", "--json").stdout)
+    assert facts["samples_in_window"] >= 7 * 24 - 1
+    assert min(v for v in facts["chart"]["free_bytes"] if v is not None) == 10 * GIB
+
+
+def test_daemon_help_documents_once() -> None:
+    result = run_mpsd("daemon", "--help")
+    assert result.returncode == 0
+    assert "--once" in result.stdout
+
+
+def test_an_unwritable_state_dir_is_one_clear_sentence(tmp_path: Path) -> None:
+    blocker = tmp_path / "file-not-dir"
+    blocker.write_text("")
+    result = run_mpsd("daemon", "--once", env={"MPSD_STATE_DIR": str(blocker / "state")})
+    assert result.returncode == 2
+    assert result.stderr.startswith("mpsd: cannot take the daemon lock")
+    assert result.stderr.count("\n") == 1
+    assert "Traceback" not in result.stderr

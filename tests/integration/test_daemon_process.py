@@ -1,0 +1,204 @@
+"""A real `python -m mpsd daemon` with temporary dirs and `interval = 1`."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from mpsd import limits, paths
+from mpsd.limits import Limits
+from tests.conftest import run_mpsd
+
+pytestmark = pytest.mark.slow
+
+
+def wait_for(predicate: Callable[[], object], timeout: float = 15.0) -> object:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"timed out after {timeout}s")
+
+
+def write_config(text: str) -> None:
+    """Replace config.toml the way editors do: write a temp file, rename it over."""
+    path = paths.config_file()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(".config.toml.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def log_text() -> str:
+    try:
+        return paths.log_file().read_text()
+    except FileNotFoundError:
+        return ""
+
+
+def start_daemon() -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "mpsd", "daemon"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=dict(os.environ),
+    )
+
+
+@pytest.fixture
+def daemon() -> Iterator[subprocess.Popen[str]]:
+    write_config("interval = 1\n")
+    proc = start_daemon()
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait(timeout=10)
+        if proc.stdout:
+            proc.stdout.close()
+        if proc.stderr:
+            proc.stderr.close()
+
+
+def assert_sane(current: Limits, headroom: float) -> None:
+    assert 0 < current.low_watermark_ratio <= current.high_watermark_ratio <= 2
+    assert current.high_watermark_ratio != 0.0
+    assert current.limit_bytes == int(current.high_watermark_ratio * current.recommended_max_bytes)
+    assert current.recommended_max_source in ("torch", "metal", "iogpu", "estimate")
+    assert current.headroom == headroom
+    expected = int(headroom * current.baseline_free_bytes) / current.recommended_max_bytes
+    assert current.high_watermark_ratio == pytest.approx(min(2.0, max(0.1, expected)), abs=0.011)
+
+
+def test_daemon_writes_sane_limits_and_follows_an_edit_of_the_config(
+    daemon: subprocess.Popen[str],
+) -> None:
+    first = wait_for(limits.read)
+    assert isinstance(first, Limits)
+    assert_sane(first, 0.8)
+    write_config("interval = 1\nheadroom = 0.4\n")
+    edited = time.monotonic()
+    second = wait_for(lambda: (c := limits.read()) and c.headroom == 0.4 and c, timeout=10)
+    assert isinstance(second, Limits)
+    assert time.monotonic() - edited < 3.0
+    assert_sane(second, 0.4)
+    # The baseline is this machine's real free memory and may move between the two:
+    # at the same baseline, headroom 0.4 is half the ratio of 0.8.
+    moved = second.baseline_free_bytes / first.baseline_free_bytes
+    assert second.high_watermark_ratio == pytest.approx(
+        first.high_watermark_ratio * moved / 2, abs=0.02
+    )
+    assert daemon.poll() is None
+
+
+def test_daemon_survives_bad_configs_and_picks_up_the_fix(
+    daemon: subprocess.Popen[str],
+) -> None:
+    first = wait_for(limits.read)
+    assert isinstance(first, Limits)
+    write_config("interval = 1\nheadroom = [\n")
+    wait_for(lambda: "is not valid TOML" in log_text())
+    write_config("interval = 1\nheadroom = 7\n")
+    wait_for(lambda: "at 'headroom': must be a number in (0, 1], not 7" in log_text())
+    assert daemon.poll() is None
+    assert limits.read().headroom == 0.8  # type: ignore[union-attr]
+    write_config("interval = 1\nheadroom = 0.5\n")
+    fixed = wait_for(lambda: (c := limits.read()) and c.headroom == 0.5 and c)
+    assert_sane(fixed, 0.5)  # type: ignore[arg-type]
+    assert daemon.poll() is None
+
+
+def test_daemon_with_a_bad_config_from_the_start_runs_on_the_defaults() -> None:
+    write_config("interval = 1\nwindow = -3\n")
+    proc = start_daemon()
+    try:
+        current = wait_for(limits.read)
+        assert_sane(current, 0.8)  # type: ignore[arg-type]
+        assert "at 'window'" in log_text()
+        assert "keeping the defaults" in log_text()
+    finally:
+        proc.kill()
+        proc.communicate(timeout=10)
+
+
+def test_a_second_daemon_is_refused_naming_the_pid(daemon: subprocess.Popen[str]) -> None:
+    wait_for(limits.read)
+    second = run_mpsd("daemon", timeout=30)
+    assert second.returncode == 1
+    assert second.stderr.strip().count("\n") == 0
+    assert f"pid {daemon.pid}" in second.stderr
+    assert second.stderr.startswith("mpsd: ")
+    once = run_mpsd("daemon", "--once", timeout=30)
+    assert once.returncode == 0
+    assert f"pid {daemon.pid}" in once.stdout
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_daemon_stops_cleanly_on_a_signal(daemon: subprocess.Popen[str], signum: int) -> None:
+    wait_for(limits.read)
+    sent = time.monotonic()
+    daemon.send_signal(signum)
+    assert daemon.wait(timeout=5) == 0
+    assert time.monotonic() - sent < 2.0
+    _, err = daemon.communicate()
+    assert "Traceback" not in err
+    assert f"stopping on {signal.Signals(signum).name}" in log_text()
+    # The lock went with it: a new daemon starts.
+    assert run_mpsd("daemon", "--once", timeout=30).returncode == 0
+
+
+def test_kill_9_at_random_moments_never_tears_limits_or_the_history() -> None:
+    rng = random.Random(1234)
+    deadline = time.monotonic() + 35
+    iterations = 0
+    while iterations < 25 and time.monotonic() < deadline:
+        # Alternate the headroom so every start rewrites limits.toml.
+        write_config(f"interval = 1\nheadroom = {0.4 if iterations % 2 else 0.8}\n")
+        proc = start_daemon()
+        time.sleep(rng.uniform(0.05, 0.9))
+        proc.kill()
+        proc.communicate(timeout=10)
+        iterations += 1
+        text = paths.limits_file().read_text() if paths.limits_file().exists() else None
+        if text is not None:
+            limits.parse(text)  # raises on a torn or invalid file
+        if paths.history_file().exists():
+            db = sqlite3.connect(paths.history_file())
+            try:
+                assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+            finally:
+                db.close()
+    assert iterations >= 20
+    # And the next daemon starts cleanly on what was left.
+    once = run_mpsd("daemon", "--once", timeout=30)
+    assert once.returncode == 0, once.stderr
+    assert limits.read() is not None
+
+
+def test_status_sees_the_running_daemon_and_its_heartbeat(
+    daemon: subprocess.Popen[str],
+) -> None:
+    import json
+
+    wait_for(limits.read)
+    time.sleep(1.5)  # a few samples at interval = 1
+    facts = json.loads(run_mpsd("status", "--json").stdout)
+    assert facts["daemon"]["running"] is True
+    assert facts["daemon"]["pid"] == daemon.pid
+    assert facts["last_sample"]["age_seconds"] < 5
+    assert facts["samples_in_window"] >= 2
+    assert facts["recommended_max_source"] == "estimate"
+    text = run_mpsd("status").stdout
+    assert f"running (pid {daemon.pid})" in text

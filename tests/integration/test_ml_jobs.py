@@ -1,0 +1,301 @@
+"""PyTorch jobs found among real processes: a Python carrying the watermark variables, a
+Python that imported torch (torch CPU is in the venv), and the ones that are not jobs."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import psutil
+import pytest
+
+from mpsd import mljobs, sampler
+from mpsd.mljobs import ProcessScanner
+
+pytestmark = pytest.mark.slow
+
+HAS_TORCH = importlib.util.find_spec("torch") is not None
+needs_torch = pytest.mark.skipif(not HAS_TORCH, reason="torch is not installed in this venv")
+
+HOLD = """
+import sys, time
+ballast = b"x" * ({mib} << 20)  # touched pages: real RSS
+{extra}
+print("ready", flush=True)
+time.sleep(120)
+"""
+
+
+def _spawn(
+    code: str, *, env: dict[str, str] | None = None, argv: list[str] | None = None
+) -> subprocess.Popen[str]:
+    full = {k: v for k, v in os.environ.items() if not k.startswith("PYTORCH_MPS_")}
+    full.update(env or {})
+    return subprocess.Popen(
+        argv or [sys.executable, "-c", code],
+        env=full,
+        stdout=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        text=True,
+    )
+
+
+def _ready(proc: subprocess.Popen[str], timeout: float = 120) -> None:
+    assert proc.stdout is not None
+    deadline = time.monotonic() + timeout
+    line = proc.stdout.readline()
+    assert line.strip() == "ready", f"child {proc.pid} said {line!r}"
+    assert time.monotonic() < deadline
+
+
+@pytest.fixture(scope="module")
+def children() -> Iterator[dict[str, subprocess.Popen[str]]]:
+    procs = {
+        "env": _spawn(
+            HOLD.format(mib=40, extra=""),
+            env={
+                "PYTORCH_MPS_HIGH_WATERMARK_RATIO": "0.8",
+                "PYTORCH_MPS_LOW_WATERMARK_RATIO": "0.8",
+            },
+        ),
+        "low_only": _spawn(
+            HOLD.format(mib=8, extra=""), env={"PYTORCH_MPS_LOW_WATERMARK_RATIO": "0.5"}
+        ),
+        "torch": _spawn(
+            HOLD.format(mib=8, extra="import torch\nx = torch.ones(1000)" if HAS_TORCH else "")
+        ),
+        "plain": _spawn(HOLD.format(mib=80, extra="")),
+        # Not a Python: a program started from a hooked shell inherits the variables too.
+        "sleep": _spawn(
+            "",
+            argv=["sleep", "120"],
+            env={"PYTORCH_MPS_HIGH_WATERMARK_RATIO": "0.8"},
+        ),
+    }
+    try:
+        for name, proc in procs.items():
+            if name != "sleep":
+                _ready(proc)
+        yield procs
+    finally:
+        for proc in procs.values():
+            proc.kill()
+        for proc in procs.values():
+            proc.wait(timeout=30)
+
+
+def _rss(pid: int) -> int:
+    return int(psutil.Process(pid).memory_info().rss)
+
+
+def test_a_python_with_a_watermark_variable_is_a_job_and_others_are_not(
+    children: dict[str, subprocess.Popen[str]],
+) -> None:
+    jobs = {job.pid: job for job in ProcessScanner().scan()}
+    assert jobs[children["env"].pid].reason == "env"
+    assert jobs[children["low_only"].pid].reason == "env"
+    assert children["plain"].pid not in jobs
+    assert children["sleep"].pid not in jobs
+    assert os.getpid() not in jobs
+
+
+@needs_torch
+def test_a_python_with_torch_loaded_is_a_job(children: dict[str, subprocess.Popen[str]]) -> None:
+    jobs = {job.pid: job for job in ProcessScanner().scan()}
+    assert jobs[children["torch"].pid].reason == "torch"
+
+
+@needs_torch
+def test_ml_bytes_counts_the_jobs_rss_and_not_unrelated_processes(
+    children: dict[str, subprocess.Popen[str]],
+) -> None:
+    ours = {children[k].pid for k in ("env", "low_only", "torch")}
+    jobs = sampler.find_ml_processes()
+    total = sampler.ml_bytes()
+    others = sum(job.bytes for job in jobs if job.pid not in ours)  # other users of this box
+    expected = sum(_rss(pid) for pid in ours)
+    assert expected > 40 << 20
+    assert abs((total - others) - expected) < 0.05 * expected
+    assert {job.pid for job in jobs} >= ours
+    assert children["plain"].pid not in {job.pid for job in jobs}
+
+
+@needs_torch
+def test_a_sample_carries_the_jobs_memory(children: dict[str, subprocess.Popen[str]]) -> None:
+    scanner = ProcessScanner()
+    sample = sampler.take_sample(scanner=scanner)
+    ours = sum(_rss(children[k].pid) for k in ("env", "low_only", "torch"))
+    assert sample.ml_bytes >= 0.95 * ours
+
+
+def test_another_users_processes_are_never_jobs(
+    children: dict[str, subprocess.Popen[str]],
+) -> None:
+    scanner = ProcessScanner(uid=os.getuid() + 4242)
+    assert scanner.scan() == []
+
+
+@needs_torch
+def test_known_processes_are_not_examined_again_on_the_next_scan(
+    children: dict[str, subprocess.Popen[str]],
+) -> None:
+    looked_at: list[tuple[str, int]] = []
+
+    def has_env(proc: Any) -> bool:
+        looked_at.append(("env", proc.pid))
+        return mljobs.watermark_env(proc)
+
+    def maps(proc: Any) -> bool:
+        looked_at.append(("maps", proc.pid))
+        return mljobs.torch_in_maps(proc)
+
+    scanner = ProcessScanner(has_env=has_env, torch_loaded=maps)
+    first = scanner.scan()
+    first_pids = {pid for _, pid in looked_at}
+    assert {children["env"].pid, children["plain"].pid, children["torch"].pid} <= first_pids
+    looked_at.clear()
+    second = scanner.scan()
+    # Only processes born since the first scan (this box is shared) get a first look.
+    assert not first_pids & {pid for _, pid in looked_at}
+    ours = {children[k].pid for k in ("env", "low_only", "torch")}
+    assert {j.pid for j in first} & ours == {j.pid for j in second} & ours == ours
+
+
+@needs_torch
+def test_a_python_that_imports_torch_after_it_was_first_seen_becomes_a_job() -> None:
+    late = _spawn(HOLD.format(mib=4, extra="time.sleep(1.0)\nimport torch"))
+    try:
+        scanner = ProcessScanner()
+        assert late.pid not in {job.pid for job in scanner.scan()}
+        deadline = time.monotonic() + 90
+        found = None
+        while time.monotonic() < deadline and found is None:
+            time.sleep(0.25)
+            found = next((j for j in scanner.scan() if j.pid == late.pid), None)
+        assert found is not None and found.reason == "torch"
+    finally:
+        late.kill()
+        late.wait(timeout=30)
+
+
+def test_a_job_that_ends_leaves_the_count(children: dict[str, subprocess.Popen[str]]) -> None:
+    short = _spawn(HOLD.format(mib=4, extra=""), env={"PYTORCH_MPS_HIGH_WATERMARK_RATIO": "1"})
+    _ready(short)
+    scanner = ProcessScanner()
+    assert short.pid in {job.pid for job in scanner.scan()}
+    short.kill()
+    short.wait(timeout=30)
+    assert short.pid not in {job.pid for job in scanner.scan()}
+
+
+def test_a_process_without_torch_is_looked_at_again_less_and_less_often() -> None:
+    other = _spawn("", argv=["sleep", "120"])
+    python = _spawn(HOLD.format(mib=1, extra=""))
+    _ready(python)
+    try:
+        clock = {"now": 0.0}
+        looks: dict[int, list[float]] = {other.pid: [], python.pid: []}
+
+        def scanner_for(child: subprocess.Popen[str]) -> ProcessScanner:
+            born = psutil.Process(child.pid).create_time()  # as old as the fake clock says
+
+            def maps(proc: Any) -> bool:
+                if proc.pid == child.pid:
+                    looks[proc.pid].append(clock["now"])
+                return False
+
+            return ProcessScanner(
+                torch_loaded=maps,
+                clock=lambda: clock["now"],
+                wall=lambda: born + clock["now"],
+                max_recheck=8.0,
+            )
+
+        scanners = {child.pid: scanner_for(child) for child in (other, python)}
+        for tick in range(0, 241):
+            clock["now"] = tick * 0.5
+            for scanner in scanners.values():
+                scanner.scan()
+        # When its age doubles (a second at least), then every max_recheck...
+        early = [0.0, 1.0, 2.0, 4.0, 8.0, 16.0, 24.0, 32.0, 40.0, 48.0, 56.0, 64.0]
+        assert looks[python.pid] == early + [72.0 + 8 * i for i in range(7)]
+        # ...and a program that is not Python, only while it could still exec one.
+        assert looks[other.pid] == early
+    finally:
+        for child in (other, python):
+            child.kill()
+            child.wait(timeout=30)
+
+
+@needs_torch
+@pytest.mark.skipif(shutil.which("lsof") is None, reason="lsof is not installed")
+def test_lsof_sees_torch_mapped_in_a_process_as_macos_needs_it(
+    children: dict[str, subprocess.Popen[str]],
+) -> None:
+    """psutil has no memory_maps() on macOS: there the scanner asks lsof."""
+    assert mljobs.torch_in_lsof(psutil.Process(children["torch"].pid))
+    assert not mljobs.torch_in_lsof(psutil.Process(children["plain"].pid))
+
+
+@needs_torch
+@pytest.mark.skipif(shutil.which("lsof") is None, reason="lsof is not installed")
+def test_the_macos_way_finds_the_torch_python_and_skips_non_pythons(
+    children: dict[str, subprocess.Popen[str]],
+) -> None:
+    looked_at: list[int] = []
+
+    def lsof(proc: Any) -> bool:
+        looked_at.append(proc.pid)
+        return mljobs.torch_in_lsof(proc)
+
+    scanner = ProcessScanner(torch_loaded=lsof, maps_of_all=False)
+    jobs = {job.pid: job for job in scanner.scan()}
+    assert jobs[children["torch"].pid].reason == "torch"
+    assert children["sleep"].pid not in looked_at  # not a Python: never lsof'ed
+    assert children["plain"].pid in looked_at
+
+
+def test_a_shell_that_later_execs_a_python_with_the_variables_becomes_a_job() -> None:
+    code = HOLD.format(mib=4, extra="")
+    late = _spawn(
+        "",
+        argv=["sh", "-c", f'sleep 1.5; exec "{sys.executable}" -c "$0"', code],
+        env={"PYTORCH_MPS_HIGH_WATERMARK_RATIO": "0.7"},
+    )
+    try:
+        scanner = ProcessScanner()
+        assert late.pid not in {job.pid for job in scanner.scan()}  # still `sh`
+        deadline = time.monotonic() + 60
+        found = None
+        while time.monotonic() < deadline and found is None:
+            time.sleep(0.25)
+            found = next((j for j in scanner.scan() if j.pid == late.pid), None)
+        assert found is not None and found.reason == "env"
+    finally:
+        late.kill()
+        late.wait(timeout=30)
+
+
+def test_a_reused_pid_is_examined_afresh(
+    children: dict[str, subprocess.Popen[str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pid = children["env"].pid
+    looked_at: list[int] = []
+
+    def has_env(proc: Any) -> bool:
+        looked_at.append(proc.pid)
+        return mljobs.watermark_env(proc)
+
+    scanner = ProcessScanner(has_env=has_env)
+    assert pid in {job.pid for job in scanner.scan()}
+    assert looked_at.count(pid) == 1
+    # psutil says the process under this pid is not the one first seen there.
+    monkeypatch.setattr(mljobs, "_same_process", lambda proc: proc.pid != pid)
+    assert pid in {job.pid for job in scanner.scan()}
+    assert looked_at.count(pid) == 2

@@ -1,0 +1,181 @@
+"""On a real Mac: our readings against the OS's own tools, within tolerances
+(psutil's tests/test_osx.py style). Skipped elsewhere."""
+
+from __future__ import annotations
+
+import os
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = [
+    pytest.mark.macos,
+    pytest.mark.skipif(sys.platform != "darwin", reason="needs a real Mac"),
+]
+
+from mpsd import macos, mljobs, recommended, sampler, sysctl  # noqa: E402
+
+C = {**os.environ, "LC_ALL": "C", "LANG": "C"}
+
+
+def run(*argv: str) -> str:
+    return subprocess.run(argv, capture_output=True, text=True, env=C, check=True).stdout
+
+
+def sysctl_n(name: str) -> int:
+    value = macos.sysctl_int(run("sysctl", "-n", name), name)
+    assert value is not None, name
+    return value
+
+
+def memsize() -> int:
+    return sysctl_n("hw.memsize")
+
+
+@pytest.mark.parametrize("name", ["hw.memsize", "vm.pagesize", "hw.pagesize"])
+def test_ctypes_sysctl_equals_the_sysctl_command_for_fixed_values(name: str) -> None:
+    assert sysctl.ctypes_reader(name) == sysctl_n(name)
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "vm.page_free_count",
+        "vm.page_speculative_count",
+        "vm.page_pageable_external_count",
+        "vm.page_purgeable_count",
+    ],
+)
+def test_ctypes_page_counters_are_close_to_the_sysctl_command(name: str) -> None:
+    ours = sysctl.ctypes_reader(name)
+    theirs = sysctl_n(name)
+    assert ours is not None
+    pages = memsize() // sysctl_n("vm.pagesize")
+    assert abs(ours - theirs) <= 0.02 * pages
+
+
+def test_pressure_level_is_one_of_the_kernels_levels() -> None:
+    assert sysctl.ctypes_reader("kern.memorystatus_vm_pressure_level") in (1, 2, 4)
+
+
+def test_available_memory_matches_vm_stat_within_tolerance() -> None:
+    memory = sampler.DarwinSource().read()
+    vm = macos.parse_vm_stat(run("vm_stat"))
+    assert memory.source == "sysctl"
+    assert memory.total_bytes == memsize()
+    expected = vm.available_bytes()
+    assert expected is not None
+    assert abs(memory.available_bytes - expected) <= 0.03 * memory.total_bytes
+
+
+def test_free_pages_have_the_same_meaning_as_vm_stats() -> None:
+    """vm_stat prints free without speculative; so must our free + speculative sum."""
+    vm = macos.parse_vm_stat(run("vm_stat"))
+    free = sysctl.ctypes_reader("vm.page_free_count")
+    assert free is not None and vm.get("pages_free") is not None
+    pages = memsize() // sysctl_n("vm.pagesize")
+    assert abs(free - (vm.get("pages_free") or 0)) <= 0.02 * pages
+
+
+def test_swapouts_follow_vm_stat() -> None:
+    before = macos.parse_vm_stat(run("vm_stat")).swapouts
+    ours = sampler.DarwinSource().swapouts()
+    after = macos.parse_vm_stat(run("vm_stat")).swapouts
+    assert before is not None and ours is not None and after is not None
+    assert before <= ours <= after
+
+
+def test_a_whole_sample_is_sane_and_cheap() -> None:
+    sampler.take_sample()
+    start = time.process_time()
+    for _ in range(20):
+        sample = sampler.take_sample()
+    per_sample = (time.process_time() - start) / 20
+    assert 0 < sample.available_bytes <= sample.total_bytes == memsize()
+    assert sample.pressure in (1, 2, 4)
+    assert per_sample < 0.05  # the contract (5 ms) is measured by bench/sample_cost.py
+
+
+def test_the_tools_outputs_parse() -> None:
+    swap = macos.parse_swapusage(run("sysctl", "vm.swapusage"))
+    assert swap is not None and swap.used_bytes <= swap.total_bytes
+    percent = macos.parse_memory_pressure(run("memory_pressure", "-Q")).free_percent
+    assert percent is not None and 0 <= percent <= 100
+    top = macos.parse_top(run("top", "-l", "1", "-n", "0"))
+    assert top is not None and top.used_bytes and top.unused_bytes
+    assert abs(top.used_bytes + top.unused_bytes - memsize()) < 0.1 * memsize()
+
+
+def test_phys_footprint_of_a_job_counts_what_it_allocated() -> None:
+    code = "import sys,time; b=b'x'*(200<<20); print('ready', flush=True); time.sleep(60)"
+    env = {**os.environ, "PYTORCH_MPS_HIGH_WATERMARK_RATIO": "0.8"}
+    child = subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE)
+    try:
+        assert child.stdout is not None
+        child.stdout.readline()
+        jobs = {job.pid: job for job in mljobs.ProcessScanner().scan()}
+        assert jobs[child.pid].reason == "env"
+        assert 200 << 20 <= jobs[child.pid].bytes < 400 << 20
+    finally:
+        child.kill()
+        child.wait()
+
+
+def test_recommended_max_is_probed_from_metal_on_apple_silicon() -> None:
+    if platform.machine() != "arm64":
+        pytest.skip("Intel Macs report their GPU's own limit")
+    value, source = recommended.recommended_max(memsize(), refresh=True)
+    assert source in ("torch", "metal", "iogpu")
+    assert 0.4 * memsize() < value <= memsize()
+
+
+def test_the_metal_probe_without_torch_gives_the_same_number(tmp_path: Path) -> None:
+    if platform.machine() != "arm64":
+        pytest.skip("Apple Silicon only")
+    fake = tmp_path / "torch"
+    fake.mkdir()
+    (fake / "__init__.py").write_text("raise ImportError('hidden for this test')\n")
+    done = subprocess.run(
+        [sys.executable, "-c", recommended.PROBE_CODE],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(tmp_path)},
+        check=True,
+    )
+    assert '"source": "metal"' in done.stdout
+    with_torch = recommended.probe_subprocess()
+    if with_torch is not None and with_torch[1] == "torch":
+        assert f'"bytes": {with_torch[0]}' in done.stdout
+
+
+def _torch_with_mps() -> bool:
+    probe = "import torch, sys; sys.exit(0 if torch.backends.mps.is_available() else 1)"
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, check=False)
+    return done.returncode == 0
+
+
+def test_an_mps_job_is_found_by_lsof_and_its_gpu_memory_counts_in_its_footprint() -> None:
+    """MACOS.md: MPS memory counts in phys_footprint, not in RSS (verified here)."""
+    if not _torch_with_mps():
+        pytest.skip("needs torch with MPS in this venv")
+    code = (
+        "import torch, time\n"
+        "x = torch.rand(512, 1024, 1024, device='mps')  # 2 GiB of random floats\n"
+        "torch.mps.synchronize()\n"
+        "print('ready', flush=True)\n"
+        "time.sleep(120)\n"
+    )
+    child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE)
+    try:
+        assert child.stdout is not None
+        child.stdout.readline()
+        jobs = {job.pid: job for job in mljobs.ProcessScanner().scan()}
+        assert jobs[child.pid].reason == "torch"  # no watermark variable: found by lsof
+        assert jobs[child.pid].bytes >= 2 << 30
+    finally:
+        child.kill()
+        child.wait()

@@ -1,0 +1,233 @@
+"""The daemon's steps in-process, with injected sample and recommended-max sources."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pytest
+
+from mpsd import limits, paths
+from mpsd.errors import MpsdError
+from mpsd.loop import Daemon, acquire_lock
+from mpsd.sample import Sample
+from mpsd.store import Store
+
+GIB = 1 << 30
+RECMAX = 24 * GIB
+
+
+class Machine:
+    """A fake machine: free memory in GiB, failures on demand."""
+
+    def __init__(self, free_gib: float = 20.0) -> None:
+        self.free_gib = free_gib
+        self.fail = False
+        self.calls = 0
+
+    def sample(self, now: float) -> Sample:
+        self.calls += 1
+        if self.fail:
+            raise RuntimeError("host_statistics64(HOST_VM_INFO64) syscall failed")
+        return Sample(t=now, available_bytes=int(self.free_gib * GIB), total_bytes=32 * GIB)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.t = 1_800_000_000.0
+        self.m = 1000.0
+
+    def wall(self) -> float:
+        return self.t
+
+    def mono(self) -> float:
+        return self.m
+
+    def advance(self, seconds: float, wall: float | None = None) -> None:
+        self.m += seconds
+        self.t += seconds if wall is None else wall
+
+
+def make(machine: Machine, clock: Clock) -> Daemon:
+    return Daemon(
+        sample_source=machine.sample,
+        recommended_source=lambda total: (RECMAX, "estimate"),
+        wall=clock.wall,
+        mono=clock.mono,
+    )
+
+
+def test_once_writes_limits_from_one_sample() -> None:
+    daemon = make(Machine(20), Clock())
+    written = daemon.run_once()
+    on_disk = limits.read()
+    assert on_disk == written
+    # 0.8 x 20 GiB / 24 GiB = 0.666 -> 0.66
+    assert on_disk.high_watermark_ratio == 0.66  # type: ignore[union-attr]
+    assert on_disk.recommended_max_source == "estimate"  # type: ignore[union-attr]
+    assert on_disk.limit_bytes == int(0.66 * RECMAX)  # type: ignore[union-attr]
+
+
+def test_a_ratio_within_001_of_the_old_one_does_not_rewrite_limits() -> None:
+    machine, clock = Machine(20), Clock()
+    daemon = make(machine, clock)
+    daemon.run_once()
+    before = paths.limits_file().read_bytes()
+    machine.free_gib = 19.9  # 0.6633 -> 0.66 as well; and 19.7 -> 0.65: within 0.01
+    for free in (19.9, 19.7):
+        machine.free_gib = free
+        clock.advance(60)
+        daemon.tick()
+        daemon.evaluate()
+        assert paths.limits_file().read_bytes() == before
+    machine.free_gib = 10
+    for _ in range(200):  # a lasting drop: the recent term follows within 2 hours
+        clock.advance(60)
+        daemon.tick()
+    daemon.evaluate()
+    assert limits.read().high_watermark_ratio == 0.33  # type: ignore[union-attr]
+
+
+def test_a_failed_sample_is_skipped_and_logged(caplog: pytest.LogCaptureFixture) -> None:
+    machine, clock = Machine(), Clock()
+    daemon = make(machine, clock)
+    daemon.run_once()
+    machine.fail = True
+    with caplog.at_level(logging.WARNING, logger="mpsd"):
+        assert daemon.tick() is None
+    assert "sample skipped: host_statistics64" in caplog.text
+    with Store.open(paths.history_file()) as store:
+        assert store.count() == 1
+
+
+def test_once_fails_with_one_sentence_when_no_sample_can_be_taken() -> None:
+    machine = Machine()
+    machine.fail = True
+    with pytest.raises(MpsdError, match="could not sample memory"):
+        make(machine, Clock()).run_once(attempts=1)
+
+
+def test_a_bad_config_from_the_start_means_defaults_and_keeps_listed_projects(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    machine, clock = Machine(), Clock()
+    make(machine, clock).run_once()
+    current = limits.read()
+    assert current is not None
+    limits.write(limits.with_projects(current, ("/work/proj",)))
+    paths.config_file().write_text("headroom = [\n")
+    with caplog.at_level(logging.ERROR, logger="mpsd"):
+        daemon = make(machine, clock)
+        daemon.run_once()
+    assert "is not valid TOML" in caplog.text
+    assert "keeping the defaults" in caplog.text
+    assert daemon.config.headroom == 0.8
+    assert limits.read().projects == ("/work/proj",)  # type: ignore[union-attr]
+
+
+def test_projects_from_config_are_mirrored_into_limits() -> None:
+    paths.config_dir().mkdir(parents=True, exist_ok=True)
+    paths.config_file().write_text('projects = ["/a/b", "/c"]\n')
+    make(Machine(), Clock()).run_once()
+    assert limits.read().projects == ("/a/b", "/c")  # type: ignore[union-attr]
+
+
+def test_a_bad_edit_keeps_the_last_good_config_and_a_fix_is_picked_up() -> None:
+    paths.config_dir().mkdir(parents=True, exist_ok=True)
+    paths.config_file().write_text("headroom = 0.5\n")
+    daemon = make(Machine(), Clock())
+    assert daemon.reload_config(force=True)
+    paths.config_file().write_text("headroom = 5\n")
+    assert not daemon.reload_config(force=True)
+    assert daemon.config.headroom == 0.5
+    paths.config_file().write_text("headroom = 0.4\n")
+    assert daemon.reload_config(force=True)
+    assert daemon.config.headroom == 0.4
+
+
+def test_wall_clock_jumps_are_logged_and_samples_keep_their_stamps(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    machine, clock = Machine(), Clock()
+    daemon = make(machine, clock)
+    daemon.run_once()
+    with caplog.at_level(logging.INFO, logger="mpsd"):
+        clock.advance(30, wall=8 * 3600)  # slept 8 hours
+        daemon.tick()
+        clock.advance(30, wall=-3600)  # clock set back an hour
+        daemon.tick()
+    assert "resumed after a gap" in caplog.text
+    assert "wall clock moved back" in caplog.text
+    with Store.open(paths.history_file()) as store:
+        assert store.count() == 3
+    assert daemon.evaluate() is not None
+
+
+def test_a_corrupt_history_is_moved_aside_and_a_new_one_started(tmp_path: Path) -> None:
+    paths.state_dir().mkdir(parents=True, exist_ok=True)
+    paths.history_file().write_bytes(b"garbage" * 1000)
+    make(Machine(), Clock()).run_once()
+    aside = list(paths.state_dir().glob("history.sqlite3.corrupt-*"))
+    assert len(aside) == 1
+    assert aside[0].read_bytes() == b"garbage" * 1000
+
+
+def test_the_daemon_lock_names_the_holder() -> None:
+    lock = acquire_lock(once=False)
+    assert lock is not None
+    try:
+        # flock is per open file: a second open in this process is refused like another process.
+        with pytest.raises(MpsdError) as info:
+            acquire_lock(once=False)
+        assert info.value.exit_code == 1
+        assert "already running" in str(info.value)
+        assert acquire_lock(once=True) is None
+    finally:
+        lock.release()
+
+
+def test_a_lasting_drop_reaches_limits_within_two_hours_on_a_week_of_history() -> None:
+    """The daemon's own path: a week at 30 s (read back thinned) and then a new app."""
+    clock = Clock()
+    week = 7 * 86400
+    with Store.open(paths.history_file()) as store:
+        store.add_many(
+            [
+                Sample(
+                    t=clock.t - week + i * 30.0,
+                    available_bytes=20 * GIB,
+                    total_bytes=32 * GIB,
+                )
+                for i in range(week // 30)
+            ]
+        )
+    machine = Machine(20)
+    daemon = make(machine, clock)
+    daemon.run_once()
+    assert limits.read().high_watermark_ratio == 0.66  # type: ignore[union-attr]
+    machine.free_gib = 12  # an app that keeps 8 GiB
+    for minute in range(1, 121):
+        clock.advance(30)
+        daemon.tick()
+        clock.advance(30)
+        daemon.tick()
+        if minute % 5 == 0:
+            daemon.evaluate()
+        if minute == 60:  # an hour in: still riding it out as a spike
+            assert limits.read().high_watermark_ratio == 0.66  # type: ignore[union-attr]
+    # 0.8 x 12 GiB / 24 GiB = 0.4
+    assert limits.read().high_watermark_ratio == 0.4  # type: ignore[union-attr]
+
+
+def test_samples_older_than_the_retention_are_pruned() -> None:
+    clock = Clock()
+    with Store.open(paths.history_file()) as store:
+        store.add_many(
+            [
+                Sample(t=clock.t - age * 86400.0, available_bytes=GIB, total_bytes=2 * GIB)
+                for age in (200, 100, 80, 1)
+            ]
+        )
+    make(Machine(), clock).run_once()
+    with Store.open(paths.history_file()) as store:
+        assert store.count() == 3  # 80 d, 1 d and the new one (retention 90 d)

@@ -1,0 +1,137 @@
+"""The history: migrations from the first schema on, retention, the queries the policy needs."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from mpsd.sample import Sample
+from mpsd.store import MIGRATIONS, SCHEMA_VERSION, HistoryError, Store, thin
+
+GIB = 1 << 30
+
+
+def sample(t: float, free_gib: float = 10, ml_gib: float = 0) -> Sample:
+    return Sample(
+        t=t,
+        available_bytes=int(free_gib * GIB),
+        total_bytes=16 * GIB,
+        ml_bytes=int(ml_gib * GIB),
+        swapouts=int(t),
+        pressure=1,
+        source="test",
+    )
+
+
+def test_a_new_history_is_in_wal_mode_at_the_current_schema(tmp_path: Path) -> None:
+    with Store.open(tmp_path / "h.sqlite3") as store:
+        assert store.version == SCHEMA_VERSION
+        store.add(sample(1.0))
+        assert store.last() == sample(1.0)
+    db = sqlite3.connect(tmp_path / "h.sqlite3")
+    assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    indexes = [row[1] for row in db.execute("PRAGMA index_list(samples)")]
+    assert "samples_by_t" in indexes
+
+
+def test_a_version_1_history_is_migrated_keeping_its_samples(tmp_path: Path) -> None:
+    path = tmp_path / "h.sqlite3"
+    db = sqlite3.connect(path)
+    db.executescript(MIGRATIONS[0])
+    db.execute(
+        "INSERT INTO samples (t, available, total, ml, swapouts, pressure, source) "
+        "VALUES (5, 100, 200, 0, NULL, NULL, 'psutil')"
+    )
+    db.execute("PRAGMA user_version = 1")
+    db.commit()
+    db.close()
+    with Store.open(path) as store:
+        assert store.version == SCHEMA_VERSION
+        last = store.last()
+        assert last is not None
+        assert (last.t, last.available_bytes, last.swapouts) == (5.0, 100, None)
+        store.set_meta("decision", {"a": 1})
+        assert store.get_meta("decision") == {"a": 1}
+
+
+def test_a_history_from_a_newer_mpsd_is_refused_with_a_clear_message(tmp_path: Path) -> None:
+    path = tmp_path / "h.sqlite3"
+    db = sqlite3.connect(path)
+    db.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    db.close()
+    with pytest.raises(HistoryError, match="newer than this mpsd knows"):
+        Store.open(path)
+    with pytest.raises(HistoryError, match="upgrade mpsd"):
+        Store.open_readonly(path)
+
+
+def test_a_file_that_is_not_a_database_is_reported_as_corrupt(tmp_path: Path) -> None:
+    path = tmp_path / "h.sqlite3"
+    path.write_bytes(b"not a database at all" * 100)
+    with pytest.raises(HistoryError) as info:
+        Store.open(path)
+    assert info.value.corrupt
+
+
+def test_readonly_open_of_a_missing_history_creates_nothing(tmp_path: Path) -> None:
+    assert Store.open_readonly(tmp_path / "none.sqlite3") is None
+    assert not (tmp_path / "none.sqlite3").exists()
+
+
+def test_prune_removes_only_samples_older_than_the_retention(tmp_path: Path) -> None:
+    with Store.open(tmp_path / "h.sqlite3") as store:
+        store.add_many([sample(float(t)) for t in range(100)])
+        assert store.prune(before=40.0) == 40
+        assert store.count() == 60
+        assert store.first_time() == 40.0
+
+
+def test_prune_in_batches_deletes_the_oldest_first(tmp_path: Path) -> None:
+    with Store.open(tmp_path / "h.sqlite3") as store:
+        store.add_many([sample(float(t)) for t in range(100)])
+        assert store.prune(before=50.0, limit=30) == 30
+        assert store.first_time() == 30.0
+        assert store.prune(before=50.0, limit=30) == 20
+        assert store.prune(before=50.0, limit=30) == 0
+        assert store.count() == 50
+
+
+def test_samples_returns_the_window_oldest_first(tmp_path: Path) -> None:
+    with Store.open(tmp_path / "h.sqlite3") as store:
+        store.add_many([sample(float(t)) for t in (5, 1, 3, 9, 7)])
+        assert [s.t for s in store.samples(2, 8)] == [3.0, 5.0, 7.0]
+        assert store.last(until=6).t == 5.0  # type: ignore[union-attr]
+
+
+def test_samples_keep_the_lows_when_a_window_holds_too_many(tmp_path: Path) -> None:
+    with Store.open(tmp_path / "h.sqlite3") as store:
+        rows = [sample(float(t), free_gib=10 if t % 10 else 2) for t in range(1000)]
+        store.add_many(rows)
+        thinned = store.samples(0, 999, max_rows=100)
+        assert len(thinned) <= 101
+        # every bucket of ~10 samples holds one low: the lows all survive
+        assert sum(1 for s in thinned if s.available_bytes == 2 * GIB) >= 95
+
+
+def test_thin_is_the_pure_twin_of_the_thinned_query(tmp_path: Path) -> None:
+    import random
+
+    rng = random.Random(7)
+    rows = [
+        sample(float(t) + rng.random() * 0.5, free_gib=rng.randint(1, 10_000) / 100)
+        for t in range(0, 3000, 3)
+    ]
+    with Store.open(tmp_path / "h.sqlite3") as store:
+        store.add_many(rows)
+        queried = store.samples(0, 3000, max_rows=100)
+    pure = thin(rows, 0, 3000 / 100)
+    assert [(s.t, s.available_bytes) for s in queried] == [(s.t, s.available_bytes) for s in pure]
+
+
+def test_free_series_gives_the_lowest_free_memory_per_bucket(tmp_path: Path) -> None:
+    with Store.open(tmp_path / "h.sqlite3") as store:
+        store.add_many([sample(float(t), free_gib=4, ml_gib=1) for t in range(0, 50)])
+        series = store.free_series(0, 100, 4)
+        assert [v for _, v in series] == [5 * GIB, 5 * GIB, None, None]
