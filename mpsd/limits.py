@@ -132,6 +132,8 @@ def update_locked(
 ) -> bool:
     """``update`` for a caller that already holds the limits lock (``exclusive`` is not
     re-entrant: a second flock on the same file from this process would wait for itself)."""
+    from mpsd.atomic import write_atomic  # tempfile is slow to import; readers skip it
+
     path = path or paths.limits_file()
     new = change(read(path))
     if new is None:
