@@ -17,9 +17,7 @@ __all__ = ["__version__", "budget", "explain"]
 
 def explain(text: str) -> list[dict[str, Any]]:
     """Return the out-of-memory findings in ``text``: the objects ``mpsd explain --json`` prints."""
-    # Importing the package ``mpsd.explain`` replaces this function as the attribute
-    # ``mpsd.explain``: the package is made callable the same way (mpsd/explain/__init__.py).
-    from mpsd.explain import find_errors
+    from mpsd.oom import find_errors
 
     return [finding.to_json() for finding in find_errors(text)]
 
