@@ -15,8 +15,9 @@ Pure: no I/O. It reads limits.toml exactly as ``shell/mpsd.bash`` and ``shell/mp
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+TYPE_CHECKING = False  # typing, dataclasses and collections cost `mpsd env` its start-up
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping
 
 HIGH_VAR = "PYTORCH_MPS_HIGH_WATERMARK_RATIO"
 LOW_VAR = "PYTORCH_MPS_LOW_WATERMARK_RATIO"
@@ -56,15 +57,23 @@ def _unsafe(path: str) -> bool:
     return any(c in '"\\' or ord(c) < 32 or ord(c) == 127 for c in path)
 
 
-@dataclass(frozen=True)
 class HookView:
     """What the hooks take from limits.toml: the two ratios (as written, only when both are
     valid and low <= high) and the project paths."""
 
-    found: bool
-    high: str | None = None
-    low: str | None = None
-    projects: tuple[str, ...] = ()
+    __slots__ = ("found", "high", "low", "projects")
+
+    def __init__(
+        self,
+        found: bool,
+        high: str | None = None,
+        low: str | None = None,
+        projects: tuple[str, ...] = (),
+    ) -> None:
+        self.found = found
+        self.high = high
+        self.low = low
+        self.projects = projects
 
     @property
     def valid(self) -> bool:
@@ -121,7 +130,6 @@ def hand_set(environ: Mapping[str, str]) -> tuple[str, ...]:
     )
 
 
-@dataclass(frozen=True)
 class Decision:
     """What applies in ``directory``.
 
@@ -130,15 +138,43 @@ class Decision:
     empty when the user's own values stand). ``reason``: one sentence for people.
     """
 
-    directory: str
-    project: str | None
-    limits_found: bool
-    limits_valid: bool
-    hand_set: tuple[str, ...]
-    wanted: dict[str, str] = field(default_factory=dict)
-    exports: dict[str, str] = field(default_factory=dict)
-    unsets: tuple[str, ...] = ()
-    reason: str = ""
+    __slots__ = (
+        "directory",
+        "exports",
+        "hand_set",
+        "limits_found",
+        "limits_valid",
+        "project",
+        "reason",
+        "unsets",
+        "wanted",
+    )
+
+    def __init__(
+        self,
+        directory: str,
+        project: str | None,
+        limits_found: bool,
+        limits_valid: bool,
+        hand_set: tuple[str, ...],
+        wanted: dict[str, str],
+        exports: dict[str, str],
+        unsets: tuple[str, ...],
+        reason: str,
+    ) -> None:
+        self.directory = directory
+        self.project = project
+        self.limits_found = limits_found
+        self.limits_valid = limits_valid
+        self.hand_set = hand_set
+        self.wanted = wanted
+        self.exports = exports
+        self.unsets = unsets
+        self.reason = reason
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__)
+        return f"Decision({fields})"
 
     def environment_after(
         self, environ: Mapping[str, str], *, marks: bool = True

@@ -34,7 +34,6 @@ def render(decision: object, fmt: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    import json
     import os
     import sys
 
@@ -43,6 +42,8 @@ def run(args: argparse.Namespace) -> int:
 
     decision = decide_here(args.directory)
     if args.shell == "json":
+        import json
+
         data = {
             "directory": decision.directory,
             "opted_in": decision.project is not None,
