@@ -40,7 +40,7 @@ from mpsd.errors import EXIT_ABSENT, MpsdError
 from mpsd.limits import Limits
 from mpsd.locks import PidLock
 from mpsd.sample import Sample
-from mpsd.store import HistoryError, Row, Store
+from mpsd.store import HistoryError, Row, Store, row_of
 
 log = logging.getLogger("mpsd")
 
@@ -183,17 +183,7 @@ class Daemon:
             log.error("cannot store the sample in %s: %s", paths.history_file(), exc)
             self._drop_store()
         if self.window is not None:
-            self.window.append(
-                Row(
-                    sample.t,
-                    sample.available_bytes,
-                    sample.total_bytes,
-                    sample.ml_bytes,
-                    sample.swapouts,
-                    sample.pressure,
-                    sample.source,
-                )
-            )
+            self.window.append(row_of(sample))
         return sample
 
     def policy_window(self, now: float) -> list[Row]:
