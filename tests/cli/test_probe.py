@@ -24,6 +24,7 @@ if importlib.util.find_spec("torch") is None:
     pytest.skip("needs torch (the CPU build will do)", allow_module_level=True)
 
 MIB = 1 << 20
+GIB = 1 << 30
 
 
 def _limits(high: float, headroom: float = 0.8) -> None:
@@ -252,6 +253,31 @@ def test_calibration_steps_down_then_writes_the_headroom_keeping_comments(
     assert config.read_text() == (
         "# my mpsd settings\ninterval = 60  # once a minute\nheadroom = 0.76\n"
     )
+
+
+def test_calibration_under_a_swap_penalty_writes_a_headroom_that_stays_clean_after_it(
+    fake: dict[str, str], isolated_dirs: dict[str, Path]
+) -> None:
+    from mpsd.config import load_config
+    from mpsd.policy import decide
+    from mpsd.sample import Sample
+
+    # The daemon holds the ratio at 1.0 only because of a swap penalty (0.8): headroom 0.8 x
+    # baseline 62.5 MiB is 1.25 x the 40 MiB recommended max. Once the penalty wears off, the
+    # headroom written must still give no more than the ratio that was clean (0.95).
+    baseline = int(62.5 * MIB)
+    _limits(1.0, headroom=0.8)
+    penalised = limits_mod.read()
+    assert penalised is not None
+    limits_mod.write(limits_mod.Limits(**{**penalised.__dict__, "baseline_free_bytes": baseline}))
+    env = {**fake, "MPSD_PROBE_FAKE_SWAP_AT": "36M"}
+    done = run_mpsd("probe", "--calibrate", "--yes", "--step", "2M", env=env)
+    assert done.returncode == 0, done.stderr
+    assert "Ratio 0.95 gave a clean error; ratio 1.00 swapped." in done.stdout
+    config = load_config(isolated_dirs["config"] / "config.toml")
+    steady = [Sample(t=float(t), available_bytes=baseline, total_bytes=GIB) for t in range(99)]
+    after = decide(steady, config, 40 * MIB)
+    assert after is not None and after.high_watermark_ratio <= 0.95
 
 
 def test_calibration_asks_before_writing_and_no_writes_nothing(
