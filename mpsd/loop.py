@@ -354,6 +354,7 @@ class Daemon:
         last_eval: float | None = None
         reload_at: float | None = None
         pending = True
+        retry_at = start  # after a failed update, the next try waits for the next tick
         try:
             while True:
                 deadlines = [next_tick, next_poll]
@@ -375,7 +376,7 @@ class Daemon:
                 elif kind == "recommended":
                     probing = False
                     if self.set_recommended(value):
-                        pending = True
+                        pending, retry_at = True, self.mono()
                 elif kind == "recommended-failed":
                     probing = False
                     log.error("cannot find the recommended max: %s", value)
@@ -389,7 +390,7 @@ class Daemon:
                     next_poll = now + CONFIG_POLL
                     reloaded = self.reload_config() or reloaded
                 if reloaded:
-                    pending = True
+                    pending, retry_at = True, now
                     next_tick = min(next_tick, (self.last_mono or now) + self.config.interval)
                 if now >= next_tick:
                     if self.tick() is not None and self.recommended is None and not probing:
@@ -409,9 +410,11 @@ class Daemon:
                 if now >= next_prune:
                     more = self.prune()
                     next_prune = now + (1.0 if more else PRUNE_EVERY)
-                if pending and self.recommended is not None:
+                if pending and self.recommended is not None and now >= retry_at:
                     last_eval = now
                     pending = self.evaluate() is None
+                    if pending:  # logged; what could fix it is time or a config change
+                        retry_at = next_tick
         finally:
             watcher.stop()
             self._drop_store()
