@@ -171,30 +171,41 @@ def _wait_for(predicate, timeout: float = 30.0) -> None:  # type: ignore[no-unty
         time.sleep(0.05)
 
 
+def _slow_probe(fake: dict[str, str], err: Path) -> tuple[subprocess.Popen[bytes], psutil.Process]:
+    """`mpsd probe` filling a 400 MiB stand-in slowly (1 MiB per 0.2 s), stderr to ``err``;
+    returned once its one child is allocating."""
+    env = {**os.environ, **fake, "MPSD_PROBE_FAKE_DEVICE": "400M", "MPSD_PROBE_FAKE_DELAY": "0.2"}
+    with err.open("w") as handle:
+        parent = subprocess.Popen(
+            [sys.executable, "-m", "mpsd", "probe", "--ratio", "1", "--step", "1M"],
+            stdout=subprocess.DEVNULL,
+            stderr=handle,
+            env=env,
+        )
+    try:
+        _wait_for(lambda: "MiB of" in err.read_text())  # the child is allocating
+        children = psutil.Process(parent.pid).children(recursive=True)
+        assert len(children) == 1
+    except BaseException:
+        parent.kill()
+        parent.wait()
+        raise
+    return parent, children[0]
+
+
 @pytest.mark.parametrize(("signum", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_interrupting_the_probe_kills_the_child_and_leaves_nothing_running(
     fake: dict[str, str], tmp_path: Path, signum: int, code: int
 ) -> None:
-    env = {**os.environ, **fake, "MPSD_PROBE_FAKE_DEVICE": "400M", "MPSD_PROBE_FAKE_DELAY": "0.2"}
     err = tmp_path / "stderr"
-    with err.open("w") as handle:
-        parent = subprocess.Popen(
-            [sys.executable, "-m", "mpsd", "probe", "--ratio", "1", "--step", "1M"],
-            stdout=subprocess.PIPE,
-            stderr=handle,
-            env=env,
-        )
-        try:
-            _wait_for(lambda: "MiB of" in err.read_text())  # the child is allocating
-            children = psutil.Process(parent.pid).children(recursive=True)
-            assert len(children) == 1
-            child = children[0]
-            parent.send_signal(signum)
-            parent.wait(timeout=30)
-        finally:
-            if parent.poll() is None:
-                parent.kill()
-                parent.wait()
+    parent, child = _slow_probe(fake, err)
+    try:
+        parent.send_signal(signum)
+        parent.wait(timeout=30)
+    finally:
+        if parent.poll() is None:
+            parent.kill()
+            parent.wait()
     assert parent.returncode == code
     assert not psutil.pid_exists(child.pid) or child.status() == psutil.STATUS_ZOMBIE
     with pytest.raises(ProcessLookupError):
@@ -209,19 +220,9 @@ def test_a_child_whose_parent_was_killed_stops_by_itself(
     fake: dict[str, str], tmp_path: Path
 ) -> None:
     # kill -9 of mpsd leaves nobody to watch swap: the child must not go on filling memory.
-    env = {**os.environ, **fake, "MPSD_PROBE_FAKE_DEVICE": "400M", "MPSD_PROBE_FAKE_DELAY": "0.2"}
-    err = tmp_path / "stderr"
-    with err.open("w") as handle:
-        parent = subprocess.Popen(
-            [sys.executable, "-m", "mpsd", "probe", "--ratio", "1", "--step", "1M"],
-            stdout=subprocess.DEVNULL,
-            stderr=handle,
-            env=env,
-        )
-        _wait_for(lambda: "MiB of" in err.read_text())
-        child = psutil.Process(parent.pid).children()[0]
-        parent.kill()
-        parent.wait()
+    parent, child = _slow_probe(fake, tmp_path / "stderr")
+    parent.kill()
+    parent.wait()
 
     def gone() -> bool:
         try:
