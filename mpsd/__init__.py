@@ -6,7 +6,9 @@ code, so it imports nothing heavy: the API functions load their modules lazily.
 
 from __future__ import annotations
 
-from typing import Any
+TYPE_CHECKING = False  # importing typing costs every command's start-up
+if TYPE_CHECKING:
+    from typing import Any
 
 __version__ = "0.1.0"
 
@@ -15,7 +17,7 @@ __all__ = ["__version__", "budget", "explain"]
 
 def explain(text: str) -> list[dict[str, Any]]:
     """Return the out-of-memory findings in ``text``: the objects ``mpsd explain --json`` prints."""
-    from mpsd.explain import find_errors
+    from mpsd.oom import find_errors
 
     return [finding.to_json() for finding in find_errors(text)]
 

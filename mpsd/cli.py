@@ -29,6 +29,25 @@ class _Parser(argparse.ArgumentParser):
         sys.stderr.write(f"{self.prog}: {message} (see '{self.prog} --help').\n")
         raise SystemExit(EXIT_USAGE)
 
+    def _get_formatter(self) -> argparse.HelpFormatter:
+        # argparse makes a formatter on every add_argument, and the default one imports
+        # shutil (with bz2 and lzma) for the terminal width: a cost to every start-up.
+        # typeshed's formatter-class protocol omits width; every HelpFormatter takes it.
+        return self.formatter_class(prog=self.prog, width=_width())  # type: ignore[call-arg]
+
+
+def _width() -> int:
+    """What argparse's formatter would use: $COLUMNS, else the terminal's, else 80; minus 2."""
+    try:
+        return int(os.environ["COLUMNS"]) - 2
+    except (KeyError, ValueError):
+        pass
+    stdout = sys.__stdout__
+    try:
+        return os.get_terminal_size(stdout.fileno()).columns - 2 if stdout else 78
+    except (AttributeError, ValueError, OSError):
+        return 78
+
 
 def _load(name: str) -> ModuleType:
     module_name, _ = COMMANDS[name]

@@ -6,7 +6,6 @@ computed here, so it can be tested without a child process.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -100,50 +99,19 @@ class ProbeResult:
 
 # --- the out-of-memory message -------------------------------------------------------------
 
-_NUMBER = r"(\d+(?:\.\d+)?)\s*(bytes|[KMG]i?B)"
-_MPS_OOM = re.compile(
-    r"MPS backend out of memory\s*\(\s*MPS allocated:\s*" + _NUMBER + r",\s*"
-    r"(?:other\s+allocations:\s*" + _NUMBER + r",\s*)?"
-    r"max\s+allowed:\s*" + _NUMBER + r"\s*\)\.?\s*"
-    r"(?:Tried\s+to\s+allocate\s+" + _NUMBER + r"(?:\s+on\s+(private|shared)\s+pool)?)?",
-    re.IGNORECASE,
-)
-_UNIT = {"bytes": 1, "kb": 1 << 10, "kib": 1 << 10, "mb": 1 << 20, "mib": 1 << 20}
-_UNIT |= {"gb": 1 << 30, "gib": 1 << 30}
-
-
-def _bytes(number: str | None, unit: str | None) -> int | None:
-    if number is None or unit is None:
-        return None
-    return round(float(number) * _UNIT[unit.lower()])
-
 
 def parse_oom(text: str) -> dict[str, Any] | None:
     """The numbers of PyTorch's MPS out-of-memory error in ``text`` (bytes), None if absent.
 
-    Uses ``mpsd.explain`` where it exists (every wording); else a regex for the current ones.
+    The same reader as ``mpsd explain``, so every PyTorch wording is understood.
     """
-    try:
-        from mpsd.explain import find_errors  # type: ignore[import-not-found,import-untyped,unused-ignore]
+    from mpsd.oom import find_errors
 
-        for finding in find_errors(text):
-            data = finding.to_json()
-            if data.get("kind") == "mps_oom":
-                return dict(data)
-    except (ImportError, AttributeError):
-        pass  # not on this branch yet, or another shape: the regex below covers PyTorch 2.x
-    match = _MPS_OOM.search(" ".join(text.split()))
-    if match is None:
-        return None
-    g = match.groups()
-    return {
-        "kind": "mps_oom",
-        "allocated_bytes": _bytes(g[0], g[1]),
-        "other_bytes": _bytes(g[2], g[3]),
-        "max_allowed_bytes": _bytes(g[4], g[5]),
-        "requested_bytes": _bytes(g[6], g[7]),
-        "pool": g[8].lower() if g[8] else None,
-    }
+    for finding in find_errors(text):
+        data = finding.to_json()
+        if data.get("kind") == "mps_oom":
+            return dict(data)
+    return None
 
 
 # --- advice --------------------------------------------------------------------------------

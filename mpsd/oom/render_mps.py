@@ -1,0 +1,308 @@
+"""The explanation of MPS errors: out of memory, the watermark ratios, Metal's limits."""
+
+from __future__ import annotations
+
+from mpsd.oom import finding as fk
+from mpsd.oom import macs
+from mpsd.oom.finding import Finding
+from mpsd.oom.render_base import HIGH, LOW, Base, mac_name, ratio_text, table
+from mpsd.oom.units import format_size
+
+TYPE_CHECKING = False  # typing costs start-up; mypy still reads the block below
+if TYPE_CHECKING:
+    from typing import ClassVar
+
+
+class MpsText(Base):
+    def mps_oom(self, f: Finding) -> list[str]:
+        s = self.style
+        rows: list[tuple[str, str, str]] = []
+        if f.allocated_bytes is not None:
+            rows.append(
+                (
+                    "MPS allocated",
+                    self.size(f.allocated_bytes, f),
+                    "what PyTorch's MPS allocator holds for your tensors",
+                )
+            )
+        if f.other_bytes is not None:
+            rows.append(
+                (
+                    "other allocations",
+                    self.size(f.other_bytes, f),
+                    "other GPU memory of this process, outside that allocator",
+                )
+            )
+        if f.requested_bytes is not None:
+            pool = f" ({f.pool} pool)" if f.pool else ""
+            rows.append(
+                ("requested", self.size(f.requested_bytes, f), f"the allocation that failed{pool}")
+            )
+        if f.max_allowed_bytes is not None:
+            rows.append(
+                (
+                    "max allowed",
+                    self.size(f.max_allowed_bytes, f),
+                    "the cap: watermark ratio x the Mac's recommended max",
+                )
+            )
+        out = [*table(rows, s)] if rows else ["  (the paste lost the numbers)"]
+        out += ["", s.head("Why it failed")]
+        parts = [
+            (f.allocated_bytes, "allocated"),
+            (f.other_bytes, "other"),
+            (f.requested_bytes, "requested"),
+        ]
+        known = [(v, n) for v, n in parts if v is not None]
+        need = sum(v for v, _ in known)
+        cap = f.max_allowed_bytes
+        if known and cap is not None:
+            terms = " + ".join(self.size(v, f) for v, _ in known)
+            over = need - cap
+            slack = sum(
+                f.rounding.get(k, 0)
+                for k in ("allocated_bytes", "other_bytes", "requested_bytes", "max_allowed_bytes")
+            )
+            if over > slack:
+                out.append(
+                    f"  {terms} = {self.size(need, f)}, over the {self.size(cap, f)} cap "
+                    f"by {self.size(over, f)}."
+                )
+            elif over >= -slack:
+                out.append(
+                    f"  {terms} = {self.size(need, f)}: at the {self.size(cap, f)} cap "
+                    "(each number is rounded to 2 decimals, so the last allocation tipped it)."
+                )
+            else:
+                out.append(
+                    f"  {terms} = {self.size(need, f)}, under the {self.size(cap, f)} cap: "
+                    "the numbers do not add up (see the note below)."
+                )
+            if len(known) < 3:
+                out.append("  (the paste lost some numbers: the sum is only what it kept)")
+        elif cap is None:
+            out.append('  No "max allowed" in the message: no cap was in force (ratio 0.0, or a')
+            out.append("  PyTorch before 2.0), so the job stopped only when Metal itself ran out.")
+        else:
+            out.append(f"  PyTorch needed more than the {self.size(cap, f)} cap allows.")
+        out += self.mps_notes(f)
+        out += ["", s.head("The ratio in force")]
+        out += self.ratio_lines(f)
+        out += ["", s.head("Fix")]
+        out += self.fix_lines(self.fit_hint(f, need if known else None))
+        return out
+
+    def mps_notes(self, f: Finding) -> list[str]:
+        notes: list[str] = []
+        cap, alloc, other, req = (
+            f.max_allowed_bytes,
+            f.allocated_bytes,
+            f.other_bytes,
+            f.requested_bytes,
+        )
+        if other is not None and other > macs.LARGEST_MAC:
+            notes.append(
+                f'"other allocations" of {self.size(other, f)} is more memory than any '
+                "Mac has: the number is bogus (an accounting bug of that PyTorch/macOS "
+                "version, usually), not memory really in use."
+            )
+        if (
+            cap is not None
+            and alloc is not None
+            and alloc > cap + f.rounding.get("max_allowed_bytes", 0)
+        ):
+            notes.append(
+                '"MPS allocated" is above the cap. That happens when the cap was lowered '
+                "after the memory was allocated (torch.mps.set_per_process_memory_fraction, "
+                "or a library calling it), so the next allocation fails at once."
+            )
+        if (
+            cap is not None
+            and alloc is not None
+            and other is not None
+            and alloc <= cap * 0.05
+            and other >= cap * 0.5
+        ):
+            notes.append(
+                'PyTorch\'s tensors hold almost nothing: "other allocations" fill the cap. '
+                "That memory is outside PyTorch's allocator (Metal buffers of other "
+                "libraries in the process, MPSGraph caches, memory freed but not yet "
+                "returned); with many workers in one process each one's share adds up."
+            )
+        elif other is not None and alloc is not None and other > alloc and other > (cap or 0) * 0.3:
+            notes.append(
+                '"other allocations" exceed what PyTorch\'s tensors hold: much of the '
+                "memory is outside PyTorch's allocator (other libraries' Metal buffers, "
+                "MPSGraph caches). torch.mps.empty_cache() between steps can help."
+            )
+        if cap is not None and req is not None and req > cap:
+            notes.append(
+                f"One allocation of {self.size(req, f)} is larger than the whole cap: "
+                "no batch fits, shrink the step (batch size, resolution, tiling)."
+            )
+        s = self.style
+        return [f"  {s.warn('Note:')} {n}" for n in notes]
+
+    def ratio_lines(self, f: Finding) -> list[str]:
+        cap = f.max_allowed_bytes
+        if cap is None:
+            return ['  Unknown: the message has no "max allowed".']
+        lim = self.limits
+        if lim is not None:
+            ratio = cap / lim.recommended_max_bytes
+            line = (
+                f"  {self.size(cap, f)} = {ratio:.2f} x {self.size(lim.recommended_max_bytes, f)} "
+                "(this Mac's recommended maximum, from limits.toml)"
+            )
+            out = [line]
+            if abs(ratio - macs.DEFAULT_HIGH) < 0.01:
+                out.append(f"  That is {macs.DEFAULT_NOTE}: {HIGH} was not set for this job.")
+            elif abs(ratio - lim.high_watermark_ratio) < 0.01:
+                out.append("  That is mpsd's value: the job ran with mpsd's variables.")
+            else:
+                out.append(
+                    f"  mpsd's value now is {ratio_text(lim.high_watermark_ratio)}: this job ran "
+                    "with another (set by hand, or before mpsd's last update)."
+                )
+            if cap > lim.baseline_free_bytes:
+                out.append(
+                    f"  The cap is above the {format_size(lim.baseline_free_bytes)} usually "
+                    "free on this Mac: macOS swaps before PyTorch stops the job."
+                )
+            return out
+        guesses = macs.guesses(cap)
+        smallest = min(ws for _, ws in macs.WORKING_SETS)
+        if not guesses and cap < smallest * 0.75:
+            return [
+                f"  {self.size(cap, f)} is far below any Mac's recommended maximum: a small "
+                "ratio or memory fraction was set for this job (by you, or by the app)."
+            ]
+        if not guesses:
+            return [
+                f"  {self.size(cap, f)} matches no common Mac with a round ratio. If PyTorch's "
+                f"default {macs.DEFAULT_HIGH} was in force, this Mac's recommended maximum is "
+                f"{self.size(cap / macs.DEFAULT_HIGH, f)}."
+            ]
+        out = []
+        for i, g in enumerate(guesses):
+            what = (
+                f"the default ratio on {mac_name(g.ram_gb)}"
+                if g.is_default
+                else f"a ratio of {ratio_text(g.ratio)} on {mac_name(g.ram_gb)}"
+            )
+            lead = f"{self.size(cap, f)} =" if i == 0 else "   or"
+            out.append(f"  {lead} {ratio_text(g.ratio)} x {self.size(g.working_set, f)}: {what}")
+        best = guesses[0]
+        ram = best.ram_gb * macs.GIB
+        if best.is_default and cap > ram * 0.9:
+            much = "more than" if cap > ram else "about all of"
+            out.append(
+                f"  A cap of {self.size(cap, f)} on {mac_name(best.ram_gb)} is {much} its "
+                "memory: macOS swaps long before PyTorch stops the job."
+            )
+        out.append(
+            "  (`mpsd install` reads this Mac's recommended maximum, so `mpsd explain` can say "
+            "for sure.)"
+        )
+        return out
+
+    def fit_hint(self, f: Finding, need: int | None) -> str:
+        if need is None:
+            return ""
+        if self.limits is not None:
+            safe, where = self.limits.limit_bytes, ""
+        else:
+            guesses = macs.guesses(f.max_allowed_bytes or 0)
+            if not guesses:
+                return ""
+            safe = round(macs.FALLBACK_RATIO * guesses[0].working_set)
+            where = f"on {mac_name(guesses[0].ram_gb)}"
+        # With limits.toml the line above has already given the cap.
+        if self.limits:
+            cap = "That cap is"
+        else:
+            cap = f"At that value the cap is {format_size(safe, f.binary_units)} {where},"
+        if need <= safe:
+            return f"{cap} enough for the {self.size(need, f)} this job had reached."
+        return (
+            f"{cap} less than the {self.size(need, f)} this job needed: make it use less "
+            "memory too (smaller batch or resolution, float16, one model at a time, tiling)."
+        )
+
+    # --- watermark errors -----------------------------------------------------------
+    def watermark(self, f: Finding) -> list[str]:
+        s = self.style
+        shown = ratio_text(f.ratio) if f.ratio is not None else "?"
+        out: list[str] = []
+        if f.kind == fk.MPS_INVALID_LOW:
+            out.append(
+                f"  PyTorch refused the low watermark ratio {shown}: LOW must be between 0 and "
+                "HIGH."
+            )
+            if f.ratio is not None and abs(f.ratio - macs.DEFAULT_LOW) < 1e-9:
+                out.append(
+                    f"  {shown} is LOW's default: {HIGH} was set below 1.4 and {LOW} was "
+                    "left unset."
+                )
+            out.append(
+                f"  To keep the HIGH you chose, set LOW to the same value: {HIGH}=X {LOW}=X."
+            )
+            out.append(
+                "  It is a setting, not a lack of memory: it fails at the first MPS use, "
+                "whatever is free."
+            )
+        else:
+            out.append(
+                f"  PyTorch refused the high watermark ratio {shown}: HIGH must be between 0 and 2."
+            )
+            out.append("  It is a setting, not a lack of memory.")
+        out += ["", s.head("Fix")]
+        out += self.fix_lines("")
+        return out
+
+    # --- other errors ---------------------------------------------------------------
+    OTHER: ClassVar[dict[str, str]] = {
+        "invalid_buffer_size": (
+            "One tensor is larger than the largest buffer Metal allows on this Mac "
+            "(its maxBufferLength). No watermark ratio changes this: split the work "
+            "(smaller batch, lower resolution, tiled VAE decoding, chunked attention)."
+        ),
+        "ndarray_too_large": (
+            "An MPS kernel got a tensor of more than 4 GiB (2**32 bytes), more than "
+            "MPSNDArray takes on this macOS. Not a lack of memory: no ratio changes it. "
+            "Split the work (smaller batch or tiles), update macOS and PyTorch, or run that step "
+            "on the CPU."
+        ),
+        "dimension_too_large": (
+            "A tensor dimension (or the product of dimensions) is above 2**31, beyond what "
+            "Metal's kernels index. Not a lack of memory: split the tensor into chunks, or "
+            "run that step on the CPU."
+        ),
+        "command_buffer_oom": (
+            "Metal itself ran out of memory while running a GPU command: the system had no "
+            "memory left for it (other apps, or a cap above what is really free). Lower the "
+            "ratio so PyTorch stops first, with a clean error."
+        ),
+        "internal_assert": (
+            "PyTorch's MPS allocator failed an internal check of its watermarks: the ratio "
+            "variables are inconsistent. Set both, to the same plain decimal."
+        ),
+    }
+
+    def mps_other(self, f: Finding) -> list[str]:
+        out = []
+        if f.requested_bytes is not None:
+            out += table(
+                [
+                    (
+                        "buffer size",
+                        self.size(f.requested_bytes, f),
+                        "the one tensor Metal was asked for",
+                    )
+                ],
+                self.style,
+            )
+        out.append(f"  {self.OTHER.get(f.detail, 'An MPS memory error.')}")
+        if f.detail in ("command_buffer_oom", "internal_assert"):
+            out += ["", self.style.head("Fix"), *self.fix_lines("")]
+        return out

@@ -1,0 +1,261 @@
+"""``mpsd explain`` as a user runs it: files, stdin, exit codes, --json, colour, limits.toml."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+from mpsd import limits
+from mpsd.oom.finding import KEYS
+from tests.conftest import ROOT, run_mpsd
+from tests.explain_support import by_id, has_match
+
+EXAMPLE = ROOT / "examples" / "oom.txt"
+ANSI = re.compile(r"\x1b\[")
+GIB = 1 << 30
+
+
+def test_the_readme_example_is_explained_with_numbers_ratio_and_fix() -> None:
+    done = run_mpsd("explain", str(EXAMPLE))
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert "MPS out of memory" in out
+    for number in ("18.02 GB", "107.10 MB", "4.50 MB", "18.13 GB"):
+        assert number in out
+    assert "1.7 x 10.67 GB: the default ratio on a 16 GB Mac" in out
+    assert "PYTORCH_MPS_HIGH_WATERMARK_RATIO=0.8 PYTORCH_MPS_LOW_WATERMARK_RATIO=0.8" in out
+    assert "mpsd enable" in out
+    assert done.stderr == ""
+    assert not ANSI.search(out)  # not a terminal
+
+
+def test_stdin_and_file_give_the_same_explanation(tmp_path: Path) -> None:
+    text = by_id("comfy-8984")["text"]
+    path = tmp_path / "log.txt"
+    path.write_text(text, encoding="utf-8")
+    from_file = run_mpsd("explain", str(path))
+    from_stdin = run_mpsd("explain", input=text)
+    from_dash = run_mpsd("explain", "-", input=text)
+    assert from_file.returncode == from_stdin.returncode == from_dash.returncode == 0
+    assert from_file.stdout == from_stdin.stdout == from_dash.stdout
+    assert "5.81 GiB" in from_file.stdout
+
+
+def test_json_has_the_spec_shape_for_every_kind() -> None:
+    ids = ["audioldm2-20", "a1111-9415", "vrt-49", "sdscripts-603", "hunyuani2v-66"]
+    text = "\n\n".join(by_id(i)["text"] for i in ids)
+    done = run_mpsd("explain", "--json", input=text)
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert list(data) == ["findings"]
+    kinds = [f["kind"] for f in data["findings"]]
+    assert kinds == ["mps_oom", "cuda_oom", "cpu_oom", "mps_invalid_low_watermark", "mps_other"]
+    for finding, ident in zip(data["findings"], ids, strict=True):
+        assert has_match([finding], by_id(ident)["expected"])
+        for key in KEYS[finding["kind"]]:
+            assert key in finding
+    mps = data["findings"][0]
+    assert type(mps["allocated_bytes"]) is int and mps["pool"] == "private"
+    assert type(data["findings"][1]["device"]) is int
+    assert data["findings"][3]["ratio"] == 1.4
+
+
+def test_a_missing_number_is_null_in_json() -> None:
+    done = run_mpsd("explain", "--json", input=by_id("ghfile-voxcpm-abbrev")["text"])
+    finding = json.loads(done.stdout)["findings"][0]
+    assert finding["other_bytes"] is None
+    assert finding["pool"] is None
+
+
+@pytest.mark.parametrize("text", ["", "   \n", "all good, loss=0.12\n"])
+def test_nothing_recognised_exits_1_with_one_sentence(text: str) -> None:
+    done = run_mpsd("explain", input=text)
+    assert done.returncode == 1
+    assert done.stdout == ""
+    assert done.stderr.count("\n") == 1 and done.stderr.startswith("mpsd: ")
+    as_json = run_mpsd("explain", "--json", input=text)
+    assert as_json.returncode == 1
+    assert json.loads(as_json.stdout) == {"findings": []}
+
+
+def test_usage_errors_exit_2_with_one_sentence(tmp_path: Path) -> None:
+    cases = [
+        ("explain", str(tmp_path / "missing.txt")),
+        ("explain", str(tmp_path)),
+        ("explain", "--paste", str(EXAMPLE)),
+        ("explain", "--bogus"),
+        ("explain", "a", "b"),
+    ]
+    for args in cases:
+        done = run_mpsd(*args)
+        assert done.returncode == 2, (args, done.stderr)
+        assert "Traceback" not in done.stderr
+        assert done.stdout == ""
+
+
+def test_an_unreadable_file_is_a_usage_error(tmp_path: Path) -> None:
+    path = tmp_path / "secret.txt"
+    path.write_text("x")
+    path.chmod(0)
+    if os.access(path, os.R_OK):
+        pytest.skip("running as root: every file is readable")
+    done = run_mpsd("explain", str(path))
+    assert done.returncode == 2
+    assert "permission" in done.stderr.lower()
+
+
+def test_paste_without_pbpaste_says_so_and_exits_2(tmp_path: Path) -> None:
+    done = run_mpsd("explain", "--paste", env={"PATH": str(tmp_path)})
+    assert done.returncode == 2
+    assert "pbpaste" in done.stderr and "Traceback" not in done.stderr
+    assert done.stderr.count("\n") == 1
+
+
+def test_paste_reads_the_clipboard_through_pbpaste(tmp_path: Path) -> None:
+    fake = tmp_path / "pbpaste"
+    fake.write_text(f"#!/bin/sh\ncat '{EXAMPLE}'\n")
+    fake.chmod(0o755)
+    path = f"{tmp_path}{os.pathsep}{os.environ.get('PATH', '')}"
+    done = run_mpsd("explain", "--paste", "--json", env={"PATH": path})
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["findings"][0]["kind"] == "mps_oom"
+
+
+def test_binary_junk_is_no_error_and_no_traceback(tmp_path: Path) -> None:
+    path = tmp_path / "junk.bin"
+    path.write_bytes(bytes(range(256)) * 400 + b"\xff\xfe\x00\x00" * 1000)
+    done = run_mpsd("explain", str(path))
+    assert done.returncode == 1
+    assert "Traceback" not in done.stderr
+
+
+def test_a_utf16_log_from_powershell_is_read(tmp_path: Path) -> None:
+    path = tmp_path / "log.txt"
+    path.write_bytes(by_id("papers100-10")["text"].encode("utf-16"))
+    done = run_mpsd("explain", "--json", str(path))
+    assert done.returncode == 0
+    assert json.loads(done.stdout)["findings"][0]["requested_bytes"] == 1981808640
+
+
+def test_a_large_log_finds_every_error_at_start_middle_and_end(tmp_path: Path) -> None:
+    line = "2026-11-30 05:00:00,123 INFO trainer: step 1234 loss=0.1234 it/s=3.2 eta 00:12:00\n"
+    filler = line * 40_000  # ~3.4 MB
+    errors = [by_id(i)["text"] for i in ("audioldm2-20", "cads-4", "vrt-49")]
+    path = tmp_path / "big.log"
+    path.write_text(errors[0] + "\n" + filler + errors[1] + "\n" + filler + errors[2])
+    done = run_mpsd("explain", "--json", str(path))
+    kinds = [f["kind"] for f in json.loads(done.stdout)["findings"]]
+    assert kinds == ["mps_oom", "cuda_oom", "cpu_oom"]
+
+
+def test_colour_only_on_a_terminal_and_never_with_no_color() -> None:
+    pexpect = pytest.importorskip("pexpect")
+    env = {**os.environ, "TERM": "xterm-256color"}
+    env.pop("NO_COLOR", None)
+    cmd = f"{sys.executable} -m mpsd explain {EXAMPLE}"
+    coloured = pexpect.run(cmd, env=env, timeout=60, encoding="utf-8")
+    assert ANSI.search(coloured)
+    env["NO_COLOR"] = "1"
+    plain = pexpect.run(cmd, env=env, timeout=60, encoding="utf-8")
+    assert not ANSI.search(plain)
+    assert "18.13 GB" in plain
+    # colour changes nothing else: same words, same wrapping, same aligned table
+    assert re.sub(r"\x1b\[[\d;]*m", "", coloured) == plain
+
+
+def _write_limits(high: float, recommended: int, baseline: int) -> None:
+    limits.write(
+        limits.Limits(
+            high_watermark_ratio=high,
+            low_watermark_ratio=high,
+            limit_bytes=int(high * recommended),
+            recommended_max_bytes=recommended,
+            recommended_max_source="torch",
+            baseline_free_bytes=baseline,
+            headroom=0.8,
+            updated_at=dt.datetime(2026, 11, 30, 5, 0, tzinfo=dt.UTC),
+        )
+    )
+
+
+def test_with_limits_toml_the_ratio_is_read_against_this_macs_maximum() -> None:
+    _write_limits(0.62, recommended=round(10.67 * GIB), baseline=9 * GIB)
+    done = run_mpsd("explain", str(EXAMPLE))
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert "18.13 GB = 1.70 x 10.67 GB (this Mac's recommended maximum" in out
+    assert "PyTorch's default ratio" in out
+    assert "PYTORCH_MPS_HIGH_WATERMARK_RATIO=0.62 PYTORCH_MPS_LOW_WATERMARK_RATIO=0.62" in out
+    assert "16 GB Mac" not in out  # no guessing when mpsd knows
+
+
+def test_with_limits_toml_a_job_that_ran_with_mpsds_value_is_recognised() -> None:
+    _write_limits(0.5, recommended=round(37.44 * GIB), baseline=30 * GIB)
+    article = (
+        "RuntimeError: MPS backend out of memory (MPS allocated: 18.50 GiB, other allocations: "
+        "448.00 KiB, max allowed: 18.72 GiB). Tried to allocate 512.00 MiB on private pool."
+    )
+    out = run_mpsd("explain", input=article).stdout
+    assert "18.72 GiB = 0.50 x 37.44 GiB" in out
+    assert "mpsd's value" in out
+
+
+def test_the_watermark_error_gets_the_exact_pair_to_set() -> None:
+    out = run_mpsd("explain", input="RuntimeError: invalid low watermark ratio 1.4").stdout
+    assert "LOW's default" in out
+    assert "PYTORCH_MPS_HIGH_WATERMARK_RATIO=0.8 PYTORCH_MPS_LOW_WATERMARK_RATIO=0.8" in out
+    _write_limits(0.71, recommended=round(16 * GIB), baseline=14 * GIB)
+    out = run_mpsd("explain", input="RuntimeError: invalid low watermark ratio 1.4").stdout
+    assert "PYTORCH_MPS_HIGH_WATERMARK_RATIO=0.71 PYTORCH_MPS_LOW_WATERMARK_RATIO=0.71" in out
+
+
+def test_impossible_numbers_are_called_out() -> None:
+    above = run_mpsd("explain", input=by_id("truememory-459")["text"]).stdout
+    assert "above the cap" in above
+    others = run_mpsd("explain", input=by_id("ghfile-flower-ray-c")["text"]).stdout
+    assert "hold almost nothing" in others
+    bogus = (
+        "MPS backend out of memory (MPS allocated: 1.00 GB, other allocations: 17179869184.00 GB,"
+        " max allowed: 18.13 GB). Tried to allocate 2.00 MB on private pool."
+    )
+    assert "more memory than any Mac" in run_mpsd("explain", input=bogus).stdout
+    cuda = run_mpsd("explain", input=by_id("labelmakr-10")["text"]).stdout
+    assert "more than the GPU has" in cuda
+
+
+def test_a_broken_limits_toml_falls_back_to_guessing() -> None:
+    from mpsd import paths
+
+    paths.limits_file().parent.mkdir(parents=True, exist_ok=True)
+    paths.limits_file().write_text("high_watermark_ratio = [\n")
+    done = run_mpsd("explain", str(EXAMPLE))
+    assert done.returncode == 0
+    assert "the default ratio on a 16 GB Mac" in done.stdout
+
+
+@pytest.mark.parametrize("with_limits", [False, True])
+def test_explain_imports_neither_torch_nor_psutil(with_limits: bool) -> None:
+    if with_limits:
+        _write_limits(0.62, recommended=round(10.67 * GIB), baseline=9 * GIB)
+    done = run_mpsd("explain", str(EXAMPLE), env={"PYTHONPROFILEIMPORTTIME": "1"})
+    assert done.returncode == 0
+    assert ("from limits.toml" in done.stdout) == with_limits
+    imported = {line.split("|")[-1].strip() for line in done.stderr.splitlines() if "|" in line}
+    assert "mpsd.oom" in imported
+    assert not {m for m in imported if m.split(".")[0] in ("torch", "psutil", "numpy")}
+
+
+def test_the_readme_sample_is_what_explain_prints() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("On the sample in `examples/`", 1)[1]
+    sample = section.split("```text\n", 1)[1].split("```", 1)[0]
+    out = run_mpsd("explain", str(EXAMPLE)).stdout
+    lines = [line for line in sample.splitlines() if line.strip() != "..."]
+    assert len(lines) > 10
+    assert "\n".join(lines) in out
