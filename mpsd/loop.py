@@ -455,8 +455,12 @@ def acquire_lock(once: bool) -> PidLock | None:
         if lock.acquire():
             return lock
     except OSError as exc:
+        why = exc.strerror
+        in_the_way = next((p for p in lock.path.parents if p.is_file()), None)
+        if in_the_way is not None:
+            why = f"{in_the_way} is a file, not a directory"
         raise MpsdError(
-            f"cannot take the daemon lock {lock.path} ({exc.strerror}); make the state dir "
+            f"cannot take the daemon lock {lock.path} ({why}); make the state dir "
             "writable or point MPSD_STATE_DIR elsewhere."
         ) from None
     pid = None

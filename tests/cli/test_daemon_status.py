@@ -96,11 +96,13 @@ def test_daemon_help_documents_once() -> None:
 def test_an_unwritable_state_dir_is_one_clear_sentence(tmp_path: Path) -> None:
     blocker = tmp_path / "file-not-dir"
     blocker.write_text("")
-    result = run_mpsd("daemon", "--once", env={"MPSD_STATE_DIR": str(blocker / "state")})
-    assert result.returncode == 2
-    assert result.stderr.startswith("mpsd: cannot take the daemon lock")
-    assert result.stderr.count("\n") == 1
-    assert "Traceback" not in result.stderr
+    for state in (blocker, blocker / "state"):
+        result = run_mpsd("daemon", "--once", env={"MPSD_STATE_DIR": str(state)})
+        assert result.returncode == 2
+        assert result.stderr.startswith("mpsd: cannot take the daemon lock")
+        assert f"{blocker} is a file, not a directory" in result.stderr
+        assert result.stderr.count("\n") == 1
+        assert "Traceback" not in result.stderr
 
 
 def test_status_with_a_state_dir_that_is_a_file_says_so_in_a_sentence(tmp_path: Path) -> None:
