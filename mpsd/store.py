@@ -222,10 +222,6 @@ class Store:
         ).fetchone()
         return None if row is None else _row_to_sample(row)
 
-    def first_time(self) -> float | None:
-        row = self._db.execute("SELECT MIN(t) FROM samples").fetchone()
-        return None if row[0] is None else float(row[0])
-
     def samples(self, since: float, until: float, max_rows: int = 25_000) -> list[Row]:
         """The samples in [since, until], oldest first.
 
