@@ -7,11 +7,14 @@ computed here, so it can be tested without a child process.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mpsd.ratio import floor2
 from mpsd.sample import PRESSURE_CRITICAL
 from mpsd.sizes import format_gib
+
+if TYPE_CHECKING:
+    from mpsd.limits import Limits
 
 # How the child's run ended (``ProbeResult.outcome``).
 OOM = "oom"  # PyTorch raised its clean out-of-memory error
@@ -124,13 +127,17 @@ def safe_ratio(result: ProbeResult) -> float:
     return max(CALIBRATION_FLOOR, floor2(candidate))
 
 
-def headroom_for(ratio: float, current_ratio: float, current_headroom: float) -> float:
-    """The headroom that makes the daemon recommend ``ratio`` where it recommends
-    ``current_ratio`` with ``current_headroom`` now (the ratio is proportional to the headroom),
-    rounded down to two decimals, kept in config.toml's range (0, 1]."""
-    if current_ratio <= 0:
-        raise ValueError("current_ratio must be positive")
-    return min(1.0, max(0.01, floor2(current_headroom * ratio / current_ratio)))
+def headroom_for(ratio: float, baseline_free_bytes: int, recommended_max_bytes: int) -> float:
+    """The headroom that makes the daemon recommend at most ``ratio``: ratio x recommended max
+    over the baseline free memory (limits.toml's), rounded down to two decimals, kept in
+    config.toml's range (0, 1].
+
+    From the baseline, not by scaling the current headroom with the current ratio: that ratio
+    may be held down by a swap penalty (which wears off) or a min/max_ratio bound, and the
+    headroom scaled from it would give more than ``ratio`` once they no longer apply."""
+    if baseline_free_bytes <= 0 or recommended_max_bytes <= 0:
+        raise ValueError("baseline_free_bytes and recommended_max_bytes must be positive")
+    return min(1.0, max(0.01, floor2(ratio * recommended_max_bytes / baseline_free_bytes)))
 
 
 def next_calibration_ratio(ratio: float) -> float | None:
@@ -146,11 +153,9 @@ class Advice:
     ratio: float | None = None  # a ratio to try next
 
 
-def advise(
-    result: ProbeResult, current_ratio: float | None, current_headroom: float | None
-) -> Advice:
-    """What to do after ``result``. ``current_ratio``/``current_headroom``: what limits.toml
-    holds now (None when there is no recommendation yet)."""
+def advise(result: ProbeResult, current: Limits | None) -> Advice:
+    """What to do after ``result``. ``current``: limits.toml now (None when there is no
+    recommendation yet)."""
     verdict = result.verdict
     if verdict == CLEAN and result.steps == 0:
         return Advice(
@@ -174,8 +179,8 @@ def advise(
         )
     ratio = safe_ratio(result)
     what = "the Mac swapped" if verdict == SWAPPED else "memory pressure turned critical"
-    if current_ratio and current_headroom:
-        headroom = headroom_for(ratio, current_ratio, current_headroom)
+    if current is not None and current.baseline_free_bytes > 0:
+        headroom = headroom_for(ratio, current.baseline_free_bytes, current.recommended_max_bytes)
         line = f"headroom = {headroom:g}"
         return Advice(
             f"At ratio {result.high:.2f} {what} before PyTorch's clean error. Lower the headroom: "
