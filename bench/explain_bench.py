@@ -142,8 +142,8 @@ def make_log(path: Path, megabytes: int, dense: bool) -> None:
 
 
 def throughput(megabytes: int) -> None:
-    from mpsd.explain import find_errors
-    from mpsd.explain.normalize import decode
+    from mpsd.oom import find_errors
+    from mpsd.oom.normalize import decode
 
     print(f"throughput on a generated {megabytes} MB log (goal < 2 s):")
     with tempfile.TemporaryDirectory() as tmp:

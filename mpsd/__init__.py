@@ -10,18 +10,30 @@ TYPE_CHECKING = False  # importing typing costs every command's start-up
 if TYPE_CHECKING:
     from typing import Any
 
+    from mpsd.inprocess import Applied
+
 __version__ = "0.1.0"
 
-__all__ = ["__version__", "budget", "explain"]
+__all__ = ["__version__", "apply", "budget", "explain"]
 
 
 def explain(text: str) -> list[dict[str, Any]]:
     """Return the out-of-memory findings in ``text``: the objects ``mpsd explain --json`` prints."""
-    # Importing the package ``mpsd.explain`` replaces this function as the attribute
-    # ``mpsd.explain``: the package is made callable the same way (mpsd/explain/__init__.py).
-    from mpsd.explain import find_errors
+    from mpsd.oom import find_errors
 
     return [finding.to_json() for finding in find_errors(text)]
+
+
+def apply(directory: str | None = None, *, anywhere: bool = False) -> Applied:
+    """Set PYTORCH_MPS_HIGH/LOW_WATERMARK_RATIO from limits.toml for ``directory`` (default: the
+    current one), as the shell hook would; call it before ``import torch``. Only inside an
+    opted-in project unless ``anywhere=True``; values the user set by hand win. If torch's MPS
+    is already in use, sets the high limit with ``torch.mps.set_per_process_memory_fraction``
+    and warns that the low one could not be set. Returns what it did (``mpsd.inprocess.Applied``).
+    """
+    from mpsd.inprocess import apply as _apply
+
+    return _apply(directory, anywhere=anywhere)
 
 
 def budget(ratio: float | None = None) -> int:

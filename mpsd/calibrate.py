@@ -65,8 +65,9 @@ def calibrate(
 
 def set_headroom(path: Path, headroom: float) -> bool:
     """Set ``headroom`` in config.toml at ``path`` (created if missing), keeping every comment
-    and the layout. Raises ``ConfigError`` (and writes nothing) when the file is not valid TOML
-    or the result would not be a valid config. False when the value was already there."""
+    and the layout. Raises ``ConfigError`` (and writes nothing) when the file is not valid TOML,
+    the result would not be a valid config, or the file cannot be written.
+    False when the value was already there."""
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -81,4 +82,9 @@ def set_headroom(path: Path, headroom: float) -> bool:
         ) from None
     document["headroom"] = headroom
     validate(document.unwrap(), path)
-    return write_atomic(path, tomlkit.dumps(document).encode("utf-8"))
+    try:
+        return write_atomic(path, tomlkit.dumps(document).encode("utf-8"))
+    except OSError as exc:
+        raise ConfigError(
+            path, [f"cannot be written ({exc.strerror}); add `headroom = {headroom:g}` by hand"]
+        ) from None

@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 import tomllib
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -114,6 +115,30 @@ def write(limits: Limits, path: Path | None = None) -> bool:
     path = path or paths.limits_file()
     with exclusive(paths.limits_lock_file()):
         return write_atomic(path, render(limits).encode("utf-8"), mode=0o644)
+
+
+def update(change: Callable[[Limits | None], Limits | None], path: Path | None = None) -> bool:
+    """Read, change and write limits.toml as one step under the limits lock.
+
+    ``change`` gets the current limits (None when the file is missing or broken) and returns
+    the new ones, or None to leave the file alone. False when nothing was written.
+    """
+    with exclusive(paths.limits_lock_file()):
+        return update_locked(change, path)
+
+
+def update_locked(
+    change: Callable[[Limits | None], Limits | None], path: Path | None = None
+) -> bool:
+    """``update`` for a caller that already holds the limits lock (``exclusive`` is not
+    re-entrant: a second flock on the same file from this process would wait for itself)."""
+    from mpsd.atomic import write_atomic  # tempfile is slow to import; readers skip it
+
+    path = path or paths.limits_file()
+    new = change(read(path))
+    if new is None:
+        return False
+    return write_atomic(path, render(new).encode("utf-8"), mode=0o644)
 
 
 def with_projects(limits: Limits, projects: tuple[str, ...]) -> Limits:

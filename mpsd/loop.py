@@ -40,7 +40,7 @@ from mpsd.errors import EXIT_ABSENT, MpsdError
 from mpsd.limits import Limits
 from mpsd.locks import PidLock
 from mpsd.sample import Sample
-from mpsd.store import HistoryError, Row, Store
+from mpsd.store import HistoryError, Row, Store, row_of
 
 log = logging.getLogger("mpsd")
 
@@ -183,17 +183,7 @@ class Daemon:
             log.error("cannot store the sample in %s: %s", paths.history_file(), exc)
             self._drop_store()
         if self.window is not None:
-            self.window.append(
-                Row(
-                    sample.t,
-                    sample.available_bytes,
-                    sample.total_bytes,
-                    sample.ml_bytes,
-                    sample.swapouts,
-                    sample.pressure,
-                    sample.source,
-                )
-            )
+            self.window.append(row_of(sample))
         return sample
 
     def policy_window(self, now: float) -> list[Row]:
@@ -250,7 +240,10 @@ class Daemon:
     # -- the policy and limits.toml ------------------------------------------------------
     def projects(self) -> tuple[str, ...]:
         if self.config_good:
-            return self.config.projects
+            # As the hooks compare them: physical, and only paths they can read safely.
+            from mpsd.projects import for_limits
+
+            return for_limits(self.config.projects)
         # Never had a good config: keep what limits.toml lists (mpsd enable wrote it).
         current = limits_mod.read()
         return current.projects if current else ()
@@ -364,6 +357,7 @@ class Daemon:
         last_eval: float | None = None
         reload_at: float | None = None
         pending = True
+        retry_at = start  # after a failed update, the next try waits for the next tick
         try:
             while True:
                 deadlines = [next_tick, next_poll]
@@ -385,7 +379,7 @@ class Daemon:
                 elif kind == "recommended":
                     probing = False
                     if self.set_recommended(value):
-                        pending = True
+                        pending, retry_at = True, self.mono()
                 elif kind == "recommended-failed":
                     probing = False
                     log.error("cannot find the recommended max: %s", value)
@@ -399,7 +393,7 @@ class Daemon:
                     next_poll = now + CONFIG_POLL
                     reloaded = self.reload_config() or reloaded
                 if reloaded:
-                    pending = True
+                    pending, retry_at = True, now
                     next_tick = min(next_tick, (self.last_mono or now) + self.config.interval)
                 if now >= next_tick:
                     if self.tick() is not None and self.recommended is None and not probing:
@@ -419,9 +413,11 @@ class Daemon:
                 if now >= next_prune:
                     more = self.prune()
                     next_prune = now + (1.0 if more else PRUNE_EVERY)
-                if pending and self.recommended is not None:
+                if pending and self.recommended is not None and now >= retry_at:
                     last_eval = now
                     pending = self.evaluate() is None
+                    if pending:  # logged; what could fix it is time or a config change
+                        retry_at = next_tick
         finally:
             watcher.stop()
             self._drop_store()
@@ -462,8 +458,12 @@ def acquire_lock(once: bool) -> PidLock | None:
         if lock.acquire():
             return lock
     except OSError as exc:
+        why = exc.strerror
+        in_the_way = next((p for p in lock.path.parents if p.is_file()), None)
+        if in_the_way is not None:
+            why = f"{in_the_way} is a file, not a directory"
         raise MpsdError(
-            f"cannot take the daemon lock {lock.path} ({exc.strerror}); make the state dir "
+            f"cannot take the daemon lock {lock.path} ({why}); make the state dir "
             "writable or point MPSD_STATE_DIR elsewhere."
         ) from None
     pid = None

@@ -268,7 +268,7 @@ class ProcessScanner:
         self._mine[pid] = entry
         if entry.reason is not None:
             self._jobs[pid] = entry
-        else:
+        elif entry.next_check < math.inf:  # a final verdict is never due: keep it off the heap
             self._ticket += 1
             heapq.heappush(self._due, (entry.next_check, self._ticket, pid, entry))
 

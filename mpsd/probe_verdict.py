@@ -6,13 +6,15 @@ computed here, so it can be tested without a child process.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mpsd.ratio import floor2
 from mpsd.sample import PRESSURE_CRITICAL
 from mpsd.sizes import format_gib
+
+if TYPE_CHECKING:
+    from mpsd.limits import Limits
 
 # How the child's run ended (``ProbeResult.outcome``).
 OOM = "oom"  # PyTorch raised its clean out-of-memory error
@@ -97,50 +99,19 @@ class ProbeResult:
 
 # --- the out-of-memory message -------------------------------------------------------------
 
-_NUMBER = r"(\d+(?:\.\d+)?)\s*(bytes|[KMG]i?B)"
-_MPS_OOM = re.compile(
-    r"MPS backend out of memory\s*\(\s*MPS allocated:\s*" + _NUMBER + r",\s*"
-    r"(?:other\s+allocations:\s*" + _NUMBER + r",\s*)?"
-    r"max\s+allowed:\s*" + _NUMBER + r"\s*\)\.?\s*"
-    r"(?:Tried\s+to\s+allocate\s+" + _NUMBER + r"(?:\s+on\s+(private|shared)\s+pool)?)?",
-    re.IGNORECASE,
-)
-_UNIT = {"bytes": 1, "kb": 1 << 10, "kib": 1 << 10, "mb": 1 << 20, "mib": 1 << 20}
-_UNIT |= {"gb": 1 << 30, "gib": 1 << 30}
-
-
-def _bytes(number: str | None, unit: str | None) -> int | None:
-    if number is None or unit is None:
-        return None
-    return round(float(number) * _UNIT[unit.lower()])
-
 
 def parse_oom(text: str) -> dict[str, Any] | None:
     """The numbers of PyTorch's MPS out-of-memory error in ``text`` (bytes), None if absent.
 
-    Uses ``mpsd.explain`` where it exists (every wording); else a regex for the current ones.
+    The same reader as ``mpsd explain``, so every PyTorch wording is understood.
     """
-    try:
-        from mpsd.explain import find_errors  # type: ignore[import-not-found,import-untyped,unused-ignore]
+    from mpsd.oom import find_errors
 
-        for finding in find_errors(text):
-            data = finding.to_json()
-            if data.get("kind") == "mps_oom":
-                return dict(data)
-    except (ImportError, AttributeError):
-        pass  # not on this branch yet, or another shape: the regex below covers PyTorch 2.x
-    match = _MPS_OOM.search(" ".join(text.split()))
-    if match is None:
-        return None
-    g = match.groups()
-    return {
-        "kind": "mps_oom",
-        "allocated_bytes": _bytes(g[0], g[1]),
-        "other_bytes": _bytes(g[2], g[3]),
-        "max_allowed_bytes": _bytes(g[4], g[5]),
-        "requested_bytes": _bytes(g[6], g[7]),
-        "pool": g[8].lower() if g[8] else None,
-    }
+    for finding in find_errors(text):
+        data = finding.to_json()
+        if data.get("kind") == "mps_oom":
+            return dict(data)
+    return None
 
 
 # --- advice --------------------------------------------------------------------------------
@@ -156,13 +127,17 @@ def safe_ratio(result: ProbeResult) -> float:
     return max(CALIBRATION_FLOOR, floor2(candidate))
 
 
-def headroom_for(ratio: float, current_ratio: float, current_headroom: float) -> float:
-    """The headroom that makes the daemon recommend ``ratio`` where it recommends
-    ``current_ratio`` with ``current_headroom`` now (the ratio is proportional to the headroom),
-    rounded down to two decimals, kept in config.toml's range (0, 1]."""
-    if current_ratio <= 0:
-        raise ValueError("current_ratio must be positive")
-    return min(1.0, max(0.01, floor2(current_headroom * ratio / current_ratio)))
+def headroom_for(ratio: float, baseline_free_bytes: int, recommended_max_bytes: int) -> float:
+    """The headroom that makes the daemon recommend at most ``ratio``: ratio x recommended max
+    over the baseline free memory (limits.toml's), rounded down to two decimals, kept in
+    config.toml's range (0, 1].
+
+    From the baseline, not by scaling the current headroom with the current ratio: that ratio
+    may be held down by a swap penalty (which wears off) or a min/max_ratio bound, and the
+    headroom scaled from it would give more than ``ratio`` once they no longer apply."""
+    if baseline_free_bytes <= 0 or recommended_max_bytes <= 0:
+        raise ValueError("baseline_free_bytes and recommended_max_bytes must be positive")
+    return min(1.0, max(0.01, floor2(ratio * recommended_max_bytes / baseline_free_bytes)))
 
 
 def next_calibration_ratio(ratio: float) -> float | None:
@@ -178,11 +153,9 @@ class Advice:
     ratio: float | None = None  # a ratio to try next
 
 
-def advise(
-    result: ProbeResult, current_ratio: float | None, current_headroom: float | None
-) -> Advice:
-    """What to do after ``result``. ``current_ratio``/``current_headroom``: what limits.toml
-    holds now (None when there is no recommendation yet)."""
+def advise(result: ProbeResult, current: Limits | None) -> Advice:
+    """What to do after ``result``. ``current``: limits.toml now (None when there is no
+    recommendation yet)."""
     verdict = result.verdict
     if verdict == CLEAN and result.steps == 0:
         return Advice(
@@ -206,8 +179,8 @@ def advise(
         )
     ratio = safe_ratio(result)
     what = "the Mac swapped" if verdict == SWAPPED else "memory pressure turned critical"
-    if current_ratio and current_headroom:
-        headroom = headroom_for(ratio, current_ratio, current_headroom)
+    if current is not None and current.baseline_free_bytes > 0:
+        headroom = headroom_for(ratio, current.baseline_free_bytes, current.recommended_max_bytes)
         line = f"headroom = {headroom:g}"
         return Advice(
             f"At ratio {result.high:.2f} {what} before PyTorch's clean error. Lower the headroom: "

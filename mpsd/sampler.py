@@ -72,6 +72,10 @@ class Source(Protocol):
         """Read the machine now; raise ``SampleError`` when it cannot."""
         ...
 
+    def swapouts(self) -> int | None:
+        """The cumulative swap-out counter alone (pages), None where unknown."""
+        ...
+
 
 _LEVELS = (PRESSURE_NORMAL, PRESSURE_WARN, PRESSURE_CRITICAL)
 _PSUTIL_FAILURES = (RuntimeError, OSError, ValueError, psutil.Error)

@@ -45,6 +45,7 @@ MIGRATIONS: tuple[str, ...] = (
 SCHEMA_VERSION = len(MIGRATIONS)
 
 _COLUMNS = "t, available, total, ml, swapouts, pressure, source"
+_INSERT = f"INSERT INTO samples ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)"
 
 
 class HistoryError(MpsdError):
@@ -65,6 +66,24 @@ class Row(NamedTuple):
     swapouts: int | None
     pressure: int | None
     source: str
+
+
+def _values(sample: Sample) -> tuple[Any, ...]:
+    """A sample's fields in ``_COLUMNS`` order: what is stored, and a ``Row``'s fields."""
+    return (
+        sample.t,
+        sample.available_bytes,
+        sample.total_bytes,
+        sample.ml_bytes,
+        sample.swapouts,
+        sample.pressure,
+        sample.source,
+    )
+
+
+def row_of(sample: Sample) -> Row:
+    """``sample`` as the store hands it back to the policy."""
+    return Row._make(_values(sample))
 
 
 def _row_to_sample(row: tuple[Any, ...]) -> Sample:
@@ -159,36 +178,11 @@ class Store:
 
     # -- writing -------------------------------------------------------------------
     def add(self, sample: Sample) -> None:
-        self._db.execute(
-            f"INSERT INTO samples ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (
-                sample.t,
-                sample.available_bytes,
-                sample.total_bytes,
-                sample.ml_bytes,
-                sample.swapouts,
-                sample.pressure,
-                sample.source,
-            ),
-        )
+        self._db.execute(_INSERT, _values(sample))
 
     def add_many(self, samples: list[Sample]) -> None:
         with self._transaction():
-            self._db.executemany(
-                f"INSERT INTO samples ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                [
-                    (
-                        s.t,
-                        s.available_bytes,
-                        s.total_bytes,
-                        s.ml_bytes,
-                        s.swapouts,
-                        s.pressure,
-                        s.source,
-                    )
-                    for s in samples
-                ],
-            )
+            self._db.executemany(_INSERT, map(_values, samples))
 
     def prune(self, before: float, limit: int | None = None) -> int:
         """Delete samples older than ``before`` (at most ``limit`` of them, oldest first,
@@ -227,10 +221,6 @@ class Store:
             f"SELECT {_COLUMNS} FROM samples WHERE t <= ? ORDER BY t DESC LIMIT 1", (until,)
         ).fetchone()
         return None if row is None else _row_to_sample(row)
-
-    def first_time(self) -> float | None:
-        row = self._db.execute("SELECT MIN(t) FROM samples").fetchone()
-        return None if row[0] is None else float(row[0])
 
     def samples(self, since: float, until: float, max_rows: int = 25_000) -> list[Row]:
         """The samples in [since, until], oldest first.

@@ -92,8 +92,8 @@ def command_reader(name: str, timeout: float = 5.0) -> int | None:
 
 
 def read_all(names: Iterable[str], readers: Iterable[Reader]) -> dict[str, int | None]:
-    """Each name from the first reader that knows it; a reader that knows none of them
-    (ctypes off macOS) is not asked again for the rest."""
+    """Each name from the first reader that knows it: a later reader (the ``sysctl -n``
+    fork) is asked only for the names the earlier ones could not read."""
     values: dict[str, int | None] = {name: None for name in names}
     for reader in readers:
         missing = [name for name, value in values.items() if value is None]

@@ -43,6 +43,8 @@ def isolated_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[d
         "NO_COLOR",
         "PYTORCH_MPS_HIGH_WATERMARK_RATIO",
         "PYTORCH_MPS_LOW_WATERMARK_RATIO",
+        "_MPSD_EXPORTED_HIGH",
+        "_MPSD_EXPORTED_LOW",
     ):
         monkeypatch.delenv(name, raising=False)
     yield dirs

@@ -13,6 +13,12 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "install": ("install", "set mpsd up for this user: config, shell hooks, the launchd agent"),
     "uninstall": ("install", "undo mpsd install (--purge: also config and history)"),
     "doctor": ("doctor", "check the whole chain and say what is wrong and how to fix it"),
+    "enable": ("enable", "opt a directory (and everything below it) in"),
+    "disable": ("disable", "take an opted-in directory out"),
+    "projects": ("projects", "list the opted-in directories"),
+    "env": ("env", "print the watermark exports that apply in a directory"),
+    "run": ("run", "run a command with the watermark variables applied"),
+    "hook": ("hook", 'print the shell hook code (eval "$(mpsd hook zsh)")'),
     "daemon": ("daemon", "run the daemon in the foreground (--once: one update, then exit)"),
     "status": ("status", "is the daemon alive, the limits in force, free memory over the window"),
     "probe": (

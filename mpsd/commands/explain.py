@@ -94,8 +94,8 @@ def run(args: argparse.Namespace) -> int:
     else:
         data = _read_stdin()
 
-    from mpsd.explain import find_errors
-    from mpsd.explain.normalize import decode
+    from mpsd.oom import find_errors
+    from mpsd.oom.normalize import decode
 
     findings = find_errors(decode(data))
     if args.json:
@@ -112,7 +112,7 @@ def run(args: argparse.Namespace) -> int:
         )
         return EXIT_ABSENT
 
-    from mpsd.explain.render import render
+    from mpsd.oom.render import render
 
     sys.stdout.write(render(findings, _known(findings), use_color(sys.stdout)))
     return EXIT_OK
@@ -120,11 +120,11 @@ def run(args: argparse.Namespace) -> int:
 
 def _known(findings: list[Any]) -> Any:
     """limits.toml's numbers, when one of the findings can use them (MPS errors)."""
-    from mpsd.explain.finding import CPU_OOM, CUDA_OOM
+    from mpsd.oom.finding import CPU_OOM, CUDA_OOM
 
     if all(f.kind in (CUDA_OOM, CPU_OOM) for f in findings):
         return None
     from mpsd import paths
-    from mpsd.explain import known
+    from mpsd.oom import known
 
     return known.read(paths.limits_file())

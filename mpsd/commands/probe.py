@@ -203,11 +203,7 @@ def run(args: argparse.Namespace) -> int:
 def _report(args: argparse.Namespace, result: ProbeResult, current: Limits | None) -> int:
     from mpsd.probe_verdict import CLEAN, advise, report_lines, to_json
 
-    advice = advise(
-        result,
-        current.high_watermark_ratio if current else None,
-        current.headroom if current else None,
-    )
+    advice = advise(result, current)
     if args.json:
         print(json.dumps(to_json(result, advice), indent=2))
     else:
@@ -253,8 +249,8 @@ def _calibrate(
     found = calibrate(start, lambda r: probe(r, r), on_run)
     clean = found.clean_ratio
     headroom = (
-        headroom_for(clean, current.high_watermark_ratio, current.headroom)
-        if clean is not None
+        headroom_for(clean, current.baseline_free_bytes, current.recommended_max_bytes)
+        if clean is not None and current.baseline_free_bytes > 0
         else None
     )
     written = False
@@ -279,10 +275,7 @@ def _calibrate(
         print(
             json.dumps(
                 {
-                    "runs": [
-                        to_json(r, advise(r, current.high_watermark_ratio, current.headroom))
-                        for r in found.runs
-                    ],
+                    "runs": [to_json(r, advise(r, current)) for r in found.runs],
                     "clean_ratio": found.clean_ratio,
                     "headroom": headroom,
                     "config_file": str(config),

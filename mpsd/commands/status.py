@@ -53,11 +53,22 @@ def collect(now: float | None = None) -> dict[str, Any]:
     facts["window_seconds"] = config.window
     facts["interval_seconds"] = config.interval
     facts["daemon"] = _daemon_facts()
+    facts["state_problem"] = facts["daemon"].pop("problem", None)
     facts.update(_limits_facts())
     facts.update(_history_facts(now, config))
-    # The opt-in facts (is this directory opted in, what env a `python` here gets,
-    # variables set by hand) join here, e.g. facts["here"] = ..., with a renderer below.
+    facts["here"] = _here_facts()
     return facts
+
+
+def _here_facts() -> dict[str, Any] | None:
+    """Is this directory opted in, what a `python` here gets, variables set by hand."""
+    from mpsd.errors import MpsdError
+    from mpsd.here import optin_facts
+
+    try:
+        return optin_facts()
+    except MpsdError:  # the current directory was removed under us
+        return None
 
 
 def _daemon_facts() -> dict[str, Any]:
@@ -65,7 +76,16 @@ def _daemon_facts() -> dict[str, Any]:
     from mpsd.locks import PidLock
 
     lock = PidLock(paths.daemon_lock_file())
-    running = lock.is_held_elsewhere()
+    try:
+        running = lock.is_held_elsewhere()
+    except OSError as exc:  # the state dir is a file, or unreadable: no daemon can run there
+        return {
+            "running": False,
+            "pid": None,
+            "log_file": str(paths.log_file()),
+            "problem": f"the state dir {paths.state_dir()} cannot be used ({exc.strerror}); "
+            "make it a writable directory or point MPSD_STATE_DIR elsewhere.",
+        }
     return {
         "running": running,
         "pid": lock.holder() if running else None,
@@ -205,11 +225,15 @@ def render(facts: dict[str, Any]) -> str:
             f"recommended max: {_gib(facts['recommended_max_bytes'])} "
             f"({facts['recommended_max_source']})"
         )
+    if facts.get("here") is not None:
+        from mpsd.here import render_optin
+
+        lines.extend(render_optin(facts["here"]))
     for reason in facts["reasons"]:
         lines.extend(
             textwrap.wrap(reason, width=79, initial_indent="  why: ", subsequent_indent=" " * 7)
         )
-    for problem in ("config_problem", "history_problem"):
+    for problem in ("config_problem", "state_problem", "history_problem"):
         if facts.get(problem):
             lines.append(f"problem: {facts[problem]}")
     if facts["chart"] is not None:

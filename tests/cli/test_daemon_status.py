@@ -96,8 +96,24 @@ def test_daemon_help_documents_once() -> None:
 def test_an_unwritable_state_dir_is_one_clear_sentence(tmp_path: Path) -> None:
     blocker = tmp_path / "file-not-dir"
     blocker.write_text("")
-    result = run_mpsd("daemon", "--once", env={"MPSD_STATE_DIR": str(blocker / "state")})
-    assert result.returncode == 2
-    assert result.stderr.startswith("mpsd: cannot take the daemon lock")
-    assert result.stderr.count("\n") == 1
-    assert "Traceback" not in result.stderr
+    for state in (blocker, blocker / "state"):
+        result = run_mpsd("daemon", "--once", env={"MPSD_STATE_DIR": str(state)})
+        assert result.returncode == 2
+        assert result.stderr.startswith("mpsd: cannot take the daemon lock")
+        assert f"{blocker} is a file, not a directory" in result.stderr
+        assert result.stderr.count("\n") == 1
+        assert "Traceback" not in result.stderr
+
+
+def test_status_with_a_state_dir_that_is_a_file_says_so_in_a_sentence(tmp_path: Path) -> None:
+    blocker = tmp_path / "state-is-a-file"
+    blocker.write_text("")
+    for state in (blocker, blocker / "state"):
+        result = run_mpsd("status", env={"MPSD_STATE_DIR": str(state)})
+        assert result.returncode == 0, result.stderr
+        assert "Traceback" not in result.stderr and "unexpected" not in result.stderr
+        assert "not running" in result.stdout
+        assert f"problem: the state dir {state} cannot be used" in result.stdout
+        facts = json.loads(run_mpsd("status", "--json", env={"MPSD_STATE_DIR": str(state)}).stdout)
+        assert facts["daemon"]["running"] is False
+        assert "cannot be used" in facts["state_problem"]

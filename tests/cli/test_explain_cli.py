@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from mpsd import limits
-from mpsd.explain.finding import KEYS
+from mpsd.oom.finding import KEYS
 from tests.conftest import ROOT, run_mpsd
 from tests.explain_support import by_id, has_match
 
@@ -247,7 +247,7 @@ def test_explain_imports_neither_torch_nor_psutil(with_limits: bool) -> None:
     assert done.returncode == 0
     assert ("from limits.toml" in done.stdout) == with_limits
     imported = {line.split("|")[-1].strip() for line in done.stderr.splitlines() if "|" in line}
-    assert "mpsd.explain" in imported
+    assert "mpsd.oom" in imported
     assert not {m for m in imported if m.split(".")[0] in ("torch", "psutil", "numpy")}
 
 

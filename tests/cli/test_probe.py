@@ -24,6 +24,7 @@ if importlib.util.find_spec("torch") is None:
     pytest.skip("needs torch (the CPU build will do)", allow_module_level=True)
 
 MIB = 1 << 20
+GIB = 1 << 30
 
 
 def _limits(high: float, headroom: float = 0.8) -> None:
@@ -170,30 +171,41 @@ def _wait_for(predicate, timeout: float = 30.0) -> None:  # type: ignore[no-unty
         time.sleep(0.05)
 
 
+def _slow_probe(fake: dict[str, str], err: Path) -> tuple[subprocess.Popen[bytes], psutil.Process]:
+    """`mpsd probe` filling a 400 MiB stand-in slowly (1 MiB per 0.2 s), stderr to ``err``;
+    returned once its one child is allocating."""
+    env = {**os.environ, **fake, "MPSD_PROBE_FAKE_DEVICE": "400M", "MPSD_PROBE_FAKE_DELAY": "0.2"}
+    with err.open("w") as handle:
+        parent = subprocess.Popen(
+            [sys.executable, "-m", "mpsd", "probe", "--ratio", "1", "--step", "1M"],
+            stdout=subprocess.DEVNULL,
+            stderr=handle,
+            env=env,
+        )
+    try:
+        _wait_for(lambda: "MiB of" in err.read_text())  # the child is allocating
+        children = psutil.Process(parent.pid).children(recursive=True)
+        assert len(children) == 1
+    except BaseException:
+        parent.kill()
+        parent.wait()
+        raise
+    return parent, children[0]
+
+
 @pytest.mark.parametrize(("signum", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_interrupting_the_probe_kills_the_child_and_leaves_nothing_running(
     fake: dict[str, str], tmp_path: Path, signum: int, code: int
 ) -> None:
-    env = {**os.environ, **fake, "MPSD_PROBE_FAKE_DEVICE": "400M", "MPSD_PROBE_FAKE_DELAY": "0.2"}
     err = tmp_path / "stderr"
-    with err.open("w") as handle:
-        parent = subprocess.Popen(
-            [sys.executable, "-m", "mpsd", "probe", "--ratio", "1", "--step", "1M"],
-            stdout=subprocess.PIPE,
-            stderr=handle,
-            env=env,
-        )
-        try:
-            _wait_for(lambda: "MiB of" in err.read_text())  # the child is allocating
-            children = psutil.Process(parent.pid).children(recursive=True)
-            assert len(children) == 1
-            child = children[0]
-            parent.send_signal(signum)
-            parent.wait(timeout=30)
-        finally:
-            if parent.poll() is None:
-                parent.kill()
-                parent.wait()
+    parent, child = _slow_probe(fake, err)
+    try:
+        parent.send_signal(signum)
+        parent.wait(timeout=30)
+    finally:
+        if parent.poll() is None:
+            parent.kill()
+            parent.wait()
     assert parent.returncode == code
     assert not psutil.pid_exists(child.pid) or child.status() == psutil.STATUS_ZOMBIE
     with pytest.raises(ProcessLookupError):
@@ -208,19 +220,9 @@ def test_a_child_whose_parent_was_killed_stops_by_itself(
     fake: dict[str, str], tmp_path: Path
 ) -> None:
     # kill -9 of mpsd leaves nobody to watch swap: the child must not go on filling memory.
-    env = {**os.environ, **fake, "MPSD_PROBE_FAKE_DEVICE": "400M", "MPSD_PROBE_FAKE_DELAY": "0.2"}
-    err = tmp_path / "stderr"
-    with err.open("w") as handle:
-        parent = subprocess.Popen(
-            [sys.executable, "-m", "mpsd", "probe", "--ratio", "1", "--step", "1M"],
-            stdout=subprocess.DEVNULL,
-            stderr=handle,
-            env=env,
-        )
-        _wait_for(lambda: "MiB of" in err.read_text())
-        child = psutil.Process(parent.pid).children()[0]
-        parent.kill()
-        parent.wait()
+    parent, child = _slow_probe(fake, tmp_path / "stderr")
+    parent.kill()
+    parent.wait()
 
     def gone() -> bool:
         try:
@@ -252,6 +254,31 @@ def test_calibration_steps_down_then_writes_the_headroom_keeping_comments(
     assert config.read_text() == (
         "# my mpsd settings\ninterval = 60  # once a minute\nheadroom = 0.76\n"
     )
+
+
+def test_calibration_under_a_swap_penalty_writes_a_headroom_that_stays_clean_after_it(
+    fake: dict[str, str], isolated_dirs: dict[str, Path]
+) -> None:
+    from mpsd.config import load_config
+    from mpsd.policy import decide
+    from mpsd.sample import Sample
+
+    # The daemon holds the ratio at 1.0 only because of a swap penalty (0.8): headroom 0.8 x
+    # baseline 62.5 MiB is 1.25 x the 40 MiB recommended max. Once the penalty wears off, the
+    # headroom written must still give no more than the ratio that was clean (0.95).
+    baseline = int(62.5 * MIB)
+    _limits(1.0, headroom=0.8)
+    penalised = limits_mod.read()
+    assert penalised is not None
+    limits_mod.write(limits_mod.Limits(**{**penalised.__dict__, "baseline_free_bytes": baseline}))
+    env = {**fake, "MPSD_PROBE_FAKE_SWAP_AT": "36M"}
+    done = run_mpsd("probe", "--calibrate", "--yes", "--step", "2M", env=env)
+    assert done.returncode == 0, done.stderr
+    assert "Ratio 0.95 gave a clean error; ratio 1.00 swapped." in done.stdout
+    config = load_config(isolated_dirs["config"] / "config.toml")
+    steady = [Sample(t=float(t), available_bytes=baseline, total_bytes=GIB) for t in range(99)]
+    after = decide(steady, config, 40 * MIB)
+    assert after is not None and after.high_watermark_ratio <= 0.95
 
 
 def test_calibration_asks_before_writing_and_no_writes_nothing(

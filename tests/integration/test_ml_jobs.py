@@ -299,3 +299,21 @@ def test_a_reused_pid_is_examined_afresh(
     monkeypatch.setattr(mljobs, "_same_process", lambda proc: proc.pid != pid)
     assert pid in {job.pid for job in scanner.scan()}
     assert looked_at.count(pid) == 2
+
+
+def test_the_scanner_forgets_processes_that_ended_so_a_long_running_daemon_does_not_grow() -> None:
+    # A daemon runs for months while the user's machine starts and ends processes by the
+    # hundred thousand: what the scanner keeps must follow the live table, not the history.
+    scanner = ProcessScanner(wall=lambda: time.time() + 3600)  # every process looks old
+    scanner.scan()
+    baseline = len(scanner._due)
+    for _ in range(4):
+        batch = [_spawn("", argv=["sleep", "60"]) for _ in range(10)]
+        try:
+            scanner.scan()
+        finally:
+            for child in batch:
+                child.kill()
+                child.wait(timeout=30)
+        scanner.scan()
+    assert len(scanner._due) <= baseline + 10

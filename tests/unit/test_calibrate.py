@@ -122,3 +122,20 @@ def test_an_out_of_range_headroom_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="headroom"):
         set_headroom(path, 1.5)
     assert not path.exists()
+
+
+def test_a_config_that_cannot_be_written_is_one_sentence_and_left_untouched(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mpsd import calibrate as calibrate_mod
+    from mpsd.errors import MpsdError
+
+    def read_only(path: Path, data: bytes, mode: int | None = None) -> bool:
+        raise PermissionError(13, "Permission denied", str(path))
+
+    monkeypatch.setattr(calibrate_mod, "write_atomic", read_only)
+    path = tmp_path / "config.toml"
+    path.write_text("interval = 30\n")
+    with pytest.raises(MpsdError, match=r"cannot be written \(Permission denied\)"):
+        set_headroom(path, 0.7)
+    assert path.read_text() == "interval = 30\n"

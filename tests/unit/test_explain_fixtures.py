@@ -7,8 +7,8 @@ import json
 import pytest
 
 import mpsd
-from mpsd.explain import find_errors
-from mpsd.explain.finding import KEYS
+from mpsd.oom import find_errors
+from mpsd.oom.finding import KEYS
 from tests.explain_support import by_id, fixtures, has_match
 
 
@@ -52,8 +52,8 @@ def test_text_without_an_error_gives_nothing() -> None:
 
 
 def test_errors_across_chunk_edges_of_a_large_log_are_each_read_once_and_whole() -> None:
-    from mpsd.explain.normalize import CHUNK
-    from mpsd.explain.render import MAX_SHOWN, render
+    from mpsd.oom.normalize import CHUNK
+    from mpsd.oom.render import MAX_SHOWN, render
 
     lines = [
         f"RuntimeError: MPS backend out of memory (MPS allocated: {i / 100:.2f} GB, other "

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from mpsd import limits
-from mpsd.explain import known
+from mpsd.oom import known
 
 GIB = 1 << 30
 FIELDS = (

@@ -8,9 +8,9 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import mpsd
-from mpsd.explain import KINDS, find_errors
-from mpsd.explain.normalize import decode
-from mpsd.explain.render import render
+from mpsd.oom import KINDS, find_errors
+from mpsd.oom.normalize import decode
+from mpsd.oom.render import render
 from tests.explain_support import by_id, consistent, fixtures
 
 TEXTS = [case["text"] for case in fixtures()]

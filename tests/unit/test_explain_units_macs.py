@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from mpsd.explain import macs
-from mpsd.explain.units import format_size, parse_number, to_bytes, unit_power
+from mpsd.oom import macs
+from mpsd.oom.units import format_size, parse_number, to_bytes, unit_power
 
 GIB = 1 << 30
 

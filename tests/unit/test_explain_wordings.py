@@ -4,8 +4,8 @@
 from __future__ import annotations
 
 import mpsd
-from mpsd.explain import find_errors
-from mpsd.explain.render import render
+from mpsd.oom import find_errors
+from mpsd.oom.render import render
 
 GIB = 1 << 30
 MIB = 1 << 20

@@ -231,3 +231,38 @@ def test_samples_older_than_the_retention_are_pruned() -> None:
     make(Machine(), clock).run_once()
     with Store.open(paths.history_file()) as store:
         assert store.count() == 3  # 80 d, 1 d and the new one (retention 90 d)
+
+
+def test_a_limits_file_that_cannot_be_written_is_retried_once_a_tick_not_at_every_wake_up(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import signal
+
+    paths.limits_file().mkdir(parents=True)  # writes fail until the user fixes it
+    clock, machine = Clock(), Machine()
+    ticks: list[float] = []
+
+    def mono() -> float:  # time passes as the loop looks at the clock; it never really waits
+        clock.advance(1.0)
+        return clock.m
+
+    def sample(now: float) -> Sample:
+        ticks.append(now)
+        if len(ticks) == 10:  # queued behind the wake-ups below
+            daemon._queue.put(("signal", signal.SIGTERM))
+        return machine.sample(now)
+
+    monkeypatch.setattr(signal, "signal", lambda *args: None)
+    daemon = Daemon(
+        sample_source=sample,
+        recommended_source=lambda total: (RECMAX, "estimate"),
+        wall=clock.wall,
+        mono=mono,
+    )
+    daemon.set_recommended((RECMAX, "estimate"))
+    for _ in range(2000):  # wake-ups that change nothing (watchdog noise, say)
+        daemon._queue.put(("", None))
+    with caplog.at_level(logging.ERROR, logger="mpsd"):
+        assert daemon.run_forever() == 0
+    assert len(ticks) > 10
+    assert 1 <= caplog.text.count("cannot write") <= len(ticks)

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import datetime as dt
 import json
 from pathlib import Path
 
@@ -8,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mpsd import probe_verdict as pv
+from mpsd.limits import Limits
 from mpsd.probe_verdict import ProbeResult
 from tests.unit.test_swapwatch import FIXTURES
 
@@ -19,6 +21,20 @@ OOM_TEXT = (
     "PYTORCH_MPS_HIGH_WATERMARK_RATIO=0.0 to disable upper limit for memory allocations (may "
     "cause system failure)."
 )
+
+
+def _current(ratio: float, headroom: float, recommended: int = int(37.44 * GIB)) -> Limits:
+    """limits.toml as the daemon writes it for ``ratio`` at ``headroom`` (no penalty)."""
+    return Limits(
+        high_watermark_ratio=ratio,
+        low_watermark_ratio=ratio,
+        limit_bytes=int(ratio * recommended),
+        recommended_max_bytes=recommended,
+        recommended_max_source="torch",
+        baseline_free_bytes=int(ratio * recommended / headroom),
+        headroom=headroom,
+        updated_at=dt.datetime(2026, 11, 30, 5, 0, tzinfo=dt.UTC),
+    )
 
 
 def _clean() -> ProbeResult:
@@ -78,7 +94,7 @@ def test_text_without_an_mps_oom_gives_nothing() -> None:
 
 def test_a_clean_error_with_no_swap_is_clean_and_says_all_good() -> None:
     result = _clean()
-    advice = pv.advise(result, 0.8, 0.8)
+    advice = pv.advise(result, _current(0.8, 0.8))
     assert result.verdict == pv.CLEAN
     assert result.error_at_bytes == int(29.5 * GIB) + 448 * 1024
     assert advice.config_line is None
@@ -92,11 +108,11 @@ def test_a_clean_error_with_no_swap_is_clean_and_says_all_good() -> None:
 def test_a_clean_error_at_the_first_step_or_without_a_swap_watch_is_not_all_good() -> None:
     result = _clean()
     result.steps = 0
-    assert "smaller `--step`" in pv.advise(result, 0.8, 0.8).text
+    assert "smaller `--step`" in pv.advise(result, _current(0.8, 0.8)).text
     result = _clean()
     result.swapouts_before = result.swapouts_after = None
     assert result.verdict == pv.CLEAN
-    assert "swap could not be watched" in pv.advise(result, 0.8, 0.8).text
+    assert "swap could not be watched" in pv.advise(result, _current(0.8, 0.8)).text
 
 
 def test_swap_during_a_run_that_ended_cleanly_still_counts_as_swapped() -> None:
@@ -107,7 +123,7 @@ def test_swap_during_a_run_that_ended_cleanly_still_counts_as_swapped() -> None:
 
 def test_a_swapped_run_gives_the_exact_headroom_line_to_put_in_config() -> None:
     result = _swapped()
-    advice = pv.advise(result, current_ratio=1.0, current_headroom=0.8)
+    advice = pv.advise(result, _current(1.0, 0.8))
     # swap began at 24 of 37.44 GiB: a ratio below 1.0 x 24/37.44 x 0.95 = 0.60, headroom 0.48
     assert advice.ratio == 0.6
     assert advice.config_line == "headroom = 0.48"
@@ -120,7 +136,7 @@ def test_a_swapped_run_gives_the_exact_headroom_line_to_put_in_config() -> None:
 
 
 def test_without_a_recommendation_a_swapped_run_suggests_a_lower_ratio() -> None:
-    advice = pv.advise(_swapped(), None, None)
+    advice = pv.advise(_swapped(), None)
     assert advice.config_line is None
     assert "mpsd probe --ratio 0.60" in advice.text
 
@@ -130,17 +146,17 @@ def test_critical_pressure_and_never_reaching_the_limit_have_their_own_verdicts(
     result.outcome, result.swapouts_after = pv.PRESSURE, 100
     result.pressure_max = 4
     assert result.verdict == pv.CRITICAL
-    assert "pressure turned critical" in pv.advise(result, 1.0, 0.8).text
+    assert "pressure turned critical" in pv.advise(result, _current(1.0, 0.8)).text
     never = ProbeResult(high=0.8, low=0.8, step_bytes=MIB, outcome=pv.NEVER, allocated_bytes=GIB)
     assert never.verdict == pv.NEVER_REACHED
-    assert "not in force" in pv.advise(never, 0.8, 0.8).text
+    assert "not in force" in pv.advise(never, _current(0.8, 0.8)).text
     assert never.swapouts is None
-    assert "unknown" in "\n".join(pv.report_lines(never, pv.advise(never, 0.8, 0.8)))
+    assert "unknown" in "\n".join(pv.report_lines(never, pv.advise(never, _current(0.8, 0.8))))
 
 
 def test_json_holds_the_same_facts_as_the_text() -> None:
     result = _swapped()
-    data = pv.to_json(result, pv.advise(result, 1.0, 0.8))
+    data = pv.to_json(result, pv.advise(result, _current(1.0, 0.8)))
     assert data["verdict"] == "swapped"
     assert data["swapouts"] == 4900
     assert data["max_allowed_bytes"] == int(37.44 * GIB)
@@ -150,7 +166,7 @@ def test_json_holds_the_same_facts_as_the_text() -> None:
 
 def test_json_of_a_clean_run_gives_where_the_error_came() -> None:
     result = _clean()
-    data = pv.to_json(result, pv.advise(result, 0.8, 0.8))
+    data = pv.to_json(result, pv.advise(result, _current(0.8, 0.8)))
     assert data["verdict"] == "clean"
     assert data["error_at_bytes"] == int(29.5 * GIB) + 448 * 1024
     assert data["max_allowed_bytes"] == int(29.95 * GIB)
@@ -174,29 +190,32 @@ def test_calibration_steps_down_by_five_hundredths_and_gives_up_below_the_floor(
     assert pv.next_calibration_ratio(0.14) is None
 
 
-def test_headroom_scales_with_the_ratio_that_was_clean() -> None:
-    assert pv.headroom_for(0.8, current_ratio=1.0, current_headroom=0.8) == 0.64
-    assert pv.headroom_for(0.7, current_ratio=0.7, current_headroom=0.8) == 0.8
+def test_headroom_is_the_clean_ratio_of_the_recommended_max_over_the_baseline() -> None:
+    assert (
+        pv.headroom_for(0.8, baseline_free_bytes=50 * GIB, recommended_max_bytes=40 * GIB) == 0.64
+    )
+    assert pv.headroom_for(0.7, baseline_free_bytes=35 * GIB, recommended_max_bytes=40 * GIB) == 0.8
+    assert pv.headroom_for(1.5, baseline_free_bytes=GIB, recommended_max_bytes=40 * GIB) == 1.0
     with pytest.raises(ValueError):
-        pv.headroom_for(0.7, 0, 0.8)
+        pv.headroom_for(0.7, 0, 40 * GIB)
 
 
 @settings(deadline=None, max_examples=150)
 @given(
     ratio=st.floats(0.1, 2.0),
-    current=st.floats(0.1, 2.0),
-    headroom=st.floats(0.01, 1.0),
+    baseline=st.integers(GIB // 4, 192 * GIB),
+    recommended=st.integers(GIB, 160 * GIB),
 )
-def test_the_headroom_written_is_always_a_valid_config_value(
-    ratio: float, current: float, headroom: float
+def test_the_headroom_written_is_valid_and_never_gives_more_than_the_clean_ratio(
+    ratio: float, baseline: int, recommended: int
 ) -> None:
     from mpsd.config import validate
 
-    value = pv.headroom_for(ratio, current, headroom)
+    value = pv.headroom_for(ratio, baseline, recommended)
     assert 0 < value <= 1
     validate({"headroom": value}, Path("config.toml"))
-    if ratio <= current:
-        assert value <= headroom + 1e-6  # floor2 forgives float noise
+    if value > 0.01:  # above the smallest headroom config.toml takes
+        assert value * baseline / recommended <= ratio + 1e-6
 
 
 def test_ratios_reach_pytorch_as_plain_decimals_and_never_as_zero() -> None:

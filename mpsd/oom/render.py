@@ -6,18 +6,18 @@ text for each family lives in ``render_mps`` and ``render_other``.
 
 from __future__ import annotations
 
-from mpsd.explain import finding as fk
-from mpsd.explain.finding import Finding
-from mpsd.explain.render_base import Style
-from mpsd.explain.render_mps import MpsText
-from mpsd.explain.render_other import OtherText
+from mpsd.oom import finding as fk
+from mpsd.oom.finding import Finding
+from mpsd.oom.render_base import Style
+from mpsd.oom.render_mps import MpsText
+from mpsd.oom.render_other import OtherText
 
 TYPE_CHECKING = False  # typing costs start-up; mypy still reads the block below
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import ClassVar
 
-    from mpsd.explain.known import Known
+    from mpsd.oom.known import Known
 
 
 class Renderer(MpsText, OtherText):
@@ -53,7 +53,7 @@ WIDTH = 88
 def _visible(line: str) -> str:
     if "\x1b" not in line:
         return line
-    from mpsd.explain.normalize import compiled
+    from mpsd.oom.normalize import compiled
 
     return compiled(r"\x1b\[[\d;]*m").sub("", line)
 

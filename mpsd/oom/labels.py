@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from functools import cache
 
-from mpsd.explain.finding import Finding
-from mpsd.explain.normalize import compiled
-from mpsd.explain.units import binary_style, to_bytes
+from mpsd.oom.finding import Finding
+from mpsd.oom.normalize import compiled
+from mpsd.oom.units import binary_style, to_bytes
 
 SIZE = r"(?<![\d.,])(\d+(?:[.,]\d+)*)(bytes?|[kmgtp]i?b)"
 _SEPARATORS = ",;()[]{}.!?|"  # a label never spans one of these

@@ -13,11 +13,11 @@ glued in the middle, are all read.
 
 from __future__ import annotations
 
-from mpsd.explain import finding as fk
-from mpsd.explain.finding import Finding
-from mpsd.explain.labels import SIZE, Labels, read_sizes
-from mpsd.explain.normalize import compiled
-from mpsd.explain.scan import find_phrase
+from mpsd.oom import finding as fk
+from mpsd.oom.finding import Finding
+from mpsd.oom.labels import SIZE, Labels, read_sizes
+from mpsd.oom.normalize import compiled
+from mpsd.oom.scan import find_phrase
 
 TYPE_CHECKING = False  # typing costs start-up; mypy still reads the block below
 if TYPE_CHECKING:

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from mpsd.explain import macs
-from mpsd.explain.finding import Finding
-from mpsd.explain.units import format_size
+from mpsd.oom import macs
+from mpsd.oom.finding import Finding
+from mpsd.oom.units import format_size
 
 TYPE_CHECKING = False  # typing costs start-up; mypy still reads the block below
 if TYPE_CHECKING:
-    from mpsd.explain.known import Known
+    from mpsd.oom.known import Known
 
 HIGH = "PYTORCH_MPS_HIGH_WATERMARK_RATIO"
 LOW = "PYTORCH_MPS_LOW_WATERMARK_RATIO"

@@ -5,10 +5,10 @@ from __future__ import annotations
 import re
 from functools import cache
 
-from mpsd.explain.finding import Finding
-from mpsd.explain.normalize import CHUNK, chunks, likely, prepare, regions
-from mpsd.explain.readers import HEADS, Head
-from mpsd.explain.scan import find_phrase
+from mpsd.oom.finding import Finding
+from mpsd.oom.normalize import CHUNK, chunks, likely, prepare, regions
+from mpsd.oom.readers import HEADS, Head
+from mpsd.oom.scan import find_phrase
 
 
 @cache

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from mpsd.explain import macs
-from mpsd.explain.finding import Finding
-from mpsd.explain.render_base import Base, table
+from mpsd.oom import macs
+from mpsd.oom.finding import Finding
+from mpsd.oom.render_base import Base, table
 
 
 class OtherText(Base):

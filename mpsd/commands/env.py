@@ -1,0 +1,65 @@
+"""``mpsd env [DIR] [--shell sh|zsh|bash|fish|json]``: the exports that apply in DIR, the same
+decision as the shell hooks, for scripts (``eval "$(mpsd env)"``)."""
+
+from __future__ import annotations
+
+import argparse
+
+FORMATS = ("sh", "zsh", "bash", "fish", "json")
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "directory", nargs="?", metavar="DIR", help="where a python would start (default: here)"
+    )
+    parser.add_argument(
+        "--shell", choices=FORMATS, default="sh", help="output syntax (default: sh)"
+    )
+
+
+def render(decision: object, fmt: str) -> str:
+    from mpsd.decision import MARKS, Decision
+
+    assert isinstance(decision, Decision)
+    lines: list[str] = []
+    unsets = [name for var in decision.unsets for name in (var, MARKS[var])]
+    for name, value in decision.exports.items():
+        lines.append(f"set -gx {name} {value};" if fmt == "fish" else f"export {name}={value}")
+    if unsets:
+        if fmt == "fish":
+            lines.extend(f"set -e {name};" for name in unsets)
+        else:
+            lines.append("unset " + " ".join(unsets))
+    return "".join(line + "\n" for line in lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    import os
+    import sys
+
+    from mpsd import paths
+    from mpsd.here import decide_here
+
+    decision = decide_here(args.directory)
+    if args.shell == "json":
+        import json
+
+        data = {
+            "directory": decision.directory,
+            "opted_in": decision.project is not None,
+            "project": decision.project,
+            "limits_file": str(paths.limits_file()),
+            "limits_found": decision.limits_found,
+            "limits_valid": decision.limits_valid,
+            "hand_set": list(decision.hand_set),
+            "export": decision.exports,
+            "unset": list(decision.unsets),
+            "python_gets": decision.python_gets(os.environ),
+            "reason": decision.reason,
+        }
+        print(json.dumps(data, indent=2, ensure_ascii=False))
+        return 0
+    sys.stdout.write(render(decision, args.shell))
+    if sys.stderr.isatty() and sys.stdout.isatty():
+        sys.stderr.write(f"# {decision.reason}\n")
+    return 0

@@ -1,0 +1,47 @@
+"""``mpsd run -- CMD...``: run CMD with both watermark variables applied, wherever it runs.
+
+An explicit request, so no opt-in is needed; the user's own values still win. CMD replaces
+this process (same pid; its exit code is the exit code).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "argv", nargs=argparse.REMAINDER, metavar="-- CMD...", help="the command to run"
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    import os
+    import shutil
+    import sys
+
+    from mpsd.errors import MpsdError
+    from mpsd.here import decide_here
+
+    command = list(args.argv)
+    if command and command[0] == "--":
+        command = command[1:]
+    if not command:
+        raise MpsdError("give the command to run, e.g. `mpsd run -- python train.py`.")
+    decision = decide_here(anywhere=True)
+    env = decision.environment_after(os.environ, marks=False)
+    if not decision.exports and not decision.hand_set:
+        sys.stderr.write(
+            f"mpsd: {decision.reason}; running {command[0]} without the watermark variables.\n"
+        )
+    program = command[0]
+    if os.sep not in program and shutil.which(program, path=env.get("PATH", os.defpath)) is None:
+        raise MpsdError(f"{program}: command not found; check its name and your PATH.", 127)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    try:
+        os.execvpe(program, command, env)
+    except OSError as exc:
+        code = 127 if isinstance(exc, FileNotFoundError) else 126
+        raise MpsdError(f"cannot run {program} ({exc.strerror}).", code) from None
+    return 0  # not reached: exec replaced this process

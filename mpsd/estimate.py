@@ -1,0 +1,82 @@
+"""First limits, before the daemon has any history: from this moment's free memory.
+
+``enable`` writes these when there is no limits.toml yet, so that the hooks have values to
+export at once; the daemon replaces them with learned ones at its first sample.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import importlib
+import os
+from collections.abc import Iterable
+
+from mpsd import ratio
+from mpsd.config import Config
+from mpsd.limits import Limits
+
+
+def estimated_limits(
+    *,
+    config: Config,
+    available_bytes: int,
+    recommended_max_bytes: int,
+    recommended_max_source: str,
+    projects: Iterable[str],
+    now: dt.datetime,
+) -> Limits:
+    """Limits from one reading: limit = headroom x free now; ratios by ``mpsd.ratio``."""
+    limit = config.headroom * available_bytes
+    high = ratio.high_ratio(limit, recommended_max_bytes, config.min_ratio, config.max_ratio)
+    low = ratio.low_ratio(high, config.low_ratio)
+    return Limits(
+        high_watermark_ratio=high,
+        low_watermark_ratio=low,
+        limit_bytes=int(high * recommended_max_bytes),
+        recommended_max_bytes=recommended_max_bytes,
+        recommended_max_source=recommended_max_source,
+        baseline_free_bytes=available_bytes,
+        headroom=config.headroom,
+        updated_at=now,
+        projects=tuple(projects),
+        baseline_source="estimate",
+        sample_count=0,
+    )
+
+
+def _memory() -> tuple[int, int]:
+    """(total, available) bytes now. psutil fails on some macOS versions: then total from
+    sysconf and, lacking better, half of it as available."""
+    try:
+        import psutil
+
+        memory = psutil.virtual_memory()
+        return int(memory.total), int(memory.available)
+    except Exception:  # psutil 7.2 raises RuntimeError on macOS 26 (MACOS.md)
+        total = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        return total, total // 2
+
+
+def _recommended(total: int) -> tuple[int, str]:
+    # mpsd.recommended (Metal's value, probed once and cached) comes with the daemon; until it
+    # is there, the estimate from RAM.
+    try:
+        module = importlib.import_module("mpsd.recommended")
+    except ImportError:
+        return ratio.estimate_recommended_max(total), "estimate"
+    value, source = module.recommended_max(total)
+    return int(value), str(source)
+
+
+def current_limits(config: Config, projects: Iterable[str]) -> Limits:
+    """``estimated_limits`` for this machine, now."""
+    total, available = _memory()
+    recommended, source = _recommended(total)
+    return estimated_limits(
+        config=config,
+        available_bytes=available,
+        recommended_max_bytes=recommended,
+        recommended_max_source=source,
+        projects=projects,
+        now=dt.datetime.now(dt.UTC).replace(microsecond=0),
+    )

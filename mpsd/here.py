@@ -1,0 +1,96 @@
+"""What applies here: the decision of ``mpsd.decision`` with its inputs read from this machine
+(limits.toml, the physical directory, the environment), and the opt-in facts ``mpsd status``
+shows about them."""
+
+from __future__ import annotations
+
+import os
+
+from mpsd import paths
+from mpsd.decision import MARKS, VARIABLES, Decision, decide
+from mpsd.errors import MpsdError
+
+TYPE_CHECKING = False  # typing costs `mpsd env` its start-up
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from pathlib import Path
+    from typing import Any
+
+
+def limits_text(path: Path | None = None) -> str | None:
+    """limits.toml's text as the hooks see it; None when there is no readable file."""
+    path = path or paths.limits_file()
+    try:
+        return path.read_bytes().decode("utf-8", "replace")
+    except OSError:
+        return None
+
+
+def directory_of(directory: str | None) -> str:
+    """The physical form of ``directory`` (default: the current one); it must be a directory."""
+    from mpsd.projects import current_directory
+
+    path = os.path.realpath(os.path.expanduser(directory)) if directory else current_directory()
+    if not os.path.isdir(path):
+        raise MpsdError(f"{path} is not a directory; give an existing directory.")
+    return os.path.realpath(path)
+
+
+def decide_here(
+    directory: str | None = None,
+    environ: Mapping[str, str] | None = None,
+    *,
+    anywhere: bool = False,
+) -> Decision:
+    """The decision for ``directory`` (default: the current one) and ``environ`` (default:
+    this process's environment)."""
+    return decide(
+        limits_text(),
+        directory_of(directory),
+        os.environ if environ is None else environ,
+        anywhere=anywhere,
+    )
+
+
+def optin_facts(
+    directory: str | None = None, environ: Mapping[str, str] | None = None
+) -> dict[str, Any]:
+    """The opt-in facts for ``mpsd status``: is this directory opted in (and by which project),
+    what a ``python`` started here from a hooked shell gets, and whether the user set the
+    variables by hand. JSON-ready."""
+    env = os.environ if environ is None else environ
+    decision = decide_here(directory, env)
+    return {
+        "directory": decision.directory,
+        "opted_in": decision.project is not None,
+        "project": decision.project,
+        "limits_file": str(paths.limits_file()),
+        "limits_found": decision.limits_found,
+        "limits_valid": decision.limits_valid,
+        "python_gets": decision.python_gets(env),
+        "hand_set": list(decision.hand_set),
+        "current": {name: env.get(name) for name in VARIABLES},
+        "set_by_hook": [n for n in VARIABLES if n in env and env.get(MARKS[n]) == env[n]],
+        "reason": decision.reason,
+    }
+
+
+def render_optin(facts: Mapping[str, Any]) -> list[str]:
+    """``optin_facts`` as the lines ``mpsd status`` prints (labels 17 wide, like its own)."""
+    lines = []
+    if facts["opted_in"]:
+        lines.append(f"{'this directory:':<17}opted in (project {facts['project']})")
+    else:
+        lines.append(f"{'this directory:':<17}not opted in (run `mpsd enable` to opt it in)")
+    gets = facts["python_gets"]
+    if any(value is not None for value in gets.values()):
+        shown = ", ".join(
+            f"{name}={'(unset)' if value is None else value}" for name, value in gets.items()
+        )
+        lines.append(f"{'python here:':<17}gets {shown}")
+    else:
+        lines.append(f"{'python here:':<17}gets neither variable (PyTorch's defaults)")
+    if facts["hand_set"]:
+        names = " and ".join(facts["hand_set"])
+        lines.append(f"{'set by hand:':<17}{names}; your values win and the hook leaves both alone")
+    return lines

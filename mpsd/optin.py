@@ -1,0 +1,195 @@
+"""``mpsd enable`` / ``disable`` / ``projects``: edit the opt-in list in config.toml and mirror
+it into limits.toml at once.
+
+config.toml is the user's: it is validated first (a broken one is reported and nothing is
+written) and edited with tomlkit, so its comments and layout stay. Both files change under the
+limits lock, the one the daemon holds while it writes limits.toml, so that neither side loses
+the other's change; the daemon need not be running.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from mpsd import limits, paths, projects
+from mpsd.atomic import write_atomic
+from mpsd.config import Config, default_config_text, load_config
+from mpsd.errors import EXIT_ABSENT, EXIT_USAGE, MpsdError
+from mpsd.locks import exclusive
+
+
+@dataclass(frozen=True)
+class Change:
+    """What ``enable``/``disable`` did: ``path`` (physical), whether the list changed, the
+    project that already covered it (enable) and whether limits.toml was written."""
+
+    path: str
+    changed: bool
+    covered_by: str | None = None
+    limits_written: bool = False
+
+
+def target(directory: str | None) -> str:
+    """The physical path of ``directory`` (default: the current one), checked for the hooks."""
+    raw = directory if directory is not None else projects.current_directory()
+    path = projects.physical(raw)
+    issue = projects.problem(path)
+    if issue is not None:
+        raise MpsdError(
+            f"{path!r} has {issue} in its path, which the shell hooks cannot read safely; "
+            "rename the directory or opt in one above it.",
+            EXIT_USAGE,
+        )
+    return path
+
+
+def _load_document(config_file: Path) -> Any:
+    import tomlkit
+
+    try:
+        text = config_file.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        text = default_config_text()
+    try:
+        return tomlkit.parse(text)
+    except Exception as exc:  # tomlkit's errors share no public base class
+        raise MpsdError(
+            f"{config_file} cannot be edited ({exc}); fix it by hand, then run this again."
+        ) from None
+
+
+def _set_projects(document: Any, entries: tuple[str, ...]) -> None:
+    import tomlkit
+
+    current = document.get("projects")
+    if current is not None and len(current) > 0 and entries:
+        # Edit the user's array in place: its style and comments stay.
+        for index in reversed(range(len(current))):
+            if current[index] not in entries:
+                del current[index]
+        for entry in entries:
+            if entry not in current:
+                current.append(entry)
+        return
+    array = tomlkit.array()
+    if entries:
+        array.multiline(True)
+        array.extend(entries)
+    document["projects"] = array
+
+
+def _edit(change: Callable[[tuple[str, ...]], tuple[str, ...]]) -> tuple[Config, bool, bool]:
+    """Under the limits lock: apply ``change(entries) -> entries`` to config.toml's projects,
+    then mirror them into limits.toml. Returns (new config, config changed, limits written)."""
+    import tomlkit
+
+    config_file = paths.config_file()
+    # With no limits.toml yet, estimate before taking the lock: the recommended max may be
+    # probed in a subprocess, and the daemon must not wait on that.
+    estimate = None
+    if limits.read() is None:
+        from mpsd.estimate import current_limits
+
+        estimate = current_limits(load_config(config_file), ())
+    with exclusive(paths.limits_lock_file()):
+        config = load_config(config_file)
+        entries = change(config.projects)
+        config_changed = entries != config.projects
+        if config_changed:
+            document = _load_document(config_file)
+            _set_projects(document, entries)
+            _write(config_file, tomlkit.dumps(document).encode("utf-8"))
+            config = replace(config, projects=entries)
+        mirrored = projects.for_limits(config.projects)
+
+        def mirror(current: limits.Limits | None) -> limits.Limits:
+            if current is None:
+                from mpsd.estimate import current_limits
+
+                base = estimate if estimate is not None else current_limits(config, ())
+                return replace(base, projects=mirrored)
+            return replace(current, projects=mirrored)
+
+        try:
+            written = limits.update_locked(mirror)
+        except OSError as exc:
+            raise _unwritable(paths.limits_file(), exc) from None
+    return config, config_changed, written
+
+
+def _write(path: Path, data: bytes) -> None:
+    try:
+        write_atomic(path, data)
+    except OSError as exc:
+        raise _unwritable(path, exc) from None
+
+
+def _unwritable(path: Path, exc: OSError) -> MpsdError:
+    return MpsdError(f"cannot write {path} ({exc.strerror}); check that its directory is yours.")
+
+
+def enable(directory: str | None = None) -> Change:
+    """Opt ``directory`` (and everything below it) in."""
+    path = target(directory)
+    if not os.path.isdir(path):
+        raise MpsdError(f"{path} is not a directory; give `mpsd enable` an existing directory.")
+
+    def add(entries: tuple[str, ...]) -> tuple[str, ...]:
+        if any(projects.physical(entry) == path for entry in entries):
+            return entries
+        return projects.add(entries, path)
+
+    config, changed, written = _edit(add)
+    others = [p for p in projects.for_limits(config.projects) if p != path]
+    return Change(path, changed, projects.containing_project(path, others), written)
+
+
+def disable(directory: str | None = None) -> Change:
+    """Take the entry ``directory`` out of the list. A directory inside a project, not an entry
+    itself, is an error that names the project to disable."""
+    path = target(directory)
+    config = load_config(paths.config_file())
+    if path not in projects.for_limits(config.projects):
+        owner = projects.containing_project(path, projects.for_limits(config.projects))
+        if owner is not None:
+            raise MpsdError(
+                f"{path} is not a project itself but lies inside the project {owner}; "
+                f"run `mpsd disable {_quoted(owner)}` to take that one out.",
+                EXIT_ABSENT,
+            )
+        raise MpsdError(f"{path} is not opted in (see `mpsd projects` for the list).", EXIT_ABSENT)
+    config, changed, written = _edit(lambda entries: projects.remove(entries, path))
+    owner = projects.containing_project(path, projects.for_limits(config.projects))
+    return Change(path, changed, owner, written)
+
+
+def listing() -> dict[str, Any]:
+    """The projects and their state, as ``mpsd projects --json`` prints them."""
+    config = load_config(paths.config_file())
+    in_limits = limits.read()
+    mirrored = set(in_limits.projects) if in_limits is not None else set()
+    items = []
+    for entry in config.projects:
+        path = projects.physical(entry)
+        items.append(
+            {
+                "path": path,
+                "exists": os.path.isdir(path),
+                "in_limits": path in mirrored,
+            }
+        )
+    return {
+        "projects": items,
+        "config_file": str(paths.config_file()),
+        "limits_file": str(paths.limits_file()),
+    }
+
+
+def _quoted(path: str) -> str:
+    import shlex
+
+    return shlex.quote(path)

@@ -1,0 +1,80 @@
+"""The opt-in list: which directories (and everything below them) get the watermark variables.
+
+Paths are kept physical (symlinks, ``..`` and trailing slashes resolved), as the hooks compare
+the physical working directory. A path the hooks could not read safely from limits.toml (a
+double quote, a backslash, a control character) is refused. Pure apart from ``physical``.
+"""
+
+from __future__ import annotations
+
+import os
+import unicodedata
+from collections.abc import Iterable
+
+from mpsd.decision import containing_project
+
+__all__ = [
+    "add",
+    "containing_project",
+    "current_directory",
+    "for_limits",
+    "physical",
+    "problem",
+    "remove",
+]
+
+
+def current_directory() -> str:
+    """The current directory (physical); a clear error when it was removed under us."""
+    try:
+        return os.getcwd()
+    except FileNotFoundError:
+        from mpsd.errors import MpsdError
+
+        raise MpsdError(
+            "the current directory no longer exists; cd to an existing one or name a directory."
+        ) from None
+
+
+def physical(path: str) -> str:
+    """The absolute physical form of ``path`` (``~`` expanded, symlinks and ``..`` resolved)."""
+    return os.path.realpath(os.path.expanduser(path))
+
+
+def problem(path: str) -> str | None:
+    """Why the hooks could not use ``path`` safely, or None when it is fine.
+
+    Spaces and any printable unicode are fine; quotes, backslashes and control characters are
+    not (limits.toml holds each path between double quotes, with no escape sequences).
+    """
+    for char in path:
+        if char == '"':
+            return "a double quote"
+        if char == "\\":
+            return "a backslash"
+        if unicodedata.category(char) == "Cc":
+            return f"a control character (U+{ord(char):04X})"
+    if not path.startswith("/"):
+        return "no absolute form"
+    return None
+
+
+def add(projects: Iterable[str], path: str) -> tuple[str, ...]:
+    """``projects`` with ``path`` appended, unless it is already there."""
+    current = tuple(projects)
+    return current if path in current else (*current, path)
+
+
+def remove(projects: Iterable[str], path: str) -> tuple[str, ...]:
+    """``projects`` without the entries that are ``path`` (as written or once resolved)."""
+    return tuple(p for p in projects if p != path and physical(p) != path)
+
+
+def for_limits(projects: Iterable[str]) -> tuple[str, ...]:
+    """The config's projects as limits.toml holds them: physical, safe, each once, in order."""
+    result: list[str] = []
+    for entry in projects:
+        path = physical(entry)
+        if problem(path) is None and path not in result:
+            result.append(path)
+    return tuple(result)

@@ -1,0 +1,115 @@
+# mpsd hook for fish (3.5 and later): in a project opted in with `mpsd enable`, exports
+# PYTORCH_MPS_HIGH_WATERMARK_RATIO and PYTORCH_MPS_LOW_WATERMARK_RATIO as limits.toml holds them;
+# outside, takes back what it exported. Load it with `mpsd hook fish | source` or by sourcing it.
+#
+# Each prompt (and each change of directory) runs builtins only, never a subprocess: fish runs
+# builtins in command substitutions itself. limits.toml is parsed again only when its text or
+# $PWD changed. Values must be plain decimals in (0, 2] with low <= high to be exported (PyTorch
+# reads garbage as 0.0, which removes the cap); nothing read is ever evaluated. A value the user
+# set by hand (anything but what the hook last exported, which it keeps in _MPSD_EXPORTED_HIGH and
+# _MPSD_EXPORTED_LOW) is the user's: both are left alone.
+
+# Parse limits.toml's text ($argv[1]) for the physical directory ($argv[2]): _mpsd_want_high
+# and _mpsd_want_low get both values when it is inside a project and both are valid, else none.
+# The first `high_watermark_ratio = ` and `low_watermark_ratio = ` lines; the project lines
+# (`    "/path",`, no quote, backslash or control character in the path) between the first
+# `projects = [` line and the next `]` line. fish's `test` compares the decimals, once the
+# regular expression has let only plain ones through.
+function _mpsd_parse
+    set -g _mpsd_want_high
+    set -g _mpsd_want_low
+    # Each command substitution costs fish some 50 µs: as few as possible, none in loops.
+    set -l lines (string split -- \n $argv[1])
+    set -l start (contains -i -- 'projects = [' $lines); or return 0
+    set -l block $lines
+    set -e block[1..$start]
+    set -l stop (contains -i -- ']' $block)
+    and set -e block[$stop..-1]
+    set block (string match -r -- '^    "/[^"\\\\\x00-\x1f\x7f]*",$' $block)
+    # The directory and each of its parents, as project lines.
+    set -l parts (string split -- / $argv[2])
+    set -l path ''
+    set -l inside
+    contains -- '    "/",' $block; and set inside 1
+    for part in $parts
+        test -n "$part"; or continue
+        set path "$path/$part"
+        contains -- "    \"$path\"," $block; and set inside 1
+    end
+    test -n "$inside"; or return 0
+    # Name and value of every ratio line, in order; the first of each name counts.
+    set -l found (string match -r -- '^(high|low)_watermark_ratio = (.*)$' $lines)
+    set -l high
+    set -l low
+    set -l seen
+    while set -q found[3]
+        if not contains -- $found[2] $seen
+            set -a seen $found[2]
+            set $found[2] $found[3]
+        end
+        set -e found[1..3]
+    end
+    string match -qr -- '^[0-2](\.[0-9]{1,9})?$' "$high"; or return 0
+    string match -qr -- '^[0-2](\.[0-9]{1,9})?$' "$low"; or return 0
+    test $high -gt 0 -a $high -le 2 -a $low -gt 0 -a $low -le $high; or return 0
+    set -g _mpsd_want_high $high
+    set -g _mpsd_want_low $low
+end
+
+function _mpsd_hook --on-event fish_prompt --on-variable PWD
+    set -l saved_status $status
+    # limits.toml: where paths.py puts it ($MPSD_CONFIG_DIR, $XDG_CONFIG_HOME/mps, ~/.config/mps),
+    # worked out again only when one of these changed.
+    set -l key "$MPSD_CONFIG_DIR:$XDG_CONFIG_HOME:$HOME"
+    if test "$key" != "$_mpsd_file_key"
+        set -g _mpsd_file_key $key
+        set -g _mpsd_file "$MPSD_CONFIG_DIR"
+        if test -z "$_mpsd_file"
+            if string match -q -- '/*' "$XDG_CONFIG_HOME"
+                set _mpsd_file "$XDG_CONFIG_HOME/mps"
+            else
+                set _mpsd_file "$HOME/.config/mps"
+            end
+        end
+        if test "$_mpsd_file" = '~'
+            set _mpsd_file "$HOME"
+        else if string match -q -- '~/*' "$_mpsd_file"
+            set _mpsd_file "$HOME/"(string sub -s 3 -- "$_mpsd_file")
+        end
+        set _mpsd_file "$_mpsd_file/limits.toml"
+    end
+    set -l text ''
+    if test -f "$_mpsd_file" -a -r "$_mpsd_file"
+        set text (string collect -- < "$_mpsd_file" 2>/dev/null)
+    end
+    if test -z "$_mpsd_seen" -o "$PWD" != "$_mpsd_pwd" -o "$text" != "$_mpsd_text"
+        set -g _mpsd_seen 1
+        set -g _mpsd_pwd "$PWD"
+        set -g _mpsd_text "$text"
+        _mpsd_parse "$text" (path resolve -- "$PWD")
+    end
+    # Set by hand: present but not what the hook exported last. Then both are the user's.
+    set -l by_hand
+    if set -q PYTORCH_MPS_HIGH_WATERMARK_RATIO
+        if not set -q _MPSD_EXPORTED_HIGH; or test "$PYTORCH_MPS_HIGH_WATERMARK_RATIO" != "$_MPSD_EXPORTED_HIGH"
+            set by_hand 1
+        end
+    end
+    if set -q PYTORCH_MPS_LOW_WATERMARK_RATIO
+        if not set -q _MPSD_EXPORTED_LOW; or test "$PYTORCH_MPS_LOW_WATERMARK_RATIO" != "$_MPSD_EXPORTED_LOW"
+            set by_hand 1
+        end
+    end
+    if test -n "$by_hand"
+    else if test -n "$_mpsd_want_high"
+        if test "$PYTORCH_MPS_HIGH_WATERMARK_RATIO" != "$_mpsd_want_high" -o "$PYTORCH_MPS_LOW_WATERMARK_RATIO" != "$_mpsd_want_low"
+            set -gx PYTORCH_MPS_HIGH_WATERMARK_RATIO $_mpsd_want_high
+            set -gx PYTORCH_MPS_LOW_WATERMARK_RATIO $_mpsd_want_low
+            set -gx _MPSD_EXPORTED_HIGH $_mpsd_want_high
+            set -gx _MPSD_EXPORTED_LOW $_mpsd_want_low
+        end
+    else
+        set -e -g PYTORCH_MPS_HIGH_WATERMARK_RATIO PYTORCH_MPS_LOW_WATERMARK_RATIO _MPSD_EXPORTED_HIGH _MPSD_EXPORTED_LOW
+    end
+    return $saved_status
+end

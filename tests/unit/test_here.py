@@ -1,0 +1,77 @@
+"""The opt-in facts `mpsd status` shows: opted in?, what a python here gets, set by hand?"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from mpsd import paths
+from mpsd.decision import HIGH_VAR, LOW_VAR, MARK_HIGH, MARK_LOW
+from mpsd.here import optin_facts, render_optin
+from tests.integration.shells import limits_text
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    path = (tmp_path / "proj").resolve()
+    (path / "src").mkdir(parents=True)
+    paths.config_dir().mkdir(parents=True)
+    paths.limits_file().write_text(limits_text("0.77", "0.7", (str(path),)))
+    return path
+
+
+def test_inside_a_project_a_python_gets_both(project: Path) -> None:
+    facts = optin_facts(str(project / "src"), {})
+    assert facts["opted_in"] is True and facts["project"] == str(project)
+    assert facts["python_gets"] == {HIGH_VAR: "0.77", LOW_VAR: "0.7"}
+    assert facts["hand_set"] == []
+    lines = render_optin(facts)
+    assert lines[0] == f"this directory:  opted in (project {project})"
+    assert lines[1] == f"python here:     gets {HIGH_VAR}=0.77, {LOW_VAR}=0.7"
+
+
+def test_outside_nothing_and_a_hint(project: Path, tmp_path: Path) -> None:
+    facts = optin_facts(str(tmp_path), {})
+    assert facts["opted_in"] is False
+    assert render_optin(facts) == [
+        "this directory:  not opted in (run `mpsd enable` to opt it in)",
+        "python here:     gets neither variable (PyTorch's defaults)",
+    ]
+
+
+def test_values_set_by_hand_are_reported_and_win(project: Path) -> None:
+    env = {HIGH_VAR: "1.2"}
+    facts = optin_facts(str(project), env)
+    assert facts["hand_set"] == [HIGH_VAR]
+    assert facts["python_gets"] == {HIGH_VAR: "1.2", LOW_VAR: None}
+    assert any("set by hand" in line for line in render_optin(facts))
+
+
+def test_values_the_hook_exported_are_not_called_hand_set(project: Path) -> None:
+    env = {HIGH_VAR: "0.77", LOW_VAR: "0.7", MARK_HIGH: "0.77", MARK_LOW: "0.7"}
+    facts = optin_facts(str(project), env)
+    assert facts["hand_set"] == [] and facts["set_by_hook"] == [HIGH_VAR, LOW_VAR]
+
+
+def test_a_missing_limits_file_is_in_the_facts(tmp_path: Path) -> None:
+    facts = optin_facts(str(tmp_path), {})
+    assert facts["limits_found"] is False and facts["python_gets"] == {
+        HIGH_VAR: None,
+        LOW_VAR: None,
+    }
+
+
+def test_mpsd_status_shows_the_opt_in_facts(project: Path) -> None:
+    from tests.conftest import run_mpsd
+
+    result = run_mpsd("status", cwd=project / "src", env={LOW_VAR: "0.5"})
+    assert result.returncode == 0, result.stderr
+    assert f"this directory:  opted in (project {project})" in result.stdout
+    assert f"python here:     gets {HIGH_VAR}=(unset), {LOW_VAR}=0.5" in result.stdout
+    assert f"set by hand:     {LOW_VAR}" in result.stdout
+    import json
+
+    data = json.loads(run_mpsd("status", "--json", cwd=project).stdout)
+    assert data["here"]["opted_in"] is True
+    assert data["here"]["python_gets"] == {HIGH_VAR: "0.77", LOW_VAR: "0.7"}
