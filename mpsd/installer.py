@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mpsd import launchd, paths, rcfile
+from mpsd import launchd, paths, rcfile, shells
 from mpsd.changes import FileChange
 from mpsd.config import default_config_text
 from mpsd.errors import EXIT_USAGE, MpsdError
@@ -58,7 +58,8 @@ def parse_shells(text: str) -> tuple[str, ...]:
 
 
 def hook_source(shell: str) -> Path:
-    return paths.resource_dir("shell") / HOOK_FILES[shell]
+    """The shipped hook script install copies (the one ``mpsd hook SHELL`` prints)."""
+    return shells.hook_file(shell)
 
 
 def hook_copy(shell: str) -> Path:
