@@ -47,6 +47,12 @@ def home() -> Path:
 def parse_shells(text: str) -> tuple[str, ...]:
     """``"zsh,bash"`` -> ("zsh", "bash"); one sentence naming the choices otherwise."""
     names = [part.strip() for part in text.split(",") if part.strip()]
+    if "fish" in names:
+        raise MpsdError(
+            "mpsd install sets up zsh and bash only; for fish add `mpsd hook fish | source` to "
+            "~/.config/fish/config.fish (and use --shell zsh,bash here)",
+            EXIT_USAGE,
+        )
     unknown = [name for name in names if name not in rcfile.SHELLS]
     if unknown or not names:
         raise MpsdError(

@@ -204,12 +204,15 @@ def test_shell_option_hooks_only_the_shells_named(
 def test_an_unknown_shell_is_a_usage_error_naming_the_choices(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    code, _, err = _install(capsys, "--shell", "fish")
+    code, _, err = _install(capsys, "--shell", "tcsh")
     assert code == 2
     assert (
         err
-        == "mpsd: unknown shell fish: use --shell with zsh or bash (or both: --shell zsh,bash)\n"
+        == "mpsd: unknown shell tcsh: use --shell with zsh or bash (or both: --shell zsh,bash)\n"
     )
+    code, _, err = _install(capsys, "--shell", "zsh,fish")
+    assert code == 2
+    assert "add `mpsd hook fish | source` to ~/.config/fish/config.fish" in err
 
 
 @pytest.mark.usefixtures("hook_sources", "no_launchctl")
