@@ -256,3 +256,16 @@ def test_a_damaged_history_is_a_sampling_problem_naming_the_file(
     check = _by_name(data)["sampling"]
     assert check["status"] == "problem"
     assert str(history) in check["detail"]
+
+
+@pytest.mark.usefixtures("healthy")
+def test_a_hook_copy_from_another_version_is_a_warning_to_reinstall(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    (paths.data_dir() / "mpsd.bash").write_text("# the hook of an older mpsd\n")
+    code, data = _doctor(capsys)
+    assert code == 0
+    check = _by_name(data)["hook copy"]
+    assert check["status"] == "warning"
+    assert check["detail"] == f"{paths.data_dir() / 'mpsd.bash'} is from another mpsd version"
+    assert check["fix"] == "run `mpsd install` to refresh it"
