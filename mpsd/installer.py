@@ -124,7 +124,10 @@ def shell_changes(shell: str) -> list[FileChange]:
         old = rcfile.read(rc)
         created = old is None or _created(rc, old)
         new_block = rcfile.block(shell, copy, str(home()), created=created)
-        changes.append(FileChange(rc, old, _add_block(rc, old, new_block), f"{shell} startup"))
+        change = FileChange(rc, old, _add_block(rc, old, new_block), f"{shell} startup")
+        if change.changed:
+            rcfile.check_writable(rc)
+        changes.append(change)
     return changes
 
 
@@ -165,6 +168,7 @@ def uninstall_plan() -> Plan:
             continue
         if new == b"" and _created(rc, old) and not rc.is_symlink():
             new = None
+        rcfile.check_writable(rc)
         plan.files.append(FileChange(rc, old, new, "startup"))
     for name in ALL_HOOK_COPIES:
         copy = paths.data_dir() / name

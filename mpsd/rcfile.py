@@ -247,6 +247,21 @@ def read(path: Path) -> bytes | None:
         raise RcFileError(f"{path} cannot be read ({exc.strerror}); fix it and try again") from None
 
 
+def check_writable(path: Path) -> None:
+    """Raise RcFileError when ``path`` exists and may not be edited: its owner-write bit is
+    off (the user made it read-only; an atomic rename would replace it regardless, and root
+    could write it) or this user may not write it."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return
+    if not mode & 0o200 or not os.access(path, os.W_OK):
+        raise RcFileError(
+            f"{path} is read-only, so mpsd leaves it alone; make it writable "
+            f"(chmod u+w {path}) or add the mpsd block yourself, then run the command again"
+        )
+
+
 def write(path: Path, data: bytes) -> bool:
     """Replace ``path``'s bytes atomically, through a symlink, keeping the file's mode."""
     try:

@@ -429,7 +429,7 @@ def test_python_dash_m_mpsd_install_then_uninstall_as_a_user_runs_them(
 def test_an_rc_file_that_cannot_be_written_is_one_sentence_not_a_traceback(
     isolated_dirs: dict[str, Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # A file nobody (not even root) can replace: the link's target lives in /proc.
+    # A link to a file nobody (not even root) can replace: its target lives in /proc.
     target = Path("/proc/version")
     if not target.is_file():
         pytest.skip("needs Linux's /proc")
@@ -437,7 +437,7 @@ def test_an_rc_file_that_cannot_be_written_is_one_sentence_not_a_traceback(
     bashrc.symlink_to(target)
     code, _, err = _install(capsys, "--shell", "bash")
     assert code == 2
-    assert err.startswith(f"mpsd: cannot write {bashrc} (")
+    assert err.startswith(f"mpsd: {bashrc} is read-only")
     assert "Traceback" not in err and err.count("\n") == 1
     assert bashrc.is_symlink()
 
@@ -493,3 +493,21 @@ def test_dry_run_shows_the_bootout_of_a_different_loaded_copy(
     assert "+\t\t<string>" + str(tmp_path / "moved-data") + "</string>" in out
     assert {call[0] for call in launchctl.calls()} == {"print"}
     assert launchctl.loaded() is not None
+
+
+@pytest.mark.usefixtures("hook_sources", "no_launchctl")
+def test_a_read_only_rc_file_is_refused_before_anything_changes(
+    isolated_dirs: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A user who made ~/.zshrc read-only does not want tools editing it; an atomic rename
+    # would replace it anyway (and root could write it), so install must ask first.
+    zshrc = isolated_dirs["home"] / ".zshrc"
+    zshrc.write_bytes(b"export A=1\n")
+    zshrc.chmod(0o444)
+    before = _everything(isolated_dirs)
+    code, out, err = _install(capsys)
+    assert code == 2
+    assert err.startswith(f"mpsd: {zshrc} is read-only")
+    assert "Traceback" not in err and err.count("\n") == 1
+    assert _everything(isolated_dirs) == before
+    assert out == ""
