@@ -244,13 +244,21 @@ def _dry_run_install(plan: Plan, use_launchd: bool, no_agent: bool, needs_sample
             lines.append(f"would run: {command}\n")
     if needs_sample:
         lines.append("would run: mpsd daemon --once (limits.toml does not exist yet)\n")
+    notes = []
     if not use_launchd and not no_agent:
-        lines.append("no launchd here (`launchctl` is not on PATH): no agent would be installed\n")
+        notes.append("no launchd here (`launchctl` is not on PATH): no agent would be installed\n")
+    return _print_dry_run(lines, notes, "Everything is already in place: nothing would change.")
+
+
+def _print_dry_run(lines: list[str], notes: list[str], nothing: str) -> int:
+    """The changes a real run would make (``lines``), or ``nothing`` when there are none;
+    then ``notes`` (no changes themselves)."""
     if not lines:
-        print("Everything is already in place: nothing would change.")
+        print(nothing)
     else:
         print("Dry run: nothing was changed. A real run would make these changes:\n")
         sys.stdout.write("".join(lines))
+    sys.stdout.write("".join(notes))
     return EXIT_OK
 
 
@@ -271,12 +279,7 @@ def run_uninstall(args: argparse.Namespace) -> int:
         if job is not None:
             lines.insert(0, f"would run: launchctl bootout {job.domain}/{launchd.LABEL}\n")
         lines.extend(f"would remove {_tilde(d)} and everything in it\n" for d in purge)
-        if not lines:
-            print("mpsd is not installed here: nothing would change.")
-        else:
-            print("Dry run: nothing was changed. A real run would make these changes:\n")
-            sys.stdout.write("".join(lines))
-        return EXIT_OK
+        return _print_dry_run(lines, [], "mpsd is not installed here: nothing would change.")
 
     done: list[str] = []
     warnings: list[str] = []

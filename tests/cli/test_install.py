@@ -511,3 +511,16 @@ def test_a_read_only_rc_file_is_refused_before_anything_changes(
     assert "Traceback" not in err and err.count("\n") == 1
     assert _everything(isolated_dirs) == before
     assert out == ""
+
+
+@pytest.mark.usefixtures("hook_sources", "no_launchctl")
+@pytest.mark.skipif(not has_command("daemon"), reason="mpsd daemon is not on this branch yet")
+def test_dry_run_after_install_without_launchd_says_nothing_would_change(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert _install(capsys)[0] == 0
+    code, out, _ = _install(capsys, "--dry-run")
+    assert code == 0
+    assert out.startswith("Everything is already in place: nothing would change.\n")
+    assert "would make these changes" not in out
+    assert "no agent would be installed" in out
