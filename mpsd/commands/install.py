@@ -107,6 +107,7 @@ def run_install(args: argparse.Namespace) -> int:
             report(f"created {_tilde(directory)}")
 
     agent_started = False
+    agent_error: MpsdError | None = None
     if use_launchd and plan.agent is not None:
         agent = plan.agent
         agent_file = agent.path
@@ -116,12 +117,18 @@ def run_install(args: argparse.Namespace) -> int:
         def write_plist() -> bool:
             return changes.apply(changes.FileChange(agent_file, _read(agent_file), new_plist, ""))
 
-        outcome = launchd.ensure_loaded(agent_file, new_plist, write_plist, report)
-        warnings.extend(outcome.warnings)
-        agent_started = outcome.changed
+        try:
+            outcome = launchd.ensure_loaded(agent_file, new_plist, write_plist, report)
+        except MpsdError as exc:
+            # Reported last (and the exit status is its): the hooks and limits.toml still
+            # get set up, so the shells work while the user sees to launchd.
+            agent_error = exc
+        else:
+            warnings.extend(outcome.warnings)
+            agent_started = outcome.changed
     rc_changed = any(c.changed and c.what.endswith("startup") for c in plan.files)
 
-    if not done:
+    if not done and agent_error is None:
         print("Everything is already in place: nothing changed.")
     if not use_launchd:
         _no_agent_note(args.no_agent)
@@ -135,6 +142,9 @@ def run_install(args: argparse.Namespace) -> int:
         print()
         print("Open a new terminal (or run `exec $SHELL`) so that the hook takes effect,")
         print("then opt a project in with `mpsd enable` in its directory.")
+    if agent_error is not None:
+        sys.stdout.flush()
+        raise agent_error
     return EXIT_OK
 
 

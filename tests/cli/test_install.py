@@ -524,3 +524,19 @@ def test_dry_run_after_install_without_launchd_says_nothing_would_change(
     assert out.startswith("Everything is already in place: nothing would change.\n")
     assert "would make these changes" not in out
     assert "no agent would be installed" in out
+
+
+@pytest.mark.usefixtures("hook_sources")
+@pytest.mark.skipif(not has_command("daemon"), reason="mpsd daemon is not on this branch yet")
+def test_a_bootstrap_failure_still_leaves_limits_toml_and_the_hooks_working(
+    isolated_dirs: dict[str, Path], launchctl: StandinLaunchctl, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The hooks in place but no limits.toml would do nothing: install goes on with the
+    # first sample, then reports the launchctl failure (exit 2) last.
+    launchctl.fail("bootstrap gui", 5, "Bootstrap failed: 5: Input/output error")
+    code, out, err = _install(capsys)
+    assert code == 2
+    assert limits.read() is not None
+    assert rcfile.has_block((isolated_dirs["home"] / ".zshrc").read_bytes())
+    assert "Open a new terminal" in out
+    assert err.startswith("mpsd: launchctl could not load the mpsd agent")
