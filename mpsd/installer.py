@@ -72,7 +72,8 @@ def hook_copy(shell: str) -> Path:
     return paths.data_dir() / HOOK_FILES[shell]
 
 
-def _read(path: Path) -> bytes | None:
+def read_or_none(path: Path) -> bytes | None:
+    """The bytes of ``path``, or None when it does not exist."""
     try:
         return path.read_bytes()
     except FileNotFoundError:
@@ -119,7 +120,7 @@ def shell_changes(shell: str) -> list[FileChange]:
             "(pip install --force-reinstall mpsd) and run mpsd install again"
         ) from None
     copy = hook_copy(shell)
-    changes = [FileChange(copy, _read(copy), hook, f"{shell} hook")]
+    changes = [FileChange(copy, read_or_none(copy), hook, f"{shell} hook")]
     for rc in rcfile.rc_files(shell, home()):
         old = rcfile.read(rc)
         created = old is None or _created(rc, old)
@@ -134,7 +135,7 @@ def shell_changes(shell: str) -> list[FileChange]:
 def agent_change(python: str) -> FileChange:
     path = launchd.agent_file()
     new = launchd.render(python, paths.config_dir(), paths.state_dir(), paths.data_dir())
-    return FileChange(path, _read(path), new, "launchd agent")
+    return FileChange(path, read_or_none(path), new, "launchd agent")
 
 
 def install_plan(shells: Iterable[str], agent: bool, python: str) -> Plan:
@@ -172,11 +173,11 @@ def uninstall_plan() -> Plan:
         plan.files.append(FileChange(rc, old, new, "startup"))
     for name in ALL_HOOK_COPIES:
         copy = paths.data_dir() / name
-        old = _read(copy)
+        old = read_or_none(copy)
         if old is not None:
             plan.files.append(FileChange(copy, old, None, "hook copy"))
     agent = launchd.agent_file()
-    old_plist = _read(agent)
+    old_plist = read_or_none(agent)
     if old_plist is not None:
         plan.agent = FileChange(agent, old_plist, None, "launchd agent")
     return plan

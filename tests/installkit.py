@@ -4,19 +4,35 @@ A test module imports the ``*_fixture`` functions; pytest knows them by their ``
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from mpsd import paths
+from mpsd import limits, paths
 from tests import standin_launchctl
 from tests.conftest import ROOT
 
 REAL_SHELL_DIR = ROOT / "shell"
 REAL_HOOKS = all((REAL_SHELL_DIR / name).is_file() for name in ("mpsd.zsh", "mpsd.bash"))
 NO_REAL_HOOKS = "shell/mpsd.zsh and shell/mpsd.bash are not on this branch yet (branch hooks)"
+
+
+def sample_limits(projects: tuple[str, ...] = ()) -> limits.Limits:
+    """A plausible limits.toml record (a 48 GiB Mac), opting in ``projects``."""
+    return limits.Limits(
+        high_watermark_ratio=0.77,
+        low_watermark_ratio=0.77,
+        limit_bytes=30954687948,
+        recommended_max_bytes=40200893440,
+        recommended_max_source="torch",
+        baseline_free_bytes=39192717312,
+        headroom=0.8,
+        updated_at=dt.datetime(2026, 11, 30, 5, 0, tzinfo=dt.UTC),
+        projects=projects,
+    )
 
 
 def has_command(name: str) -> bool:

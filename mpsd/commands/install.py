@@ -115,7 +115,9 @@ def run_install(args: argparse.Namespace) -> int:
         assert new_plist is not None
 
         def write_plist() -> bool:
-            return changes.apply(changes.FileChange(agent_file, _read(agent_file), new_plist, ""))
+            return changes.apply(
+                changes.FileChange(agent_file, installer.read_or_none(agent_file), new_plist, "")
+            )
 
         try:
             outcome = launchd.ensure_loaded(agent_file, new_plist, write_plist, report)
@@ -146,13 +148,6 @@ def run_install(args: argparse.Namespace) -> int:
         sys.stdout.flush()
         raise agent_error
     return EXIT_OK
-
-
-def _read(path: Path) -> bytes | None:
-    try:
-        return path.read_bytes()
-    except FileNotFoundError:
-        return None
 
 
 def _describe(change: FileChange) -> str:

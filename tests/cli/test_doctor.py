@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import plistlib
 import sys
@@ -20,21 +19,9 @@ from tests.installkit import (  # noqa: F401  (fixtures)
     hook_sources_fixture,
     launchctl_fixture,
     no_launchctl_fixture,
+    sample_limits,
 )
 from tests.standin_launchctl import StandinLaunchctl
-
-
-def _limits() -> limits.Limits:
-    return limits.Limits(
-        high_watermark_ratio=0.77,
-        low_watermark_ratio=0.77,
-        limit_bytes=30954687948,
-        recommended_max_bytes=40200893440,
-        recommended_max_source="torch",
-        baseline_free_bytes=39192717312,
-        headroom=0.8,
-        updated_at=dt.datetime(2026, 11, 30, 5, 0, tzinfo=dt.UTC),
-    )
 
 
 @pytest.fixture
@@ -51,7 +38,7 @@ def healthy(
     assert main(["install"]) == 0
     project = tmp_path / "project"
     project.mkdir()
-    limits.write(replace(_limits(), projects=(str(project.resolve()),)))
+    limits.write(replace(sample_limits(), projects=(str(project.resolve()),)))
     monkeypatch.chdir(project)
     assert health.last_sample_time() is not None, "install took a first sample"
     lock = PidLock(paths.daemon_lock_file())

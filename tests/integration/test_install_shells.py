@@ -4,7 +4,6 @@ watermark variables."""
 
 from __future__ import annotations
 
-import datetime as dt
 import os
 import shutil
 import sys
@@ -15,7 +14,12 @@ import pytest
 from mpsd import limits
 from mpsd.cli import main
 from tests.conftest import ROOT
-from tests.installkit import NO_REAL_HOOKS, REAL_HOOKS, no_launchctl_fixture  # noqa: F401
+from tests.installkit import (  # noqa: F401
+    NO_REAL_HOOKS,
+    REAL_HOOKS,
+    no_launchctl_fixture,
+    sample_limits,
+)
 
 pexpect = pytest.importorskip("pexpect")
 
@@ -27,19 +31,7 @@ pytestmark = [
 
 
 def _opt_in(project: Path) -> None:
-    limits.write(
-        limits.Limits(
-            high_watermark_ratio=0.77,
-            low_watermark_ratio=0.77,
-            limit_bytes=30954687948,
-            recommended_max_bytes=40200893440,
-            recommended_max_source="torch",
-            baseline_free_bytes=39192717312,
-            headroom=0.8,
-            updated_at=dt.datetime(2026, 11, 30, 5, 0, tzinfo=dt.UTC),
-            projects=(str(project.resolve()),),
-        )
-    )
+    limits.write(sample_limits(projects=(str(project.resolve()),)))
 
 
 def _shell_env(home: Path) -> dict[str, str]:
