@@ -92,7 +92,18 @@ def check_agent() -> list[Check]:
     install_fix = "run `mpsd install`"
     if not plist.exists():
         return [Check("agent", PROBLEM, f"{plist} does not exist", install_fix)]
-    args = launchd.program_arguments(plist.read_bytes())
+    try:
+        data = plist.read_bytes()
+    except OSError as exc:
+        return [
+            Check(
+                "agent",
+                PROBLEM,
+                f"{plist} cannot be read ({exc.strerror})",
+                f"move it out of the way, then {install_fix}",
+            )
+        ]
+    args = launchd.program_arguments(data)
     checks: list[Check] = []
     if not args:
         checks.append(Check("agent", PROBLEM, f"{plist} is not a readable plist", install_fix))

@@ -73,11 +73,17 @@ def hook_copy(shell: str) -> Path:
 
 
 def read_or_none(path: Path) -> bytes | None:
-    """The bytes of ``path``, or None when it does not exist."""
+    """The bytes of ``path``, or None when it does not exist; one sentence when it cannot
+    be read (a directory in its place, no permission)."""
     try:
         return path.read_bytes()
     except FileNotFoundError:
         return None
+    except OSError as exc:
+        raise MpsdError(
+            f"{path} cannot be read ({exc.strerror}); move it out of the way, then run the "
+            "command again"
+        ) from None
 
 
 def _add_block(path: Path, old: bytes | None, new_block: bytes) -> bytes:

@@ -256,3 +256,17 @@ def test_a_hook_copy_from_another_version_is_a_warning_to_reinstall(
     assert check["status"] == "warning"
     assert check["detail"] == f"{paths.data_dir() / 'mpsd.bash'} is from another mpsd version"
     assert check["fix"] == "run `mpsd install` to refresh it"
+
+
+@pytest.mark.usefixtures("healthy")
+def test_a_directory_where_the_plist_should_be_is_a_problem_not_a_crash(
+    launchctl: StandinLaunchctl, capsys: pytest.CaptureFixture[str]
+) -> None:
+    plist = launchd.agent_file()
+    plist.unlink()
+    plist.mkdir()
+    code, data = _doctor(capsys)
+    assert code == 1
+    check = _by_name(data)["agent"]
+    assert check["status"] == "problem"
+    assert f"{plist} cannot be read" in check["detail"]

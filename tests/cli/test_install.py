@@ -540,3 +540,17 @@ def test_a_bootstrap_failure_still_leaves_limits_toml_and_the_hooks_working(
     assert rcfile.has_block((isolated_dirs["home"] / ".zshrc").read_bytes())
     assert "Open a new terminal" in out
     assert err.startswith("mpsd: launchctl could not load the mpsd agent")
+
+
+@pytest.mark.usefixtures("hook_sources")
+def test_a_directory_where_the_plist_goes_is_one_sentence_and_nothing_changes(
+    isolated_dirs: dict[str, Path], launchctl: StandinLaunchctl, capsys: pytest.CaptureFixture[str]
+) -> None:
+    launchd.agent_file().mkdir(parents=True)
+    before = _everything(isolated_dirs)
+    for command in (_install, _uninstall):
+        code, _, err = command(capsys)
+        assert code == 2
+        assert err.startswith(f"mpsd: {launchd.agent_file()} cannot be read (")
+        assert "unexpected" not in err and err.count("\n") == 1
+        assert _everything(isolated_dirs) == before
