@@ -196,7 +196,12 @@ def check_daemon(now: float | None = None) -> list[Check]:
     try:
         last = last_sample_time()
     except HistoryError as exc:
-        checks.append(Check("sampling", PROBLEM, str(exc).rstrip("."), f"then {start_fix}"))
+        said = str(exc).rstrip(".")
+        if "upgrade mpsd" in said:
+            fix = "upgrade mpsd (`pip install -U mpsd`), then run `mpsd install`"
+        else:
+            fix = f"move {paths.history_file()} aside (a new one is started), then {start_fix}"
+        checks.append(Check("sampling", PROBLEM, said.split("; ")[0], fix))
         return checks
     now = _now() if now is None else now
     recent = max(3 * interval, 120.0)

@@ -243,6 +243,7 @@ def test_a_damaged_history_is_a_sampling_problem_naming_the_file(
     check = _by_name(data)["sampling"]
     assert check["status"] == "problem"
     assert str(history) in check["detail"]
+    assert check["fix"].startswith(f"move {history} aside"), "a fix that says what to do"
 
 
 @pytest.mark.usefixtures("healthy")
