@@ -8,25 +8,36 @@ HIGH below 1.4 fails because LOW defaults to 1.4.
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Mapping
 
 HIGH = "PYTORCH_MPS_HIGH_WATERMARK_RATIO"
 LOW = "PYTORCH_MPS_LOW_WATERMARK_RATIO"
-_PLAIN = re.compile(r"^\s*(\d+(\.\d*)?|\.\d+)\s*$")
+# What C ``strtod`` takes from the start of a string (decimal forms; nan/inf apart).
+_STRTOD = re.compile(r"[ \t\n\r\f\v]*([+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)")
+_NONFINITE = re.compile(r"[ \t\n\r\f\v]*[+-]?(?:nan|inf)", re.IGNORECASE)
 
 
 def _parse(name: str, value: str, problems: list[str]) -> float | None:
-    if not _PLAIN.match(value):
+    """The number PyTorch makes of ``value`` (as ``strtod`` would), noting what is wrong."""
+    if _NONFINITE.match(value):
+        problems.append(f"{name}={value!r} is not a finite number: PyTorch rejects it")
+        return None
+    match = _STRTOD.match(value)
+    if match is None:
         problems.append(
             f"{name}={value!r} is not a plain number: PyTorch reads it as 0.0, which removes "
             "the memory cap"
         )
         return None
-    number = float(value)
-    if not math.isfinite(number):
-        problems.append(f"{name}={value!r} is not a finite number")
+    number = float(match.group(1))
+    if value[match.end() :].strip():
+        problems.append(
+            f"{name}={value!r} has text after the number: PyTorch reads {number:g}; "
+            "set the number alone"
+        )
+    if number < 0:
+        problems.append(f"{name}={value!r} is below 0: PyTorch rejects it")
         return None
     return number
 
