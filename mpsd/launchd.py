@@ -235,9 +235,10 @@ def failure_sentence(action: str, result: Result) -> str:
             "it fails again."
         )
     if action == "bootout":
+        target = result.args[1] if len(result.args) > 1 else f"gui/{uid()}/{LABEL}"
         return (
             f"launchctl could not unload the mpsd agent ({said}); run `launchctl bootout "
-            f"gui/{uid()}/{LABEL}` yourself, then run this command again."
+            f"{target}` yourself, then run this command again."
         )
     return f"launchctl {action} failed ({said}); run `mpsd doctor` to see what is wrong."
 

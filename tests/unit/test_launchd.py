@@ -147,3 +147,12 @@ def test_the_no_gui_session_error_says_to_log_in_or_run_the_daemon() -> None:
 def test_the_template_ships_beside_the_package() -> None:
     assert launchd.template_file().is_file()
     assert launchd.template_file().name == "io.github.mpsd.daemon.plist"
+
+
+def test_a_failed_bootout_names_the_domain_the_agent_is_in() -> None:
+    # Loaded over ssh, the agent is in user/UID: the command to type must say so.
+    target = f"user/{os.getuid()}/{launchd.LABEL}"
+    text = "Unload failed: 5: Input/output error"
+    result = launchd.Result(("bootout", target), 5, "", text)
+    sentence = launchd.failure_sentence("bootout", result)
+    assert f"run `launchctl bootout {target}` yourself" in sentence
