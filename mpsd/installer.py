@@ -8,6 +8,7 @@ run applies them.
 
 from __future__ import annotations
 
+import fnmatch
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -194,6 +195,29 @@ def _read_quietly(path: Path) -> bytes | None:
         return path.read_bytes()
     except OSError:
         return None
+
+
+# What mpsd writes into its config and state dirs: ``--purge`` removes a dir whole only
+# when it holds nothing else (MPSD_STATE_DIR may point at a directory shared with other things).
+MPSD_FILES = (
+    "config.toml",
+    "limits.toml",
+    "*.lock",
+    "history.sqlite3*",
+    "daemon*.log*",
+    "recommended_max.json",
+    ".*.tmp",
+)
+
+
+def foreign_entries(directory: Path) -> list[str]:
+    """The names in ``directory`` that are not mpsd's files (sorted)."""
+    return sorted(
+        name
+        for name in os.listdir(directory)
+        if not any(fnmatch.fnmatchcase(name, pattern) for pattern in MPSD_FILES)
+        or not os.path.isfile(directory / name)
+    )
 
 
 def purge_dirs() -> list[Path]:

@@ -283,7 +283,12 @@ def run_uninstall(args: argparse.Namespace) -> int:
         job = launchd.loaded() if has_launchctl else None
         if job is not None:
             lines.insert(0, f"would run: launchctl bootout {job.domain}/{launchd.LABEL}\n")
-        lines.extend(f"would remove {_tilde(d)} and everything in it\n" for d in purge)
+        for directory in purge:
+            others = installer.foreign_entries(directory)
+            if others:
+                lines.append(f"would remove mpsd's files from {_tilde(directory)} and keep it\n")
+            else:
+                lines.append(f"would remove {_tilde(directory)} and everything in it\n")
         return _print_dry_run(lines, [], "mpsd is not installed here: nothing would change.")
 
     done: list[str] = []
@@ -306,13 +311,7 @@ def run_uninstall(args: argparse.Namespace) -> int:
     if any(c.what == "hook copy" and c.changed for c in plan.files):
         _remove_empty_dir(paths.data_dir(), report)
     for directory in purge:
-        try:
-            shutil.rmtree(directory)
-        except OSError as exc:
-            raise MpsdError(
-                f"cannot remove {directory} ({exc.strerror}); remove it by hand"
-            ) from None
-        report(f"removed {_tilde(directory)}")
+        _purge(directory, installer.foreign_entries(directory), report)
 
     if not done:
         print("mpsd is not installed here: nothing to remove.")
@@ -326,6 +325,22 @@ def run_uninstall(args: argparse.Namespace) -> int:
     if any(c.changed and c.what.endswith("startup") for c in plan.files):
         print("Open a new terminal so that your shells start without the hook.")
     return EXIT_OK
+
+
+def _purge(directory: Path, others: list[str], report: Callable[[str], None]) -> None:
+    """Remove ``directory`` whole, or only mpsd's files in it when it holds ``others``."""
+    try:
+        if not others:
+            shutil.rmtree(directory)
+            report(f"removed {_tilde(directory)}")
+            return
+        for name in os.listdir(directory):
+            if name not in others:
+                os.unlink(directory / name)
+    except OSError as exc:
+        raise MpsdError(f"cannot remove {directory} ({exc.strerror}); remove it by hand") from None
+    shown = ", ".join(others[:3]) + (", ..." if len(others) > 3 else "")
+    report(f"kept {_tilde(directory)} (it also holds {shown}); removed mpsd's files from it")
 
 
 def _remove_empty_dir(directory: Path, report: Callable[[str], None]) -> None:

@@ -554,3 +554,24 @@ def test_a_directory_where_the_plist_goes_is_one_sentence_and_nothing_changes(
         assert err.startswith(f"mpsd: {launchd.agent_file()} cannot be read (")
         assert "unexpected" not in err and err.count("\n") == 1
         assert _everything(isolated_dirs) == before
+
+
+@pytest.mark.usefixtures("hook_sources", "no_launchctl")
+def test_purge_keeps_a_state_dir_that_holds_the_users_own_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # MPSD_STATE_DIR pointed at a directory the user also keeps other things in.
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    (shared / "notes.txt").write_text("mine\n")
+    monkeypatch.setenv("MPSD_STATE_DIR", str(shared))
+    assert _install(capsys)[0] == 0
+    (shared / "history.sqlite3").write_bytes(b"x")
+    for dry in (True, False):
+        code, out, err = _uninstall(capsys, "--purge", *(["--dry-run"] if dry else []))
+        assert code == 0, err
+        assert f"would remove {shared} and everything in it" not in out
+        assert (shared / "notes.txt").read_text() == "mine\n"
+    assert not (shared / "history.sqlite3").exists()
+    assert f"kept {shared}" in out and "notes.txt" in out
+    assert not paths.config_dir().exists()
