@@ -237,15 +237,29 @@ def _age(seconds: float) -> str:
 def check_hook_files() -> list[Check]:
     """The rc blocks are present and the hook copies they source are current."""
     blocks = []
+    checks = []
     for path in rc_candidates():
         try:
-            if rcfile.has_block(path.read_bytes()):
-                blocks.append(str(path))
+            text = path.read_bytes()
+            if not rcfile.has_block(text):
+                continue
+            sourced = rcfile.sourced_files(text, os.environ.get("HOME"))
         except (OSError, rcfile.RcFileError):
             continue
-    checks = []
+        blocks.append(str(path))
+        for copy_path in sourced:
+            if not os.path.isfile(copy_path):
+                checks.append(
+                    Check(
+                        "hook copy",
+                        PROBLEM,
+                        f"{path} sources {copy_path}, which does not exist (no shell gets "
+                        "the hook)",
+                        "run `mpsd install`",
+                    )
+                )
     if blocks:
-        checks.append(Check("hook block", OK, "in " + ", ".join(blocks)))
+        checks.insert(0, Check("hook block", OK, "in " + ", ".join(blocks)))
     else:
         checks.append(
             Check("hook block", PROBLEM, "no mpsd block in any shell rc file", "run `mpsd install`")

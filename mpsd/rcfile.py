@@ -87,6 +87,24 @@ def block(shell: str, hook_copy: Path, home: str | None = None, created: bool = 
     return b"\n".join([BEGIN, note, line.encode(), END]) + b"\n"
 
 
+_GUARD = re.compile(rb"""\[ -f ("\$HOME/[^"]+"|'(?:[^']|'\\'')*') \]""")
+
+
+def sourced_files(text: bytes, home: str | None) -> list[str]:
+    """The hook copies the blocks in ``text`` source (``block``'s words read back)."""
+    found = []
+    for span in find(text):
+        match = _GUARD.search(text, span.start, span.end)
+        if match is None:
+            continue
+        word = match.group(1).decode("utf-8", errors="replace")
+        if word.startswith('"$HOME/'):
+            found.append((home or "").rstrip("/") + "/" + word[len('"$HOME/') : -1])
+        else:
+            found.append(word[1:-1].replace("'\\''", "'"))
+    return found
+
+
 def created_by_mpsd(text: bytes) -> bool:
     """True when the (first) block in ``text`` says install created the file."""
     spans = find(text)

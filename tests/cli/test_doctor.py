@@ -271,3 +271,18 @@ def test_a_directory_where_the_plist_should_be_is_a_problem_not_a_crash(
     check = _by_name(data)["agent"]
     assert check["status"] == "problem"
     assert f"{plist} cannot be read" in check["detail"]
+
+
+@pytest.mark.usefixtures("healthy")
+def test_an_rc_block_whose_hook_copy_is_gone_is_a_problem(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # The block's `[ -f ... ]` guard then skips the hook without a word: no shell gets it.
+    copy = paths.data_dir() / "mpsd.zsh"
+    copy.unlink()
+    code, data = _doctor(capsys)
+    assert code == 1
+    check = _by_name(data)["hook copy"]
+    assert check["status"] == "problem"
+    assert str(copy) in check["detail"] and "does not exist" in check["detail"]
+    assert check["fix"] == "run `mpsd install`"

@@ -190,3 +190,10 @@ def test_a_broken_symlink_rc_file_is_refused(tmp_path: Path) -> None:
     os.symlink(tmp_path / "dotfiles" / "bashrc", link)
     with pytest.raises(rcfile.RcFileError, match="does not exist; fix or remove the link"):
         rcfile.read(link)
+
+
+@pytest.mark.parametrize("shell", ["zsh", "bash"])
+@pytest.mark.parametrize("copy", ["/home/u/.local/share/mps/mpsd.x", "/opt/it's here/mpsd.x"])
+def test_the_sourced_hook_copy_is_read_back_from_the_block(shell: str, copy: str) -> None:
+    text = b"export A=1\n" + rcfile.block(shell, Path(copy), "/home/u")
+    assert rcfile.sourced_files(text, "/home/u") == [copy]
