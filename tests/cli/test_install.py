@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import plistlib
 import stat
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -215,18 +216,41 @@ def test_an_unknown_shell_is_a_usage_error_naming_the_choices(
     assert "add `mpsd hook fish | source` to ~/.config/fish/config.fish" in err
 
 
+def _damaged(rc: Path) -> None:
+    rc.write_bytes(b"x=1\n# >>> mpsd >>>\n. somewhere\n")
+
+
+def _read_only(rc: Path) -> None:
+    # A user who made the file read-only does not want tools editing it; an atomic rename
+    # would replace it anyway (and root could write it), so install must ask first.
+    rc.write_bytes(b"export A=1\n")
+    rc.chmod(0o444)
+
+
 @pytest.mark.usefixtures("hook_sources", "no_launchctl")
-def test_a_damaged_block_is_refused_and_the_file_left_as_it_is(
-    isolated_dirs: dict[str, Path], capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize(
+    ("name", "spoil", "says"),
+    [
+        (".bashrc", _damaged, "has an mpsd begin marker without its end marker"),
+        (".zshrc", _read_only, "is read-only"),
+    ],
+)
+def test_an_rc_file_install_cannot_safely_edit_is_refused_before_anything_changes(
+    isolated_dirs: dict[str, Path],
+    capsys: pytest.CaptureFixture[str],
+    name: str,
+    spoil: Callable[[Path], None],
+    says: str,
 ) -> None:
-    bashrc = isolated_dirs["home"] / ".bashrc"
-    bashrc.write_bytes(b"x=1\n# >>> mpsd >>>\n. somewhere\n")
-    code, _, err = _install(capsys)
+    rc = isolated_dirs["home"] / name
+    spoil(rc)
+    before = _everything(isolated_dirs)
+    code, out, err = _install(capsys)
     assert code == 2
-    assert err.startswith(f"mpsd: {bashrc} has an mpsd begin marker without its end marker")
-    assert err.count("\n") == 1
-    assert bashrc.read_bytes() == b"x=1\n# >>> mpsd >>>\n. somewhere\n"
-    assert not paths.config_file().exists(), "nothing is half-done: the plan failed first"
+    assert err.startswith(f"mpsd: {rc} {says}")
+    assert "Traceback" not in err and err.count("\n") == 1
+    assert _everything(isolated_dirs) == before, "nothing is half-done: the plan failed first"
+    assert out == ""
 
 
 @pytest.mark.usefixtures("hook_sources", "no_launchctl")
@@ -493,24 +517,6 @@ def test_dry_run_shows_the_bootout_of_a_different_loaded_copy(
     assert "+\t\t<string>" + str(tmp_path / "moved-data") + "</string>" in out
     assert {call[0] for call in launchctl.calls()} == {"print"}
     assert launchctl.loaded() is not None
-
-
-@pytest.mark.usefixtures("hook_sources", "no_launchctl")
-def test_a_read_only_rc_file_is_refused_before_anything_changes(
-    isolated_dirs: dict[str, Path], capsys: pytest.CaptureFixture[str]
-) -> None:
-    # A user who made ~/.zshrc read-only does not want tools editing it; an atomic rename
-    # would replace it anyway (and root could write it), so install must ask first.
-    zshrc = isolated_dirs["home"] / ".zshrc"
-    zshrc.write_bytes(b"export A=1\n")
-    zshrc.chmod(0o444)
-    before = _everything(isolated_dirs)
-    code, out, err = _install(capsys)
-    assert code == 2
-    assert err.startswith(f"mpsd: {zshrc} is read-only")
-    assert "Traceback" not in err and err.count("\n") == 1
-    assert _everything(isolated_dirs) == before
-    assert out == ""
 
 
 @pytest.mark.usefixtures("hook_sources", "no_launchctl")
