@@ -177,7 +177,9 @@ def check_daemon(now: float | None = None) -> list[Check]:
 
     lock = PidLock(paths.daemon_lock_file())
     if launchd.available():
-        start_fix = f"run `launchctl kickstart -k {launchd.domains()[0]}/{launchd.LABEL}`"
+        job = launchd.loaded()
+        domain = job.domain if job is not None else launchd.domains()[0]
+        start_fix = f"run `launchctl kickstart -k {domain}/{launchd.LABEL}`"
     else:
         start_fix = f"start it: `{_daemon_command()}`"
     checks: list[Check] = []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import plistlib
 import sys
 import time
@@ -286,3 +287,18 @@ def test_an_rc_block_whose_hook_copy_is_gone_is_a_problem(
     assert check["status"] == "problem"
     assert str(copy) in check["detail"] and "does not exist" in check["detail"]
     assert check["fix"] == "run `mpsd install`"
+
+
+def test_a_stopped_daemon_of_an_agent_in_the_user_domain_is_kicked_there(
+    healthy: PidLock, launchctl: StandinLaunchctl, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Installed over ssh: the agent went into user/UID; kickstarting gui/UID would fail.
+    job = launchctl.loaded()
+    assert job is not None
+    job["domain"] = f"user/{os.getuid()}"
+    (launchctl.state / "loaded.json").write_text(json.dumps(job))
+    healthy.release()
+    code, data = _doctor(capsys)
+    assert code == 1
+    fix = _by_name(data)["daemon"]["fix"]
+    assert fix == f"run `launchctl kickstart -k user/{os.getuid()}/{launchd.LABEL}`"
