@@ -13,15 +13,18 @@
 # physical path differs, `cd -L` goes back to the logical one, so that `pwd`, `dirs` and
 # `cd ..` see what they saw before; PWD and OLDPWD are put back as they were.
 _mpsd_physical() {
-  \builtin local _mpsd_pwd="$PWD" _mpsd_old="${OLDPWD-}" _mpsd_had_old="${OLDPWD+x}"
+  \builtin local _mpsd_pwd="${PWD-}" _mpsd_old="${OLDPWD-}" _mpsd_had_old="${OLDPWD+x}"
   _MPSD_PHYS=''
   if CDPATH='' \builtin cd -P . >/dev/null 2>&1; then
-    _MPSD_PHYS=$PWD
-    if [[ $_MPSD_PHYS != "$_mpsd_pwd" ]]; then
+    _MPSD_PHYS=${PWD-}
+    if [[ -n $_mpsd_pwd && $_MPSD_PHYS != "$_mpsd_pwd" ]]; then
       CDPATH='' \builtin cd -L -- "$_mpsd_pwd" >/dev/null 2>&1 || :
     fi
   fi
-  PWD=$_mpsd_pwd
+  # A PWD the user unset stays as `cd` set it.
+  if [[ -n $_mpsd_pwd ]]; then
+    PWD=$_mpsd_pwd
+  fi
   if [[ -n $_mpsd_had_old ]]; then
     OLDPWD=$_mpsd_old
   else
@@ -134,11 +137,11 @@ _mpsd_hook() {
       done 2>/dev/null <"$_MPSD_FILE"
     fi
   fi
-  if [[ -z ${_MPSD_PWD+x} || $PWD != "$_MPSD_PWD" || $_mpsd_text != "${_MPSD_TEXT-}" ]]; then
-    if [[ $PWD != "${_MPSD_PWD-}" || -z ${_MPSD_PHYS-} ]]; then
+  if [[ -z ${_MPSD_PWD+x} || ${PWD-} != "$_MPSD_PWD" || $_mpsd_text != "${_MPSD_TEXT-}" ]]; then
+    if [[ ${PWD-} != "${_MPSD_PWD-}" || -z ${_MPSD_PHYS-} ]]; then
       _mpsd_physical
     fi
-    _MPSD_PWD=$PWD _MPSD_TEXT=$_mpsd_text
+    _MPSD_PWD=${PWD-} _MPSD_TEXT=$_mpsd_text
     _mpsd_parse "$_mpsd_text"
   fi
   # Set by hand: present but not what the hook exported last. Then both are the user's.

@@ -235,6 +235,11 @@ def test_safe_under_set_u_and_errexit_and_keeps_the_exit_status(
     assert sh.run("! true")[1] == 1
     sh.quiet(f"cd '{tree['outside']}'")
     assert sh.values() == ("unset", "unset")
+    # Even with PWD unset by the user, the next prompts print nothing.
+    sh.quiet("unset PWD")
+    sh.quiet("")
+    sh.quiet(f"cd '{tree['project']}'")
+    assert sh.values() == ("0.77", "0.7")
     assert sh.child.isalive()
 
 
