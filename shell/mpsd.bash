@@ -17,7 +17,13 @@ _mpsd_physical() {
   _MPSD_PHYS=''
   if CDPATH='' \builtin cd -P . >/dev/null 2>&1; then
     _MPSD_PHYS=${PWD-}
-    if [[ -n $_mpsd_pwd && $_MPSD_PHYS != "$_mpsd_pwd" ]]; then
+    # bash resolves the text of the logical path, but stays in the directory it is in: when a
+    # symlink on that path changed since the user's cd, the text names another directory.
+    # Then the physical path is unknown, and going back through the logical one would move
+    # the shell there.
+    if [[ ! . -ef $_MPSD_PHYS ]]; then
+      _MPSD_PHYS=''
+    elif [[ -n $_mpsd_pwd && $_MPSD_PHYS != "$_mpsd_pwd" ]]; then
       CDPATH='' \builtin cd -L -- "$_mpsd_pwd" >/dev/null 2>&1 || :
     fi
   fi

@@ -322,6 +322,22 @@ def test_bash_preexec_precmd_functions_are_used_when_present(
     assert sh.values() == ("0.77", "0.7")
 
 
+def test_bash_hook_never_moves_the_shell_when_a_symlink_changes_under_it(
+    tree: dict[str, Path], shells: list[Shell]
+) -> None:
+    # A `current -> releases/1` link switched to `releases/2` on the line that cd'ed through it:
+    # the shell is in releases/1, and the hook must not take it to releases/2.
+    base = tree["outside"].parent
+    for name in ("1", "2"):
+        (base / "releases" / name).mkdir(parents=True)
+        (base / "releases" / name / f"in-{name}").touch()
+    current = base / "current"
+    current.symlink_to(base / "releases" / "1")
+    sh = start(shells, "bash", tree)
+    sh.quiet(f"cd '{current}' && ln -sfn '{base / 'releases' / '2'}' '{current}'")
+    assert sh.run("echo in-*")[0] == ["in-1"]
+
+
 def test_bash_hook_leaves_the_users_options_and_traps_alone(
     tree: dict[str, Path], shells: list[Shell]
 ) -> None:
