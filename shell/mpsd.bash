@@ -185,14 +185,15 @@ fi
 
 # Register once, however often this file is sourced: in bash-preexec's precmd_functions when it
 # is loaded, else at the front of PROMPT_COMMAND (the string, or element 0 of the array form).
-if [[ -n ${bash_preexec_imported-}${__bp_imported-} ]]; then
-  case " ${precmd_functions[*]-} " in
-    *" _mpsd_hook "*) ;;
-    *) precmd_functions+=(_mpsd_hook) ;;
-  esac
-else
-  case ";${PROMPT_COMMAND[*]-};" in
-    *_mpsd_hook*) ;;
-    *) PROMPT_COMMAND="_mpsd_hook${PROMPT_COMMAND:+;$PROMPT_COMMAND}" ;;
-  esac
-fi
+# Already in either one (bash-preexec loaded after this file keeps PROMPT_COMMAND's commands),
+# it is not added again.
+case " ${precmd_functions[*]-} ;${PROMPT_COMMAND[*]-};" in
+  *_mpsd_hook*) ;;
+  *)
+    if [[ -n ${bash_preexec_imported-}${__bp_imported-} ]]; then
+      precmd_functions+=(_mpsd_hook)
+    else
+      PROMPT_COMMAND="_mpsd_hook${PROMPT_COMMAND:+;$PROMPT_COMMAND}"
+    fi
+    ;;
+esac

@@ -338,6 +338,22 @@ def test_bash_hook_never_moves_the_shell_when_a_symlink_changes_under_it(
     assert sh.run("echo in-*")[0] == ["in-1"]
 
 
+def test_bash_hook_sourced_again_after_bash_preexec_wrapped_it_registers_once(
+    tree: dict[str, Path], shells: list[Shell]
+) -> None:
+    # .bashrc loads the hook, then bash-preexec (which keeps PROMPT_COMMAND's commands); then
+    # `source ~/.bashrc` loads the hook again.
+    sh = start(shells, "bash", tree)
+    sh.quiet(
+        "bash_preexec_imported=defined; precmd_functions=(); "
+        '__bp_precmd() { local f; for f in "${precmd_functions[@]}"; do "$f"; done; }; '
+        'PROMPT_COMMAND="__bp_precmd;$PROMPT_COMMAND"'
+    )
+    sh.quiet(f"source '{HOOKS['bash']}'")
+    output, _ = sh.run('printf "<%s>\\n" "$PROMPT_COMMAND" "${#precmd_functions[@]}"')
+    assert output == ["<__bp_precmd;_mpsd_hook>", "<0>"]
+
+
 def test_bash_hook_leaves_the_users_options_and_traps_alone(
     tree: dict[str, Path], shells: list[Shell]
 ) -> None:
