@@ -461,6 +461,9 @@ def test_bash_hook_uses_nothing_newer_than_bash_3_2() -> None:
         "&>> redirection": r"&>>",
         "globstar/lastpipe options": r"globstar|lastpipe",
         "command substitution (a fork)": r"\$\((?!\()|`",
+        "negative array indices": r"\[\s*-\d+\s*\]",
+        "${x@Q} transformations (4.4)": r"\$\{[^}]*@[QEPAaUuLK]\}",
+        "declare -g (4.2)": r"(declare|typeset)\s+-\w*g",
     }
     found = {name: re.findall(pattern, code) for name, pattern in forbidden.items()}
     assert {name: hits for name, hits in found.items() if hits} == {}
