@@ -39,15 +39,16 @@ _mpsd_physical() {
 }
 
 # A ratio as the file holds it -> _mpsd_num, fixed point with 9 decimals; empty unless it is a
-# plain decimal in (0, 2].
+# plain decimal in (0, 2]. Digits listed, not ranged: before bash 5, a range follows the
+# locale's collation, and another digit let through would be an arithmetic error here.
 _mpsd_number() {
   _mpsd_num=''
   \builtin local _mpsd_int _mpsd_frac=''
   case $1 in
-    [0-2]) _mpsd_int=$1 ;;
-    [0-2].[0-9]*)
+    [012]) _mpsd_int=$1 ;;
+    [012].[0123456789]*)
       _mpsd_int=${1%%.*} _mpsd_frac=${1#*.}
-      case $_mpsd_frac in *[!0-9]*) \builtin return 0 ;; esac
+      case $_mpsd_frac in *[!0123456789]*) \builtin return 0 ;; esac
       if [[ ${#_mpsd_frac} -gt 9 ]]; then \builtin return 0; fi
       ;;
     *) \builtin return 0 ;;
