@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -103,7 +103,7 @@ def _edit(change: Callable[[tuple[str, ...]], tuple[str, ...]]) -> tuple[Config,
             document = _load_document(config_file)
             _set_projects(document, entries)
             _write(config_file, tomlkit.dumps(document).encode("utf-8"))
-            config = replace(config, projects=entries)
+            config = config.replace(projects=entries)
         mirrored = projects.for_limits(config.projects)
 
         def mirror(current: limits.Limits | None) -> limits.Limits:
@@ -111,8 +111,8 @@ def _edit(change: Callable[[tuple[str, ...]], tuple[str, ...]]) -> tuple[Config,
                 from mpsd.estimate import current_limits
 
                 base = estimate if estimate is not None else current_limits(config, ())
-                return replace(base, projects=mirrored)
-            return replace(current, projects=mirrored)
+                return base.replace(projects=mirrored)
+            return current.replace(projects=mirrored)
 
         try:
             written = limits.update_locked(mirror)
