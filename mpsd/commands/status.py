@@ -8,13 +8,13 @@ turns that dict into text. New facts join ``collect()`` and get a renderer in
 from __future__ import annotations
 
 import argparse
-import datetime as dt
-import json
 import math
 import sys
-import textwrap
 import time
-from typing import Any
+
+TYPE_CHECKING = False  # typing costs start-up; mypy still reads the block below
+if TYPE_CHECKING:
+    from typing import Any
 
 GIB = 1 << 30
 CHART_WIDTH = 48
@@ -29,6 +29,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     facts = collect()
     if args.json:
+        import json
+
         json.dump(facts, sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
@@ -166,6 +168,8 @@ def _history_facts(now: float, config: Any) -> dict[str, Any]:
 
 
 def _iso(t: float) -> str:
+    import datetime as dt
+
     return dt.datetime.fromtimestamp(t, dt.UTC).isoformat(timespec="seconds")
 
 
@@ -188,6 +192,8 @@ def _span(seconds: float) -> str:
 
 
 def render(facts: dict[str, Any]) -> str:
+    import textwrap  # only the text form needs it
+
     lines: list[str] = []
     daemon = facts["daemon"]
     if daemon["running"]:
