@@ -210,13 +210,13 @@ def load_config(path: Path) -> Config:
         return Config()
     except OSError as exc:
         raise ConfigError(path, [f"cannot be read ({exc.strerror})"]) from None
-    import tomllib  # only when there is a file: its import costs more than the rest
+    from mpsd import flat_toml
 
     try:
-        data = tomllib.loads(raw.decode("utf-8"))
+        data = flat_toml.loads(raw.decode("utf-8"))
     except UnicodeDecodeError:
         raise ConfigError(path, ["is not UTF-8 text"]) from None
-    except tomllib.TOMLDecodeError as exc:
+    except ValueError as exc:  # tomllib.TOMLDecodeError
         raise ConfigError(path, [f"is not valid TOML ({exc})"]) from None
     return validate(data, path)
 

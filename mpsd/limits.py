@@ -124,11 +124,11 @@ def _check(data: dict[str, Any]) -> Limits:
 
 def parse(text: str) -> Limits:
     """Parse limits.toml text; raise LimitsError (a ValueError) when it is not a valid one."""
-    import tomllib  # only readers of the file pay for it
+    from mpsd import flat_toml
 
     try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
+        data = flat_toml.loads(text)
+    except ValueError as exc:  # tomllib.TOMLDecodeError
         raise LimitsError(f"not valid TOML ({exc})") from None
     return _check(data)
 
