@@ -11,12 +11,16 @@ from __future__ import annotations
 import contextlib
 import json
 import sqlite3
-from collections.abc import Iterable, Iterator
-from pathlib import Path
-from typing import Any, NamedTuple, TypeVar
+from collections import namedtuple
 
 from mpsd.errors import MpsdError
 from mpsd.sample import Sample
+
+TYPE_CHECKING = False  # typing costs `mpsd status` its start-up; mypy still reads the block
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Iterator
+    from pathlib import Path
+    from typing import Any, NamedTuple, TypeVar
 
 # One entry per schema version: MIGRATIONS[n] takes version n to n + 1.
 # Never edit a released entry; append a new one.
@@ -56,16 +60,22 @@ class HistoryError(MpsdError):
         self.corrupt = corrupt
 
 
-class Row(NamedTuple):
-    """A stored sample as the policy reads it: ``Sample``'s fields, built at C speed."""
+if TYPE_CHECKING:
 
-    t: float
-    available_bytes: int
-    total_bytes: int
-    ml_bytes: int
-    swapouts: int | None
-    pressure: int | None
-    source: str
+    class Row(NamedTuple):
+        """A stored sample as the policy reads it: ``Sample``'s fields, built at C speed."""
+
+        t: float
+        available_bytes: int
+        total_bytes: int
+        ml_bytes: int
+        swapouts: int | None
+        pressure: int | None
+        source: str
+
+    Thinnable = TypeVar("Thinnable", Sample, Row)
+else:  # the same tuple, without importing typing
+    Row = namedtuple("Row", Sample._fields)
 
 
 def _values(sample: Sample) -> tuple[Any, ...]:
@@ -266,9 +276,6 @@ class Store:
 
     def integrity(self) -> str:
         return str(self._db.execute("PRAGMA integrity_check").fetchone()[0])
-
-
-Thinnable = TypeVar("Thinnable", Sample, Row)
 
 
 def thin(samples: Iterable[Thinnable], since: float, width: float) -> list[Thinnable]:
