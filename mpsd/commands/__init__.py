@@ -10,6 +10,9 @@ from __future__ import annotations
 
 COMMANDS: dict[str, tuple[str, str]] = {
     "explain": ("explain", "explain a pasted PyTorch out-of-memory message and how to fix it"),
+    "install": ("install", "set mpsd up for this user: config, shell hooks, the launchd agent"),
+    "uninstall": ("install", "undo mpsd install (--purge: also config and history)"),
+    "doctor": ("doctor", "check the whole chain and say what is wrong and how to fix it"),
     "enable": ("enable", "opt a directory (and everything below it) in"),
     "disable": ("disable", "take an opted-in directory out"),
     "projects": ("projects", "list the opted-in directories"),

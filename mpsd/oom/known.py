@@ -33,6 +33,7 @@ class Known:
         "limit_bytes",
         "low_watermark_ratio",
         "recommended_max_bytes",
+        "recommended_max_source",
     )
 
     def __init__(
@@ -42,20 +43,30 @@ class Known:
         limit_bytes: int,
         recommended_max_bytes: int,
         baseline_free_bytes: int,
+        recommended_max_source: str = "",
     ) -> None:
         self.high_watermark_ratio = high_watermark_ratio
         self.low_watermark_ratio = low_watermark_ratio
         self.limit_bytes = limit_bytes
         self.recommended_max_bytes = recommended_max_bytes
         self.baseline_free_bytes = baseline_free_bytes
+        self.recommended_max_source = recommended_max_source
+
+    @property
+    def estimated(self) -> bool:
+        """True when the recommended max is mpsd's guess from RAM, not read from Metal."""
+        return self.recommended_max_source == "estimate"
 
 
 def parse(text: str) -> Known | None:
     """The numbers in limits.toml text, or None when one is missing or out of range."""
     values: dict[str, float | int] = {}
+    source = ""
     for line in text.splitlines():
         key, sep, value = line.partition("=")
         key = key.strip()
+        if sep and key == "recommended_max_source":
+            source = value.strip().strip('"')
         if not sep or key not in _KEYS or key in values:
             continue
         try:
@@ -64,7 +75,7 @@ def parse(text: str) -> Known | None:
             return None
     if len(values) != len(_KEYS):
         return None
-    known = Known(**values)  # type: ignore[arg-type]  # each key converted to its own type
+    known = Known(**values, recommended_max_source=source)  # type: ignore[arg-type]  # each key converted to its own type
     high, low = known.high_watermark_ratio, known.low_watermark_ratio
     if not (math.isfinite(high) and 0 < high <= 2 and math.isfinite(low) and 0 < low <= high):
         return None

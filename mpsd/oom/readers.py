@@ -188,7 +188,7 @@ HEADS: tuple[Head, ...] = (
     Head("ndarray_dims", "ndarray dimension", _mps_other("dimension_too_large"), 60),
     Head("tensor_dims", "tensor dims larger", _mps_other("dimension_too_large"), 60),
     Head("product", "product of dimension", _mps_other("dimension_too_large"), 60),
-    Head("cmdbuf", "callback error out of", _mps_other("command_buffer_oom"), 60),
+    Head("cmdbuf", "callback error out of", _mps_other("command_buffer_oom"), 60, lookback=60),
     Head("cmdbuf2", "insufficient memory", _mps_other("command_buffer_oom"), 60, after=r"\(0*8"),
     Head("assert", "internal assert", _mps_assert, 600),
     Head("cuda_error", "cuda error: out of mem", _cuda("runtime"), 60),

@@ -80,6 +80,8 @@ class MpsText(Base):
                 )
             if len(known) < 3:
                 out.append("  (the paste lost some numbers: the sum is only what it kept)")
+        elif cap is None and f.requested_bytes is None:
+            out.append('  The paste ends before "max allowed": the cap in force is unknown.')
         elif cap is None:
             out.append('  No "max allowed" in the message: no cap was in force (ratio 0.0, or a')
             out.append("  PyTorch before 2.0), so the job stopped only when Metal itself ran out.")
@@ -150,9 +152,15 @@ class MpsText(Base):
         lim = self.limits
         if lim is not None:
             ratio = cap / lim.recommended_max_bytes
+            whose = (
+                "mpsd's estimate of this Mac's recommended maximum, from its RAM: Metal's own "
+                "figure could not be read"
+                if lim.estimated
+                else "this Mac's recommended maximum, from limits.toml"
+            )
             line = (
                 f"  {self.size(cap, f)} = {ratio:.2f} x {self.size(lim.recommended_max_bytes, f)} "
-                "(this Mac's recommended maximum, from limits.toml)"
+                f"({whose})"
             )
             out = [line]
             if abs(ratio - macs.DEFAULT_HIGH) < 0.01:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+import mpsd
 from mpsd import limits
 from mpsd.oom.finding import KEYS
 from tests.conftest import ROOT, run_mpsd
@@ -169,19 +170,48 @@ def test_colour_only_on_a_terminal_and_never_with_no_color() -> None:
     assert re.sub(r"\x1b\[[\d;]*m", "", coloured) == plain
 
 
-def _write_limits(high: float, recommended: int, baseline: int) -> None:
+def _write_limits(high: float, recommended: int, baseline: int, source: str = "torch") -> None:
     limits.write(
         limits.Limits(
             high_watermark_ratio=high,
             low_watermark_ratio=high,
             limit_bytes=int(high * recommended),
             recommended_max_bytes=recommended,
-            recommended_max_source="torch",
+            recommended_max_source=source,
             baseline_free_bytes=baseline,
             headroom=0.8,
             updated_at=dt.datetime(2026, 11, 30, 5, 0, tzinfo=dt.UTC),
         )
     )
+
+
+def test_an_estimated_recommended_max_is_called_an_estimate_not_this_macs() -> None:
+    _write_limits(1.17, recommended=round(15.69 * GIB), baseline=23 * GIB, source="estimate")
+    out = run_mpsd("explain", str(EXAMPLE)).stdout
+    assert "mpsd's estimate of this Mac's recommended maximum" in " ".join(out.split())
+    assert "(this Mac's recommended maximum, from limits.toml)" not in out
+
+
+def test_a_paste_cut_before_max_allowed_does_not_claim_the_cap_was_off() -> None:
+    cut = "RuntimeError: MPS backend out of memory (MPS allocated: 18.02 GB, other allocat"
+    done = run_mpsd("explain", input=cut)
+    assert done.returncode == 0
+    assert 'The paste ends before "max allowed"' in done.stdout
+    assert "no cap was in force" not in done.stdout
+
+
+def test_one_metal_command_buffer_error_is_counted_once() -> None:
+    metal = (
+        "Error: command buffer exited with error status.\n"
+        "\tThe Metal Performance Shaders operations encoded on it may not have completed.\n"
+        "\tError: \n\t(null)\n"
+        "\tInsufficient Memory (00000008:kIOGPUCommandBufferCallbackErrorOutOfMemory)\n"
+        "\t<AGXG13XFamilyCommandBuffer: 0x2b2d4a7d0>\n"
+    )
+    once = mpsd.explain(metal)
+    assert [(f["detail"], f["count"]) for f in once] == [("command_buffer_oom", 1)]
+    twice = mpsd.explain(metal + "\n" + metal)
+    assert [(f["detail"], f["count"]) for f in twice] == [("command_buffer_oom", 2)]
 
 
 def test_with_limits_toml_the_ratio_is_read_against_this_macs_maximum() -> None:

@@ -60,6 +60,7 @@ def test_apply_keeps_values_set_by_hand(project: Path, monkeypatch: pytest.Monke
 
 
 def test_apply_in_a_fresh_process_reaches_torch_through_the_environment(project: Path) -> None:
+    pytest.importorskip("torch")
     code = (
         "import mpsd, os; r = mpsd.apply(); import torch; "
         f"print(r.action, os.environ['{HIGH_VAR}'], 'torch' in __import__('sys').modules)"

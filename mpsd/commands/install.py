@@ -1,0 +1,328 @@
+"""``mpsd install`` and ``mpsd uninstall``: set mpsd up for the current user, and undo it.
+
+Both first compute every file change (``mpsd.installer``), then print them as diffs
+(``--dry-run``) or apply them. The launchd agent is set up whenever ``launchctl`` is on
+PATH (``mpsd.launchd``); elsewhere install says so and shows how to run the daemon.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from mpsd.errors import EXIT_OK, MpsdError
+
+if TYPE_CHECKING:
+    from mpsd.changes import FileChange
+    from mpsd.installer import Plan
+
+# After loading the agent: how long to wait for its first sample, and after how long
+# without a daemon holding its lock to stop waiting.
+AGENT_SAMPLE_WAIT = 6.0
+AGENT_START_WAIT = 1.5
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print every change as a diff (and the launchctl commands) and make none",
+    )
+    if parser.prog.split()[-1] == "uninstall":
+        parser.add_argument(
+            "--purge",
+            action="store_true",
+            help="also remove the config dir (config.toml, limits.toml) and the state dir "
+            "(history, logs)",
+        )
+        return
+    parser.add_argument(
+        "--shell",
+        default="zsh,bash",
+        metavar="zsh,bash",
+        help="the shells to hook (comma-separated; default: zsh,bash)",
+    )
+    parser.add_argument(
+        "--no-agent",
+        action="store_true",
+        help="do not install the launchd agent (run `mpsd daemon` yourself)",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.command == "uninstall":
+        return run_uninstall(args)
+    return run_install(args)
+
+
+def _tilde(path: Path | str) -> str:
+    """``path`` with the home directory shown as ``~`` (for messages only)."""
+    text = str(path)
+    home = os.environ.get("HOME", "")
+    if home and (text == home or text.startswith(home.rstrip("/") + "/")):
+        return "~" + text[len(home.rstrip("/")) :]
+    return text
+
+
+def _daemon_command() -> str:
+    return f"{sys.executable} -m mpsd daemon"
+
+
+# -- install ------------------------------------------------------------------------------
+
+
+def run_install(args: argparse.Namespace) -> int:
+    from mpsd import changes, installer, launchd, limits, paths
+
+    shells = installer.parse_shells(args.shell)
+    use_launchd = not args.no_agent and launchd.available()
+    plan = installer.install_plan(shells, agent=use_launchd, python=sys.executable)
+    needs_sample = limits.read() is None
+
+    if args.dry_run:
+        return _dry_run_install(plan, use_launchd, args.no_agent, needs_sample)
+
+    # Each change is reported as soon as it is made: if a later step fails, the user still
+    # sees what was done.
+    done: list[str] = []
+    warnings: list[str] = []
+
+    def report(line: str) -> None:
+        done.append(line)
+        print(line, flush=True)
+
+    for change in plan.files:
+        if changes.apply(change):
+            report(_describe(change))
+    for directory in (paths.config_dir(), paths.state_dir()):
+        if not directory.is_dir():
+            directory.mkdir(parents=True, exist_ok=True)
+            report(f"created {_tilde(directory)}")
+
+    agent_started = False
+    if use_launchd and plan.agent is not None:
+        agent = plan.agent
+        agent_file = agent.path
+        new_plist = agent.new
+        assert new_plist is not None
+
+        def write_plist() -> bool:
+            return changes.apply(changes.FileChange(agent_file, _read(agent_file), new_plist, ""))
+
+        outcome = launchd.ensure_loaded(agent_file, new_plist, write_plist, report)
+        warnings.extend(outcome.warnings)
+        agent_started = outcome.changed
+    rc_changed = any(c.changed and c.what.endswith("startup") for c in plan.files)
+
+    if not done:
+        print("Everything is already in place: nothing changed.")
+    if not use_launchd:
+        _no_agent_note(args.no_agent)
+    if needs_sample or limits.read() is None:
+        _first_sample(agent_started, warnings)
+    for warning in warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    print()
+    _summary()
+    if rc_changed:
+        print()
+        print("Open a new terminal (or run `exec $SHELL`) so that the hook takes effect,")
+        print("then opt a project in with `mpsd enable` in its directory.")
+    return EXIT_OK
+
+
+def _read(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return None
+
+
+def _describe(change: FileChange) -> str:
+    if change.what.endswith("startup"):
+        if change.verb == "removed":
+            return f"removed {_tilde(change.path)} (nothing but the mpsd block was in it)"
+        if change.old is not None and change.new is not None:
+            from mpsd import rcfile
+
+            if rcfile.has_block(change.old) and rcfile.has_block(change.new):
+                return f"updated the mpsd block in {_tilde(change.path)}"
+            if rcfile.has_block(change.old):
+                return f"removed the mpsd block from {_tilde(change.path)}"
+        return f"added the mpsd block to {_tilde(change.path)}"
+    return f"{change.verb} {_tilde(change.path)} ({change.what})"
+
+
+def _no_agent_note(asked: bool) -> None:
+    if asked:
+        print("No launchd agent (--no-agent): keep the daemon running yourself:")
+    else:
+        print("There is no launchd here (`launchctl` is not on PATH), so no agent was installed.")
+        print("Keep the daemon running yourself (a terminal, tmux, or a systemd user service):")
+    print(f"    {_daemon_command()}")
+
+
+def _first_sample(agent_started: bool, warnings: list[str]) -> None:
+    """Make sure limits.toml exists: the agent's first sample if it comes within a few
+    seconds, else one sample taken here (``mpsd daemon --once``)."""
+    from mpsd import limits, paths
+    from mpsd.commands import COMMANDS
+    from mpsd.locks import PidLock
+
+    if agent_started:
+        started = time.monotonic()
+        lock = PidLock(paths.daemon_lock_file())
+        while time.monotonic() - started < AGENT_SAMPLE_WAIT:
+            if limits.read() is not None:
+                print("the agent took its first sample")
+                return
+            if time.monotonic() - started > AGENT_START_WAIT and not lock.is_held_elsewhere():
+                break
+            time.sleep(0.1)
+    if "daemon" not in COMMANDS:
+        warnings.append(
+            "this mpsd has no daemon command yet, so limits.toml was not written; "
+            "upgrade mpsd and run mpsd install again"
+        )
+        return
+    print("taking a first memory sample (mpsd daemon --once)...")
+    done = subprocess.run(
+        [sys.executable, "-m", "mpsd", "daemon", "--once"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    if done.returncode != 0 or limits.read() is None:
+        said = (done.stderr.strip().splitlines() or ["no limits.toml written"])[-1]
+        warnings.append(
+            f"the first sample failed ({said}); run `mpsd daemon --once` to see why, "
+            "then `mpsd doctor`"
+        )
+
+
+def _summary() -> None:
+    """The status summary: ``mpsd status`` when this mpsd has it, else the limits."""
+    from mpsd import limits, paths
+    from mpsd.commands import COMMANDS
+
+    if "status" in COMMANDS:
+        from mpsd.cli import main
+
+        sys.stdout.flush()
+        main(["status"])
+        return
+    current = limits.read()
+    if current is None:
+        print(f"{_tilde(paths.limits_file())} does not exist yet.")
+        return
+    gib = current.limit_bytes / 2**30
+    print(f"Limits ({_tilde(paths.limits_file())}):")
+    print(f"  PYTORCH_MPS_HIGH_WATERMARK_RATIO={current.high_watermark_ratio}")
+    print(f"  PYTORCH_MPS_LOW_WATERMARK_RATIO={current.low_watermark_ratio}")
+    print(f"  limit {gib:.2f} GiB of {current.recommended_max_bytes / 2**30:.2f} GiB")
+
+
+def _dry_run_install(plan: Plan, use_launchd: bool, no_agent: bool, needs_sample: bool) -> int:
+    from mpsd import changes, launchd, paths
+
+    lines: list[str] = []
+    for change in plan.changed:
+        lines.append(changes.diff(change))
+    for directory in (paths.config_dir(), paths.state_dir()):
+        if not directory.is_dir():
+            lines.append(f"would create {directory}\n")
+    if use_launchd and plan.agent is not None and plan.agent.new is not None:
+        for command in launchd.planned_commands(plan.agent.path, plan.agent.new):
+            lines.append(f"would run: {command}\n")
+    if needs_sample:
+        lines.append("would run: mpsd daemon --once (limits.toml does not exist yet)\n")
+    if not use_launchd and not no_agent:
+        lines.append("no launchd here (`launchctl` is not on PATH): no agent would be installed\n")
+    if not lines:
+        print("Everything is already in place: nothing would change.")
+    else:
+        print("Dry run: nothing was changed. A real run would make these changes:\n")
+        sys.stdout.write("".join(lines))
+    return EXIT_OK
+
+
+# -- uninstall ----------------------------------------------------------------------------
+
+
+def run_uninstall(args: argparse.Namespace) -> int:
+    from mpsd import changes, installer, launchd, paths
+    from mpsd.locks import PidLock
+
+    plan = installer.uninstall_plan()
+    purge = installer.purge_dirs() if args.purge else []
+    has_launchctl = launchd.available()
+
+    if args.dry_run:
+        lines = [changes.diff(change) for change in plan.changed]
+        job = launchd.loaded() if has_launchctl else None
+        if job is not None:
+            lines.insert(0, f"would run: launchctl bootout {job.domain}/{launchd.LABEL}\n")
+        lines.extend(f"would remove {_tilde(d)} and everything in it\n" for d in purge)
+        if not lines:
+            print("mpsd is not installed here: nothing would change.")
+        else:
+            print("Dry run: nothing was changed. A real run would make these changes:\n")
+            sys.stdout.write("".join(lines))
+        return EXIT_OK
+
+    done: list[str] = []
+    warnings: list[str] = []
+
+    def report(line: str) -> None:
+        done.append(line)
+        print(line, flush=True)
+
+    if has_launchctl:
+        warnings.extend(launchd.unload(report=report).warnings)
+    # Checked after the agent is gone: a daemon still holding the lock is one the user started.
+    holder = PidLock(paths.daemon_lock_file())
+    if holder.is_held_elsewhere():
+        pid = holder.holder()
+        warnings.append(f"a daemon you started is still running (pid {pid}); stop it: `kill {pid}`")
+    for change in plan.all:
+        if changes.apply(change):
+            report(_describe(change))
+    if any(c.what == "hook copy" and c.changed for c in plan.files):
+        _remove_empty_dir(paths.data_dir(), report)
+    for directory in purge:
+        try:
+            shutil.rmtree(directory)
+        except OSError as exc:
+            raise MpsdError(
+                f"cannot remove {directory} ({exc.strerror}); remove it by hand"
+            ) from None
+        report(f"removed {_tilde(directory)}")
+
+    if not done:
+        print("mpsd is not installed here: nothing to remove.")
+    elif not args.purge:
+        print(
+            f"Kept your config and history ({_tilde(paths.config_dir())}, "
+            f"{_tilde(paths.state_dir())}); `mpsd uninstall --purge` removes them."
+        )
+    for warning in warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    if any(c.changed and c.what.endswith("startup") for c in plan.files):
+        print("Open a new terminal so that your shells start without the hook.")
+    return EXIT_OK
+
+
+def _remove_empty_dir(directory: Path, report: Callable[[str], None]) -> None:
+    try:
+        directory.rmdir()
+    except OSError:
+        return
+    report(f"removed {_tilde(directory)}")

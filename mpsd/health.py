@@ -1,0 +1,390 @@
+"""The checks of ``mpsd doctor``: each looks at one link of the chain and names the fix.
+
+Each check returns a ``Check``: ``ok``; ``problem`` (doctor exits 1); ``warning``
+(advisory, exit unaffected); ``skipped`` (does not apply here). torch is only ever
+imported in a subprocess.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from mpsd import launchd, paths, rcfile, watermarks
+from mpsd.installer import HOOK_FILES, hook_copy, hook_source, rc_candidates
+
+OK, PROBLEM, WARNING, SKIPPED = "ok", "problem", "warning", "skipped"
+
+# Variables only the hook exports: its record of the values it exported (inside a project).
+HOOK_MARKERS = ("_MPSD_EXPORTED_HIGH", "MPSD_HOOK")
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    status: str
+    detail: str
+    fix: str = ""
+
+    def to_json(self) -> dict[str, str]:
+        return asdict(self)
+
+
+def _daemon_command() -> str:
+    return f"{sys.executable} -m mpsd daemon"
+
+
+def check_config() -> Check:
+    from mpsd.config import load_config
+    from mpsd.errors import MpsdError
+
+    path = paths.config_file()
+    try:
+        load_config(path)
+    except MpsdError as exc:
+        return Check("config", PROBLEM, str(exc), f"edit {path} (every key is explained in it)")
+    if not path.exists():
+        return Check("config", OK, f"no {path}: the defaults apply")
+    return Check("config", OK, f"{path} is valid")
+
+
+def check_limits() -> Check:
+    from mpsd import limits
+
+    path = paths.limits_file()
+    current = limits.read(path)
+    if current is None:
+        state = "is broken" if path.exists() else "does not exist"
+        return Check(
+            "limits",
+            PROBLEM,
+            f"{path} {state}",
+            "run `mpsd daemon --once` to write it (the daemon keeps it current)",
+        )
+    return Check(
+        "limits",
+        OK,
+        f"high {current.high_watermark_ratio}, low {current.low_watermark_ratio} "
+        f"({current.limit_bytes / 2**30:.2f} GiB)",
+    )
+
+
+def check_agent() -> list[Check]:
+    """The launchd agent: plist present, its interpreter alive, loaded, not disabled."""
+    if not launchd.available():
+        return [
+            Check(
+                "agent",
+                SKIPPED,
+                "no launchd here (`launchctl` is not on PATH): nothing runs the daemon for you",
+                f"keep `{_daemon_command()}` running yourself",
+            )
+        ]
+    plist = launchd.agent_file()
+    gui, _ = launchd.domains()
+    install_fix = "run `mpsd install`"
+    if not plist.exists():
+        return [Check("agent", PROBLEM, f"{plist} does not exist", install_fix)]
+    args = launchd.program_arguments(plist.read_bytes())
+    checks: list[Check] = []
+    if not args:
+        checks.append(Check("agent", PROBLEM, f"{plist} is not a readable plist", install_fix))
+    elif not os.access(args[0], os.X_OK):
+        checks.append(
+            Check(
+                "agent interpreter",
+                PROBLEM,
+                f"the agent's python {args[0]} no longer exists (a Homebrew Python upgrade "
+                "breaks the venvs made with it)",
+                "recreate the venv, reinstall mpsd in it, then run `mpsd install` from it",
+            )
+        )
+    job = launchd.loaded()
+    if job is None:
+        checks.append(
+            Check(
+                "agent",
+                PROBLEM,
+                "the agent is not loaded in launchd",
+                f"{install_fix} (or `launchctl bootstrap {gui} {plist}`)",
+            )
+        )
+    elif args and job.arguments and job.arguments != args:
+        checks.append(
+            Check(
+                "agent",
+                WARNING,
+                f"the loaded agent ({job.domain}) runs {' '.join(job.arguments)}, "
+                f"not what {plist} says",
+                install_fix,
+            )
+        )
+    else:
+        checks.append(Check("agent", OK, f"loaded in {job.domain}"))
+    disabled = launchd.launchctl("print-disabled", gui)
+    if disabled.ok and launchd.parse_disabled(disabled.stdout):
+        checks.append(
+            Check(
+                "agent enabled",
+                WARNING,
+                "launchd lists the agent as disabled (the 'Allow in the Background' switch)",
+                "turn it on in System Settings > General > Login Items, then run "
+                f"`launchctl enable {gui}/{launchd.LABEL}`",
+            )
+        )
+    return checks
+
+
+def _now() -> float:
+    return time.time()
+
+
+def last_sample_time() -> float | None:
+    """When the daemon took its newest sample (from the history), or None when there is none.
+    Raises ``HistoryError`` when the history cannot be read."""
+    from mpsd.store import Store
+
+    store = Store.open_readonly(paths.history_file())
+    if store is None:
+        return None
+    with store:
+        last = store.last()
+    return None if last is None else last.t
+
+
+def check_daemon(now: float | None = None) -> list[Check]:
+    from mpsd.config import Config, load_config
+    from mpsd.errors import MpsdError
+    from mpsd.locks import PidLock
+
+    lock = PidLock(paths.daemon_lock_file())
+    if launchd.available():
+        start_fix = f"run `launchctl kickstart -k {launchd.domains()[0]}/{launchd.LABEL}`"
+    else:
+        start_fix = f"start it: `{_daemon_command()}`"
+    checks: list[Check] = []
+    if lock.is_held_elsewhere():
+        checks.append(Check("daemon", OK, f"running (pid {lock.holder()})"))
+        alive = True
+    else:
+        checks.append(Check("daemon", PROBLEM, "not running", start_fix))
+        alive = False
+    try:
+        interval = load_config(paths.config_file()).interval
+    except MpsdError:
+        interval = Config().interval
+    from mpsd.store import HistoryError
+
+    try:
+        last = last_sample_time()
+    except HistoryError as exc:
+        checks.append(Check("sampling", PROBLEM, str(exc).rstrip("."), f"then {start_fix}"))
+        return checks
+    now = _now() if now is None else now
+    recent = max(3 * interval, 120.0)
+    if last is None:
+        checks.append(
+            Check("sampling", PROBLEM, "no sample recorded yet", start_fix if not alive else "")
+        )
+    elif now - last > recent:
+        checks.append(
+            Check(
+                "sampling",
+                PROBLEM,
+                f"the last sample is {_age(now - last)} old (expected every {interval:g}s)",
+                f"look at {paths.state_dir()} for the daemon's log, then {start_fix}",
+            )
+        )
+    else:
+        checks.append(Check("sampling", OK, f"last sample {_age(now - last)} ago"))
+    return checks
+
+
+def _age(seconds: float) -> str:
+    seconds = max(0.0, seconds)
+    if seconds < 120:
+        return f"{seconds:.0f}s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 2 * 86400:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 86400:.1f} days"
+
+
+def check_hook_files() -> list[Check]:
+    """The rc blocks are present and the hook copies they source are current."""
+    blocks = []
+    for path in rc_candidates():
+        try:
+            if rcfile.has_block(path.read_bytes()):
+                blocks.append(str(path))
+        except (OSError, rcfile.RcFileError):
+            continue
+    checks = []
+    if blocks:
+        checks.append(Check("hook block", OK, "in " + ", ".join(blocks)))
+    else:
+        checks.append(
+            Check("hook block", PROBLEM, "no mpsd block in any shell rc file", "run `mpsd install`")
+        )
+    for shell in HOOK_FILES:
+        copy = hook_copy(shell)
+        if not copy.exists():
+            continue
+        try:
+            current = copy.read_bytes() == hook_source(shell).read_bytes()
+        except OSError:
+            current = True  # nothing to compare with: not ours to judge
+        if not current:
+            checks.append(
+                Check(
+                    "hook copy",
+                    WARNING,
+                    f"{copy} is from another mpsd version",
+                    "run `mpsd install` to refresh it",
+                )
+            )
+    return checks
+
+
+def in_project(directory: str, projects: tuple[str, ...]) -> bool:
+    """True when the physical ``directory`` is an opted-in project or inside one (pure)."""
+    return any(
+        directory == project or directory.startswith(project.rstrip("/") + "/")
+        for project in projects
+    )
+
+
+def check_hook_active(env: Mapping[str, str], cwd: str | None = None) -> Check:
+    """Is the hook loaded in the shell doctor was started from?
+
+    The hook exports nothing outside opted-in projects, so this can only be told from
+    inside one: there the hook has exported the variables (and its own ``_MPSD_EXPORTED_*``
+    record of them), or the user set them by hand (the hook then leaves them alone).
+    """
+    from mpsd import limits
+
+    for marker in HOOK_MARKERS:
+        if env.get(marker):
+            return Check("hook active", OK, f"this shell has the hook (${marker} is set)")
+    current = limits.read()
+    here = os.path.realpath(cwd or os.getcwd())
+    if current is None or not in_project(here, current.projects):
+        return Check(
+            "hook active",
+            SKIPPED,
+            "cannot be told here: the hook sets nothing outside opted-in projects",
+            "run `mpsd doctor` inside a project opted in with `mpsd enable`",
+        )
+    if env.get(watermarks.HIGH) is not None or env.get(watermarks.LOW) is not None:
+        return Check(
+            "hook active",
+            WARNING,
+            "the watermark variables here were set by hand, so the hook leaves them alone",
+            f"`unset {watermarks.HIGH} {watermarks.LOW}` to let the hook set them",
+        )
+    shell = Path(env.get("SHELL", "")).name
+    copy = hook_copy(shell) if shell in HOOK_FILES else None
+    how = f" or run `. {copy}`" if copy is not None and copy.exists() else ""
+    return Check(
+        "hook active",
+        PROBLEM,
+        f"the hook is not active in this shell ({here} is opted in, yet the variables are not set)",
+        f"open a new terminal{how} (after `mpsd install`)",
+    )
+
+
+def check_variables(env: Mapping[str, str]) -> Check:
+    found = watermarks.problems(env)
+    if found:
+        return Check(
+            "variables",
+            PROBLEM,
+            "; ".join(found),
+            f"unset both (`unset {watermarks.HIGH} {watermarks.LOW}`) and let the hook set "
+            "them, or set both to the value `mpsd status` recommends",
+        )
+    high = env.get(watermarks.HIGH)
+    if high is None:
+        return Check("variables", OK, "not set here (PyTorch's defaults apply in this directory)")
+    return Check("variables", OK, f"high {high}, low {env.get(watermarks.LOW)}")
+
+
+TORCH_PROBE = (
+    "import json, torch\n"
+    "mps = getattr(torch.backends, 'mps', None)\n"
+    "print(json.dumps({'version': torch.__version__,\n"
+    "  'built': bool(mps and mps.is_built()),\n"
+    "  'available': bool(mps and mps.is_available())}))\n"
+)
+
+
+def torch_info(python: str = sys.executable, timeout: float = 180.0) -> dict[str, object] | None:
+    """torch's version and MPS availability, from a subprocess (never imported here);
+    None when torch is not installed for ``python``."""
+    if python == sys.executable and importlib.util.find_spec("torch") is None:
+        return None
+    try:
+        done = subprocess.run(
+            [python, "-c", TORCH_PROBE],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        return {"error": f"importing torch took more than {timeout:g}s"}
+    if done.returncode != 0:
+        lines = done.stderr.strip().splitlines()
+        return {"error": lines[-1] if lines else f"exit status {done.returncode}"}
+    try:
+        data = json.loads(done.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        return {"error": "unreadable answer from torch"}
+    return data if isinstance(data, dict) else {"error": "unreadable answer from torch"}
+
+
+def check_torch(
+    info: Callable[[], dict[str, object] | None] | None = None, platform: str | None = None
+) -> Check:
+    data = (info or torch_info)()
+    platform = sys.platform if platform is None else platform
+    if data is None:
+        return Check("torch", SKIPPED, f"torch is not installed for {sys.executable}")
+    if "error" in data:
+        return Check(
+            "torch",
+            PROBLEM,
+            f"importing torch fails: {data['error']}",
+            "reinstall it: `pip install --force-reinstall torch`",
+        )
+    version = str(data.get("version", "?"))
+    if data.get("available"):
+        return Check("torch", OK, f"torch {version}, MPS available")
+    if platform != "darwin":
+        return Check("torch", SKIPPED, f"torch {version}; no MPS here (not a Mac)")
+    return Check(
+        "torch",
+        PROBLEM,
+        f"torch {version} cannot use MPS (built with MPS: {bool(data.get('built'))})",
+        "use an arm64 Python on Apple Silicon with macOS 12.3 or later and torch 2.0 or later",
+    )
+
+
+def run_all(env: Mapping[str, str] | None = None) -> list[Check]:
+    env = os.environ if env is None else env
+    checks = [check_config(), check_limits()]
+    checks.extend(check_agent())
+    checks.extend(check_daemon())
+    checks.extend(check_hook_files())
+    checks.append(check_hook_active(env))
+    checks.append(check_variables(env))
+    checks.append(check_torch())
+    return checks

@@ -1,0 +1,257 @@
+"""The marked mpsd block in a shell rc file: build it, find it, add it, replace it, remove it.
+
+Everything here works on bytes, so a user's rc file in any encoding keeps every byte.
+The block is only ever added at the end of a file, and removing it gives back the
+file exactly as it was before the block was added:
+
+* an empty file gets the block alone;
+* a non-empty file gets one ``\\n`` and then the block. When the file ended with a
+  newline, that ``\\n`` is a blank line before the block; when it did not, it ends
+  the user's last line;
+* removal takes the block out and, when the block was the last thing in the file,
+  one ``\\n`` before it (so both cases above come back byte for byte). A block the
+  user moved into the middle of the file takes one blank line with it, never a line
+  break between two of the user's lines.
+
+Which files a shell reads (``rc_files``) is decided here too; the only I/O is reading
+and writing one rc file (``read`` and ``write``), which follow symlinks so that a
+dotfile manager's link stays a link.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from mpsd.atomic import write_atomic
+from mpsd.errors import MpsdError
+
+BEGIN = b"# >>> mpsd >>>"
+END = b"# <<< mpsd <<<"
+NOTE = b"# Added by `mpsd install`; `mpsd uninstall` removes this block. Edit outside it."
+# The note when install created the file: uninstall then removes the file once it is empty.
+NOTE_CREATED = (
+    b"# Added by `mpsd install`, which created this file; `mpsd uninstall` removes this "
+    b"block (and the file, if nothing else is in it)."
+)
+
+SHELLS = ("zsh", "bash")
+# Every file a bash or zsh install may have written a block into: uninstall looks in all.
+ALL_BASH_FILES = (".bashrc", ".bash_profile", ".bash_login", ".profile")
+
+
+class RcFileError(MpsdError):
+    """An rc file mpsd cannot safely edit (a damaged block, a broken link)."""
+
+
+@dataclass(frozen=True)
+class Span:
+    """Where a block sits in a file: ``text[start:end]`` is the block, markers included."""
+
+    start: int
+    end: int
+
+
+def _shell_word(path: str, home: str | None) -> str:
+    """``path`` as one shell word: ``"$HOME/..."`` under the home directory (so a dotfile
+    shared between machines keeps working), else single-quoted."""
+    if home:
+        prefix = home.rstrip("/") + "/"
+        rest = path[len(prefix) :] if path.startswith(prefix) else None
+        if rest and re.fullmatch(r"[A-Za-z0-9._/+-]+", rest):
+            return f'"$HOME/{rest}"'
+    return "'" + path.replace("'", "'\\''") + "'"
+
+
+def block(shell: str, hook_copy: Path, home: str | None = None, created: bool = False) -> bytes:
+    """The block that sources ``hook_copy`` (the copy in the data dir) if it exists.
+
+    The bash block also checks ``$BASH_VERSION``: it may go into ``~/.profile``, which
+    other shells read too. ``created``: install is creating the file (its note says so,
+    and uninstall removes the file when nothing else is in it).
+    """
+    word = _shell_word(str(hook_copy), home)
+    # if/fi rather than `[ -f F ] && . F`: with the hook copy gone, the rc file must still
+    # end with status 0.
+    if shell == "bash":
+        line = f'if [ -n "${{BASH_VERSION:-}}" ] && [ -f {word} ]; then . {word}; fi'
+    elif shell == "zsh":
+        line = f"if [ -f {word} ]; then . {word}; fi"
+    else:
+        raise ValueError(f"unknown shell {shell!r}")
+    note = NOTE_CREATED if created else NOTE
+    return b"\n".join([BEGIN, note, line.encode(), END]) + b"\n"
+
+
+def created_by_mpsd(text: bytes) -> bool:
+    """True when the (first) block in ``text`` says install created the file."""
+    spans = find(text)
+    return bool(spans) and NOTE_CREATED in text[spans[0].start : spans[0].end]
+
+
+def find(text: bytes) -> list[Span]:
+    """Every complete block in ``text``; raise RcFileError on a begin without an end."""
+    spans: list[Span] = []
+    pos = 0
+    while True:
+        start = _line_at(text, BEGIN, pos)
+        if start < 0:
+            return spans
+        end_line = _line_at(text, END, start + len(BEGIN))
+        if end_line < 0:
+            raise RcFileError(
+                "has an mpsd begin marker without its end marker; "
+                f"remove the lines from '{BEGIN.decode()}' on by hand, then run mpsd install again"
+            )
+        end = end_line + len(END)
+        if text[end : end + 1] == b"\n":
+            end += 1
+        spans.append(Span(start, end))
+        pos = end
+
+
+def _line_at(text: bytes, marker: bytes, pos: int) -> int:
+    """Offset of the first line from ``pos`` on that is exactly ``marker`` (spaces allowed
+    at its end, and a CR of CRLF files), or -1."""
+    pattern = re.compile(rb"(?m)^" + re.escape(marker) + rb"[ \t\r]*$")
+    match = pattern.search(text, pos)
+    return match.start() if match else -1
+
+
+def has_block(text: bytes) -> bool:
+    return bool(find(text))
+
+
+def add(text: bytes, new_block: bytes) -> bytes:
+    """``text`` with ``new_block`` in it: appended at the end when there is none, the first
+    block replaced in place (and any extra copies removed) when there is one."""
+    spans = find(text)
+    if not spans:
+        return text + (b"\n" if text else b"") + new_block
+    first = spans[0]
+    updated = text[: first.start] + new_block + text[first.end :]
+    for _ in spans[1:]:
+        updated = remove_one(updated, find(updated)[1])
+    return updated
+
+
+def remove(text: bytes) -> bytes:
+    """``text`` without any mpsd block: the bytes as they were before ``add``."""
+    spans = find(text)
+    while spans:
+        text = remove_one(text, spans[-1])
+        spans = find(text)
+    return text
+
+
+def remove_one(text: bytes, span: Span) -> bytes:
+    before, after = text[: span.start], text[span.end :]
+    if before.endswith(b"\n\n") or (not after and before.endswith(b"\n")):
+        before = before[:-1]
+    return before + after
+
+
+# -- which files -------------------------------------------------------------------------
+
+_SOURCES_BASHRC = re.compile(
+    rb"(?:^|[\s;&|{(])(?:source|\.)\s+[\"']?(?:[^\s;&|\"']*/)?\.bashrc(?![\w.])"
+)
+
+
+def sources_bashrc(text: bytes) -> bool:
+    """True when a shell file sources ``~/.bashrc`` on some line that is not a comment."""
+    for line in text.splitlines():
+        stripped = line.lstrip()
+        if stripped.startswith(b"#"):
+            continue
+        if _SOURCES_BASHRC.search(line.split(b" #")[0]):
+            return True
+    return False
+
+
+def bash_login_file(home: Path) -> Path | None:
+    """The file a login bash reads: the first of ~/.bash_profile, ~/.bash_login, ~/.profile
+    that exists (bash's own rule), or None."""
+    for name in (".bash_profile", ".bash_login", ".profile"):
+        candidate = home / name
+        if candidate.exists() or candidate.is_symlink():
+            return candidate
+    return None
+
+
+def rc_files(
+    shell: str,
+    home: Path,
+    env: Mapping[str, str] | None = None,
+    platform: str | None = None,
+) -> list[Path]:
+    """The files that get the block for ``shell``.
+
+    zsh: ``${ZDOTDIR:-$HOME}/.zshrc`` (interactive zsh reads it, login or not).
+
+    bash: ``~/.bashrc`` always (an interactive non-login bash reads only that). A login
+    bash reads the first existing of ``~/.bash_profile``, ``~/.bash_login``,
+    ``~/.profile`` and not ``~/.bashrc``, so that file gets the block too when login
+    shells are what the user gets and it does not already source ``~/.bashrc``:
+
+    * on macOS, where Terminal and iTerm start every window as a login shell: the login
+      file bash reads, and ``~/.bash_profile`` (created) when there is none. When only
+      ``~/.profile`` exists the block goes there (guarded by ``$BASH_VERSION``): creating
+      ``~/.bash_profile`` would make bash stop reading ``~/.profile``;
+    * elsewhere (terminals start non-login shells), only when ``~/.bash_profile`` exists
+      and does not source ``~/.bashrc``: then the user logs in with it (ssh, a console).
+    """
+    env = os.environ if env is None else env
+    platform = sys.platform if platform is None else platform
+    if shell == "zsh":
+        zdotdir = env.get("ZDOTDIR") or ""
+        base = Path(zdotdir) if zdotdir and os.path.isabs(zdotdir) else home
+        return [base / ".zshrc"]
+    if shell != "bash":
+        raise ValueError(f"unknown shell {shell!r}")
+    files = [home / ".bashrc"]
+    login = bash_login_file(home)
+    target: Path | None
+    if platform == "darwin":
+        target = login or home / ".bash_profile"
+    else:
+        target = login if login is not None and login.name == ".bash_profile" else None
+    if target is not None and not sources_bashrc(read(target) or b""):
+        files.append(target)
+    return files
+
+
+# -- I/O ---------------------------------------------------------------------------------
+
+
+def read(path: Path) -> bytes | None:
+    """The bytes of ``path`` (through a symlink), or None when it does not exist.
+
+    A symlink whose target is missing is an error: writing through it would create a
+    file somewhere the user did not choose.
+    """
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        if path.is_symlink():
+            raise RcFileError(
+                f"{path} is a symlink to {os.readlink(path)}, which does not exist; "
+                "fix or remove the link, then run mpsd install again"
+            ) from None
+        return None
+    except OSError as exc:
+        raise RcFileError(f"{path} cannot be read ({exc.strerror}); fix it and try again") from None
+
+
+def write(path: Path, data: bytes) -> bool:
+    """Replace ``path``'s bytes atomically, through a symlink, keeping the file's mode."""
+    try:
+        return write_atomic(path, data)
+    except OSError as exc:
+        raise RcFileError(
+            f"{path} cannot be written ({exc.strerror}); fix its permissions and try again"
+        ) from None

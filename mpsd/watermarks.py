@@ -1,0 +1,64 @@
+"""Are the two PyTorch watermark variables, as set in an environment, safe? (pure)
+
+PyTorch parses them with C ``strtod`` when MPS starts: garbage or an empty string
+becomes 0.0, and 0.0 removes the cap. It rejects high outside [0, 2] ("invalid high
+watermark ratio") and low above high ("invalid low watermark ratio"); setting only
+HIGH below 1.4 fails because LOW defaults to 1.4.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+
+HIGH = "PYTORCH_MPS_HIGH_WATERMARK_RATIO"
+LOW = "PYTORCH_MPS_LOW_WATERMARK_RATIO"
+_PLAIN = re.compile(r"^\s*(\d+(\.\d*)?|\.\d+)\s*$")
+
+
+def _parse(name: str, value: str, problems: list[str]) -> float | None:
+    if not _PLAIN.match(value):
+        problems.append(
+            f"{name}={value!r} is not a plain number: PyTorch reads it as 0.0, which removes "
+            "the memory cap"
+        )
+        return None
+    number = float(value)
+    if not math.isfinite(number):
+        problems.append(f"{name}={value!r} is not a finite number")
+        return None
+    return number
+
+
+def problems(env: Mapping[str, str]) -> list[str]:
+    """What is wrong with the watermark variables in ``env`` (empty: nothing).
+
+    Both unset is fine (PyTorch's defaults apply: no mpsd limit here).
+    """
+    high_text, low_text = env.get(HIGH), env.get(LOW)
+    if high_text is None and low_text is None:
+        return []
+    found: list[str] = []
+    if high_text is None or low_text is None:
+        missing = HIGH if high_text is None else LOW
+        found.append(f"{missing} is not set while the other one is: set both, together")
+    high = _parse(HIGH, high_text, found) if high_text is not None else None
+    low = _parse(LOW, low_text, found) if low_text is not None else None
+    if high is not None and high == 0.0:
+        found.append(f"{HIGH}=0.0 removes the memory cap and invites swap")
+    if high is not None and high > 2.0:
+        found.append(f"{HIGH}={high_text} is above 2.0: PyTorch rejects it")
+    if low is not None and low == 0.0:
+        found.append(f"{LOW}=0.0 is not a usable low watermark")
+    if high is not None and high > 0 and low is not None and low > high:
+        found.append(
+            f"{LOW}={low_text} is above {HIGH}={high_text}: PyTorch stops with "
+            "'invalid low watermark ratio'"
+        )
+    if high is not None and 0 < high < 1.4 and low_text is None:
+        found.append(
+            f"with {HIGH} below 1.4 and no {LOW}, PyTorch stops with "
+            "'invalid low watermark ratio 1.4'"
+        )
+    return found

@@ -1,0 +1,270 @@
+"""mpsd doctor: each link of the chain checked, each problem with its fix, exit 0 or 1."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import plistlib
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from mpsd import health, launchd, limits, paths
+from mpsd.cli import main
+from mpsd.locks import PidLock
+from tests.installkit import (  # noqa: F401  (fixtures)
+    hook_sources_fixture,
+    launchctl_fixture,
+    no_launchctl_fixture,
+)
+from tests.standin_launchctl import StandinLaunchctl
+
+
+def _limits() -> limits.Limits:
+    return limits.Limits(
+        high_watermark_ratio=0.77,
+        low_watermark_ratio=0.77,
+        limit_bytes=30954687948,
+        recommended_max_bytes=40200893440,
+        recommended_max_source="torch",
+        baseline_free_bytes=39192717312,
+        headroom=0.8,
+        updated_at=dt.datetime(2026, 11, 30, 5, 0, tzinfo=dt.UTC),
+    )
+
+
+@pytest.fixture
+def healthy(
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    hook_sources: Path,
+    launchctl: StandinLaunchctl,
+    tmp_path: Path,
+) -> Iterator[PidLock]:
+    """A fully set-up Mac (stand-in launchctl): installed, daemon lock held, a fresh sample,
+    and doctor run from an opted-in project in a hooked shell."""
+    monkeypatch.setattr(health, "torch_info", lambda: {"version": "2.13.0", "available": True})
+    assert main(["install"]) == 0
+    project = tmp_path / "project"
+    project.mkdir()
+    limits.write(_limits().replace(projects=(str(project.resolve()),)))
+    monkeypatch.chdir(project)
+    assert health.last_sample_time() is not None, "install took a first sample"
+    lock = PidLock(paths.daemon_lock_file())
+    assert lock.acquire()
+    monkeypatch.setenv("_MPSD_EXPORTED_HIGH", "0.77")  # what the hook exports beside the values
+    monkeypatch.setenv("PYTORCH_MPS_HIGH_WATERMARK_RATIO", "0.77")
+    monkeypatch.setenv("PYTORCH_MPS_LOW_WATERMARK_RATIO", "0.77")
+    capsys.readouterr()
+    yield lock
+    lock.release()
+
+
+def _doctor(capsys: pytest.CaptureFixture[str]) -> tuple[int, dict[str, object]]:
+    code = main(["doctor", "--json"])
+    data = json.loads(capsys.readouterr().out)
+    assert data["healthy"] is (code == 0)
+    return code, data
+
+
+def _by_name(data: dict[str, object]) -> dict[str, dict[str, str]]:
+    checks = data["checks"]
+    assert isinstance(checks, list)
+    return {check["name"]: check for check in checks}
+
+
+@pytest.mark.usefixtures("healthy")
+def test_a_fully_set_up_mac_is_healthy(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["doctor"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert out.rstrip().endswith("All is well.")
+    assert "PROBLEM" not in out
+
+
+@pytest.mark.usefixtures("healthy")
+def test_an_agent_whose_python_is_gone_is_a_problem_with_the_fix(
+    launchctl: StandinLaunchctl, capsys: pytest.CaptureFixture[str]
+) -> None:
+    plist = plistlib.loads(launchd.agent_file().read_bytes())
+    plist["ProgramArguments"][0] = "/opt/homebrew/Cellar/python@3.11/3.11.6/bin/python3.11"
+    launchd.agent_file().write_bytes(plistlib.dumps(plist))
+    code, data = _doctor(capsys)
+    assert code == 1
+    check = _by_name(data)["agent interpreter"]
+    assert check["status"] == "problem"
+    assert (
+        "/opt/homebrew/Cellar/python@3.11/3.11.6/bin/python3.11 no longer exists" in check["detail"]
+    )
+    assert "recreate the venv" in check["fix"]
+
+
+@pytest.mark.usefixtures("healthy")
+def test_an_unloaded_agent_is_a_problem(
+    launchctl: StandinLaunchctl, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (launchctl.state / "loaded.json").unlink()
+    code, data = _doctor(capsys)
+    assert code == 1
+    assert _by_name(data)["agent"]["status"] == "problem"
+    assert "mpsd install" in _by_name(data)["agent"]["fix"]
+
+
+@pytest.mark.usefixtures("healthy")
+def test_a_disabled_agent_is_a_warning_only(
+    launchctl: StandinLaunchctl, capsys: pytest.CaptureFixture[str]
+) -> None:
+    launchctl.disable()
+    code, data = _doctor(capsys)
+    assert code == 0
+    check = _by_name(data)["agent enabled"]
+    assert check["status"] == "warning"
+    assert "Login Items" in check["fix"]
+
+
+def test_a_stopped_daemon_and_a_stale_sample_are_problems(
+    healthy: PidLock, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    healthy.release()
+    later = time.time() + 10 * 86400
+    monkeypatch.setattr(health, "_now", lambda: later)
+    code, data = _doctor(capsys)
+    assert code == 1
+    checks = _by_name(data)
+    assert checks["daemon"]["status"] == "problem"
+    assert "launchctl kickstart -k" in checks["daemon"]["fix"]
+    assert checks["sampling"]["status"] == "problem"
+    assert "days old" in checks["sampling"]["detail"]
+
+
+@pytest.mark.usefixtures("healthy")
+def test_hand_set_variables_pytorch_rejects_are_a_problem(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("PYTORCH_MPS_LOW_WATERMARK_RATIO", "1.4")
+    code, data = _doctor(capsys)
+    assert code == 1
+    check = _by_name(data)["variables"]
+    assert "'invalid low watermark ratio'" in check["detail"]
+    assert check["fix"].startswith("unset both")
+
+
+def _unhook(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in (
+        "_MPSD_EXPORTED_HIGH",
+        "PYTORCH_MPS_HIGH_WATERMARK_RATIO",
+        "PYTORCH_MPS_LOW_WATERMARK_RATIO",
+    ):
+        monkeypatch.delenv(name)
+
+
+@pytest.mark.usefixtures("healthy")
+def test_a_shell_without_the_hook_in_a_project_is_told_to_open_a_new_terminal(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _unhook(monkeypatch)
+    monkeypatch.setenv("SHELL", "/bin/zsh")
+    code, data = _doctor(capsys)
+    assert code == 1
+    check = _by_name(data)["hook active"]
+    assert check["status"] == "problem"
+    assert check["fix"] == (
+        f"open a new terminal or run `. {paths.data_dir() / 'mpsd.zsh'}` (after `mpsd install`)"
+    )
+
+
+@pytest.mark.usefixtures("healthy")
+def test_outside_any_project_the_hook_cannot_be_judged_and_that_is_no_problem(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _unhook(monkeypatch)
+    monkeypatch.chdir(tmp_path)
+    code, data = _doctor(capsys)
+    assert code == 0
+    check = _by_name(data)["hook active"]
+    assert check["status"] == "skipped"
+    assert "inside a project" in check["fix"]
+
+
+@pytest.mark.usefixtures("healthy")
+def test_variables_set_by_hand_in_a_project_are_reported_as_the_users(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv("_MPSD_EXPORTED_HIGH")
+    monkeypatch.setenv("PYTORCH_MPS_HIGH_WATERMARK_RATIO", "0.5")
+    monkeypatch.setenv("PYTORCH_MPS_LOW_WATERMARK_RATIO", "0.5")
+    code, data = _doctor(capsys)
+    assert code == 0
+    assert _by_name(data)["hook active"]["status"] == "warning"
+    assert "set by hand" in _by_name(data)["hook active"]["detail"]
+
+
+@pytest.mark.usefixtures("no_launchctl", "hook_sources")
+def test_without_launchd_doctor_says_so_and_checks_the_rest(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(health, "torch_info", lambda: None)
+    code = main(["doctor"])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert "no launchd here" in out
+    assert "-m mpsd daemon" in out
+    assert "hook block   no mpsd block in any shell rc file" in out
+    assert "fix: run `mpsd install`" in out
+
+
+def test_the_torch_check_runs_torch_in_a_subprocess_only() -> None:
+    before = "torch" in sys.modules
+    check = health.check_torch()
+    assert ("torch" in sys.modules) is before
+    try:
+        import importlib.util
+
+        has_torch = importlib.util.find_spec("torch") is not None
+    except ValueError:
+        has_torch = False
+    if not has_torch:
+        assert check.status == "skipped"
+        return
+    assert check.detail.startswith("torch ")
+    if sys.platform != "darwin":
+        assert check.status == "skipped" and "no MPS here" in check.detail
+
+
+def test_torch_without_mps_on_a_mac_is_a_problem() -> None:
+    check = health.check_torch(
+        lambda: {"version": "2.13.0", "built": False, "available": False}, platform="darwin"
+    )
+    assert check.status == "problem"
+    assert "arm64 Python" in check.fix
+
+
+@pytest.mark.usefixtures("healthy")
+def test_a_damaged_history_is_a_sampling_problem_naming_the_file(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    history = paths.history_file()
+    for extra in history.parent.glob(history.name + "-*"):
+        extra.unlink()
+    history.write_bytes(b"this is not a database" * 100)
+    code, data = _doctor(capsys)
+    assert code == 1
+    check = _by_name(data)["sampling"]
+    assert check["status"] == "problem"
+    assert str(history) in check["detail"]
+
+
+@pytest.mark.usefixtures("healthy")
+def test_a_hook_copy_from_another_version_is_a_warning_to_reinstall(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    (paths.data_dir() / "mpsd.bash").write_text("# the hook of an older mpsd\n")
+    code, data = _doctor(capsys)
+    assert code == 0
+    check = _by_name(data)["hook copy"]
+    assert check["status"] == "warning"
+    assert check["detail"] == f"{paths.data_dir() / 'mpsd.bash'} is from another mpsd version"
+    assert check["fix"] == "run `mpsd install` to refresh it"

@@ -1,0 +1,495 @@
+"""mpsd install / uninstall with a temporary HOME, with and without a stand-in launchctl."""
+
+from __future__ import annotations
+
+import os
+import plistlib
+import stat
+from pathlib import Path
+
+import pytest
+
+from mpsd import launchd, limits, paths, rcfile
+from mpsd.cli import main
+from tests.installkit import (  # noqa: F401  (fixtures)
+    NO_REAL_HOOKS,
+    REAL_HOOKS,
+    has_command,
+    hook_sources_fixture,
+    launchctl_fixture,
+    no_launchctl_fixture,
+    snapshot,
+)
+from tests.standin_launchctl import StandinLaunchctl
+
+LABEL = "io.github.mpsd.daemon"
+UID = os.getuid()
+
+
+def _everything(dirs: dict[str, Path]) -> dict[str, tuple[bytes | str, int]]:
+    result: dict[str, tuple[bytes | str, int]] = {}
+    for name in ("home", "config", "state", "data"):
+        result.update(snapshot(dirs[name]))
+    return result
+
+
+def _install(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main(["install", *args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _uninstall(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main(["uninstall", *args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+# -- without launchd -------------------------------------------------------------------
+
+
+@pytest.mark.usefixtures("hook_sources", "no_launchctl")
+def test_install_without_launchd_sets_up_config_hooks_and_rc_blocks(
+    isolated_dirs: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    home = isolated_dirs["home"]
+    code, out, err = _install(capsys)
+    assert code == 0, err
+    assert paths.config_file().read_text().startswith("# mpsd configuration.")
+    for shell in ("zsh", "bash"):
+        copy = paths.data_dir() / f"mpsd.{shell}"
+        assert copy.read_bytes() == (paths.resource_dir("shell") / f"mpsd.{shell}").read_bytes()
+    zshrc = (home / ".zshrc").read_bytes()
+    assert str(paths.data_dir() / "mpsd.zsh").encode() in zshrc
+    assert rcfile.has_block((home / ".bashrc").read_bytes())
+    assert "There is no launchd here" in out
+    assert "-m mpsd daemon" in out
+    assert "Open a new terminal" in out
+    assert not launchd.agent_file().exists()
+
+
+@pytest.mark.usefixtures("hook_sources", "no_launchctl")
+@pytest.mark.skipif(not has_command("daemon"), reason="mpsd daemon is not on this branch yet")
+def test_install_ends_with_limits_toml_in_place(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = _install(capsys)
+    assert code == 0, err
+    assert limits.read() is not None
+    assert "mpsd daemon --once" in out
+
+
+@pytest.mark.usefixtures("hook_sources", "no_launchctl")
+def test_install_never_overwrites_the_users_config(capsys: pytest.CaptureFixture[str]) -> None:
+    paths.config_dir().mkdir(parents=True)
+    paths.config_file().write_text("headroom = 0.6 # mine\n")
+    code, _, err = _install(capsys)
+    assert code == 0, err
+    assert paths.config_file().read_text() == "headroom = 0.6 # mine\n"
+
+
+@pytest.mark.usefixtures("hook_sources", "no_launchctl")
+def test_install_twice_changes_no_file_the_second_time(
+    isolated_dirs: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    (isolated_dirs["home"] / ".bashrc").write_text("alias ll='ls -l'")
+    assert _install(capsys)[0] == 0
+    before = _everything(isolated_dirs)
+    code, out, _ = _install(capsys)
+    assert code == 0
+    assert _everything(isolated_dirs) == before
+    assert "Everything is already in place: nothing changed." in out
+    assert "Open a new terminal" not in out
+
+
+@pytest.mark.usefixtures("hook_sources", "no_launchctl")
+def test_uninstall_gives_back_every_rc_file_byte_for_byte(
+    isolated_dirs: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    home = isolated_dirs["home"]
+    originals = {
+        ".bashrc": b"# my bashrc\nexport PS1='\\u@\\h '\n\xff latin-1 bytes\n\n\n",
+        ".zshrc": b"setopt autocd\r\nbindkey -e",  # CRLF and no final newline
+    }
+    for name, data in originals.items():
+        (home / name).write_bytes(data)
+    (home / ".zshrc").chmod(0o600)
+    assert _install(capsys)[0] == 0
+    for name, data in originals.items():
+        assert (home / name).read_bytes().startswith(data)
+    code, out, err = _uninstall(capsys)
+    assert code == 0, err
+    for name, data in originals.items():
+        assert (home / name).read_bytes() == data
+    assert stat.S_IMODE((home / ".zshrc").stat().st_mode) == 0o600
+    assert not (paths.data_dir() / "mpsd.zsh").exists()
+    assert paths.config_file().exists(), "config stays without --purge"
+    assert "uninstall --purge" in out
+
+
+@pytest.mark.usefixtures("hook_sources", "no_launchctl")
+def test_uninstall_removes_rc_files_install_created_and_purge_takes_config_and_state(
+    isolated_dirs: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    home = isolated_dirs["home"]
+    assert _install(capsys)[0] == 0
+    assert (home / ".zshrc").exists()
+    (paths.state_dir() / "history.sqlite3").write_bytes(b"x")
+    code, _, err = _uninstall(capsys, "--purge")
+    assert code == 0, err
+    assert sorted(os.listdir(home)) == []
+    assert not paths.config_dir().exists()
+    assert not paths.state_dir().exists()
+    assert not paths.data_dir().exists()
+
+
+@pytest.mark.usefixtures("hook_sources", "no_launchctl")
+def test_a_symlinked_bashrc_stays_a_link_and_its_target_gets_the_block(
+    isolated_dirs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    dotfiles = tmp_path / "dotfiles"
+    dotfiles.mkdir()
+    target = dotfiles / "bashrc"
+    target.write_bytes(b"export EDITOR=vi\n")
+    target.chmod(0o640)
+    link = isolated_dirs["home"] / ".bashrc"
+    link.symlink_to(target)
+    assert _install(capsys)[0] == 0
+    assert link.is_symlink() and os.readlink(link) == str(target)
+    assert rcfile.has_block(target.read_bytes())
+    assert stat.S_IMODE(target.stat().st_mode) == 0o640
+    assert _uninstall(capsys)[0] == 0
+    assert link.is_symlink()
+    assert target.read_bytes() == b"export EDITOR=vi\n"
+
+
+@pytest.mark.usefixtures("hook_sources", "no_launchctl")
+def test_dry_run_prints_the_changes_as_diffs_and_touches_nothing(
+    isolated_dirs: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    (isolated_dirs["home"] / ".bashrc").write_text("export A=1\n")
+    before = _everything(isolated_dirs)
+    code, out, _ = _install(capsys, "--dry-run")
+    assert code == 0
+    assert _everything(isolated_dirs) == before
+    assert not paths.config_dir().exists()
+    assert f"--- {isolated_dirs['home'] / '.bashrc'}" in out
+    assert "+# >>> mpsd >>>" in out
+    assert f"+++ {paths.config_file()}" in out
+    assert "Dry run: nothing was changed." in out
+
+
+@pytest.mark.usefixtures("hook_sources", "no_launchctl")
+def test_uninstall_dry_run_shows_the_removal_and_touches_nothing(
+    isolated_dirs: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert _install(capsys)[0] == 0
+    before = _everything(isolated_dirs)
+    code, out, _ = _uninstall(capsys, "--dry-run", "--purge")
+    assert code == 0
+    assert _everything(isolated_dirs) == before
+    assert "-# >>> mpsd >>>" in out
+    assert f"would remove {paths.config_dir()}" in out
+
+
+@pytest.mark.usefixtures("hook_sources", "no_launchctl")
+def test_shell_option_hooks_only_the_shells_named(
+    isolated_dirs: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert _install(capsys, "--shell", "zsh")[0] == 0
+    assert (isolated_dirs["home"] / ".zshrc").exists()
+    assert not (isolated_dirs["home"] / ".bashrc").exists()
+    assert not (paths.data_dir() / "mpsd.bash").exists()
+
+
+@pytest.mark.usefixtures("no_launchctl")
+def test_an_unknown_shell_is_a_usage_error_naming_the_choices(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, _, err = _install(capsys, "--shell", "tcsh")
+    assert code == 2
+    assert (
+        err
+        == "mpsd: unknown shell tcsh: use --shell with zsh or bash (or both: --shell zsh,bash)\n"
+    )
+    code, _, err = _install(capsys, "--shell", "zsh,fish")
+    assert code == 2
+    assert "add `mpsd hook fish | source` to ~/.config/fish/config.fish" in err
+
+
+@pytest.mark.usefixtures("hook_sources", "no_launchctl")
+def test_a_damaged_block_is_refused_and_the_file_left_as_it_is(
+    isolated_dirs: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    bashrc = isolated_dirs["home"] / ".bashrc"
+    bashrc.write_bytes(b"x=1\n# >>> mpsd >>>\n. somewhere\n")
+    code, _, err = _install(capsys)
+    assert code == 2
+    assert err.startswith(f"mpsd: {bashrc} has an mpsd begin marker without its end marker")
+    assert err.count("\n") == 1
+    assert bashrc.read_bytes() == b"x=1\n# >>> mpsd >>>\n. somewhere\n"
+    assert not paths.config_file().exists(), "nothing is half-done: the plan failed first"
+
+
+@pytest.mark.usefixtures("hook_sources", "no_launchctl")
+def test_after_an_upgrade_install_refreshes_the_hook_copies(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert _install(capsys)[0] == 0
+    copy = paths.data_dir() / "mpsd.zsh"
+    copy.write_text("# the hook of an older mpsd\n")
+    code, out, _ = _install(capsys)
+    assert code == 0
+    assert copy.read_bytes() == (paths.resource_dir("shell") / "mpsd.zsh").read_bytes()
+    assert "updated" in out and "mpsd.zsh" in out
+
+
+# -- with a stand-in launchctl ---------------------------------------------------------
+
+
+def _plist() -> dict[str, object]:
+    data = plistlib.loads(launchd.agent_file().read_bytes())
+    assert isinstance(data, dict)
+    return data
+
+
+@pytest.mark.usefixtures("hook_sources")
+def test_install_writes_the_plist_and_bootstraps_it_into_the_gui_domain(
+    launchctl: StandinLaunchctl, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = _install(capsys)
+    assert code == 0, err
+    plist = _plist()
+    args = plist["ProgramArguments"]
+    assert isinstance(args, list)
+    assert os.access(args[0], os.X_OK), "the plist's interpreter exists"
+    assert args[1:] == ["-m", "mpsd", "daemon"]
+    agent = str(launchd.agent_file())
+    assert launchctl.calls() == [
+        ["print", f"gui/{UID}/{LABEL}"],
+        ["print", f"user/{UID}/{LABEL}"],
+        ["enable", f"gui/{UID}/{LABEL}"],
+        ["bootstrap", f"gui/{UID}", agent],
+    ]
+    assert f"loaded the agent into gui/{UID}" in out
+    assert "There is no launchd" not in out
+
+
+@pytest.mark.usefixtures("hook_sources")
+def test_an_identical_loaded_agent_is_left_alone(
+    isolated_dirs: dict[str, Path], launchctl: StandinLaunchctl, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert _install(capsys)[0] == 0
+    before = _everything(isolated_dirs)
+    launchctl.clear_calls()
+    code, out, _ = _install(capsys)
+    assert code == 0
+    assert launchctl.calls() == [["print", f"gui/{UID}/{LABEL}"]]
+    assert _everything(isolated_dirs) == before
+    assert "Everything is already in place: nothing changed." in out
+
+
+@pytest.mark.usefixtures("hook_sources")
+def test_without_a_gui_session_it_falls_back_to_the_user_domain(
+    launchctl: StandinLaunchctl, capsys: pytest.CaptureFixture[str]
+) -> None:
+    launchctl.fail(
+        "bootstrap gui", 125, "Bootstrap failed: 125: Domain does not support specified action"
+    )
+    code, out, err = _install(capsys)
+    assert code == 0, err
+    agent = str(launchd.agent_file())
+    assert launchctl.calls()[2:] == [
+        ["enable", f"gui/{UID}/{LABEL}"],
+        ["bootstrap", f"gui/{UID}", agent],
+        ["enable", f"user/{UID}/{LABEL}"],
+        ["bootstrap", f"user/{UID}", agent],
+    ]
+    assert launchctl.loaded() is not None and launchctl.loaded()["domain"] == f"user/{UID}"
+    assert f"loaded the agent into user/{UID}" in out
+
+
+@pytest.mark.usefixtures("hook_sources")
+def test_a_different_loaded_copy_is_booted_out_and_waited_for_before_bootstrap(
+    launchctl: StandinLaunchctl,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert _install(capsys)[0] == 0
+    monkeypatch.setenv("MPSD_STATE_DIR", str(tmp_path / "moved-state"))  # a different plist
+    launchctl.clear_calls()
+    launchctl.linger(2)  # launchd still shows the job twice after bootout returns
+    code, out, err = _install(capsys)
+    assert code == 0, err
+    calls = launchctl.calls()
+    target = f"gui/{UID}/{LABEL}"
+    assert calls[:2] == [["print", target], ["bootout", target]]
+    waits = calls[2 : calls.index(["enable", target])]
+    assert waits == [["print", target]] * 3, "polled until the old copy was gone"
+    assert calls[-1] == ["bootstrap", f"gui/{UID}", str(launchd.agent_file())]
+    env = _plist()["EnvironmentVariables"]
+    assert isinstance(env, dict) and env["MPSD_STATE_DIR"] == str(tmp_path / "moved-state")
+    assert f"unloaded the agent from gui/{UID}" in out
+
+
+@pytest.mark.usefixtures("hook_sources")
+def test_an_old_copy_that_will_not_go_away_gives_a_warning_and_install_goes_on(
+    launchctl: StandinLaunchctl,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert _install(capsys)[0] == 0
+    monkeypatch.setenv("MPSD_STATE_DIR", str(tmp_path / "moved-state"))
+    monkeypatch.setattr(launchd, "BOOTOUT_WAIT", 0.5)
+    launchctl.linger(10_000)
+    code, _, err = _install(capsys)
+    assert code == 0
+    assert "warning: the old agent was still unloading after 0.5 seconds" in err
+    assert launchctl.calls()[-1][0] == "bootstrap"
+
+
+@pytest.mark.usefixtures("hook_sources")
+def test_a_bootstrap_failure_is_one_sentence_and_exit_2(
+    launchctl: StandinLaunchctl, capsys: pytest.CaptureFixture[str]
+) -> None:
+    launchctl.fail(
+        "bootstrap gui",
+        5,
+        "Bootstrap failed: 5: Input/output error\n"
+        "Try re-running the command as root for richer errors.",
+    )
+    code, _, err = _install(capsys)
+    assert code == 2
+    assert err.startswith(
+        "mpsd: launchctl could not load the mpsd agent (Bootstrap failed: 5: Input/output error)"
+    )
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert "run `mpsd install` again" in err
+
+
+@pytest.mark.usefixtures("hook_sources")
+def test_dry_run_with_launchd_shows_the_launchctl_commands_and_runs_none_that_change(
+    isolated_dirs: dict[str, Path], launchctl: StandinLaunchctl, capsys: pytest.CaptureFixture[str]
+) -> None:
+    before = _everything(isolated_dirs)
+    code, out, _ = _install(capsys, "--dry-run")
+    assert code == 0
+    assert _everything(isolated_dirs) == before
+    assert {call[0] for call in launchctl.calls()} == {"print"}
+    assert f"would run: launchctl bootstrap gui/{UID} {launchd.agent_file()}" in out
+    assert f"+++ {launchd.agent_file()}" in out
+
+
+@pytest.mark.usefixtures("hook_sources")
+def test_uninstall_boots_the_agent_out_and_removes_the_plist(
+    launchctl: StandinLaunchctl, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert _install(capsys)[0] == 0
+    launchctl.clear_calls()
+    code, _, err = _uninstall(capsys)
+    assert code == 0, err
+    target = f"gui/{UID}/{LABEL}"
+    assert launchctl.calls()[:2] == [["print", target], ["bootout", target]]
+    assert launchctl.loaded() is None
+    assert not launchd.agent_file().exists()
+    assert launchd.agent_file().parent.is_dir(), "LaunchAgents itself stays"
+
+
+@pytest.mark.usefixtures("hook_sources")
+def test_no_agent_skips_launchd_even_where_it_exists(
+    launchctl: StandinLaunchctl, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = _install(capsys, "--no-agent")
+    assert code == 0
+    assert launchctl.calls() == []
+    assert not launchd.agent_file().exists()
+    assert "--no-agent" in out and "-m mpsd daemon" in out
+
+
+# -- as a user runs it -----------------------------------------------------------------
+
+
+@pytest.mark.skipif(not REAL_HOOKS, reason=NO_REAL_HOOKS)
+@pytest.mark.usefixtures("no_launchctl")
+def test_python_dash_m_mpsd_install_then_uninstall_as_a_user_runs_them(
+    isolated_dirs: dict[str, Path],
+) -> None:
+    from tests.conftest import run_mpsd
+
+    (isolated_dirs["home"] / ".bashrc").write_bytes(b"export A=1")
+    done = run_mpsd("install")
+    assert done.returncode == 0, done.stderr
+    assert rcfile.has_block((isolated_dirs["home"] / ".bashrc").read_bytes())
+    done = run_mpsd("uninstall")
+    assert done.returncode == 0, done.stderr
+    assert (isolated_dirs["home"] / ".bashrc").read_bytes() == b"export A=1"
+
+
+@pytest.mark.usefixtures("hook_sources", "no_launchctl")
+def test_an_rc_file_that_cannot_be_written_is_one_sentence_not_a_traceback(
+    isolated_dirs: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A file nobody (not even root) can replace: the link's target lives in /proc.
+    target = Path("/proc/version")
+    if not target.is_file():
+        pytest.skip("needs Linux's /proc")
+    bashrc = isolated_dirs["home"] / ".bashrc"
+    bashrc.symlink_to(target)
+    code, _, err = _install(capsys, "--shell", "bash")
+    assert code == 2
+    assert err.startswith(f"mpsd: cannot write {bashrc} (")
+    assert "Traceback" not in err and err.count("\n") == 1
+    assert bashrc.is_symlink()
+
+
+@pytest.mark.usefixtures("hook_sources", "no_launchctl")
+def test_uninstall_names_a_daemon_the_user_started_and_how_to_stop_it(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from mpsd.locks import PidLock
+
+    assert _install(capsys)[0] == 0
+    lock = PidLock(paths.daemon_lock_file())
+    assert lock.acquire()
+    try:
+        code, _, err = _uninstall(capsys)
+    finally:
+        lock.release()
+    assert code == 0
+    pid = os.getpid()
+    assert (
+        f"warning: a daemon you started is still running (pid {pid}); stop it: `kill {pid}`" in err
+    )
+
+
+@pytest.mark.usefixtures("hook_sources")
+def test_an_agent_booted_out_by_hand_is_loaded_again_without_rewriting_the_plist(
+    launchctl: StandinLaunchctl, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert _install(capsys)[0] == 0
+    written = launchd.agent_file().stat().st_mtime_ns
+    (launchctl.state / "loaded.json").unlink()  # `launchctl bootout` typed by the user
+    launchctl.clear_calls()
+    code, out, _ = _install(capsys)
+    assert code == 0
+    assert launchctl.calls()[-1] == ["bootstrap", f"gui/{UID}", str(launchd.agent_file())]
+    assert launchd.agent_file().stat().st_mtime_ns == written
+    assert f"loaded the agent into gui/{UID}" in out
+
+
+@pytest.mark.usefixtures("hook_sources")
+def test_dry_run_shows_the_bootout_of_a_different_loaded_copy(
+    launchctl: StandinLaunchctl,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert _install(capsys)[0] == 0
+    monkeypatch.setenv("MPSD_DATA_DIR", str(tmp_path / "moved-data"))
+    launchctl.clear_calls()
+    code, out, _ = _install(capsys, "--dry-run")
+    assert code == 0
+    assert f"would run: launchctl bootout gui/{UID}/{LABEL}" in out
+    assert "+\t\t<string>" + str(tmp_path / "moved-data") + "</string>" in out
+    assert {call[0] for call in launchctl.calls()} == {"print"}
+    assert launchctl.loaded() is not None

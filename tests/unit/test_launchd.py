@@ -1,0 +1,149 @@
+"""The agent's plist and what mpsd reads from launchctl's output (real recorded texts)."""
+
+from __future__ import annotations
+
+import json
+import os
+import plistlib
+import sys
+from pathlib import Path
+
+import pytest
+
+from mpsd import launchd
+from tests.conftest import FIXTURES, ROOT
+
+# The fixtures sit beside the checkout (main) or two levels up (a worktree under wt/).
+_OUTPUTS = next(
+    (
+        base / "macos" / "command-outputs.jsonl"
+        for base in (FIXTURES, ROOT.parent.parent / "shared" / "fixtures")
+        if (base / "macos" / "command-outputs.jsonl").is_file()
+    ),
+    None,
+)
+
+
+def _records(command: str) -> list[dict[str, str]]:
+    if _OUTPUTS is None:
+        return []
+    path = _OUTPUTS
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return [row for row in rows if row["command"] == command]
+
+
+def _render(python: str, tmp_path: Path) -> dict[str, object]:
+    data = launchd.render(python, tmp_path / "c", tmp_path / "s", tmp_path / "d")
+    result = plistlib.loads(data)
+    assert isinstance(result, dict)
+    return result
+
+
+def test_the_plist_runs_this_interpreter_with_dash_m_mpsd_daemon(tmp_path: Path) -> None:
+    plist = _render(sys.executable, tmp_path)
+    assert plist["Label"] == "io.github.mpsd.daemon"
+    assert plist["ProgramArguments"] == [sys.executable, "-m", "mpsd", "daemon"]
+    assert os.access(sys.executable, os.X_OK)
+
+
+def test_the_interpreter_is_kept_as_given_not_resolved(tmp_path: Path) -> None:
+    venv_python = tmp_path / "venv" / "bin" / "python"
+    venv_python.parent.mkdir(parents=True)
+    venv_python.symlink_to(sys.executable)
+    plist = _render(str(venv_python), tmp_path)
+    args = plist["ProgramArguments"]
+    assert isinstance(args, list)
+    assert args[0] == str(venv_python)
+
+
+def test_the_plist_has_the_keys_a_quiet_background_agent_needs(tmp_path: Path) -> None:
+    plist = _render(sys.executable, tmp_path)
+    assert plist["RunAtLoad"] is True
+    assert plist["KeepAlive"] == {"SuccessfulExit": False}
+    assert isinstance(plist["ThrottleInterval"], int) and plist["ThrottleInterval"] >= 10
+    assert plist["ProcessType"] == "Background"
+    assert plist["LowPriorityIO"] is True
+    assert isinstance(plist["Nice"], int) and plist["Nice"] > 0
+
+
+def test_the_plist_passes_the_dirs_in_force_and_only_absolute_paths(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    data = launchd.render("venv/bin/python", Path("c"), Path("s"), Path("d"))
+    plist = plistlib.loads(data)
+    assert plist["EnvironmentVariables"] == {
+        "LC_ALL": "C",
+        "MPSD_CONFIG_DIR": str(tmp_path / "c"),
+        "MPSD_STATE_DIR": str(tmp_path / "s"),
+        "MPSD_DATA_DIR": str(tmp_path / "d"),
+    }
+    assert plist["ProgramArguments"][0] == str(tmp_path / "venv/bin/python")
+    assert plist["StandardOutPath"].startswith(str(tmp_path / "s") + "/")
+    assert plist["StandardErrorPath"].startswith(str(tmp_path / "s") + "/")
+    text = data.decode()
+    assert "@" not in text and "~" not in text and "$HOME" not in text
+
+
+def test_rendering_is_byte_stable(tmp_path: Path) -> None:
+    first = launchd.render(sys.executable, tmp_path / "c", tmp_path / "s", tmp_path / "d")
+    again = launchd.render(sys.executable, tmp_path / "c", tmp_path / "s", tmp_path / "d")
+    assert first == again
+
+
+def test_the_program_arguments_are_read_back_and_a_damaged_plist_gives_none() -> None:
+    data = plistlib.dumps({"ProgramArguments": ["/x/python", "-m", "mpsd", "daemon"]})
+    assert launchd.program_arguments(data) == ["/x/python", "-m", "mpsd", "daemon"]
+    assert launchd.program_arguments(b"<plist><dict><key>") is None
+
+
+@pytest.mark.skipif(_OUTPUTS is None, reason="the shared macOS fixtures are not here")
+def test_launchctl_print_is_read_from_a_real_recorded_output() -> None:
+    (record,) = _records("launchctl print")
+    job = launchd.parse_print(record["text"], "user/503")
+    assert job.path == "/Users/cp/Library/LaunchAgents/local.resticprofile.self.check.agent.plist"
+    assert job.state == "not running"
+    assert job.pid is None
+    assert job.arguments[0].endswith("/resticprofile")
+    assert job.arguments[1:] == [
+        "--no-prio",
+        "--no-ansi",
+        "--config",
+        "examples/dev.yaml",
+        "run-schedule",
+        "check@self",
+    ]
+
+
+def test_a_disabled_agent_is_seen_in_both_print_disabled_wordings() -> None:
+    new_style = 'disabled services = {\n\t"io.github.mpsd.daemon" => disabled\n}\n'
+    old_style = 'disabled services = {\n\t"io.github.mpsd.daemon" => true\n}\n'
+    enabled = 'disabled services = {\n\t"io.github.mpsd.daemon" => enabled\n}\n'
+    assert launchd.parse_disabled(new_style) is True
+    assert launchd.parse_disabled(old_style) is True
+    assert launchd.parse_disabled(enabled) is False
+    assert launchd.parse_disabled('\t"com.apple.x" => disabled\n') is None
+
+
+@pytest.mark.parametrize("record", _records("launchctl bootstrap error"), ids=lambda r: r["id"])
+def test_every_recorded_bootstrap_error_becomes_one_sentence_saying_what_to_do(
+    record: dict[str, str],
+) -> None:
+    result = launchd.Result(("bootstrap",), 5, "", record["text"])
+    sentence = launchd.failure_sentence("bootstrap", result)
+    assert "\n" not in sentence
+    assert sentence.endswith(".")
+    assert "run `mpsd install` again" in sentence
+
+
+def test_the_no_gui_session_error_says_to_log_in_or_run_the_daemon() -> None:
+    text = "Bootstrap failed: 125: Domain does not support specified action"
+    result = launchd.Result(("bootstrap",), 125, "", text)
+    sentence = launchd.failure_sentence("bootstrap", result)
+    assert "(Bootstrap failed: 125: Domain does not support specified action)" in sentence
+    assert "`mpsd daemon`" in sentence
+
+
+def test_the_template_ships_beside_the_package() -> None:
+    assert launchd.template_file().is_file()
+    assert launchd.template_file().name == "io.github.mpsd.daemon.plist"

@@ -1,0 +1,34 @@
+"""Which hand-set watermark variables PyTorch would reject or misread."""
+
+from __future__ import annotations
+
+import pytest
+
+from mpsd.watermarks import HIGH, LOW, problems
+
+
+def test_both_unset_is_fine() -> None:
+    assert problems({}) == []
+
+
+@pytest.mark.parametrize(("high", "low"), [("0.77", "0.77"), ("1.0", "0.5"), ("2", "2.0")])
+def test_plain_consistent_values_are_fine(high: str, low: str) -> None:
+    assert problems({HIGH: high, LOW: low}) == []
+
+
+@pytest.mark.parametrize(
+    ("env", "expected"),
+    [
+        ({HIGH: "0.8"}, "PYTORCH_MPS_LOW_WATERMARK_RATIO is not set while the other one is"),
+        ({HIGH: "0.8"}, "PyTorch stops with 'invalid low watermark ratio 1.4'"),
+        ({LOW: "0.8"}, "PYTORCH_MPS_HIGH_WATERMARK_RATIO is not set"),
+        ({HIGH: "0.0", LOW: "0.0"}, "=0.0 removes the memory cap"),
+        ({HIGH: "0,8", LOW: "0,8"}, "is not a plain number: PyTorch reads it as 0.0"),
+        ({HIGH: "", LOW: ""}, "is not a plain number"),
+        ({HIGH: "nan", LOW: "0.5"}, "is not a plain number"),
+        ({HIGH: "2.5", LOW: "1.0"}, "is above 2.0: PyTorch rejects it"),
+        ({HIGH: "0.5", LOW: "0.8"}, "'invalid low watermark ratio'"),
+    ],
+)
+def test_each_bad_setting_is_named(env: dict[str, str], expected: str) -> None:
+    assert any(expected in problem for problem in problems(env)), problems(env)
