@@ -167,7 +167,7 @@ KEYS = {key.name: key for key in SCHEMA}
 class ConfigError(MpsdError):
     """config.toml is unreadable or invalid; ``problems`` lists every one of them."""
 
-    def __init__(self, path: Path, problems: list[str]) -> None:
+    def __init__(self, path: str | Path, problems: list[str]) -> None:
         self.path = path
         self.problems = problems
         if len(problems) == 1:
@@ -177,7 +177,7 @@ class ConfigError(MpsdError):
         super().__init__(message)
 
 
-def validate(data: dict[str, Any], path: Path) -> Config:
+def validate(data: dict[str, Any], path: str | Path) -> Config:
     """Check every key of a parsed config.toml; raise ConfigError listing all problems."""
     problems: list[str] = []
     values: dict[str, Any] = {}
@@ -202,10 +202,11 @@ def validate(data: dict[str, Any], path: Path) -> Config:
     return config
 
 
-def load_config(path: Path) -> Config:
+def load_config(path: str | Path) -> Config:
     """The config in ``path``; the defaults when the file does not exist."""
     try:
-        raw = path.read_bytes()
+        with open(path, "rb") as handle:
+            raw = handle.read()
     except FileNotFoundError:
         return Config()
     except OSError as exc:

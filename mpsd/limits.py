@@ -133,11 +133,11 @@ def parse(text: str) -> Limits:
     return _check(data)
 
 
-def read(path: Path | None = None) -> Limits | None:
+def read(path: str | Path | None = None) -> Limits | None:
     """The current limits, or None when the file is missing or broken."""
-    path = path or paths.limits_file()
     try:
-        return parse(path.read_text(encoding="utf-8"))
+        with open(path or paths.limits_path(), encoding="utf-8") as handle:
+            return parse(handle.read())
     except (OSError, UnicodeDecodeError, LimitsError):
         return None
 

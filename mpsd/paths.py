@@ -47,9 +47,13 @@ def config_dir() -> Path:
     return _path(_config_dir())
 
 
+def _state_dir() -> str:
+    return _dir("MPSD_STATE_DIR", "XDG_STATE_HOME", (".local", "state"))
+
+
 def state_dir() -> Path:
     """``$MPSD_STATE_DIR``, else ``$XDG_STATE_HOME/mps``, else ``~/.local/state/mps``."""
-    return _path(_dir("MPSD_STATE_DIR", "XDG_STATE_HOME", (".local", "state")))
+    return _path(_state_dir())
 
 
 def data_dir() -> Path:
@@ -57,14 +61,31 @@ def data_dir() -> Path:
     return _path(_dir("MPSD_DATA_DIR", "XDG_DATA_HOME", (".local", "share")))
 
 
+# The ``*_path()`` functions give the same locations as the ``*_file()`` ones, as strings,
+# without importing pathlib: for the commands whose start-up is a contract (``mpsd env``,
+# ``mpsd explain``, ``mpsd status``) and which only read these files.
 def limits_path() -> str:
-    """``limits_file()`` as a string, without importing pathlib: for the commands whose
-    start-up is a contract (``mpsd env``, ``mpsd explain``) and only read the file."""
     return os.path.join(_config_dir(), "limits.toml")
 
 
+def config_path() -> str:
+    return os.path.join(_config_dir(), "config.toml")
+
+
+def daemon_lock_path() -> str:
+    return os.path.join(_state_dir(), "daemon.lock")
+
+
+def history_path() -> str:
+    return os.path.join(_state_dir(), "history.sqlite3")
+
+
+def log_path() -> str:
+    return os.path.join(_state_dir(), "daemon.log")
+
+
 def config_file() -> Path:
-    return config_dir() / "config.toml"
+    return _path(config_path())
 
 
 def limits_file() -> Path:
@@ -78,15 +99,15 @@ def limits_lock_file() -> Path:
 
 def daemon_lock_file() -> Path:
     """Held for its whole life by the one running daemon; holds its pid."""
-    return state_dir() / "daemon.lock"
+    return _path(daemon_lock_path())
 
 
 def history_file() -> Path:
-    return state_dir() / "history.sqlite3"
+    return _path(history_path())
 
 
 def log_file() -> Path:
-    return state_dir() / "daemon.log"
+    return _path(log_path())
 
 
 def recommended_max_cache() -> Path:

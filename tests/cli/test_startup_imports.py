@@ -55,9 +55,8 @@ def installed(tmp_path) -> None:  # type: ignore[no-untyped-def]
     )
 
 
-def test_status_loads_neither_tomllib_nor_typing_nor_records() -> None:
-    # It reads the history (sqlite3) and takes its paths as pathlib.Path: those stay.
-    watched = (*NO_RECORDS, "typing", "tomllib")
+def test_status_loads_neither_tomllib_nor_typing_nor_pathlib_nor_records() -> None:
+    watched = (*NO_RECORDS, "pathlib", "typing", "tomllib")  # it does read the history: sqlite3
     assert loaded("status", watched=watched) == []
     assert loaded("status", "--json", watched=watched) == []
 
