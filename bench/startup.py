@@ -66,6 +66,7 @@ def small_history(env: dict[str, str], times: int = 5) -> None:
         subprocess.run(
             [sys.executable, "-c", SCRIPT, "daemon", "--once"],
             env=env,
+            cwd=ROOT,
             capture_output=True,
             check=True,
         )
@@ -89,7 +90,10 @@ def measure(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
     """(wall, CPU) seconds of one run; CPU is the child's user + system time."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    subprocess.run(cmd, env=env, stdin=subprocess.DEVNULL, capture_output=True, check=False)
+    # cwd: `python -c` puts the current directory first on sys.path; this checkout's mpsd runs.
+    subprocess.run(
+        cmd, env=env, cwd=ROOT, stdin=subprocess.DEVNULL, capture_output=True, check=False
+    )
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
