@@ -10,6 +10,7 @@ the other's change; the daemon need not be running.
 from __future__ import annotations
 
 import os
+import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -62,7 +63,7 @@ def _load_document(config_file: Path) -> Any:
         ) from None
 
 
-def _set_projects(document: Any, entries: tuple[str, ...]) -> None:
+def _set_projects(document: Any, entries: tuple[str, ...], *, new_lines: bool = False) -> None:
     import tomlkit
 
     current = document.get("projects")
@@ -73,7 +74,10 @@ def _set_projects(document: Any, entries: tuple[str, ...]) -> None:
                 del current[index]
         for entry in entries:
             if entry not in current:
-                current.append(entry)
+                if new_lines:
+                    current.add_line(entry, indent="    ")
+                else:
+                    current.append(entry)
         return
     array = tomlkit.array()
     if entries:
@@ -85,8 +89,6 @@ def _set_projects(document: Any, entries: tuple[str, ...]) -> None:
 def _edit(change: Callable[[tuple[str, ...]], tuple[str, ...]]) -> tuple[Config, bool, bool]:
     """Under the limits lock: apply ``change(entries) -> entries`` to config.toml's projects,
     then mirror them into limits.toml. Returns (new config, config changed, limits written)."""
-    import tomlkit
-
     config_file = paths.config_file()
     # With no limits.toml yet, estimate before taking the lock: the recommended max may be
     # probed in a subprocess, and the daemon must not wait on that.
@@ -100,9 +102,7 @@ def _edit(change: Callable[[tuple[str, ...]], tuple[str, ...]]) -> tuple[Config,
         entries = change(config.projects)
         config_changed = entries != config.projects
         if config_changed:
-            document = _load_document(config_file)
-            _set_projects(document, entries)
-            _write(config_file, tomlkit.dumps(document).encode("utf-8"))
+            _write(config_file, _edited_text(config_file, entries).encode("utf-8"))
             config = config.replace(projects=entries)
         mirrored = projects.for_limits(config.projects)
 
@@ -119,6 +119,24 @@ def _edit(change: Callable[[tuple[str, ...]], tuple[str, ...]]) -> tuple[Config,
         except OSError as exc:
             raise _unwritable(paths.limits_file(), exc) from None
     return config, config_changed, written
+
+
+def _edited_text(config_file: Path, entries: tuple[str, ...]) -> str:
+    """config.toml's text with ``entries`` as its projects, checked by reading it back."""
+    import tomlkit
+
+    for new_lines in (False, True):
+        document = _load_document(config_file)
+        _set_projects(document, entries, new_lines=new_lines)
+        text: str = tomlkit.dumps(document)
+        # tomlkit appends after an entry's same-line comment, into the comment: then the
+        # entry goes on a line of its own.
+        if tomllib.loads(text).get("projects") == list(entries):
+            return text
+    raise MpsdError(
+        f"cannot change the projects in {config_file} without breaking its layout; "
+        "edit its `projects` list by hand, then run this again."
+    )
 
 
 def _write(path: Path, data: bytes) -> None:

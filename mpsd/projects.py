@@ -43,8 +43,9 @@ def physical(path: str) -> str:
 def problem(path: str) -> str | None:
     """Why the hooks could not use ``path`` safely, or None when it is fine.
 
-    Spaces and any printable unicode are fine; quotes, backslashes and control characters are
-    not (limits.toml holds each path between double quotes, with no escape sequences).
+    Spaces and any printable unicode are fine; quotes, backslashes, control characters and
+    bytes that are not UTF-8 are not (limits.toml holds each path between double quotes, with
+    no escape sequences).
     """
     import unicodedata  # a shared library: `mpsd env` and `mpsd status` never need it
 
@@ -55,6 +56,8 @@ def problem(path: str) -> str | None:
             return "a backslash"
         if unicodedata.category(char) == "Cc":
             return f"a control character (U+{ord(char):04X})"
+        if unicodedata.category(char) == "Cs":  # a byte os.fsdecode kept, not text
+            return "bytes that are not UTF-8"
     if not path.startswith("/"):
         return "no absolute form"
     return None

@@ -13,15 +13,24 @@
 # physical path differs, `cd -L` goes back to the logical one, so that `pwd`, `dirs` and
 # `cd ..` see what they saw before; PWD and OLDPWD are put back as they were.
 _mpsd_physical() {
-  \builtin local _mpsd_pwd="$PWD" _mpsd_old="${OLDPWD-}" _mpsd_had_old="${OLDPWD+x}"
+  \builtin local _mpsd_pwd="${PWD-}" _mpsd_old="${OLDPWD-}" _mpsd_had_old="${OLDPWD+x}"
   _MPSD_PHYS=''
   if CDPATH='' \builtin cd -P . >/dev/null 2>&1; then
-    _MPSD_PHYS=$PWD
-    if [[ $_MPSD_PHYS != "$_mpsd_pwd" ]]; then
+    _MPSD_PHYS=${PWD-}
+    # bash resolves the text of the logical path, but stays in the directory it is in: when a
+    # symlink on that path changed since the user's cd, the text names another directory.
+    # Then the physical path is unknown, and going back through the logical one would move
+    # the shell there.
+    if [[ ! . -ef $_MPSD_PHYS ]]; then
+      _MPSD_PHYS=''
+    elif [[ -n $_mpsd_pwd && $_MPSD_PHYS != "$_mpsd_pwd" ]]; then
       CDPATH='' \builtin cd -L -- "$_mpsd_pwd" >/dev/null 2>&1 || :
     fi
   fi
-  PWD=$_mpsd_pwd
+  # A PWD the user unset stays as `cd` set it.
+  if [[ -n $_mpsd_pwd ]]; then
+    PWD=$_mpsd_pwd
+  fi
   if [[ -n $_mpsd_had_old ]]; then
     OLDPWD=$_mpsd_old
   else
@@ -30,15 +39,16 @@ _mpsd_physical() {
 }
 
 # A ratio as the file holds it -> _mpsd_num, fixed point with 9 decimals; empty unless it is a
-# plain decimal in (0, 2].
+# plain decimal in (0, 2]. Digits listed, not ranged: before bash 5, a range follows the
+# locale's collation, and another digit let through would be an arithmetic error here.
 _mpsd_number() {
   _mpsd_num=''
   \builtin local _mpsd_int _mpsd_frac=''
   case $1 in
-    [0-2]) _mpsd_int=$1 ;;
-    [0-2].[0-9]*)
+    [012]) _mpsd_int=$1 ;;
+    [012].[0123456789]*)
       _mpsd_int=${1%%.*} _mpsd_frac=${1#*.}
-      case $_mpsd_frac in *[!0-9]*) \builtin return 0 ;; esac
+      case $_mpsd_frac in *[!0123456789]*) \builtin return 0 ;; esac
       if [[ ${#_mpsd_frac} -gt 9 ]]; then \builtin return 0; fi
       ;;
     *) \builtin return 0 ;;
@@ -134,11 +144,11 @@ _mpsd_hook() {
       done 2>/dev/null <"$_MPSD_FILE"
     fi
   fi
-  if [[ -z ${_MPSD_PWD+x} || $PWD != "$_MPSD_PWD" || $_mpsd_text != "${_MPSD_TEXT-}" ]]; then
-    if [[ $PWD != "${_MPSD_PWD-}" || -z ${_MPSD_PHYS-} ]]; then
+  if [[ -z ${_MPSD_PWD+x} || ${PWD-} != "$_MPSD_PWD" || $_mpsd_text != "${_MPSD_TEXT-}" ]]; then
+    if [[ ${PWD-} != "${_MPSD_PWD-}" || -z ${_MPSD_PHYS-} ]]; then
       _mpsd_physical
     fi
-    _MPSD_PWD=$PWD _MPSD_TEXT=$_mpsd_text
+    _MPSD_PWD=${PWD-} _MPSD_TEXT=$_mpsd_text
     _mpsd_parse "$_mpsd_text"
   fi
   # Set by hand: present but not what the hook exported last. Then both are the user's.
@@ -176,14 +186,15 @@ fi
 
 # Register once, however often this file is sourced: in bash-preexec's precmd_functions when it
 # is loaded, else at the front of PROMPT_COMMAND (the string, or element 0 of the array form).
-if [[ -n ${bash_preexec_imported-}${__bp_imported-} ]]; then
-  case " ${precmd_functions[*]-} " in
-    *" _mpsd_hook "*) ;;
-    *) precmd_functions+=(_mpsd_hook) ;;
-  esac
-else
-  case ";${PROMPT_COMMAND[*]-};" in
-    *_mpsd_hook*) ;;
-    *) PROMPT_COMMAND="_mpsd_hook${PROMPT_COMMAND:+;$PROMPT_COMMAND}" ;;
-  esac
-fi
+# Already in either one (bash-preexec loaded after this file keeps PROMPT_COMMAND's commands),
+# it is not added again.
+case " ${precmd_functions[*]-} ;${PROMPT_COMMAND[*]-};" in
+  *_mpsd_hook*) ;;
+  *)
+    if [[ -n ${bash_preexec_imported-}${__bp_imported-} ]]; then
+      precmd_functions+=(_mpsd_hook)
+    else
+      PROMPT_COMMAND="_mpsd_hook${PROMPT_COMMAND:+;$PROMPT_COMMAND}"
+    fi
+    ;;
+esac

@@ -23,7 +23,11 @@ def render(decision: object, fmt: str) -> str:
     assert isinstance(decision, Decision)
     lines: list[str] = []
     unsets = [name for var in decision.unsets for name in (var, MARKS[var])]
-    for name, value in decision.exports.items():
+    # The marks too, as the hook sets them: a later `mpsd env` elsewhere takes the values back
+    # instead of calling them set by hand.
+    exports = [*decision.exports.items()]
+    exports += [(MARKS[name], value) for name, value in decision.exports.items()]
+    for name, value in exports:
         lines.append(f"set -gx {name} {value};" if fmt == "fish" else f"export {name}={value}")
     if unsets:
         if fmt == "fish":

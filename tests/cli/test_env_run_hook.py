@@ -12,31 +12,46 @@ import pytest
 from mpsd import paths
 from mpsd.decision import HIGH_VAR, LOW_VAR, MARK_HIGH, MARK_LOW
 from tests.conftest import ROOT, run_mpsd
-from tests.integration.shells import limits_text
+from tests.integration.shells import limits_text, opted_in_project
 
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
-    path = (tmp_path / "proj").resolve()
-    (path / "src").mkdir(parents=True)
-    paths.config_dir().mkdir(parents=True)
-    paths.limits_file().write_text(limits_text("0.77", "0.7", (str(path),)))
-    return path
+    return opted_in_project(tmp_path)
 
 
 def test_env_prints_the_exports_inside_a_project(project: Path) -> None:
     result = run_mpsd("env", cwd=project / "src")
     assert result.returncode == 0
-    assert result.stdout == f"export {HIGH_VAR}=0.77\nexport {LOW_VAR}=0.7\n"
+    assert result.stdout == (
+        f"export {HIGH_VAR}=0.77\nexport {LOW_VAR}=0.7\n"
+        f"export {MARK_HIGH}=0.77\nexport {MARK_LOW}=0.7\n"
+    )
     assert run_mpsd("env", str(project), "--shell", "zsh").stdout == result.stdout
     fish = run_mpsd("env", str(project), "--shell", "fish").stdout
-    assert fish == f"set -gx {HIGH_VAR} 0.77;\nset -gx {LOW_VAR} 0.7;\n"
+    assert fish == (
+        f"set -gx {HIGH_VAR} 0.77;\nset -gx {LOW_VAR} 0.7;\n"
+        f"set -gx {MARK_HIGH} 0.77;\nset -gx {MARK_LOW} 0.7;\n"
+    )
 
 
 def test_env_output_evaluates_in_sh(project: Path) -> None:
     script = f'eval "$({sys.executable} -m mpsd env)"; echo "${HIGH_VAR} ${LOW_VAR}"'
     out = subprocess.run(["sh", "-c", script], cwd=project, capture_output=True, text=True)
     assert out.stdout == "0.77 0.7\n"
+
+
+def test_env_evaluated_again_outside_takes_back_what_it_exported(
+    project: Path, tmp_path: Path
+) -> None:
+    # As the hook does: what `mpsd env` exported is mpsd's, not a value set by hand.
+    mpsd = f"{sys.executable} -m mpsd env"
+    script = (
+        f'cd "{project}" && eval "$({mpsd})" && cd "{tmp_path}" && eval "$({mpsd})" && '
+        f'echo "${{{HIGH_VAR}-unset}} ${{{LOW_VAR}-unset}}"'
+    )
+    out = subprocess.run(["sh", "-c", script], capture_output=True, text=True)
+    assert out.stdout == "unset unset\n", out.stderr
 
 
 def test_env_outside_prints_nothing_or_takes_back_what_mpsd_exported(

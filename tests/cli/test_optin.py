@@ -69,6 +69,16 @@ def test_enable_keeps_the_users_comments_and_layout(project: Path) -> None:
     assert paths.config_file().read_text() == USER_CONFIG
 
 
+def test_enable_after_an_entry_with_a_comment_adds_a_real_entry(project: Path) -> None:
+    # tomlkit appends after a same-line comment, into the comment, unless told otherwise.
+    text = '# mine\nprojects = [ "/somewhere/else", # the old one\n]\n'
+    paths.config_file().parent.mkdir(parents=True)
+    paths.config_file().write_text(text)
+    assert run_mpsd("enable", str(project)).returncode == 0
+    assert config_projects() == ["/somewhere/else", str(project)]
+    assert "# the old one" in paths.config_file().read_text()
+
+
 def test_enable_only_replaces_the_projects_of_existing_limits(project: Path) -> None:
     paths.config_dir().mkdir(parents=True)
     paths.limits_file().write_text(limits_text("0.61", "0.55", ()))

@@ -63,6 +63,18 @@ def limits_text(high: str = "0.77", low: str = "0.7", projects: tuple[str, ...] 
     return "\n".join(lines) + "\n"
 
 
+def opted_in_project(tmp_path: Path) -> Path:
+    """A project (physical path, with a src/ inside) that limits.toml at mpsd's config dir opts
+    in, with 0.77 and 0.7 as its ratios."""
+    from mpsd import paths
+
+    path = (tmp_path / "proj").resolve()
+    (path / "src").mkdir(parents=True)
+    paths.config_dir().mkdir(parents=True, exist_ok=True)
+    paths.limits_file().write_text(limits_text("0.77", "0.7", (str(path),)))
+    return path
+
+
 class Shell:
     """One interactive shell with the hook loaded (unless ``load=False``)."""
 

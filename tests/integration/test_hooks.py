@@ -235,6 +235,11 @@ def test_safe_under_set_u_and_errexit_and_keeps_the_exit_status(
     assert sh.run("! true")[1] == 1
     sh.quiet(f"cd '{tree['outside']}'")
     assert sh.values() == ("unset", "unset")
+    # Even with PWD unset by the user, the next prompts print nothing.
+    sh.quiet("unset PWD")
+    sh.quiet("")
+    sh.quiet(f"cd '{tree['project']}'")
+    assert sh.values() == ("0.77", "0.7")
     assert sh.child.isalive()
 
 
@@ -315,6 +320,38 @@ def test_bash_preexec_precmd_functions_are_used_when_present(
     assert output == ["<__bp_precmd>", "<_mpsd_hook>"]
     sh.quiet(f"cd '{tree['project']}'")
     assert sh.values() == ("0.77", "0.7")
+
+
+def test_bash_hook_never_moves_the_shell_when_a_symlink_changes_under_it(
+    tree: dict[str, Path], shells: list[Shell]
+) -> None:
+    # A `current -> releases/1` link switched to `releases/2` on the line that cd'ed through it:
+    # the shell is in releases/1, and the hook must not take it to releases/2.
+    base = tree["outside"].parent
+    for name in ("1", "2"):
+        (base / "releases" / name).mkdir(parents=True)
+        (base / "releases" / name / f"in-{name}").touch()
+    current = base / "current"
+    current.symlink_to(base / "releases" / "1")
+    sh = start(shells, "bash", tree)
+    sh.quiet(f"cd '{current}' && ln -sfn '{base / 'releases' / '2'}' '{current}'")
+    assert sh.run("echo in-*")[0] == ["in-1"]
+
+
+def test_bash_hook_sourced_again_after_bash_preexec_wrapped_it_registers_once(
+    tree: dict[str, Path], shells: list[Shell]
+) -> None:
+    # .bashrc loads the hook, then bash-preexec (which keeps PROMPT_COMMAND's commands); then
+    # `source ~/.bashrc` loads the hook again.
+    sh = start(shells, "bash", tree)
+    sh.quiet(
+        "bash_preexec_imported=defined; precmd_functions=(); "
+        '__bp_precmd() { local f; for f in "${precmd_functions[@]}"; do "$f"; done; }; '
+        'PROMPT_COMMAND="__bp_precmd;$PROMPT_COMMAND"'
+    )
+    sh.quiet(f"source '{HOOKS['bash']}'")
+    output, _ = sh.run('printf "<%s>\\n" "$PROMPT_COMMAND" "${#precmd_functions[@]}"')
+    assert output == ["<__bp_precmd;_mpsd_hook>", "<0>"]
 
 
 def test_bash_hook_leaves_the_users_options_and_traps_alone(
@@ -424,6 +461,11 @@ def test_bash_hook_uses_nothing_newer_than_bash_3_2() -> None:
         "&>> redirection": r"&>>",
         "globstar/lastpipe options": r"globstar|lastpipe",
         "command substitution (a fork)": r"\$\((?!\()|`",
+        "negative array indices": r"\[\s*-\d+\s*\]",
+        "${x@Q} transformations (4.4)": r"\$\{[^}]*@[QEPAaUuLK]\}",
+        "declare -g (4.2)": r"(declare|typeset)\s+-\w*g",
+        # Before bash 5, [0-9] follows the locale's collation and may let other digits in.
+        "bracket ranges": r"\[!?[^]\[:\s]-[^]\s]",
     }
     found = {name: re.findall(pattern, code) for name, pattern in forbidden.items()}
     assert {name: hits for name, hits in found.items() if hits} == {}

@@ -11,10 +11,9 @@ from pathlib import Path
 import pytest
 
 import mpsd
-from mpsd import paths
 from mpsd.decision import HIGH_VAR, LOW_VAR, MARK_HIGH
 from mpsd.inprocess import ENVIRONMENT, FRACTION, KEPT, NOTHING
-from tests.integration.shells import limits_text
+from tests.integration.shells import opted_in_project
 
 
 @pytest.fixture(autouse=True)
@@ -28,10 +27,7 @@ def restore_environment() -> Iterator[None]:
 
 @pytest.fixture
 def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    path = (tmp_path / "proj").resolve()
-    path.mkdir()
-    paths.config_dir().mkdir(parents=True)
-    paths.limits_file().write_text(limits_text("0.77", "0.7", (str(path),)))
+    path = opted_in_project(tmp_path)
     monkeypatch.chdir(path)
     return path
 

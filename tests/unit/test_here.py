@@ -6,19 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from mpsd import paths
 from mpsd.decision import HIGH_VAR, LOW_VAR, MARK_HIGH, MARK_LOW
 from mpsd.here import optin_facts, render_optin
-from tests.integration.shells import limits_text
+from tests.integration.shells import opted_in_project
 
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
-    path = (tmp_path / "proj").resolve()
-    (path / "src").mkdir(parents=True)
-    paths.config_dir().mkdir(parents=True)
-    paths.limits_file().write_text(limits_text("0.77", "0.7", (str(path),)))
-    return path
+    return opted_in_project(tmp_path)
 
 
 def test_inside_a_project_a_python_gets_both(project: Path) -> None:

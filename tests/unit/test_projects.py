@@ -24,7 +24,7 @@ def test_paths_become_physical(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
 @pytest.mark.parametrize(
     ("path", "word"),
     [('/a"b', "double quote"), ("/a\\b", "backslash"), ("/a\nb", "control"), ("/a\tb", "control"),
-     ("/a\x7fb", "control"), ("/a\x85b", "control")],
+     ("/a\x7fb", "control"), ("/a\x85b", "control"), ("/a\udcffb", "UTF-8")],
 )  # fmt: skip
 def test_characters_the_hooks_cannot_read_safely_are_refused(path: str, word: str) -> None:
     problem = projects.problem(path)
