@@ -1,15 +1,11 @@
-"""How fast ``mpsd explain`` starts, and how fast it reads a large log.
+"""How fast ``mpsd explain`` reads a large log.
 
-Prints, from one run on this machine:
-- start-up: median wall time of ``python -m mpsd explain`` against a bare
-  ``python -c pass`` (contract: under 3x; goal: under 1.5x), interleaved so that
-  both see the same load; on an empty paste (start-up alone) and on
-  ``examples/oom.txt`` (start-up plus a full explanation);
-- throughput: ``mpsd explain`` on a generated 50 MB training log with errors at the
-  start, the middle and the end (goal: under 2 s), in process and end to end; and on
-  a "dense" log where every 20th line says "memory" or "allocated".
+Prints, from one run on this machine, ``mpsd explain`` on a generated 50 MB training
+log with errors at the start, the middle and the end (goal: under 2 s), in process and
+end to end; and on a "dense" log where every 20th line says "memory" or "allocated".
+Its start-up (with ``status`` and ``env``) is measured by ``bench/startup.py``.
 
-Run: .venv/bin/python bench/explain_bench.py [--runs N] [--mb M]
+Run: .venv/bin/python bench/explain_bench.py [--mb M]
 """
 
 from __future__ import annotations
@@ -17,7 +13,6 @@ from __future__ import annotations
 import argparse
 import os
 import random
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -31,7 +26,6 @@ sys.path.insert(0, str(ROOT))
 PYCACHE = tempfile.mkdtemp(prefix="mpsd-bench-pycache-")
 ENV = {**os.environ, "PYTHONPATH": str(ROOT), "NO_COLOR": "1", "PYTHONPYCACHEPREFIX": PYCACHE}
 ENV.pop("PYTHONDONTWRITEBYTECODE", None)
-EXAMPLE = ROOT / "examples" / "oom.txt"
 
 ERRORS = (
     "RuntimeError: MPS backend out of memory (MPS allocated: 18.02 GB, other allocations: "
@@ -49,71 +43,6 @@ def timed(cmd: list[str], stdin: bytes = b"", env: dict[str, str] | None = None)
     start = time.perf_counter()
     subprocess.run(cmd, input=stdin, env=env or ENV, capture_output=True, check=False)
     return time.perf_counter() - start
-
-
-def limits_env() -> dict[str, str]:
-    """An environment whose config dir holds a limits.toml, as after `mpsd install`."""
-    import datetime as dt
-
-    from mpsd import limits
-
-    config = tempfile.mkdtemp(prefix="mpsd-bench-config-")
-    env = {**ENV, "MPSD_CONFIG_DIR": config, "MPSD_STATE_DIR": config}
-    saved = {k: os.environ.get(k) for k in ("MPSD_CONFIG_DIR", "MPSD_STATE_DIR")}
-    os.environ.update(MPSD_CONFIG_DIR=config, MPSD_STATE_DIR=config)
-    try:
-        limits.write(
-            limits.Limits(
-                high_watermark_ratio=0.62,
-                low_watermark_ratio=0.62,
-                limit_bytes=int(0.62 * 10.67 * 2**30),
-                recommended_max_bytes=int(10.67 * 2**30),
-                recommended_max_source="torch",
-                baseline_free_bytes=9 * 2**30,
-                headroom=0.8,
-                updated_at=dt.datetime.now(dt.UTC),
-            )
-        )
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
-    return env
-
-
-def startup(runs: int) -> None:
-    py = sys.executable
-    # What the `mpsd` console script that pip writes does (no runpy, unlike `python -m`).
-    script = [py, "-c", "import sys; from mpsd.cli import main; sys.exit(main())"]
-    oom = str(EXAMPLE)
-    with_limits = limits_env()
-    cases = {
-        "python -c pass": ([py, "-c", "pass"], b""),
-        "mpsd explain < empty": ([*script, "explain"], b""),
-        "mpsd explain examples/oom.txt": ([*script, "explain", oom], b""),
-        "mpsd explain --json examples/oom.txt": ([*script, "explain", "--json", oom], b""),
-        "python -m mpsd explain examples/oom.txt": ([py, "-m", "mpsd", "explain", oom], b""),
-        "mpsd explain examples/oom.txt, limits.toml": ([*script, "explain", oom], b"limits"),
-    }
-    times: dict[str, list[float]] = {name: [] for name in cases}
-
-    def one(cmd: list[str], stdin: bytes) -> float:
-        # b"limits" marks the run made with a limits.toml in place
-        return timed(cmd, env=with_limits) if stdin == b"limits" else timed(cmd, stdin)
-
-    for cmd, stdin in cases.values():  # warm the page and bytecode caches
-        one(cmd, stdin)
-        one(cmd, stdin)
-    for _ in range(runs):
-        for name, (cmd, stdin) in cases.items():
-            times[name].append(one(cmd, stdin))
-    base = statistics.median(times["python -c pass"])
-    print(f"start-up, median of {runs} interleaved runs (contract < 3x, goal < 1.5x):")
-    for name, values in times.items():
-        med = statistics.median(values)
-        print(f"  {name:<42} {med * 1000:7.1f} ms  {med / base:5.2f}x")
 
 
 def make_log(path: Path, megabytes: int, dense: bool) -> None:
@@ -165,11 +94,9 @@ def throughput(megabytes: int) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=15)
     parser.add_argument("--mb", type=int, default=50)
     args = parser.parse_args()
     print(f"python {sys.version.split()[0]} on {sys.platform}, {os.cpu_count()} CPUs")
-    startup(args.runs)
     throughput(args.mb)
 
 

@@ -63,7 +63,12 @@ def _chosen(argv: Sequence[str]) -> str | None:
     return None
 
 
-def build_parser(chosen: str | None = None) -> argparse.ArgumentParser:
+def build_parser(chosen: str | None = None, only: bool = False) -> argparse.ArgumentParser:
+    """The parser, with ``chosen``'s arguments configured; with ``only``, no other command.
+
+    ``only`` is for a command line that starts with the command: the top-level help (the
+    one place the other commands show) cannot be asked for, and each subparser argparse
+    builds costs start-up (a formatter, a gettext lookup per label)."""
     parser = _Parser(
         prog=PROG,
         description="mpsd keeps PyTorch on Apple Silicon from pushing your Mac into swap.",
@@ -71,6 +76,8 @@ def build_parser(chosen: str | None = None) -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name, (_, help_text) in COMMANDS.items():
+        if only and name != chosen:
+            continue
         command = sub.add_parser(name, help=help_text, description=help_text)
         if name == chosen:
             _load(name).configure(command)
@@ -80,7 +87,7 @@ def build_parser(chosen: str | None = None) -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     chosen = _chosen(args_list)
-    parser = build_parser(chosen)
+    parser = build_parser(chosen, only=bool(args_list) and args_list[0] == chosen)
     try:
         args = parser.parse_args(args_list)
     except SystemExit as exc:

@@ -8,37 +8,75 @@ the file.
 from __future__ import annotations
 
 import math
-import tomllib
-from collections.abc import Callable
-from dataclasses import dataclass, field, fields
-from pathlib import Path
-from typing import Any
 
 from mpsd.durations import parse_duration
 from mpsd.errors import MpsdError
+from mpsd.record import Record
+
+TYPE_CHECKING = False  # typing costs `mpsd status` its start-up; mypy still reads the block
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from pathlib import Path
+    from typing import Any
 
 
-@dataclass(frozen=True)
-class Config:
-    headroom: float = 0.8
-    interval: float = 30.0
-    window: float = 7 * 86400.0
-    retention: float = 90 * 86400.0
-    low_ratio: float = 1.0
-    projects: tuple[str, ...] = field(default_factory=tuple)
-    baseline_percentile: float = 5.0
-    min_ratio: float = 0.1
-    max_ratio: float = 2.0
-    swap_penalty: float = 0.8
-    swap_recovery: float = 3 * 86400.0
+class Config(Record):
+    """The validated settings (seconds for durations); ``Config()`` holds the defaults."""
+
+    _fields = (
+        "headroom",
+        "interval",
+        "window",
+        "retention",
+        "low_ratio",
+        "projects",
+        "baseline_percentile",
+        "min_ratio",
+        "max_ratio",
+        "swap_penalty",
+        "swap_recovery",
+    )
+    __slots__ = _fields
+
+    def __init__(
+        self,
+        headroom: float = 0.8,
+        interval: float = 30.0,
+        window: float = 7 * 86400.0,
+        retention: float = 90 * 86400.0,
+        low_ratio: float = 1.0,
+        projects: tuple[str, ...] = (),
+        baseline_percentile: float = 5.0,
+        min_ratio: float = 0.1,
+        max_ratio: float = 2.0,
+        swap_penalty: float = 0.8,
+        swap_recovery: float = 3 * 86400.0,
+    ) -> None:
+        self.headroom = headroom
+        self.interval = interval
+        self.window = window
+        self.retention = retention
+        self.low_ratio = low_ratio
+        self.projects = projects
+        self.baseline_percentile = baseline_percentile
+        self.min_ratio = min_ratio
+        self.max_ratio = max_ratio
+        self.swap_penalty = swap_penalty
+        self.swap_recovery = swap_recovery
 
 
-@dataclass(frozen=True)
 class Key:
-    name: str
-    help: str
-    default_text: str
-    check: Callable[[object], Any]
+    """One key of the schema: its name, help line, default as written, and its check."""
+
+    __slots__ = ("check", "default_text", "help", "name")
+
+    def __init__(
+        self, name: str, help: str, default_text: str, check: Callable[[object], Any]
+    ) -> None:
+        self.name = name
+        self.help = help
+        self.default_text = default_text
+        self.check = check
 
 
 def _number(low: float, high: float, low_open: bool, high_open: bool) -> Callable[[object], float]:
@@ -129,7 +167,7 @@ KEYS = {key.name: key for key in SCHEMA}
 class ConfigError(MpsdError):
     """config.toml is unreadable or invalid; ``problems`` lists every one of them."""
 
-    def __init__(self, path: Path, problems: list[str]) -> None:
+    def __init__(self, path: str | Path, problems: list[str]) -> None:
         self.path = path
         self.problems = problems
         if len(problems) == 1:
@@ -139,7 +177,7 @@ class ConfigError(MpsdError):
         super().__init__(message)
 
 
-def validate(data: dict[str, Any], path: Path) -> Config:
+def validate(data: dict[str, Any], path: str | Path) -> Config:
     """Check every key of a parsed config.toml; raise ConfigError listing all problems."""
     problems: list[str] = []
     values: dict[str, Any] = {}
@@ -164,19 +202,22 @@ def validate(data: dict[str, Any], path: Path) -> Config:
     return config
 
 
-def load_config(path: Path) -> Config:
+def load_config(path: str | Path) -> Config:
     """The config in ``path``; the defaults when the file does not exist."""
     try:
-        raw = path.read_bytes()
+        with open(path, "rb") as handle:
+            raw = handle.read()
     except FileNotFoundError:
         return Config()
     except OSError as exc:
         raise ConfigError(path, [f"cannot be read ({exc.strerror})"]) from None
+    from mpsd import flat_toml
+
     try:
-        data = tomllib.loads(raw.decode("utf-8"))
+        data = flat_toml.loads(raw.decode("utf-8"))
     except UnicodeDecodeError:
         raise ConfigError(path, ["is not UTF-8 text"]) from None
-    except tomllib.TOMLDecodeError as exc:
+    except ValueError as exc:  # tomllib.TOMLDecodeError
         raise ConfigError(path, [f"is not valid TOML ({exc})"]) from None
     return validate(data, path)
 
@@ -200,4 +241,4 @@ def default_config_text() -> str:
 
 
 def field_names() -> list[str]:
-    return [f.name for f in fields(Config)]
+    return list(Config._fields)

@@ -17,11 +17,11 @@ if TYPE_CHECKING:
     from typing import Any
 
 
-def limits_text(path: Path | None = None) -> str | None:
+def limits_text(path: str | Path | None = None) -> str | None:
     """limits.toml's text as the hooks see it; None when there is no readable file."""
-    path = path or paths.limits_file()
     try:
-        return path.read_bytes().decode("utf-8", "replace")
+        with open(path or paths.limits_path(), "rb") as handle:
+            return handle.read().decode("utf-8", "replace")
     except OSError:
         return None
 
@@ -64,7 +64,7 @@ def optin_facts(
         "directory": decision.directory,
         "opted_in": decision.project is not None,
         "project": decision.project,
-        "limits_file": str(paths.limits_file()),
+        "limits_file": paths.limits_path(),
         "limits_found": decision.limits_found,
         "limits_valid": decision.limits_valid,
         "python_gets": decision.python_gets(env),

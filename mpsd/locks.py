@@ -6,10 +6,13 @@ import contextlib
 import fcntl
 import os
 import time
-from collections.abc import Iterator
-from pathlib import Path
 
 from mpsd.errors import MpsdError
+
+TYPE_CHECKING = False  # pathlib and typing cost `mpsd status` its start-up
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from pathlib import Path
 
 
 @contextlib.contextmanager
@@ -47,12 +50,12 @@ class PidLock:
     then names that process's pid. Used so that only one daemon runs.
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: str | Path) -> None:
         self.path = path
         self._fd: int | None = None
 
     def acquire(self) -> bool:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        os.makedirs(os.path.dirname(self.path), exist_ok=True)
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -93,7 +96,8 @@ class PidLock:
     def holder(self) -> int | None:
         """The pid written by the holder, or None when unknown."""
         try:
-            text = self.path.read_text().strip()
+            with open(self.path) as handle:
+                text = handle.read().strip()
         except OSError:
             return None
         return int(text) if text.isdigit() else None

@@ -453,13 +453,14 @@ def acquire_lock(once: bool) -> PidLock | None:
     """The daemon lock; None when ``once`` and another daemon holds it.
 
     Raises MpsdError (exit 1) naming the holder's pid when a daemon already runs."""
-    lock = PidLock(paths.daemon_lock_file())
+    path = paths.daemon_lock_file()
+    lock = PidLock(path)
     try:
         if lock.acquire():
             return lock
     except OSError as exc:
         why = exc.strerror
-        in_the_way = next((p for p in lock.path.parents if p.is_file()), None)
+        in_the_way = next((p for p in path.parents if p.is_file()), None)
         if in_the_way is not None:
             why = f"{in_the_way} is a file, not a directory"
         raise MpsdError(

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import tomllib
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -103,7 +103,7 @@ def _edit(change: Callable[[tuple[str, ...]], tuple[str, ...]]) -> tuple[Config,
         config_changed = entries != config.projects
         if config_changed:
             _write(config_file, _edited_text(config_file, entries).encode("utf-8"))
-            config = replace(config, projects=entries)
+            config = config.replace(projects=entries)
         mirrored = projects.for_limits(config.projects)
 
         def mirror(current: limits.Limits | None) -> limits.Limits:
@@ -111,8 +111,8 @@ def _edit(change: Callable[[tuple[str, ...]], tuple[str, ...]]) -> tuple[Config,
                 from mpsd.estimate import current_limits
 
                 base = estimate if estimate is not None else current_limits(config, ())
-                return replace(base, projects=mirrored)
-            return replace(current, projects=mirrored)
+                return base.replace(projects=mirrored)
+            return current.replace(projects=mirrored)
 
         try:
             written = limits.update_locked(mirror)

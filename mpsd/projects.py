@@ -8,7 +8,6 @@ double quote, a backslash, a control character) is refused. Pure apart from ``ph
 from __future__ import annotations
 
 import os
-import unicodedata
 from collections.abc import Iterable
 
 from mpsd.decision import containing_project
@@ -48,6 +47,8 @@ def problem(path: str) -> str | None:
     bytes that are not UTF-8 are not (limits.toml holds each path between double quotes, with
     no escape sequences).
     """
+    import unicodedata  # a shared library: `mpsd env` and `mpsd status` never need it
+
     for char in path:
         if char == '"':
             return "a double quote"

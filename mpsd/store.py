@@ -10,13 +10,18 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import sqlite3
-from collections.abc import Iterable, Iterator
-from pathlib import Path
-from typing import Any, NamedTuple, TypeVar
+from collections import namedtuple
 
 from mpsd.errors import MpsdError
 from mpsd.sample import Sample
+
+TYPE_CHECKING = False  # typing costs `mpsd status` its start-up; mypy still reads the block
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Iterator
+    from pathlib import Path
+    from typing import Any, NamedTuple, TypeVar
 
 # One entry per schema version: MIGRATIONS[n] takes version n to n + 1.
 # Never edit a released entry; append a new one.
@@ -56,16 +61,22 @@ class HistoryError(MpsdError):
         self.corrupt = corrupt
 
 
-class Row(NamedTuple):
-    """A stored sample as the policy reads it: ``Sample``'s fields, built at C speed."""
+if TYPE_CHECKING:
 
-    t: float
-    available_bytes: int
-    total_bytes: int
-    ml_bytes: int
-    swapouts: int | None
-    pressure: int | None
-    source: str
+    class Row(NamedTuple):
+        """A stored sample as the policy reads it: ``Sample``'s fields, built at C speed."""
+
+        t: float
+        available_bytes: int
+        total_bytes: int
+        ml_bytes: int
+        swapouts: int | None
+        pressure: int | None
+        source: str
+
+    Thinnable = TypeVar("Thinnable", Sample, Row)
+else:  # the same tuple, without importing typing
+    Row = namedtuple("Row", Sample._fields)
 
 
 def _values(sample: Sample) -> tuple[Any, ...]:
@@ -102,7 +113,7 @@ class Store:
     """The history in one SQLite file. Open with ``Store.open`` (read-write, migrates)
     or ``Store.open_readonly`` (never creates or changes anything)."""
 
-    def __init__(self, connection: sqlite3.Connection, path: Path) -> None:
+    def __init__(self, connection: sqlite3.Connection, path: str | Path) -> None:
         self._db = connection
         self.path = path
 
@@ -126,12 +137,12 @@ class Store:
         return store
 
     @classmethod
-    def open_readonly(cls, path: Path) -> Store | None:
+    def open_readonly(cls, path: str | Path) -> Store | None:
         """The history for reading only; None when there is none yet."""
-        if not path.exists():
+        if not os.path.exists(path):
             return None
         try:
-            db = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, timeout=5.0)
+            db = sqlite3.connect(f"{_uri(path)}?mode=ro", uri=True, timeout=5.0)
             version = db.execute("PRAGMA user_version").fetchone()[0]
         except sqlite3.DatabaseError as exc:
             raise HistoryError(f"the history {path} cannot be read ({exc}).") from None
@@ -268,9 +279,6 @@ class Store:
         return str(self._db.execute("PRAGMA integrity_check").fetchone()[0])
 
 
-Thinnable = TypeVar("Thinnable", Sample, Row)
-
-
 def thin(samples: Iterable[Thinnable], since: float, width: float) -> list[Thinnable]:
     """The pure twin of ``Store.samples`` when it thins: per bucket of ``width`` seconds
     counted from ``since``, the sample with the least free memory (available + ml)."""
@@ -291,7 +299,14 @@ def _statements(script: str) -> Iterator[str]:
             yield part.strip()
 
 
-def _newer(path: Path, version: int) -> str:
+def _uri(path: str | Path) -> str:
+    """``path`` as an SQLite file URI (``Path.as_uri`` without importing pathlib): SQLite
+    decodes %HH escapes in it and ends the path at ``?`` or ``#``; nothing else is special."""
+    escaped = os.path.abspath(path).replace("%", "%25").replace("?", "%3F").replace("#", "%23")
+    return f"file:{escaped}"
+
+
+def _newer(path: str | Path, version: int) -> str:
     return (
         f"the history {path} has schema version {version}, newer than this mpsd knows "
         f"({SCHEMA_VERSION}); upgrade mpsd."

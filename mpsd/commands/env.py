@@ -52,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
             "directory": decision.directory,
             "opted_in": decision.project is not None,
             "project": decision.project,
-            "limits_file": str(paths.limits_file()),
+            "limits_file": paths.limits_path(),
             "limits_found": decision.limits_found,
             "limits_valid": decision.limits_valid,
             "hand_set": list(decision.hand_set),

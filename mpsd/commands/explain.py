@@ -127,4 +127,4 @@ def _known(findings: list[Any]) -> Any:
     from mpsd import paths
     from mpsd.oom import known
 
-    return known.read(paths.limits_file())
+    return known.read(paths.limits_path())

@@ -8,13 +8,14 @@ turns that dict into text. New facts join ``collect()`` and get a renderer in
 from __future__ import annotations
 
 import argparse
-import datetime as dt
-import json
 import math
+import os
 import sys
-import textwrap
 import time
-from typing import Any
+
+TYPE_CHECKING = False  # typing costs start-up; mypy still reads the block below
+if TYPE_CHECKING:
+    from typing import Any
 
 GIB = 1 << 30
 CHART_WIDTH = 48
@@ -29,6 +30,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     facts = collect()
     if args.json:
+        import json
+
         json.dump(facts, sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
@@ -45,7 +48,7 @@ def collect(now: float | None = None) -> dict[str, Any]:
     now = time.time() if now is None else now
     facts: dict[str, Any] = {"now": now}
     try:
-        config = load_config(paths.config_file())
+        config = load_config(paths.config_path())
         facts["config_problem"] = None
     except ConfigError as exc:
         config = Config()
@@ -75,21 +78,22 @@ def _daemon_facts() -> dict[str, Any]:
     from mpsd import paths
     from mpsd.locks import PidLock
 
-    lock = PidLock(paths.daemon_lock_file())
+    lock = PidLock(paths.daemon_lock_path())
     try:
         running = lock.is_held_elsewhere()
     except OSError as exc:  # the state dir is a file, or unreadable: no daemon can run there
         return {
             "running": False,
             "pid": None,
-            "log_file": str(paths.log_file()),
-            "problem": f"the state dir {paths.state_dir()} cannot be used ({exc.strerror}); "
+            "log_file": paths.log_path(),
+            "problem": f"the state dir {os.path.dirname(paths.daemon_lock_path())} cannot be "
+            f"used ({exc.strerror}); "
             "make it a writable directory or point MPSD_STATE_DIR elsewhere.",
         }
     return {
         "running": running,
         "pid": lock.holder() if running else None,
-        "log_file": str(paths.log_file()),
+        "log_file": paths.log_path(),
     }
 
 
@@ -97,7 +101,7 @@ def _limits_facts() -> dict[str, Any]:
     from mpsd import limits, paths
 
     current = limits.read()
-    facts: dict[str, Any] = {"limits_file": str(paths.limits_file())}
+    facts: dict[str, Any] = {"limits_file": paths.limits_path()}
     keys = (
         "high_watermark_ratio",
         "low_watermark_ratio",
@@ -119,7 +123,7 @@ def _history_facts(now: float, config: Any) -> dict[str, Any]:
     from mpsd.store import HistoryError, Store
 
     facts: dict[str, Any] = {
-        "history_file": str(paths.history_file()),
+        "history_file": paths.history_path(),
         "history_problem": None,
         "last_sample": None,
         "samples_in_window": 0,
@@ -127,7 +131,7 @@ def _history_facts(now: float, config: Any) -> dict[str, Any]:
         "chart": None,
     }
     try:
-        store = Store.open_readonly(paths.history_file())
+        store = Store.open_readonly(paths.history_path())
     except HistoryError as exc:
         facts["history_problem"] = str(exc)
         return facts
@@ -166,6 +170,8 @@ def _history_facts(now: float, config: Any) -> dict[str, Any]:
 
 
 def _iso(t: float) -> str:
+    import datetime as dt
+
     return dt.datetime.fromtimestamp(t, dt.UTC).isoformat(timespec="seconds")
 
 
@@ -188,6 +194,8 @@ def _span(seconds: float) -> str:
 
 
 def render(facts: dict[str, Any]) -> str:
+    import textwrap  # only the text form needs it
+
     lines: list[str] = []
     daemon = facts["daemon"]
     if daemon["running"]:

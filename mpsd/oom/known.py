@@ -84,9 +84,10 @@ def parse(text: str) -> Known | None:
     return known
 
 
-def read(path: Path) -> Known | None:
+def read(path: str | Path) -> Known | None:
     """``path``'s numbers, or None when it is missing, unreadable or broken."""
     try:
-        return parse(path.read_text(encoding="utf-8"))
+        with open(path, encoding="utf-8") as handle:
+            return parse(handle.read())
     except (OSError, UnicodeDecodeError):
         return None

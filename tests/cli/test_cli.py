@@ -50,3 +50,14 @@ def test_cli_start_imports_nothing_heavy():
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     )
     assert result.stdout.strip() == ""
+
+
+def test_a_command_first_on_the_line_keeps_its_help_and_usage_errors():
+    # The parser is then built with that command alone (start-up): nothing a user sees changes.
+    result = run_mpsd("status", "--help")
+    assert result.returncode == 0 and "--json" in result.stdout
+    result = run_mpsd("status", "--frobnicate")
+    assert result.returncode == 2 and "unrecognized arguments: --frobnicate" in result.stderr
+    assert "Traceback" not in result.stderr
+    result = run_mpsd("--help", "status")
+    assert result.returncode == 0 and all(name in result.stdout for name in COMMANDS)

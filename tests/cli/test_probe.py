@@ -270,7 +270,7 @@ def test_calibration_under_a_swap_penalty_writes_a_headroom_that_stays_clean_aft
     _limits(1.0, headroom=0.8)
     penalised = limits_mod.read()
     assert penalised is not None
-    limits_mod.write(limits_mod.Limits(**{**penalised.__dict__, "baseline_free_bytes": baseline}))
+    limits_mod.write(penalised.replace(baseline_free_bytes=baseline))
     env = {**fake, "MPSD_PROBE_FAKE_SWAP_AT": "36M"}
     done = run_mpsd("probe", "--calibrate", "--yes", "--step", "2M", env=env)
     assert done.returncode == 0, done.stderr

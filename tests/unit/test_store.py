@@ -135,3 +135,18 @@ def test_free_series_gives_the_lowest_free_memory_per_bucket(tmp_path: Path) -> 
         store.add_many([sample(float(t), free_gib=4, ml_gib=1) for t in range(0, 50)])
         series = store.free_series(0, 100, 4)
         assert [v for _, v in series] == [5 * GIB, 5 * GIB, None, None]
+
+
+@pytest.mark.parametrize("name", ["plain", "with space", "a?b", "c#d", "e%41f", "ü"])
+def test_readonly_open_finds_the_history_whatever_its_directory_is_called(
+    tmp_path: Path, name: str
+) -> None:
+    path = tmp_path / name / "history.sqlite3"
+    with Store.open(path) as store:
+        store.add(Sample(t=1.0, available_bytes=2, total_bytes=3))
+    for given in (path, str(path)):
+        readonly = Store.open_readonly(given)
+        assert readonly is not None
+        with readonly:
+            assert readonly.count() == 1
+    assert not (tmp_path / "a").exists() and not (tmp_path / "eAf").exists()

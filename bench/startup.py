@@ -1,0 +1,171 @@
+"""How fast ``mpsd explain``, ``mpsd status`` and ``mpsd env`` start, beside a bare Python.
+
+    python bench/startup.py [--runs 21] [--no-year]
+
+Prints, from one run on this machine, the median wall time (and the median CPU time, user +
+system, which a busy machine disturbs less) of each command against a bare
+``python -c pass``, and their ratios; the contract (SPEC.md) is under 3x, the goal 2x.
+
+The commands run as an installed ``mpsd`` does: the console script's code (``from
+mpsd.cli import main``, no runpy) with a bytecode cache, even where PYTHONDONTWRITEBYTECODE
+is set (pip compiles an installed package; recompiling mpsd's sources is not start-up).
+They share temporary config/state dirs as on a Mac a few minutes after ``mpsd install``:
+the config.toml it writes, and a limits.toml and a small history from a few ``mpsd daemon
+--once``. ``status`` runs a second time over a year of samples at 30 s (about a million
+rows, built with ``bench/footprint.py``'s builder; ``--no-year`` skips it). The runs are
+interleaved (every round runs each command once, in a shuffled order) so that every command
+sees the same load.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+CONTRACT = 3.0
+GOAL = 2.0
+# What the `mpsd` console script that pip writes runs.
+SCRIPT = "import sys; from mpsd.cli import main; sys.exit(main())"
+
+
+def base_env(pycache: Path, dirs: Path) -> dict[str, str]:
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "PYTHONPYCACHEPREFIX": str(pycache),
+        "NO_COLOR": "1",
+        "MPSD_CONFIG_DIR": str(dirs / "config"),
+        "MPSD_STATE_DIR": str(dirs / "state"),
+        "MPSD_DATA_DIR": str(dirs / "data"),
+    }
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env
+
+
+def small_history(env: dict[str, str], times: int = 5) -> None:
+    """What a Mac has a few minutes after ``mpsd install``: its config.toml, a few samples,
+    a limits.toml."""
+    from mpsd.config import default_config_text
+
+    config = Path(env["MPSD_CONFIG_DIR"]) / "config.toml"
+    if not config.exists():
+        config.parent.mkdir(parents=True, exist_ok=True)
+        config.write_text(default_config_text())
+    for _ in range(times):
+        subprocess.run(
+            [sys.executable, "-c", SCRIPT, "daemon", "--once"],
+            env=env,
+            cwd=ROOT,
+            capture_output=True,
+            check=True,
+        )
+
+
+def year_history(env: dict[str, str]) -> float:
+    """A year of samples in ``env``'s state dir (retention set to a year); seconds it took."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    from footprint import build_history  # the same year as the footprint benchmark
+
+    config = Path(env["MPSD_CONFIG_DIR"])
+    config.mkdir(parents=True, exist_ok=True)
+    (config / "config.toml").write_text('retention = "366d"\n')  # kept: a year is retained
+    started = time.perf_counter()
+    build_history(Path(env["MPSD_STATE_DIR"]) / "history.sqlite3", time.time())
+    small_history(env, times=1)  # a limits.toml and the daemon's last decision
+    return time.perf_counter() - started
+
+
+def measure(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """(wall, CPU) seconds of one run; CPU is the child's user + system time."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    # cwd: `python -c` puts the current directory first on sys.path; this checkout's mpsd runs.
+    subprocess.run(
+        cmd, env=env, cwd=ROOT, stdin=subprocess.DEVNULL, capture_output=True, check=False
+    )
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+    return wall, cpu
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=21, help="rounds (default: 21)")
+    parser.add_argument("--no-year", action="store_true", help="skip the year of history")
+    args = parser.parse_args()
+
+    tmp = Path(tempfile.mkdtemp(prefix="mpsd-bench-startup-"))
+    try:
+        small = base_env(tmp / "pycache", tmp / "small")
+        small_history(small)
+        py = sys.executable
+        mpsd = [py, "-c", SCRIPT]
+        oom = str(ROOT / "examples" / "oom.txt")
+        cases: dict[str, tuple[list[str], dict[str, str]]] = {
+            "python -c pass": ([py, "-c", "pass"], small),
+            "mpsd explain < /dev/null": ([*mpsd, "explain"], small),
+            "mpsd explain examples/oom.txt": ([*mpsd, "explain", oom], small),
+            "mpsd explain --json examples/oom.txt": ([*mpsd, "explain", "--json", oom], small),
+            "mpsd status (5 samples)": ([*mpsd, "status"], small),
+            "mpsd status --json (5 samples)": ([*mpsd, "status", "--json"], small),
+            "mpsd env": ([*mpsd, "env"], small),
+            "mpsd env --shell json": ([*mpsd, "env", "--shell", "json"], small),
+        }
+        if not args.no_year:
+            year = base_env(tmp / "pycache", tmp / "year")
+            took = year_history(year)
+            print(f"(built a year of history in {took:.0f} s)")
+            cases["mpsd status (a year of samples)"] = ([*mpsd, "status"], year)
+
+        for cmd, env in cases.values():  # warm the bytecode and page caches
+            measure(cmd, env)
+            measure(cmd, env)
+        walls: dict[str, list[float]] = {name: [] for name in cases}
+        cpus: dict[str, list[float]] = {name: [] for name in cases}
+        rng = random.Random(0)
+        names = list(cases)
+        for _ in range(args.runs):
+            rng.shuffle(names)
+            for name in names:
+                wall, cpu = measure(*cases[name])
+                walls[name].append(wall)
+                cpus[name].append(cpu)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+    with open("/proc/loadavg") as handle:
+        load = handle.read().split()[0]
+    print(
+        f"python {sys.version.split()[0]} on {sys.platform}, {os.cpu_count()} CPUs, "
+        f"load average {load}; medians of {args.runs} interleaved runs"
+    )
+    base_wall = statistics.median(walls["python -c pass"])
+    base_cpu = statistics.median(cpus["python -c pass"])
+    print(f"  {'':<36} {'wall':>8} {'ratio':>6}   {'CPU':>8} {'ratio':>6}   contract")
+    for name in cases:
+        wall, cpu = statistics.median(walls[name]), statistics.median(cpus[name])
+        verdict = ""
+        if name != "python -c pass":
+            ok = wall / base_wall < CONTRACT
+            verdict = f"< {CONTRACT:g}x {'ok' if ok else 'OVER'} (goal {GOAL:g}x)"
+        print(
+            f"  {name:<36} {wall * 1000:6.1f}ms {wall / base_wall:5.2f}x   "
+            f"{cpu * 1000:6.1f}ms {cpu / base_cpu:5.2f}x   {verdict}"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
