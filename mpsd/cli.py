@@ -22,7 +22,14 @@ PROG = "mpsd"
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse that reports a usage error as one sentence and exit 2, like every other error."""
+    """argparse that reports a usage error as one sentence and exit 2, like every other error.
+
+    Abbreviated options are refused (``--shel`` is a typo, not ``--shell``)."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self.commands: dict[str, _Parser] = {}
 
     def error(self, message: str) -> None:  # type: ignore[override]
         self.print_usage(sys.stderr)
@@ -54,16 +61,29 @@ def _load(name: str) -> ModuleType:
     return importlib.import_module(f"mpsd.commands.{module_name}")
 
 
-def _chosen(argv: Sequence[str]) -> str | None:
+def _first_word(argv: Sequence[str]) -> str | None:
     for arg in argv:
         if arg == "--":
             return None
         if not arg.startswith("-"):
-            return arg if arg in COMMANDS else None
+            return arg
     return None
 
 
-def build_parser(chosen: str | None = None, only: bool = False) -> argparse.ArgumentParser:
+def _chosen(argv: Sequence[str]) -> str | None:
+    word = _first_word(argv)
+    return word if word in COMMANDS else None
+
+
+def _unknown_command(word: str) -> str:
+    from difflib import get_close_matches
+
+    close = get_close_matches(word, list(COMMANDS), n=1)
+    hint = f"; did you mean `mpsd {close[0]}`?" if close else ""
+    return f"{PROG}: unknown command '{word}'{hint} (`mpsd --help` lists the commands).\n"
+
+
+def build_parser(chosen: str | None = None, only: bool = False) -> _Parser:
     """The parser, with ``chosen``'s arguments configured; with ``only``, no other command.
 
     ``only`` is for a command line that starts with the command: the top-level help (the
@@ -79,6 +99,7 @@ def build_parser(chosen: str | None = None, only: bool = False) -> argparse.Argu
         if only and name != chosen:
             continue
         command = sub.add_parser(name, help=help_text, description=help_text)
+        parser.commands[name] = command
         if name == chosen:
             _load(name).configure(command)
     return parser
@@ -86,10 +107,20 @@ def build_parser(chosen: str | None = None, only: bool = False) -> argparse.Argu
 
 def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
+    word = _first_word(args_list)
+    if word == "help" and args_list[0] == "help":  # `mpsd help [COMMAND]`, as git and pip have it
+        return main([*args_list[1:2], "--help"])
+    if word is not None and word not in COMMANDS:
+        sys.stderr.write(_unknown_command(word))
+        return EXIT_USAGE
     chosen = _chosen(args_list)
     parser = build_parser(chosen, only=bool(args_list) and args_list[0] == chosen)
     try:
-        args = parser.parse_args(args_list)
+        args, extra = parser.parse_known_args(args_list)
+        if extra:
+            # Reported by the command's own parser, so the usage shown is the command's.
+            where = parser.commands.get(args.command or "", parser)
+            where.error(f"unrecognized arguments: {' '.join(extra)}")
     except SystemExit as exc:
         return int(exc.code or 0) if not isinstance(exc.code, str) else EXIT_USAGE
     if args.command is None:

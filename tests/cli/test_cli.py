@@ -31,7 +31,9 @@ def test_an_unknown_command_is_one_sentence_and_exit_2():
     result = run_mpsd("frobnicate")
     assert result.returncode == 2
     assert "Traceback" not in result.stderr
-    assert "invalid choice" in result.stderr
+    assert (
+        result.stderr == "mpsd: unknown command 'frobnicate' (`mpsd --help` lists the commands).\n"
+    )
 
 
 def test_no_command_prints_help_and_exits_0():
@@ -61,3 +63,30 @@ def test_a_command_first_on_the_line_keeps_its_help_and_usage_errors():
     assert "Traceback" not in result.stderr
     result = run_mpsd("--help", "status")
     assert result.returncode == 0 and all(name in result.stdout for name in COMMANDS)
+
+
+def test_a_mistyped_command_gets_a_suggestion_and_exit_2():
+    result = run_mpsd("stauts")
+    assert result.returncode == 2
+    assert result.stderr.strip() == (
+        "mpsd: unknown command 'stauts'; did you mean `mpsd status`? "
+        "(`mpsd --help` lists the commands)."
+    )
+
+
+def test_a_mistyped_option_shows_the_commands_own_usage():
+    result = run_mpsd("status", "--jsn")
+    assert result.returncode == 2
+    assert result.stderr.startswith("usage: mpsd status")
+    assert "unrecognized arguments: --jsn" in result.stderr
+
+
+def test_abbreviated_options_are_refused_not_guessed():
+    result = run_mpsd("install", "--shel", "zsh", "--dry-run")
+    assert result.returncode == 2
+    assert "unrecognized arguments: --shel zsh" in result.stderr
+
+
+def test_help_command_shows_the_same_help_as_the_flag():
+    assert run_mpsd("help").stdout == run_mpsd("--help").stdout
+    assert run_mpsd("help", "env").stdout == run_mpsd("env", "--help").stdout
