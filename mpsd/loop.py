@@ -65,8 +65,11 @@ LOG_BYTES = 1_000_000
 LOG_BACKUPS = 3
 
 
-def setup_logging(to_stderr: bool | None = None) -> None:
-    """Log to a rotating file in the state dir (about 4 MB at most) and to stderr in a terminal."""
+def setup_logging(to_stderr: bool | None = None, warnings_to_stderr: bool = False) -> None:
+    """Log to a rotating file in the state dir (about 4 MB at most) and to stderr in a terminal.
+
+    ``warnings_to_stderr``: outside a terminal, still show warnings and errors on stderr
+    (``daemon --once`` is a command a user or a script runs and reads)."""
     logger = logging.getLogger("mpsd")
     logger.setLevel(logging.INFO)
     for handler in list(logger.handlers):
@@ -85,9 +88,11 @@ def setup_logging(to_stderr: bool | None = None) -> None:
         sys.stderr.write(f"mpsd: cannot write the log {paths.log_file()} ({exc.strerror}).\n")
     if to_stderr is None:
         to_stderr = sys.stderr.isatty()
-    if to_stderr:
+    if to_stderr or warnings_to_stderr:
         stream = logging.StreamHandler(sys.stderr)
         stream.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+        if not to_stderr:
+            stream.setLevel(logging.WARNING)
         logger.addHandler(stream)
     logger.propagate = False
 

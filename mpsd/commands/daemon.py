@@ -24,7 +24,7 @@ def run(args: argparse.Namespace) -> int:
     from mpsd.policy import gib
 
     lock = loop.acquire_lock(once=args.once)
-    loop.setup_logging()
+    loop.setup_logging(warnings_to_stderr=args.once)
     if lock is None:
         pid = PidLock(paths.daemon_lock_file()).holder()
         who = f" (pid {pid})" if pid is not None else ""

@@ -117,3 +117,13 @@ def test_status_with_a_state_dir_that_is_a_file_says_so_in_a_sentence(tmp_path: 
         facts = json.loads(run_mpsd("status", "--json", env={"MPSD_STATE_DIR": str(state)}).stdout)
         assert facts["daemon"]["running"] is False
         assert "cannot be used" in facts["state_problem"]
+
+
+def test_once_outside_a_terminal_still_shows_a_config_problem_on_stderr() -> None:
+    paths.config_dir().mkdir(parents=True, exist_ok=True)
+    paths.config_file().write_text("headroom = 2\n")
+    done = run_mpsd("daemon", "--once")
+    assert done.returncode == 0, done.stderr
+    assert "at 'headroom': must be a number in (0, 1], not 2" in done.stderr
+    assert "keeping the defaults" in done.stderr
+    assert "INFO" not in done.stderr  # only warnings and errors, outside a terminal
