@@ -34,6 +34,11 @@ def run(args: argparse.Namespace) -> int:
         sys.stderr.write(
             f"mpsd: {decision.reason}; running {command[0]} without the watermark variables.\n"
         )
+    if decision.hand_set:
+        from mpsd.watermarks import problems
+
+        for problem in problems(env):
+            sys.stderr.write(f"mpsd: warning: {problem} (your own values are kept).\n")
     program = command[0]
     if os.sep not in program and shutil.which(program, path=env.get("PATH", os.defpath)) is None:
         raise MpsdError(f"{program}: command not found; check its name and your PATH.", 127)

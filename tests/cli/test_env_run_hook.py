@@ -128,6 +128,25 @@ def test_run_keeps_the_users_own_values(project: Path) -> None:
     assert out.split()[1:] == ["1.3", "None"]
 
 
+def test_run_warns_when_the_users_own_values_are_ones_pytorch_refuses(project: Path) -> None:
+    _, out, err = run_python(
+        "--", sys.executable, "-c", PRINT, HIGH_VAR, LOW_VAR, cwd=project, env={HIGH_VAR: "0.5"}
+    )
+    assert out.split()[1:] == ["0.5", "None"]
+    assert "mpsd: warning:" in err and "'invalid low watermark ratio 1.4'" in err
+    _, _, quiet = run_python(
+        "--",
+        sys.executable,
+        "-c",
+        PRINT,
+        HIGH_VAR,
+        LOW_VAR,
+        cwd=project,
+        env={HIGH_VAR: "0.5", LOW_VAR: "0.5"},
+    )
+    assert "warning" not in quiet
+
+
 def test_run_a_missing_command_is_one_sentence(project: Path) -> None:
     result = run_mpsd("run", "--", "no-such-command-xyz", cwd=project)
     assert result.returncode == 127
