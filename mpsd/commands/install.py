@@ -314,7 +314,15 @@ def run_uninstall(args: argparse.Namespace) -> int:
         _purge(directory, installer.foreign_entries(directory), report)
 
     if not done:
-        print("mpsd is not installed here: nothing to remove.")
+        kept = [d for d in (paths.config_dir(), paths.state_dir()) if d.exists()]
+        if kept and not args.purge:
+            where = ", ".join(_tilde(d) for d in kept)
+            print(
+                f"mpsd is not installed here; its config and history remain ({where}): "
+                "`mpsd uninstall --purge` removes them."
+            )
+        else:
+            print("mpsd is not installed here: nothing to remove.")
     elif not args.purge:
         print(
             f"Kept your config and history ({_tilde(paths.config_dir())}, "

@@ -143,6 +143,20 @@ def test_uninstall_removes_rc_files_install_created_and_purge_takes_config_and_s
 
 
 @pytest.mark.usefixtures("hook_sources", "no_launchctl")
+def test_a_second_uninstall_points_at_purge_while_config_and_history_remain(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert _install(capsys)[0] == 0
+    assert _uninstall(capsys)[0] == 0
+    code, out, _ = _uninstall(capsys)
+    assert code == 0
+    assert "mpsd is not installed here; its config and history remain" in out
+    assert "`mpsd uninstall --purge` removes them." in out
+    assert _uninstall(capsys, "--purge")[0] == 0
+    assert "nothing to remove" in _uninstall(capsys)[1]
+
+
+@pytest.mark.usefixtures("hook_sources", "no_launchctl")
 def test_a_symlinked_bashrc_stays_a_link_and_its_target_gets_the_block(
     isolated_dirs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
