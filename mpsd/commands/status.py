@@ -194,7 +194,6 @@ def _span(seconds: float) -> str:
 
 
 def render(facts: dict[str, Any]) -> str:
-    import textwrap  # only the text form needs it
 
     lines: list[str] = []
     daemon = facts["daemon"]
@@ -238,9 +237,7 @@ def render(facts: dict[str, Any]) -> str:
 
         lines.extend(render_optin(facts["here"]))
     for reason in facts["reasons"]:
-        lines.extend(
-            textwrap.wrap(reason, width=79, initial_indent="  why: ", subsequent_indent=" " * 7)
-        )
+        lines.extend(_wrap(reason, 79, "  why: ", " " * 7))
     for problem in ("config_problem", "state_problem", "history_problem"):
         if facts.get(problem):
             lines.append(f"problem: {facts[problem]}")
@@ -302,3 +299,19 @@ def chart(
     left = f"{span} ago"
     out.append(f"{'0 GiB':>10}└" + left + "now".rjust(len(values) - len(left)))
     return out
+
+
+def _wrap(text: str, width: int, first: str, rest: str) -> list[str]:
+    """Greedy word wrap (what ``textwrap.wrap`` does here, without its regex start-up cost)."""
+    lines: list[str] = []
+    line = first
+    for word in text.split():
+        fresh = line in (first, rest)
+        if not fresh and len(line) + 1 + len(word) > width:
+            lines.append(line)
+            line = rest + word
+        else:
+            line = line + word if fresh else f"{line} {word}"
+    if line not in (first, rest):
+        lines.append(line)
+    return lines

@@ -127,3 +127,19 @@ def test_once_outside_a_terminal_still_shows_a_config_problem_on_stderr() -> Non
     assert "at 'headroom': must be a number in (0, 1], not 2" in done.stderr
     assert "keeping the defaults" in done.stderr
     assert "INFO" not in done.stderr  # only warnings and errors, outside a terminal
+
+
+def test_status_wraps_its_reasons_as_textwrap_would() -> None:
+    import textwrap
+
+    from mpsd.commands.status import _wrap
+
+    reason = (
+        "limit = headroom 0.8 x baseline 23.3 GiB = 18.7 GiB; ratio = 1.18 of the recommended "
+        "max 15.7 GiB, lowered after swap during a PyTorch job yesterday"
+    )
+    for text in (reason, "short", "", reason * 3):
+        expected = textwrap.wrap(
+            text, width=79, initial_indent="  why: ", subsequent_indent=" " * 7
+        )
+        assert _wrap(text, 79, "  why: ", " " * 7) == expected
