@@ -102,15 +102,7 @@ def _limits_facts() -> dict[str, Any]:
 
     current = limits.read()
     facts: dict[str, Any] = {"limits_file": paths.limits_path()}
-    keys = (
-        "high_watermark_ratio",
-        "low_watermark_ratio",
-        "limit_bytes",
-        "recommended_max_bytes",
-        "recommended_max_source",
-        "baseline_free_bytes",
-        "headroom",
-    )
+    keys = limits.Limits._fields[: limits.Limits._fields.index("updated_at")]
     for key in keys:
         facts[key] = getattr(current, key) if current else None
     facts["limit_gib"] = round(current.limit_bytes / GIB, 2) if current else None

@@ -9,18 +9,9 @@ import pytest
 from mpsd import limits, paths
 from mpsd.atomic import write_atomic
 from mpsd.ratio import estimate_recommended_max, floor2, high_ratio, low_ratio
+from tests.installkit import sample_limits
 
-SAMPLE = limits.Limits(
-    high_watermark_ratio=0.77,
-    low_watermark_ratio=0.77,
-    limit_bytes=30954687948,
-    recommended_max_bytes=40200893440,
-    recommended_max_source="torch",
-    baseline_free_bytes=39192717312,
-    headroom=0.8,
-    updated_at=dt.datetime(2026, 11, 30, 5, 0, tzinfo=dt.UTC),
-    projects=("/Users/me/code/diffusion",),
-)
+SAMPLE = sample_limits(projects=("/Users/me/code/diffusion",))
 
 
 def test_rendered_limits_have_the_line_form_the_hooks_rely_on():
