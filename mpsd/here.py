@@ -59,7 +59,15 @@ def optin_facts(
     what a ``python`` started here from a hooked shell gets, and whether the user set the
     variables by hand. JSON-ready."""
     env = os.environ if environ is None else environ
-    decision = decide_here(directory, env)
+    facts = decision_facts(decide_here(directory, env), env)
+    facts["current"] = {name: env.get(name) for name in VARIABLES}
+    facts["set_by_hook"] = [n for n in VARIABLES if n in env and env.get(MARKS[n]) == env[n]]
+    return facts
+
+
+def decision_facts(decision: Decision, environ: Mapping[str, str]) -> dict[str, Any]:
+    """What ``decision`` means for a ``python`` started with ``environ``, JSON-ready: the facts
+    ``mpsd status`` and ``mpsd env --shell json`` share."""
     return {
         "directory": decision.directory,
         "opted_in": decision.project is not None,
@@ -67,10 +75,8 @@ def optin_facts(
         "limits_file": paths.limits_path(),
         "limits_found": decision.limits_found,
         "limits_valid": decision.limits_valid,
-        "python_gets": decision.python_gets(env),
+        "python_gets": decision.python_gets(environ),
         "hand_set": list(decision.hand_set),
-        "current": {name: env.get(name) for name in VARIABLES},
-        "set_by_hook": [n for n in VARIABLES if n in env and env.get(MARKS[n]) == env[n]],
         "reason": decision.reason,
     }
 

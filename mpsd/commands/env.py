@@ -41,26 +41,15 @@ def run(args: argparse.Namespace) -> int:
     import os
     import sys
 
-    from mpsd import paths
-    from mpsd.here import decide_here
+    from mpsd.here import decide_here, decision_facts
 
     decision = decide_here(args.directory)
     if args.shell == "json":
         import json
 
-        data = {
-            "directory": decision.directory,
-            "opted_in": decision.project is not None,
-            "project": decision.project,
-            "limits_file": paths.limits_path(),
-            "limits_found": decision.limits_found,
-            "limits_valid": decision.limits_valid,
-            "hand_set": list(decision.hand_set),
-            "export": decision.exports,
-            "unset": list(decision.unsets),
-            "python_gets": decision.python_gets(os.environ),
-            "reason": decision.reason,
-        }
+        data = decision_facts(decision, os.environ)
+        data["export"] = decision.exports
+        data["unset"] = list(decision.unsets)
         print(json.dumps(data, indent=2, ensure_ascii=False))
         return 0
     sys.stdout.write(render(decision, args.shell))
