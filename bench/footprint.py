@@ -37,8 +37,8 @@ INTERVAL = 30.0
 def build_history(path: Path, now: float) -> int:
     import random
 
-    from mpsd.sample import Sample
-    from mpsd.store import Store
+    from mpsd.daemon.history import Store
+    from mpsd.machine.sample import Sample
 
     rng = random.Random(0)
     rows = 0
@@ -127,10 +127,10 @@ def main() -> int:
     # The policy over the default 7-day window as the daemon runs it: the window is
     # loaded from the history (every WINDOW_RELOAD s) and kept in memory; the policy
     # runs over it every POLICY_EVERY s.
-    from mpsd import policy
     from mpsd.config import Config
-    from mpsd.loop import POLICY_EVERY, POLICY_ROWS, WINDOW_RELOAD
-    from mpsd.store import Store
+    from mpsd.daemon import policy
+    from mpsd.daemon.history import Store
+    from mpsd.daemon.loop import POLICY_EVERY, POLICY_ROWS, WINDOW_RELOAD
 
     config = Config()
     loads, decides = [], []

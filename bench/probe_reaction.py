@@ -20,9 +20,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from mpsd import probe
-from mpsd.probe import ProbeSpec, run_probe
-from mpsd.swapwatch import choose_watch
+from mpsd.probe import runner as probe
+from mpsd.probe.runner import ProbeSpec, run_probe
+from mpsd.probe.swapwatch import choose_watch
 
 MIB = 1 << 20
 

@@ -34,10 +34,10 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from mpsd.config import Config, ConfigError, load_config  # noqa: E402
-from mpsd.loop import POLICY_ROWS, WINDOW_RELOAD  # noqa: E402
-from mpsd.policy import decide  # noqa: E402
-from mpsd.sample import Sample  # noqa: E402
-from mpsd.store import thin  # noqa: E402
+from mpsd.daemon.history import thin  # noqa: E402
+from mpsd.daemon.loop import POLICY_ROWS, WINDOW_RELOAD  # noqa: E402
+from mpsd.daemon.policy import decide  # noqa: E402
+from mpsd.machine.sample import Sample  # noqa: E402
 
 GIB = 1 << 30
 

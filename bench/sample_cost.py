@@ -28,7 +28,7 @@ sys.path.insert(0, str(ROOT))
 
 import psutil  # noqa: E402
 
-from mpsd.sampler import find_ml_processes, take_sample  # noqa: E402
+from mpsd.machine.sampler import find_ml_processes, take_sample  # noqa: E402
 
 BUDGET_MS = 5.0
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -180,16 +180,21 @@ def main() -> int:
         for child in children:
             child.wait()
 
-    for module in ("mpsd.sampler", "mpsd.recommended", "mpsd.macos", "psutil"):
+    for module in (
+        "mpsd.machine.sampler",
+        "mpsd.machine.recommended",
+        "mpsd.machine.macos",
+        "psutil",
+    ):
         ms = import_ms(module)
         print(f"import {module:<18} {ms:7.1f} ms (cumulative, -X importtime, best of 5)")
     bare = startup_ms("pass")
-    full = startup_ms("import mpsd.sampler, mpsd.recommended")
+    full = startup_ms("import mpsd.machine.sampler, mpsd.machine.recommended")
     print(
         f"python -c: bare {bare:.1f} ms, importing the sampler {full:.1f} ms ({full / bare:.2f}x)"
     )
     base = rss_mib("pass")
-    with_sampler = rss_mib("from mpsd.sampler import take_sample\ntake_sample()")
+    with_sampler = rss_mib("from mpsd.machine.sampler import take_sample\ntake_sample()")
     print(
         f"RSS: bare python {base:.1f} MiB, after import + one sample {with_sampler:.1f} MiB "
         f"(+{with_sampler - base:.1f} MiB; daemon contract 40 MiB)"

@@ -10,7 +10,7 @@ TYPE_CHECKING = False  # importing typing costs every command's start-up
 if TYPE_CHECKING:
     from typing import Any
 
-    from mpsd.inprocess import Applied
+    from mpsd.env.inprocess import Applied
 
 __version__ = "0.1.0"
 
@@ -29,9 +29,10 @@ def apply(directory: str | None = None, *, anywhere: bool = False) -> Applied:
     current one), as the shell hook would; call it before ``import torch``. Only inside an
     opted-in project unless ``anywhere=True``; values the user set by hand win. If torch's MPS
     is already in use, sets the high limit with ``torch.mps.set_per_process_memory_fraction``
-    and warns that the low one could not be set. Returns what it did (``mpsd.inprocess.Applied``).
+    and warns that the low one could not be set. Returns what it did
+    (``mpsd.env.inprocess.Applied``).
     """
-    from mpsd.inprocess import apply as _apply
+    from mpsd.env.inprocess import apply as _apply
 
     return _apply(directory, anywhere=anywhere)
 
@@ -40,11 +41,11 @@ def budget(ratio: float | None = None) -> int:
     """Inside a PyTorch process: bytes it may still allocate on MPS before PyTorch's clean
     out-of-memory error (max allowed minus what the allocator and the driver hold now).
 
-    Raises ``mpsd.mps_budget.BudgetError`` (a RuntimeError) without torch or MPS, or when no
-    cap is in force. See ``mpsd.mps_budget`` for the details.
+    Raises ``mpsd.env.budget.BudgetError`` (a RuntimeError) without torch or MPS, or when no
+    cap is in force. See ``mpsd.env.budget`` for the details.
     """
     # Not ``mpsd/budget.py``: importing a submodule named ``budget`` would replace this
     # function with the module as the package attribute ``mpsd.budget``.
-    from mpsd.mps_budget import budget as _budget
+    from mpsd.env.budget import budget as _budget
 
     return _budget(ratio)

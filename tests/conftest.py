@@ -12,8 +12,6 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-SHARED = ROOT.parent / "shared"
-FIXTURES = SHARED / "fixtures"
 
 # Subprocesses (`python -m mpsd`, shells calling mpsd) import this checkout's mpsd.
 os.environ["PYTHONPATH"] = os.pathsep.join(

@@ -2,26 +2,13 @@
 
 from __future__ import annotations
 
-import json
-from functools import cache
-from pathlib import Path
 from typing import Any
 
-from tests.conftest import FIXTURES, ROOT
+from tests.fixture_files import oom_messages
 
 
-def _fixture_dir() -> Path:
-    """The shared fixtures: beside the checkout, or beside the directory of worktrees."""
-    for candidate in (FIXTURES, *(p / "shared" / "fixtures" for p in ROOT.parents)):
-        if (candidate / "oom-messages.jsonl").is_file():
-            return candidate
-    return FIXTURES
-
-
-@cache
 def fixtures() -> tuple[dict[str, Any], ...]:
-    path = _fixture_dir() / "oom-messages.jsonl"
-    return tuple(json.loads(line) for line in path.read_text(encoding="utf-8").splitlines())
+    return oom_messages()
 
 
 def by_id(ident: str) -> dict[str, Any]:

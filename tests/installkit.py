@@ -76,8 +76,8 @@ def launchctl_fixture(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[standin_launchctl.StandinLaunchctl]:
     """A stand-in launchctl first on PATH; install's waits shortened."""
-    from mpsd import launchd
     from mpsd.commands import install as install_command
+    from mpsd.setup import launchd
 
     standin = standin_launchctl.install(tmp_path / "bin", tmp_path / "launchctl-state")
     monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}")

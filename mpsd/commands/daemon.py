@@ -6,7 +6,7 @@ import argparse
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from mpsd.sample import Sample
+    from mpsd.machine.sample import Sample
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -19,9 +19,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from mpsd import loop, paths
+    from mpsd import paths
+    from mpsd.daemon import loop
+    from mpsd.daemon.policy import gib
     from mpsd.locks import PidLock
-    from mpsd.policy import gib
 
     lock = loop.acquire_lock(once=args.once)
     loop.setup_logging(warnings_to_stderr=args.once)
@@ -47,12 +48,12 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _sample(now: float) -> Sample:
-    from mpsd.sampler import take_sample
+    from mpsd.machine.sampler import take_sample
 
     return take_sample(now)
 
 
 def _recommended(total_bytes: int) -> tuple[int, str]:
-    from mpsd.recommended import recommended_max
+    from mpsd.machine.recommended import recommended_max
 
     return recommended_max(total_bytes)

@@ -15,7 +15,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from mpsd.optin import disable
+    from mpsd.env.optin import disable
 
     change = disable(args.directory)
     if change.covered_by is None:

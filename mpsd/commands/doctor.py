@@ -18,10 +18,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from mpsd import health
+    from mpsd.setup import checks as doctor_checks
 
-    checks = health.run_all()
-    healthy = not any(check.status == health.PROBLEM for check in checks)
+    checks = doctor_checks.run_all()
+    healthy = not any(check.status == doctor_checks.PROBLEM for check in checks)
     if args.json:
         payload = {"healthy": healthy, "checks": [check.to_json() for check in checks]}
         sys.stdout.write(json.dumps(payload, indent=2) + "\n")
@@ -30,10 +30,10 @@ def run(args: argparse.Namespace) -> int:
         for check in checks:
             mark = _MARKS.get(check.status, check.status)
             print(f"{mark:<8} {check.name:<{width}}  {check.detail}")
-            if check.fix and check.status != health.OK:
-                label = "how" if check.status == health.SKIPPED else "fix"
+            if check.fix and check.status != doctor_checks.OK:
+                label = "how" if check.status == doctor_checks.SKIPPED else "fix"
                 print(f"{'':<8} {'':<{width}}  {label}: {check.fix}")
-        problems = sum(check.status == health.PROBLEM for check in checks)
+        problems = sum(check.status == doctor_checks.PROBLEM for check in checks)
         print()
         print("All is well." if healthy else f"{problems} problem(s) found.")
     return 0 if healthy else 1

@@ -12,7 +12,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from mpsd.optin import enable
+    from mpsd.env.optin import enable
 
     change = enable(args.directory)
     if change.changed:

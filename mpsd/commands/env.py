@@ -18,7 +18,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def render(decision: object, fmt: str) -> str:
-    from mpsd.decision import MARKS, Decision
+    from mpsd.env.decision import MARKS, Decision
 
     assert isinstance(decision, Decision)
     lines: list[str] = []
@@ -41,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
     import os
     import sys
 
-    from mpsd.here import decide_here, decision_facts
+    from mpsd.env.here import decide_here, decision_facts
 
     decision = decide_here(args.directory)
     if args.shell == "json":

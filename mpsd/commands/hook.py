@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from mpsd.shells import SHELLS
+from mpsd.setup.shells import SHELLS
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -14,7 +14,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import sys
 
-    from mpsd.shells import hook_text
+    from mpsd.setup.shells import hook_text
 
     sys.stdout.write(hook_text(args.shell))
     return 0

@@ -1,8 +1,8 @@
 """``mpsd install`` and ``mpsd uninstall``: set mpsd up for the current user, and undo it.
 
-Both first compute every file change (``mpsd.installer``), then print them as diffs
+Both first compute every file change (``mpsd.setup.installer``), then print them as diffs
 (``--dry-run``) or apply them. The launchd agent is set up whenever ``launchctl`` is on
-PATH (``mpsd.launchd``); elsewhere install says so and shows how to run the daemon.
+PATH (``mpsd.setup.launchd``); elsewhere install says so and shows how to run the daemon.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING
 from mpsd.errors import EXIT_OK, MpsdError
 
 if TYPE_CHECKING:
-    from mpsd.changes import FileChange
-    from mpsd.installer import Plan
+    from mpsd.setup.changes import FileChange
+    from mpsd.setup.installer import Plan
 
 # After loading the agent: how long to wait for its first sample, and after how long
 # without a daemon holding its lock to stop waiting.
@@ -79,7 +79,8 @@ def _daemon_command() -> str:
 
 
 def run_install(args: argparse.Namespace) -> int:
-    from mpsd import changes, installer, launchd, limits, paths
+    from mpsd import limits, paths
+    from mpsd.setup import changes, installer, launchd
 
     shells = installer.parse_shells(args.shell)
     use_launchd = not args.no_agent and launchd.available()
@@ -155,7 +156,7 @@ def _describe(change: FileChange) -> str:
         if change.verb == "removed":
             return f"removed {_tilde(change.path)} (nothing but the mpsd block was in it)"
         if change.old is not None and change.new is not None:
-            from mpsd import rcfile
+            from mpsd.setup import rcfile
 
             if rcfile.has_block(change.old) and rcfile.has_block(change.new):
                 return f"updated the mpsd block in {_tilde(change.path)}"
@@ -236,7 +237,8 @@ def _summary() -> None:
 
 
 def _dry_run_install(plan: Plan, use_launchd: bool, no_agent: bool, needs_sample: bool) -> int:
-    from mpsd import changes, launchd, paths
+    from mpsd import paths
+    from mpsd.setup import changes, launchd
 
     lines: list[str] = []
     for change in plan.changed:
@@ -271,8 +273,9 @@ def _print_dry_run(lines: list[str], notes: list[str], nothing: str) -> int:
 
 
 def run_uninstall(args: argparse.Namespace) -> int:
-    from mpsd import changes, installer, launchd, paths
+    from mpsd import paths
     from mpsd.locks import PidLock
+    from mpsd.setup import changes, installer, launchd
 
     plan = installer.uninstall_plan()
     purge = installer.purge_dirs() if args.purge else []

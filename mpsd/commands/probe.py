@@ -15,7 +15,7 @@ from mpsd.errors import EXIT_ABSENT, EXIT_OK, EXIT_USAGE, MpsdError
 
 if TYPE_CHECKING:  # imported for real inside run(): start-up stays fast
     from mpsd.limits import Limits
-    from mpsd.probe_verdict import ProbeResult
+    from mpsd.probe.verdict import ProbeResult
 
     Probe = Callable[[float, float], ProbeResult]
 
@@ -152,8 +152,8 @@ def _ask(question: str) -> bool:
 
 def run(args: argparse.Namespace) -> int:
     from mpsd import limits as limits_mod
-    from mpsd.probe import ProbeSpec, run_probe
-    from mpsd.swapwatch import choose_watch
+    from mpsd.probe.runner import ProbeSpec, run_probe
+    from mpsd.probe.swapwatch import choose_watch
 
     ratio = _ratio(args.ratio) if args.ratio is not None else None
     step = _step(args.step)
@@ -201,7 +201,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace, result: ProbeResult, current: Limits | None) -> int:
-    from mpsd.probe_verdict import CLEAN, advise, report_lines, to_json
+    from mpsd.probe.verdict import CLEAN, advise, report_lines, to_json
 
     advice = advise(result, current)
     if args.json:
@@ -221,8 +221,8 @@ def _calibrate(
     args: argparse.Namespace, ratio: float | None, current: Limits | None, probe: Probe
 ) -> int:
     from mpsd import paths
-    from mpsd.calibrate import calibrate, set_headroom
-    from mpsd.probe_verdict import advise, headroom_for, to_json
+    from mpsd.probe.calibrate import calibrate, set_headroom
+    from mpsd.probe.verdict import advise, headroom_for, to_json
     from mpsd.sizes import format_gib
 
     if current is None:

@@ -12,7 +12,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import json
 
-    from mpsd.optin import listing
+    from mpsd.env.optin import listing
 
     data = listing()
     if args.json:

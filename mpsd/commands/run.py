@@ -20,8 +20,8 @@ def run(args: argparse.Namespace) -> int:
     import shutil
     import sys
 
+    from mpsd.env.here import decide_here
     from mpsd.errors import MpsdError
-    from mpsd.here import decide_here
 
     command = list(args.argv)
     if command and command[0] == "--":
@@ -35,7 +35,7 @@ def run(args: argparse.Namespace) -> int:
             f"mpsd: {decision.reason}; running {command[0]} without the watermark variables.\n"
         )
     if decision.hand_set:
-        from mpsd.watermarks import problems
+        from mpsd.env.watermarks import problems
 
         for problem in problems(env):
             sys.stderr.write(f"mpsd: warning: {problem} (your own values are kept).\n")

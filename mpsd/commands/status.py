@@ -65,8 +65,8 @@ def collect(now: float | None = None) -> dict[str, Any]:
 
 def _here_facts() -> dict[str, Any] | None:
     """Is this directory opted in, what a `python` here gets, variables set by hand."""
+    from mpsd.env.here import optin_facts
     from mpsd.errors import MpsdError
-    from mpsd.here import optin_facts
 
     try:
         return optin_facts()
@@ -112,7 +112,7 @@ def _limits_facts() -> dict[str, Any]:
 
 def _history_facts(now: float, config: Any) -> dict[str, Any]:
     from mpsd import paths
-    from mpsd.store import HistoryError, Store
+    from mpsd.daemon.history import HistoryError, Store
 
     facts: dict[str, Any] = {
         "history_file": paths.history_path(),
@@ -225,7 +225,7 @@ def render(facts: dict[str, Any]) -> str:
             f"({facts['recommended_max_source']})"
         )
     if facts.get("here") is not None:
-        from mpsd.here import render_optin
+        from mpsd.env.here import render_optin
 
         lines.extend(render_optin(facts["here"]))
     for reason in facts["reasons"]:

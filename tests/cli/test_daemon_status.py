@@ -8,8 +8,8 @@ from pathlib import Path
 
 from mpsd import paths
 from mpsd.commands.status import chart
-from mpsd.sample import Sample
-from mpsd.store import Store
+from mpsd.daemon.history import Store
+from mpsd.machine.sample import Sample
 from tests.conftest import run_mpsd
 
 GIB = 1 << 30

@@ -12,9 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from mpsd import health, launchd, limits, paths
+from mpsd import limits, paths
 from mpsd.cli import main
 from mpsd.locks import PidLock
+from mpsd.setup import checks as doctor_checks
+from mpsd.setup import launchd
 from tests.installkit import (  # noqa: F401  (fixtures)
     hook_sources_fixture,
     launchctl_fixture,
@@ -34,13 +36,15 @@ def healthy(
 ) -> Iterator[PidLock]:
     """A fully set-up Mac (stand-in launchctl): installed, daemon lock held, a fresh sample,
     and doctor run from an opted-in project in a hooked shell."""
-    monkeypatch.setattr(health, "torch_info", lambda: {"version": "2.13.0", "available": True})
+    monkeypatch.setattr(
+        doctor_checks, "torch_info", lambda: {"version": "2.13.0", "available": True}
+    )
     assert main(["install"]) == 0
     project = tmp_path / "project"
     project.mkdir()
     limits.write(sample_limits().replace(projects=(str(project.resolve()),)))
     monkeypatch.chdir(project)
-    assert health.last_sample_time() is not None, "install took a first sample"
+    assert doctor_checks.last_sample_time() is not None, "install took a first sample"
     lock = PidLock(paths.daemon_lock_file())
     assert lock.acquire()
     monkeypatch.setenv("_MPSD_EXPORTED_HIGH", "0.77")  # what the hook exports beside the values
@@ -118,7 +122,7 @@ def test_a_stopped_daemon_and_a_stale_sample_are_problems(
 ) -> None:
     healthy.release()
     later = time.time() + 10 * 86400
-    monkeypatch.setattr(health, "_now", lambda: later)
+    monkeypatch.setattr(doctor_checks, "_now", lambda: later)
     code, data = _doctor(capsys)
     assert code == 1
     checks = _by_name(data)
@@ -194,7 +198,7 @@ def test_variables_set_by_hand_in_a_project_are_reported_as_the_users(
 def test_without_launchd_doctor_says_so_and_checks_the_rest(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setattr(health, "torch_info", lambda: None)
+    monkeypatch.setattr(doctor_checks, "torch_info", lambda: None)
     code = main(["doctor"])
     out = capsys.readouterr().out
     assert code == 1
@@ -206,7 +210,7 @@ def test_without_launchd_doctor_says_so_and_checks_the_rest(
 
 def test_the_torch_check_runs_torch_in_a_subprocess_only() -> None:
     before = "torch" in sys.modules
-    check = health.check_torch()
+    check = doctor_checks.check_torch()
     assert ("torch" in sys.modules) is before
     try:
         import importlib.util
@@ -223,7 +227,7 @@ def test_the_torch_check_runs_torch_in_a_subprocess_only() -> None:
 
 
 def test_torch_without_mps_on_a_mac_is_a_problem() -> None:
-    check = health.check_torch(
+    check = doctor_checks.check_torch(
         lambda: {"version": "2.13.0", "built": False, "available": False}, platform="darwin"
     )
     assert check.status == "problem"

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from mpsd import paths
-from mpsd.decision import HIGH_VAR, LOW_VAR, MARK_HIGH, MARK_LOW
+from mpsd.env.decision import HIGH_VAR, LOW_VAR, MARK_HIGH, MARK_LOW
 from tests.conftest import ROOT, run_mpsd
 from tests.integration.shells import limits_text, opted_in_project
 

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from mpsd import launchd, limits, paths, rcfile
+from mpsd import limits, paths
 from mpsd.cli import main
+from mpsd.setup import launchd, rcfile
 from tests.installkit import (  # noqa: F401  (fixtures)
     NO_REAL_HOOKS,
     REAL_HOOKS,

@@ -260,8 +260,8 @@ def test_calibration_under_a_swap_penalty_writes_a_headroom_that_stays_clean_aft
     fake: dict[str, str], isolated_dirs: dict[str, Path]
 ) -> None:
     from mpsd.config import load_config
-    from mpsd.policy import decide
-    from mpsd.sample import Sample
+    from mpsd.daemon.policy import decide
+    from mpsd.machine.sample import Sample
 
     # The daemon holds the ratio at 1.0 only because of a swap penalty (0.8): headroom 0.8 x
     # baseline 62.5 MiB is 1.25 x the 40 MiB recommended max. Once the penalty wears off, the
@@ -289,8 +289,8 @@ def test_calibration_asks_before_writing_and_no_writes_nothing(
     import argparse
     import io
 
-    from mpsd import probe_verdict as pv
     from mpsd.commands import probe as command
+    from mpsd.probe import verdict as pv
 
     _limits(1.0, headroom=0.8)
     tried: list[float] = []

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from mpsd.decision import HIGH_VAR, LOW_VAR, MARK_HIGH, MARK_LOW, decide
+from mpsd.env.decision import HIGH_VAR, LOW_VAR, MARK_HIGH, MARK_LOW, decide
 from tests.integration.shells import HOOKS, SCRIPT_ARGV, available, limits_text
 
 pytestmark = pytest.mark.slow

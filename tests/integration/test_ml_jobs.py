@@ -15,8 +15,8 @@ from typing import Any
 import psutil
 import pytest
 
-from mpsd import mljobs, sampler
-from mpsd.mljobs import ProcessScanner
+from mpsd.machine import mljobs, sampler
+from mpsd.machine.mljobs import ProcessScanner
 
 pytestmark = pytest.mark.slow
 

@@ -70,7 +70,7 @@ def test_an_installed_wheel_finds_its_templates_inside_the_package(
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env["PYTHONPATH"] = str(target)
     done = subprocess.run(
-        [sys.executable, "-c", "from mpsd import launchd; print(launchd.template_file())"],
+        [sys.executable, "-c", "from mpsd.setup import launchd; print(launchd.template_file())"],
         capture_output=True,
         text=True,
         env=env,

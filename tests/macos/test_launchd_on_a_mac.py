@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from mpsd import launchd
+from mpsd.setup import launchd
 
 pytestmark = [
     pytest.mark.macos,

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from mpsd import swapwatch
+from mpsd.probe import swapwatch
 from tests.conftest import run_mpsd
 
 pytestmark = [

@@ -12,12 +12,13 @@ from pathlib import Path
 
 import pytest
 
+from mpsd.machine import macos, mljobs, recommended, sampler, sysctl
+
 pytestmark = [
     pytest.mark.macos,
     pytest.mark.skipif(sys.platform != "darwin", reason="needs a real Mac"),
 ]
 
-from mpsd import macos, mljobs, recommended, sampler, sysctl  # noqa: E402
 
 C = {**os.environ, "LC_ALL": "C", "LANG": "C"}
 

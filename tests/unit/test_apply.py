@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 import mpsd
-from mpsd.decision import HIGH_VAR, LOW_VAR, MARK_HIGH
-from mpsd.inprocess import ENVIRONMENT, FRACTION, KEPT, NOTHING
+from mpsd.env.decision import HIGH_VAR, LOW_VAR, MARK_HIGH
+from mpsd.env.inprocess import ENVIRONMENT, FRACTION, KEPT, NOTHING
 from tests.integration.shells import opted_in_project
 
 

@@ -5,8 +5,8 @@ import sys
 import pytest
 
 import mpsd
-from mpsd import mps_budget
-from mpsd.mps_budget import BudgetError
+from mpsd.env import budget as mps_budget
+from mpsd.env.budget import BudgetError
 
 GIB = 1 << 30
 

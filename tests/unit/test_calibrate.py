@@ -4,9 +4,9 @@ from pathlib import Path
 
 import pytest
 
-from mpsd import probe_verdict as pv
-from mpsd.calibrate import calibrate, set_headroom
 from mpsd.config import ConfigError, load_config
+from mpsd.probe import verdict as pv
+from mpsd.probe.calibrate import calibrate, set_headroom
 
 
 def _run_swapping_above(
@@ -127,8 +127,8 @@ def test_an_out_of_range_headroom_is_refused(tmp_path: Path) -> None:
 def test_a_config_that_cannot_be_written_is_one_sentence_and_left_untouched(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from mpsd import calibrate as calibrate_mod
     from mpsd.errors import MpsdError
+    from mpsd.probe import calibrate as calibrate_mod
 
     def read_only(path: Path, data: bytes, mode: int | None = None) -> bool:
         raise PermissionError(13, "Permission denied", str(path))

@@ -8,7 +8,7 @@ import ctypes
 
 import pytest
 
-from mpsd import mljobs, sysctl
+from mpsd.machine import mljobs, sysctl
 
 U64 = ctypes.c_uint64
 

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mpsd.decision import (
+from mpsd.env.decision import (
     HIGH_VAR,
     LOW_VAR,
     MARK_HIGH,

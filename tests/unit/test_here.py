@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from mpsd.decision import HIGH_VAR, LOW_VAR, MARK_HIGH, MARK_LOW
-from mpsd.here import optin_facts, render_optin
+from mpsd.env.decision import HIGH_VAR, LOW_VAR, MARK_HIGH, MARK_LOW
+from mpsd.env.here import optin_facts, render_optin
 from tests.integration.shells import opted_in_project
 
 

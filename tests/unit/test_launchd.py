@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import plistlib
 import sys
@@ -10,26 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from mpsd import launchd
-from tests.conftest import FIXTURES, ROOT
-
-# The fixtures sit beside the checkout (main) or two levels up (a worktree under wt/).
-_OUTPUTS = next(
-    (
-        base / "macos" / "command-outputs.jsonl"
-        for base in (FIXTURES, ROOT.parent.parent / "shared" / "fixtures")
-        if (base / "macos" / "command-outputs.jsonl").is_file()
-    ),
-    None,
-)
+from mpsd.setup import launchd
+from tests.fixture_files import outputs_of
 
 
 def _records(command: str) -> list[dict[str, str]]:
-    if _OUTPUTS is None:
-        return []
-    path = _OUTPUTS
-    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    return [row for row in rows if row["command"] == command]
+    return outputs_of(command)
 
 
 def _render(python: str, tmp_path: Path) -> dict[str, object]:
@@ -97,7 +82,6 @@ def test_the_program_arguments_are_read_back_and_a_damaged_plist_gives_none() ->
     assert launchd.program_arguments(b"<plist><dict><key>") is None
 
 
-@pytest.mark.skipif(_OUTPUTS is None, reason="the shared macOS fixtures are not here")
 def test_launchctl_print_is_read_from_a_real_recorded_output() -> None:
     (record,) = _records("launchctl print")
     job = launchd.parse_print(record["text"], "user/503")

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from mpsd import limits, paths
+from mpsd.daemon.history import Store
+from mpsd.daemon.loop import Daemon, acquire_lock
 from mpsd.errors import MpsdError
-from mpsd.loop import Daemon, acquire_lock
-from mpsd.sample import Sample
-from mpsd.store import Store
+from mpsd.machine.sample import Sample
 
 GIB = 1 << 30
 RECMAX = 24 * GIB

@@ -9,41 +9,17 @@ the installer's tests.
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-from typing import Any
-
 import pytest
 
-from mpsd import macos
-from mpsd.macos import GIB, KIB, MIB
+from mpsd.machine import macos
+from mpsd.machine.macos import GIB, KIB, MIB
+from tests.fixture_files import command_outputs
 
-HERE = Path(__file__).resolve().parent
-VENDORED = HERE.parent / "fixtures" / "macos" / "command-outputs.jsonl"
-SHARED_CANDIDATES = [
-    HERE.parents[2] / "shared" / "fixtures" / "macos" / "command-outputs.jsonl",
-    Path("/work/shared/fixtures/macos/command-outputs.jsonl"),
-]
-
-
-def _records() -> dict[str, dict[str, Any]]:
-    with VENDORED.open(encoding="utf-8") as handle:
-        rows = [json.loads(line) for line in handle if line.strip()]
-    return {row["id"]: row for row in rows}
-
-
-RECORDS = _records()
+RECORDS = {row["id"]: row for row in command_outputs()}
 
 
 def text(record_id: str) -> str:
     return str(RECORDS[record_id]["text"])
-
-
-def test_vendored_fixtures_are_the_shared_recordings_verbatim() -> None:
-    shared = next((p for p in SHARED_CANDIDATES if p.is_file()), None)
-    if shared is None:
-        pytest.skip("the shared fixtures directory is not beside this checkout")
-    assert VENDORED.read_bytes() == shared.read_bytes()
 
 
 # --- vm_stat ------------------------------------------------------------------------------

@@ -8,8 +8,8 @@ import time
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mpsd import macos
-from mpsd.macos import MIB
+from mpsd.machine import macos
+from mpsd.machine.macos import MIB
 
 PARSERS = (
     macos.parse_vm_stat,

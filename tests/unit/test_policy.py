@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mpsd.config import Config
-from mpsd.policy import decide, percentile
-from mpsd.sample import Sample
+from mpsd.daemon.policy import decide, percentile
+from mpsd.machine.sample import Sample
 
 GIB = 1 << 30
 HOUR = 3600.0
@@ -301,7 +301,7 @@ def test_percentiles_weigh_time_not_sample_counts() -> None:
 
 
 def test_weighted_percentile_matches_the_plain_one_for_equal_weights() -> None:
-    from mpsd.policy import weighted_percentile
+    from mpsd.daemon.policy import weighted_percentile
 
     values = [5, 1, 4, 2, 3]
     assert weighted_percentile([(v, 1.0) for v in values], 50) == 3

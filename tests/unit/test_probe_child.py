@@ -7,8 +7,8 @@ import zlib
 
 import pytest
 
-from mpsd import _probe_child as child
-from mpsd.probe_verdict import parse_oom
+from mpsd.probe import child
+from mpsd.probe.verdict import parse_oom
 
 torch = pytest.importorskip("torch")
 MIB = 1 << 20
@@ -93,7 +93,7 @@ class _Tty:
 
 
 def _steps(progress: object, count: int) -> None:
-    from mpsd.probe_verdict import ProbeResult
+    from mpsd.probe.verdict import ProbeResult
 
     result = ProbeResult(high=0.5, low=0.5, step_bytes=MIB, outcome="", swapouts_before=0)
     for n in range(1, count + 1):

@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mpsd import probe_verdict as pv
 from mpsd.limits import Limits
-from mpsd.probe_verdict import ProbeResult
-from tests.unit.test_swapwatch import FIXTURES
+from mpsd.probe import verdict as pv
+from mpsd.probe.verdict import ProbeResult
+from tests.fixture_files import oom_messages
 
 GIB = 1 << 30
 MIB = 1 << 20
@@ -73,7 +73,7 @@ def _swapped() -> ProbeResult:
 
 
 def test_every_recorded_mps_oom_message_gives_its_numbers() -> None:
-    rows = [json.loads(line) for line in (FIXTURES / "oom-messages.jsonl").read_text().splitlines()]
+    rows = oom_messages()
     checked = 0
     for row in rows:
         expected = row["expected"]
@@ -219,7 +219,7 @@ def test_the_headroom_written_is_valid_and_never_gives_more_than_the_clean_ratio
 
 
 def test_ratios_reach_pytorch_as_plain_decimals_and_never_as_zero() -> None:
-    from mpsd.probe import plain_ratio
+    from mpsd.probe.runner import plain_ratio
 
     assert plain_ratio(0.8) == "0.8"
     assert plain_ratio(0.77) == "0.77"

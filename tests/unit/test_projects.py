@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from mpsd import projects
+from mpsd.env import projects
 
 
 def test_paths_become_physical(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mpsd import rcfile
+from mpsd.setup import rcfile
 
 HOOK = Path("/data/mps/mpsd.zsh")
 BLOCK = rcfile.block("zsh", HOOK)

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from mpsd import paths, recommended
+from mpsd import paths
+from mpsd.machine import recommended
 from mpsd.ratio import GIB, estimate_recommended_max
 
 MAC_48 = 48 * GIB
@@ -244,7 +245,7 @@ def test_the_real_probe_code_on_linux_finds_no_mps_and_the_caller_never_imports_
     code = textwrap.dedent(
         """\
         import sys
-        from mpsd import recommended
+        from mpsd.machine import recommended
         recommended.current_platform = lambda: "darwin"
         recommended.wired_limit_mb = lambda: None
         print(recommended.recommended_max(16 << 30))

@@ -9,7 +9,7 @@ import pytest
 from mpsd import paths
 from mpsd.config import Config, field_names
 from mpsd.limits import Limits, parse, render
-from mpsd.sample import Sample
+from mpsd.machine.sample import Sample
 
 
 def test_records_compare_hash_and_print_by_their_fields() -> None:

@@ -3,7 +3,6 @@ fed with the numbers of recorded real outputs, and every way a sample can fail."
 
 from __future__ import annotations
 
-import json
 import os
 import stat
 import time
@@ -12,16 +11,13 @@ from pathlib import Path
 import psutil
 import pytest
 
-from mpsd import sampler, sysctl
-from mpsd.mljobs import MLProcess, ProcessScanner
-from mpsd.sample import Sample
-from mpsd.sampler import DarwinSource, Memory, PsutilSource, SampleError, take_sample
+from mpsd.machine import sampler, sysctl
+from mpsd.machine.mljobs import MLProcess, ProcessScanner
+from mpsd.machine.sample import Sample
+from mpsd.machine.sampler import DarwinSource, Memory, PsutilSource, SampleError, take_sample
+from tests.fixture_files import command_outputs
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "macos" / "command-outputs.jsonl"
-RECORDS = {
-    row["id"]: row["text"]
-    for row in (json.loads(line) for line in FIXTURES.read_text(encoding="utf-8").splitlines())
-}
+RECORDS = {row["id"]: row["text"] for row in command_outputs()}
 VM_STAT_M1PRO = RECORDS["vm_stat-ansible-silicon-m1pro-32gb"]  # paired with hw.memsize 32 GiB
 
 # The kernel counters of the M1 Pro recording, as sysctlbyname would return them.

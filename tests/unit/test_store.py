@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from mpsd.sample import Sample
-from mpsd.store import MIGRATIONS, SCHEMA_VERSION, HistoryError, Store, thin
+from mpsd.daemon.history import MIGRATIONS, SCHEMA_VERSION, HistoryError, Store, thin
+from mpsd.machine.sample import Sample
 
 GIB = 1 << 30
 

@@ -5,18 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from mpsd import swapwatch
-from tests.conftest import FIXTURES as _MAIN_FIXTURES
-
-# From a worktree (/work/wt/<name>) the shared fixtures sit two levels further up.
-FIXTURES = next(
-    (
-        path
-        for path in (_MAIN_FIXTURES, Path(__file__).resolve().parents[4] / "shared" / "fixtures")
-        if path.is_dir()
-    ),
-    _MAIN_FIXTURES,
-)
+from mpsd.probe import swapwatch
 
 
 def test_the_stand_in_swap_counter_is_chosen_by_env_and_read_from_its_file(
@@ -36,7 +25,7 @@ def test_the_stand_in_swap_counter_is_chosen_by_env_and_read_from_its_file(
 def test_the_memory_source_is_read_each_step_and_a_failed_read_still_watches_swap(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from mpsd import sampler
+    from mpsd.machine import sampler
 
     class Source:
         reads = 0

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mpsd.watermarks import HIGH, LOW, problems
+from mpsd.env.watermarks import HIGH, LOW, problems
 
 
 def test_both_unset_is_fine() -> None:

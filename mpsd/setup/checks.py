@@ -17,8 +17,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from mpsd import launchd, paths, rcfile, watermarks
-from mpsd.installer import HOOK_FILES, hook_copy, hook_source, rc_candidates
+from mpsd import paths
+from mpsd.env import watermarks
+from mpsd.setup import launchd, rcfile
+from mpsd.setup.installer import HOOK_FILES, hook_copy, hook_source, rc_candidates
 
 OK, PROBLEM, WARNING, SKIPPED = "ok", "problem", "warning", "skipped"
 
@@ -160,7 +162,7 @@ def _now() -> float:
 def last_sample_time() -> float | None:
     """When the daemon took its newest sample (from the history), or None when there is none.
     Raises ``HistoryError`` when the history cannot be read."""
-    from mpsd.store import Store
+    from mpsd.daemon.history import Store
 
     store = Store.open_readonly(paths.history_file())
     if store is None:
@@ -193,7 +195,7 @@ def check_daemon(now: float | None = None) -> list[Check]:
         interval = load_config(paths.config_file()).interval
     except MpsdError:
         interval = Config().interval
-    from mpsd.store import HistoryError
+    from mpsd.daemon.history import HistoryError
 
     try:
         last = last_sample_time()

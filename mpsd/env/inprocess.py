@@ -14,7 +14,7 @@ import warnings
 from dataclasses import dataclass
 from typing import Any
 
-from mpsd.decision import HIGH_VAR, LOW_VAR
+from mpsd.env.decision import HIGH_VAR, LOW_VAR
 
 ENVIRONMENT = "environment"
 FRACTION = "fraction"
@@ -55,7 +55,7 @@ def apply(directory: str | None = None, *, anywhere: bool = False) -> Applied:
     """Set both watermark variables for ``directory`` (default: the current one), as the shell
     hook would: only inside an opted-in project unless ``anywhere``; the user's own values
     win. Call it before ``import torch``."""
-    from mpsd.here import decide_here
+    from mpsd.env.here import decide_here
 
     decision = decide_here(directory, os.environ, anywhere=anywhere)
     if decision.hand_set:

@@ -15,7 +15,7 @@ import sqlite3
 from collections import namedtuple
 
 from mpsd.errors import MpsdError
-from mpsd.sample import Sample
+from mpsd.machine.sample import Sample
 
 TYPE_CHECKING = False  # typing costs `mpsd status` its start-up; mypy still reads the block
 if TYPE_CHECKING:

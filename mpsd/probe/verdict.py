@@ -1,7 +1,7 @@
 """What a probe run means: the verdict, the advice, the JSON, the calibration arithmetic. Pure.
 
-The orchestration (``mpsd.probe``) fills a ``ProbeResult``; everything a user reads about it is
-computed here, so it can be tested without a child process.
+The orchestration (``mpsd.probe.runner``) fills a ``ProbeResult``; everything a user reads about
+it is computed here, so it can be tested without a child process.
 """
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from mpsd.machine.sample import PRESSURE_CRITICAL
 from mpsd.ratio import floor2
-from mpsd.sample import PRESSURE_CRITICAL
 from mpsd.sizes import format_gib
 
 if TYPE_CHECKING:

@@ -1,6 +1,6 @@
 """Run the probe child and watch the Mac while it fills MPS (the I/O half of ``mpsd probe``).
 
-The child (``mpsd/_probe_child.py``) runs in its own process group with both watermark
+The child (``mpsd/probe/child.py``) runs in its own process group with both watermark
 variables set; it reports each step as a JSON line. After every step, and every ``poll``
 seconds while a step hangs (a swapping Mac is slow), the parent reads the swap-out counter and
 the pressure level; when swap starts or pressure turns critical it SIGKILLs the whole group at
@@ -24,16 +24,16 @@ from pathlib import Path
 from typing import IO, Any
 
 from mpsd.errors import EXIT_ABSENT, EXIT_USAGE, MpsdError
-from mpsd.probe_verdict import NEVER, OOM, PRESSURE, SWAP, ProbeResult, parse_oom
-from mpsd.sample import PRESSURE_CRITICAL
+from mpsd.machine.sample import PRESSURE_CRITICAL
+from mpsd.probe.swapwatch import Watch
+from mpsd.probe.verdict import NEVER, OOM, PRESSURE, SWAP, ProbeResult, parse_oom
 from mpsd.sizes import format_gib
-from mpsd.swapwatch import Watch
 
-CHILD_SOURCE = Path(__file__).with_name("_probe_child.py")
+CHILD_SOURCE = Path(__file__).with_name("child.py")
 HIGH_VAR = "PYTORCH_MPS_HIGH_WATERMARK_RATIO"
 LOW_VAR = "PYTORCH_MPS_LOW_WATERMARK_RATIO"
 
-# The child's exit codes for a missing torch / MPS / another torch error (see _probe_child.py).
+# The child's exit codes for a missing torch / MPS / another torch error (see child.py).
 CHILD_NO_TORCH = 3
 CHILD_NO_MPS = 4
 CHILD_TORCH = 5

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 
 import psutil
 
-from mpsd.sysctl import libsystem
+from mpsd.machine.sysctl import libsystem
 
 WATERMARK_VARS = ("PYTORCH_MPS_HIGH_WATERMARK_RATIO", "PYTORCH_MPS_LOW_WATERMARK_RATIO")
 TORCH_MARKERS = ("libtorch", "torch/_C")

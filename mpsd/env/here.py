@@ -1,4 +1,4 @@
-"""What applies here: the decision of ``mpsd.decision`` with its inputs read from this machine
+"""What applies here: the decision of ``mpsd.env.decision`` with its inputs read from this machine
 (limits.toml, the physical directory, the environment), and the opt-in facts ``mpsd status``
 shows about them."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 
 from mpsd import paths
-from mpsd.decision import MARKS, VARIABLES, Decision, decide
+from mpsd.env.decision import MARKS, VARIABLES, Decision, decide
 from mpsd.errors import MpsdError
 
 TYPE_CHECKING = False  # typing costs `mpsd env` its start-up
@@ -28,7 +28,7 @@ def limits_text(path: str | Path | None = None) -> str | None:
 
 def directory_of(directory: str | None) -> str:
     """The physical form of ``directory`` (default: the current one); it must be a directory."""
-    from mpsd.projects import current_directory
+    from mpsd.env.projects import current_directory
 
     path = os.path.realpath(os.path.expanduser(directory)) if directory else current_directory()
     if not os.path.isdir(path):

@@ -14,10 +14,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mpsd import launchd, paths, rcfile, shells
-from mpsd.changes import FileChange
+from mpsd import paths
 from mpsd.config import default_config_text
 from mpsd.errors import EXIT_USAGE, MpsdError
+from mpsd.setup import launchd, rcfile, shells
+from mpsd.setup.changes import FileChange
 
 HOOK_FILES = {"zsh": "mpsd.zsh", "bash": "mpsd.bash"}
 # Copies an older or newer mpsd may have left in the data dir; uninstall removes them all.

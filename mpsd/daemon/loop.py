@@ -6,7 +6,7 @@
 - Ticks are scheduled on the monotonic clock; the wall clock only stamps
   samples. A wall-clock jump (sleep, a clock change, even backwards) is logged
   and changes nothing else: the policy sees samples by their stamps.
-- config.toml is watched through its directory (``mpsd.watch``), debounced, and
+- config.toml is watched through its directory (``mpsd.daemon.config_watch``), debounced, and
   checked by mtime every few seconds as a backstop. A bad file is logged and the
   last good config kept (the defaults if there never was one).
 - limits.toml is rewritten only when its values change (``Limits.same_values``).
@@ -34,13 +34,14 @@ from types import FrameType
 from typing import Any
 
 from mpsd import limits as limits_mod
-from mpsd import paths, policy
+from mpsd import paths
 from mpsd.config import Config, ConfigError, load_config
+from mpsd.daemon import policy
+from mpsd.daemon.history import HistoryError, Row, Store, row_of
 from mpsd.errors import EXIT_ABSENT, MpsdError
 from mpsd.limits import Limits
 from mpsd.locks import PidLock
-from mpsd.sample import Sample
-from mpsd.store import HistoryError, Row, Store, row_of
+from mpsd.machine.sample import Sample
 
 log = logging.getLogger("mpsd")
 
@@ -246,7 +247,7 @@ class Daemon:
     def projects(self) -> tuple[str, ...]:
         if self.config_good:
             # As the hooks compare them: physical, and only paths they can read safely.
-            from mpsd.projects import for_limits
+            from mpsd.env.projects import for_limits
 
             return for_limits(self.config.projects)
         # Never had a good config: keep what limits.toml lists (mpsd enable wrote it).
@@ -347,7 +348,7 @@ class Daemon:
         """The loop, until SIGTERM or SIGINT (exit 0)."""
         for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             signal.signal(signum, self._enqueue_signal)
-        from mpsd.watch import ConfigWatcher
+        from mpsd.daemon.config_watch import ConfigWatcher
 
         watcher = ConfigWatcher(paths.config_file(), lambda: self._queue.put(("config", None)))
         watcher.start()

@@ -12,7 +12,7 @@ import subprocess
 import sys
 from collections.abc import Callable, Iterable
 
-from mpsd.macos import sysctl_int
+from mpsd.machine.macos import sysctl_int
 
 Reader = Callable[[str], "int | None"]
 

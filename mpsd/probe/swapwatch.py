@@ -3,7 +3,7 @@
 The seam: ``choose_watch()`` returns a function that reads ``(swapouts, pressure)`` now.
 - ``MPSD_PROBE_FAKE_SWAP=FILE``: the stand-in OS of the tests: FILE holds "SWAPOUTS [PRESSURE]",
   which the test or the fake device raises.
-- else the daemon's memory source (``mpsd.sampler.default_source``: the counters only, no
+- else the daemon's memory source (``mpsd.machine.sampler.default_source``: the counters only, no
   scan of the process table, so cheap enough for every step). When a read fails (psutil's
   failures on macOS 26), that source's swap-out counter alone is read for the step: the probe
   never stops watching swap.
@@ -37,7 +37,7 @@ def _fake_watch(path: Path) -> Watch:
 
 
 def _source_watch() -> Watch:
-    from mpsd import sampler
+    from mpsd.machine import sampler
 
     source = sampler.default_source()
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 
-from mpsd.decision import containing_project
+from mpsd.env.decision import containing_project
 
 __all__ = [
     "add",

@@ -32,10 +32,16 @@ from typing import Protocol
 
 import psutil
 
-from mpsd import sysctl
-from mpsd.macos import parse_vm_stat
-from mpsd.mljobs import MLProcess, ProcessScanner, default_scanner, find_ml_processes, ml_bytes
-from mpsd.sample import PRESSURE_CRITICAL, PRESSURE_NORMAL, PRESSURE_WARN, Sample
+from mpsd.machine import sysctl
+from mpsd.machine.macos import parse_vm_stat
+from mpsd.machine.mljobs import (
+    MLProcess,
+    ProcessScanner,
+    default_scanner,
+    find_ml_processes,
+    ml_bytes,
+)
+from mpsd.machine.sample import PRESSURE_CRITICAL, PRESSURE_NORMAL, PRESSURE_WARN, Sample
 
 __all__ = [
     "DarwinSource",

@@ -16,9 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mpsd import limits, paths, projects
+from mpsd import limits, paths
 from mpsd.atomic import write_atomic
 from mpsd.config import Config, default_config_text, load_config
+from mpsd.env import projects
 from mpsd.errors import EXIT_ABSENT, EXIT_USAGE, MpsdError
 from mpsd.locks import exclusive
 
@@ -94,7 +95,7 @@ def _edit(change: Callable[[tuple[str, ...]], tuple[str, ...]]) -> tuple[Config,
     # probed in a subprocess, and the daemon must not wait on that.
     estimate = None
     if limits.read() is None:
-        from mpsd.estimate import current_limits
+        from mpsd.daemon.estimate import current_limits
 
         estimate = current_limits(load_config(config_file), ())
     with exclusive(paths.limits_lock_file()):
@@ -108,7 +109,7 @@ def _edit(change: Callable[[tuple[str, ...]], tuple[str, ...]]) -> tuple[Config,
 
         def mirror(current: limits.Limits | None) -> limits.Limits:
             if current is None:
-                from mpsd.estimate import current_limits
+                from mpsd.daemon.estimate import current_limits
 
                 base = estimate if estimate is not None else current_limits(config, ())
                 return base.replace(projects=mirrored)

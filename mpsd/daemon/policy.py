@@ -44,7 +44,7 @@ from typing import Protocol
 from mpsd import ratio
 from mpsd.config import Config
 from mpsd.durations import format_duration
-from mpsd.sample import PRESSURE_WARN
+from mpsd.machine.sample import PRESSURE_WARN
 
 GIB = 1 << 30
 RECENT_SPAN = 2 * 3600.0
@@ -57,7 +57,7 @@ SWAP_PAGES_MIN = 2048
 
 
 class SampleLike(Protocol):
-    """What the policy reads of a sample: ``mpsd.sample.Sample`` or the store's rows."""
+    """What the policy reads of a sample: ``mpsd.machine.sample.Sample`` or the store's rows."""
 
     @property
     def t(self) -> float: ...

@@ -17,7 +17,7 @@ import tomlkit.exceptions
 
 from mpsd.atomic import write_atomic
 from mpsd.config import ConfigError, validate
-from mpsd.probe_verdict import CLEAN, CRITICAL, SWAPPED, ProbeResult, next_calibration_ratio
+from mpsd.probe.verdict import CLEAN, CRITICAL, SWAPPED, ProbeResult, next_calibration_ratio
 
 
 @dataclass

@@ -58,10 +58,10 @@ def _memory() -> tuple[int, int]:
 
 
 def _recommended(total: int) -> tuple[int, str]:
-    # mpsd.recommended (Metal's value, probed once and cached) comes with the daemon; until it
-    # is there, the estimate from RAM.
+    # mpsd.machine.recommended (Metal's value, probed once and cached) comes with the daemon;
+    # until it is there, the estimate from RAM.
     try:
-        module = importlib.import_module("mpsd.recommended")
+        module = importlib.import_module("mpsd.machine.recommended")
     except ImportError:
         return ratio.estimate_recommended_max(total), "estimate"
     value, source = module.recommended_max(total)

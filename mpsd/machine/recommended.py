@@ -31,8 +31,9 @@ from typing import Any
 
 import psutil
 
-from mpsd import paths, sysctl
+from mpsd import paths
 from mpsd.atomic import write_atomic
+from mpsd.machine import sysctl
 from mpsd.ratio import estimate_recommended_max
 
 MIB = 1 << 20

@@ -1,0 +1,1 @@
+"""What a python gets where: the decision, opt-in, ``apply()``, ``budget()``."""

@@ -1,0 +1,42 @@
+"""The one lookup of the recorded real outputs the tests read (``tests/fixtures/``).
+
+Everything lives inside the repo: a plain clone runs its own tests. ``tests/fixtures/README.md``
+says where each record came from.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+OOM_MESSAGES = FIXTURES / "oom-messages.jsonl"
+COMMAND_OUTPUTS = FIXTURES / "macos" / "command-outputs.jsonl"
+
+
+def _jsonl(path: Path) -> tuple[dict[str, Any], ...]:
+    with path.open(encoding="utf-8") as handle:
+        return tuple(json.loads(line) for line in handle if line.strip())
+
+
+@cache
+def oom_messages() -> tuple[dict[str, Any], ...]:
+    """The out-of-memory messages users pasted into public issues, with their expected fields."""
+    return _jsonl(OOM_MESSAGES)
+
+
+@cache
+def command_outputs() -> tuple[dict[str, Any], ...]:
+    """Outputs of vm_stat, sysctl, memory_pressure, top, launchctl... as people pasted them."""
+    return _jsonl(COMMAND_OUTPUTS)
+
+
+def outputs_of(command: str) -> list[dict[str, Any]]:
+    """The recorded outputs of one command (``vm_stat``, ``launchctl bootstrap``...)."""
+    return [row for row in command_outputs() if row["command"] == command]
+
+
+def output_by_id(record_id: str) -> dict[str, Any]:
+    return next(row for row in command_outputs() if row["id"] == record_id)
