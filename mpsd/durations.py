@@ -13,7 +13,7 @@ def parse_duration(value: object) -> float:
     """Seconds in ``value``; raises ValueError with a reason when it is not a duration."""
     if isinstance(value, bool):
         raise ValueError(f"must be seconds or a string like {_EXAMPLES}")
-    if isinstance(value, int | float):
+    if isinstance(value, (int, float)):
         return float(value)
     if isinstance(value, str):
         match = _PATTERN.match(value.lower())

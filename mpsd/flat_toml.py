@@ -29,9 +29,10 @@ def loads(text: str) -> dict[str, Any]:
     try:
         return _flat(text)
     except _NotFlat:
-        import tomllib
+        from mpsd._toml import tomllib
 
-        return tomllib.loads(text)
+        data: dict[str, Any] = tomllib.loads(text)
+        return data
 
 
 def _flat(text: str) -> dict[str, Any]:
@@ -116,7 +117,7 @@ def _datetime(text: str) -> Any:
         if len(fraction) != 7 or not set(fraction[1:]) <= _DIGITS:
             raise _NotFlat
     stamp = stamp[:10] + " " + stamp[11:]  # the caller saw " " or "T" there
-    for char, kind in zip(stamp, "dddd-dd-dd dd:dd:dd", strict=True):
+    for char, kind in zip(stamp, "dddd-dd-dd dd:dd:dd"):
         if (char not in _DIGITS) if kind == "d" else (char != kind):
             raise _NotFlat
     if offset == "Z":

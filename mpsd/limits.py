@@ -10,63 +10,32 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Any
 
 from mpsd import paths
 from mpsd.locks import exclusive
-from mpsd.record import Record
-
-TYPE_CHECKING = False  # typing costs `mpsd status` its start-up; mypy still reads the block
-if TYPE_CHECKING:
-    from collections.abc import Callable
-    from pathlib import Path
-    from typing import Any
 
 SOURCES = ("torch", "metal", "iogpu", "estimate")
 
 
-class Limits(Record):
+@dataclass(frozen=True)
+class Limits:
     """What limits.toml holds, in its order."""
 
-    _fields = (
-        "high_watermark_ratio",
-        "low_watermark_ratio",
-        "limit_bytes",
-        "recommended_max_bytes",
-        "recommended_max_source",
-        "baseline_free_bytes",
-        "headroom",
-        "updated_at",
-        "projects",
-        "baseline_source",
-        "sample_count",
-    )
-    __slots__ = _fields
-
-    def __init__(
-        self,
-        high_watermark_ratio: float,
-        low_watermark_ratio: float,
-        limit_bytes: int,
-        recommended_max_bytes: int,
-        recommended_max_source: str,
-        baseline_free_bytes: int,
-        headroom: float,
-        updated_at: dt.datetime,
-        projects: tuple[str, ...] = (),
-        baseline_source: str = "samples",
-        sample_count: int = 0,
-    ) -> None:
-        self.high_watermark_ratio = high_watermark_ratio
-        self.low_watermark_ratio = low_watermark_ratio
-        self.limit_bytes = limit_bytes
-        self.recommended_max_bytes = recommended_max_bytes
-        self.recommended_max_source = recommended_max_source
-        self.baseline_free_bytes = baseline_free_bytes
-        self.headroom = headroom
-        self.updated_at = updated_at
-        self.projects = projects
-        self.baseline_source = baseline_source
-        self.sample_count = sample_count
+    high_watermark_ratio: float
+    low_watermark_ratio: float
+    limit_bytes: int
+    recommended_max_bytes: int
+    recommended_max_source: str
+    baseline_free_bytes: int
+    headroom: float
+    updated_at: dt.datetime
+    projects: tuple[str, ...] = ()
+    baseline_source: str = "samples"
+    sample_count: int = 0
 
     def same_values(self, other: Limits, tolerance: float = 0.01) -> bool:
         """True when writing ``self`` over ``other`` would be churn: ratios within
@@ -88,7 +57,7 @@ class LimitsError(ValueError):
 def render(limits: Limits) -> str:
     import tomli_w  # only writers pay for it: readers (status, env) start faster
 
-    data: dict[str, Any] = limits.as_dict()
+    data: dict[str, Any] = asdict(limits)
     data["projects"] = list(limits.projects)
     return tomli_w.dumps(data)
 
@@ -136,7 +105,7 @@ def parse(text: str) -> Limits:
 def read(path: str | Path | None = None) -> Limits | None:
     """The current limits, or None when the file is missing or broken."""
     try:
-        with open(path or paths.limits_path(), encoding="utf-8") as handle:
+        with open(path or paths.limits_file(), encoding="utf-8") as handle:
             return parse(handle.read())
     except (OSError, UnicodeDecodeError, LimitsError):
         return None
@@ -176,4 +145,4 @@ def update_locked(
 
 
 def with_projects(limits: Limits, projects: tuple[str, ...]) -> Limits:
-    return limits.replace(projects=projects)
+    return replace(limits, projects=projects)

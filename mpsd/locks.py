@@ -6,13 +6,10 @@ import contextlib
 import fcntl
 import os
 import time
+from collections.abc import Iterator
+from pathlib import Path
 
 from mpsd.errors import MpsdError
-
-TYPE_CHECKING = False  # pathlib and typing cost `mpsd status` its start-up
-if TYPE_CHECKING:
-    from collections.abc import Iterator
-    from pathlib import Path
 
 
 @contextlib.contextmanager

@@ -9,10 +9,7 @@ change of the environment in a test takes effect at once.
 from __future__ import annotations
 
 import os
-
-TYPE_CHECKING = False  # pathlib costs `mpsd env` and `mpsd explain` start-up: see limits_path()
-if TYPE_CHECKING:
-    from pathlib import Path
+from pathlib import Path
 
 LABEL = "io.github.mpsd.daemon"
 

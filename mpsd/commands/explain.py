@@ -9,12 +9,9 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from typing import Any
 
 from mpsd.errors import EXIT_ABSENT, EXIT_OK, EXIT_USAGE, MpsdError
-
-TYPE_CHECKING = False  # typing costs start-up; mypy still reads the block below
-if TYPE_CHECKING:
-    from typing import Any
 
 MAX_BYTES = 1 << 30  # a paste larger than this is not a paste
 

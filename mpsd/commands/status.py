@@ -12,10 +12,8 @@ import math
 import os
 import sys
 import time
-
-TYPE_CHECKING = False  # typing costs start-up; mypy still reads the block below
-if TYPE_CHECKING:
-    from typing import Any
+from dataclasses import fields
+from typing import Any
 
 GIB = 1 << 30
 CHART_WIDTH = 48
@@ -102,7 +100,8 @@ def _limits_facts() -> dict[str, Any]:
 
     current = limits.read()
     facts: dict[str, Any] = {"limits_file": paths.limits_path()}
-    keys = limits.Limits._fields[: limits.Limits._fields.index("updated_at")]
+    names = [f.name for f in fields(limits.Limits)]
+    keys = names[: names.index("updated_at")]
     for key in keys:
         facts[key] = getattr(current, key) if current else None
     facts["limit_gib"] = round(current.limit_bytes / GIB, 2) if current else None
@@ -164,7 +163,7 @@ def _history_facts(now: float, config: Any) -> dict[str, Any]:
 def _iso(t: float) -> str:
     import datetime as dt
 
-    return dt.datetime.fromtimestamp(t, dt.UTC).isoformat(timespec="seconds")
+    return dt.datetime.fromtimestamp(t, dt.timezone.utc).isoformat(timespec="seconds")
 
 
 # -- text ----------------------------------------------------------------------------------

@@ -78,5 +78,5 @@ def current_limits(config: Config, projects: Iterable[str]) -> Limits:
         recommended_max_bytes=recommended,
         recommended_max_source=source,
         projects=projects,
-        now=dt.datetime.now(dt.UTC).replace(microsecond=0),
+        now=dt.datetime.now(dt.timezone.utc).replace(microsecond=0),
     )

@@ -12,16 +12,12 @@ import contextlib
 import json
 import os
 import sqlite3
-from collections import namedtuple
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any, NamedTuple, TypeVar
 
 from mpsd.errors import MpsdError
 from mpsd.machine.sample import Sample
-
-TYPE_CHECKING = False  # typing costs `mpsd status` its start-up; mypy still reads the block
-if TYPE_CHECKING:
-    from collections.abc import Iterable, Iterator
-    from pathlib import Path
-    from typing import Any, NamedTuple, TypeVar
 
 # One entry per schema version: MIGRATIONS[n] takes version n to n + 1.
 # Never edit a released entry; append a new one.
@@ -61,22 +57,19 @@ class HistoryError(MpsdError):
         self.corrupt = corrupt
 
 
-if TYPE_CHECKING:
+class Row(NamedTuple):
+    """A stored sample as the policy reads it: ``Sample``'s fields, built at C speed."""
 
-    class Row(NamedTuple):
-        """A stored sample as the policy reads it: ``Sample``'s fields, built at C speed."""
+    t: float
+    available_bytes: int
+    total_bytes: int
+    ml_bytes: int
+    swapouts: int | None
+    pressure: int | None
+    source: str
 
-        t: float
-        available_bytes: int
-        total_bytes: int
-        ml_bytes: int
-        swapouts: int | None
-        pressure: int | None
-        source: str
 
-    Thinnable = TypeVar("Thinnable", Sample, Row)
-else:  # the same tuple, without importing typing
-    Row = namedtuple("Row", Sample._fields)
+Thinnable = TypeVar("Thinnable", Sample, Row)
 
 
 def _values(sample: Sample) -> tuple[Any, ...]:

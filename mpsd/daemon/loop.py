@@ -280,7 +280,7 @@ class Daemon:
             recommended_max_source=source,
             baseline_free_bytes=decision.baseline_free_bytes,
             headroom=self.config.headroom,
-            updated_at=dt.datetime.fromtimestamp(int(now), dt.UTC),
+            updated_at=dt.datetime.fromtimestamp(int(now), dt.timezone.utc),
             projects=self.projects(),
             sample_count=decision.sample_count,
         )

@@ -34,7 +34,6 @@ A pure function: no clock (``now`` is the last sample's time unless given), no I
 from __future__ import annotations
 
 import bisect
-import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -132,7 +131,7 @@ def decide(
         raise ValueError("recommended_max_bytes must be positive")
     ordered = list(samples)
     stamps = [s.t for s in ordered]
-    if any(a > b for a, b in itertools.pairwise(stamps)):
+    if any(a > b for a, b in zip(stamps, stamps[1:])):
         ordered.sort(key=lambda s: s.t)
         stamps.sort()
     if not ordered:
@@ -187,10 +186,10 @@ def decide(
         jobs[-1].ongoing = True
 
     reasons: list[str] = []
-    pool = [(f, w) for f, w, ok in zip(frees, weights, calm, strict=True) if ok]
+    pool = [(f, w) for f, w, ok in zip(frees, weights, calm) if ok]
     left_out = len(frees) - len(pool)
     if not pool:
-        pool = list(zip(frees, weights, strict=True))
+        pool = list(zip(frees, weights))
         reasons.append(
             "every sample was taken under memory pressure or while swapping; using them anyway"
         )

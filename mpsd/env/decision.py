@@ -15,9 +15,7 @@ Pure: no I/O. It reads limits.toml exactly as ``shell/mpsd.bash`` and ``shell/mp
 
 from __future__ import annotations
 
-TYPE_CHECKING = False  # typing, dataclasses and collections cost `mpsd env` its start-up
-if TYPE_CHECKING:
-    from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping
 
 HIGH_VAR = "PYTORCH_MPS_HIGH_WATERMARK_RATIO"
 LOW_VAR = "PYTORCH_MPS_LOW_WATERMARK_RATIO"

@@ -5,16 +5,13 @@ shows about them."""
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
 
 from mpsd import paths
 from mpsd.env.decision import MARKS, VARIABLES, Decision, decide
 from mpsd.errors import MpsdError
-
-TYPE_CHECKING = False  # typing costs `mpsd env` its start-up
-if TYPE_CHECKING:
-    from collections.abc import Mapping
-    from pathlib import Path
-    from typing import Any
 
 
 def limits_text(path: str | Path | None = None) -> str | None:

@@ -25,7 +25,7 @@ import sys
 import tempfile
 import time
 from dataclasses import asdict, dataclass
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -238,7 +238,7 @@ def recommended_max(total_ram: int, *, refresh: bool = False) -> tuple[int, str]
     now = Cached(
         bytes=0,
         source="",
-        date=datetime.fromtimestamp(time.time(), UTC).isoformat(timespec="seconds"),
+        date=datetime.fromtimestamp(time.time(), timezone.utc).isoformat(timespec="seconds"),
         boot_time=boot_time(),
         os_version=os_version(),
         total_ram=total_ram,

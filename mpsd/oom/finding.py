@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import math
-
-TYPE_CHECKING = False  # typing costs start-up; mypy still reads the block below
-if TYPE_CHECKING:
-    from typing import Any
+from typing import Any
 
 MPS_OOM = "mps_oom"
 MPS_INVALID_HIGH = "mps_invalid_high_watermark"

@@ -13,11 +13,8 @@ Only the regions near a word that occurs in every known error are read
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from functools import cache
-
-TYPE_CHECKING = False  # typing costs start-up; mypy still reads the block below
-if TYPE_CHECKING:
-    from collections.abc import Iterator
 
 # Every recognised message contains one of these (lower case), most of them several:
 # a lost letter in one still leaves another.

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from mpsd.oom import macs
 from mpsd.oom.finding import Finding
 from mpsd.oom.units import format_size
 
-TYPE_CHECKING = False  # typing costs start-up; mypy still reads the block below
 if TYPE_CHECKING:
     from mpsd.oom.known import Known
 

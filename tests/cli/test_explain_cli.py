@@ -180,7 +180,7 @@ def _write_limits(high: float, recommended: int, baseline: int, source: str = "t
             recommended_max_source=source,
             baseline_free_bytes=baseline,
             headroom=0.8,
-            updated_at=dt.datetime(2026, 11, 30, 5, 0, tzinfo=dt.UTC),
+            updated_at=dt.datetime(2026, 11, 30, 5, 0, tzinfo=dt.timezone.utc),
         )
     )
 

@@ -141,7 +141,7 @@ def test_the_hook_and_the_python_decision_agree(variant: str, tmp_path: Path) ->
     got = [line.split("|") for line in out.stdout.splitlines()]
     assert len(got) == len(all_cases)
     mismatches = []
-    for (index, high, low), (text, directory, env) in zip(got, all_cases, strict=True):
+    for (index, high, low), (text, directory, env) in zip(got, all_cases):
         after = decide(text, str(directory), env).environment_after(env)
         expected = (after.get(HIGH_VAR, "unset"), after.get(LOW_VAR, "unset"))
         if (high, low) != expected:

@@ -30,7 +30,7 @@ def _limits(high: float, low: float, projects: tuple[str, ...] = ()) -> limits.L
         recommended_max_source="torch",
         baseline_free_bytes=30 * GIB,
         headroom=0.8,
-        updated_at=dt.datetime(2026, 11, 30, 5, 0, tzinfo=dt.UTC),
+        updated_at=dt.datetime(2026, 11, 30, 5, 0, tzinfo=dt.timezone.utc),
         projects=projects,
     )
 

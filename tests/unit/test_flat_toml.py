@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import tomllib
 
 import pytest
 import tomli_w
@@ -11,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mpsd import flat_toml, limits
+from mpsd._toml import tomllib
 from mpsd.config import default_config_text
 
 KEYS = st.text("abcxyz_-019", min_size=1, max_size=8)
@@ -21,7 +21,7 @@ VALUES = st.one_of(
     st.booleans(),
     STRINGS,
     st.lists(STRINGS, max_size=3),
-    st.datetimes(min_value=dt.datetime(1970, 1, 2), timezones=st.just(dt.UTC)),
+    st.datetimes(min_value=dt.datetime(1970, 1, 2), timezones=st.just(dt.timezone.utc)),
 )
 
 
@@ -39,7 +39,7 @@ def same(text: str) -> None:
 def test_what_mpsd_writes_is_read_without_tomllib() -> None:
     written = limits.Limits(
         0.77, 0.7, 1 << 34, 1 << 35, "torch", 1 << 33, 0.8,
-        dt.datetime(2026, 11, 30, 7, 1, 59, 123456, tzinfo=dt.UTC), ("/a b", "/ü"),
+        dt.datetime(2026, 11, 30, 7, 1, 59, 123456, tzinfo=dt.timezone.utc), ("/a b", "/ü"),
     )  # fmt: skip
     for text in (limits.render(written), default_config_text()):
         assert flat_toml._flat(text) == tomllib.loads(text)  # the fast path, no fallback

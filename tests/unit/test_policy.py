@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 import pytest
 from hypothesis import given, settings
@@ -107,7 +108,7 @@ def test_baseline_recovers_slowly_after_a_lasting_drop_ends() -> None:
     # An hour after the app is closed the baseline still remembers the drop...
     assert baseline_gib(samples, back + HOUR) == pytest.approx(22)
     # ...and once the drop is a small share of the window it is forgotten.
-    assert baseline_gib(samples, back + 7 * DAY - HOUR, CONFIG.replace(window=7 * DAY)) == (
+    assert baseline_gib(samples, back + 7 * DAY - HOUR, replace(CONFIG, window=7 * DAY)) == (
         pytest.approx(30)
     )
 
@@ -228,19 +229,19 @@ def test_a_spike_before_sleep_is_still_ridden_out_after_wake() -> None:
 
 def test_ratio_is_clamped_to_the_configured_bounds() -> None:
     samples = series(0, DAY, lambda t: 1)
-    decision = decide(samples, CONFIG.replace(min_ratio=0.3), RECMAX)
+    decision = decide(samples, replace(CONFIG, min_ratio=0.3), RECMAX)
     assert decision is not None
     assert decision.high_watermark_ratio == 0.3
     assert any("min_ratio" in reason for reason in decision.reasons)
     huge = series(0, DAY, lambda t: 200)
-    decision = decide(huge, CONFIG.replace(max_ratio=1.5), RECMAX)
+    decision = decide(huge, replace(CONFIG, max_ratio=1.5), RECMAX)
     assert decision is not None
     assert decision.high_watermark_ratio == 1.5
 
 
 def test_low_ratio_scales_low_and_never_exceeds_high() -> None:
     samples = series(0, DAY, lambda t: 30)
-    decision = decide(samples, CONFIG.replace(low_ratio=0.5), RECMAX)
+    decision = decide(samples, replace(CONFIG, low_ratio=0.5), RECMAX)
     assert decision is not None
     assert decision.low_watermark_ratio == 0.33
     assert decision.low_watermark_ratio <= decision.high_watermark_ratio
@@ -278,8 +279,8 @@ def test_ratios_are_always_valid_for_pytorch(
         )
         for i, free in enumerate(frees)
     ]
-    config = CONFIG.replace(
-        headroom=headroom, low_ratio=low_ratio, min_ratio=min_ratio, swap_penalty=penalty
+    config = replace(
+        CONFIG, headroom=headroom, low_ratio=low_ratio, min_ratio=min_ratio, swap_penalty=penalty
     )
     recmax = recmax_gib * GIB
     decision = decide(samples, config, recmax)
@@ -333,7 +334,7 @@ def test_without_a_later_job_the_penalty_wears_off_before_the_swap_leaves_the_wi
         ml=lambda t: 20 if 2 * DAY <= t < job_end else 0,
         swap=lambda t: 100_000 if t >= swap_at else 0,
     )
-    config = CONFIG.replace(window=7 * DAY, swap_recovery=3 * DAY)
+    config = replace(CONFIG, window=7 * DAY, swap_recovery=3 * DAY)
     full = high(samples, 2 * DAY - STEP, config)
     lowered = high(samples, swap_at + STEP, config)
     assert lowered < full
