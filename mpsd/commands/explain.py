@@ -124,4 +124,4 @@ def _known(findings: list[Any]) -> Any:
     from mpsd import paths
     from mpsd.oom import known
 
-    return known.read(paths.limits_path())
+    return known.read(paths.limits_file())

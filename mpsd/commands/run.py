@@ -20,7 +20,7 @@ def run(args: argparse.Namespace) -> int:
     import shutil
     import sys
 
-    from mpsd.env.here import decide_here
+    from mpsd.env.here import exports_here
     from mpsd.errors import MpsdError
 
     command = list(args.argv)
@@ -28,7 +28,7 @@ def run(args: argparse.Namespace) -> int:
         command = command[1:]
     if not command:
         raise MpsdError("give the command to run, e.g. `mpsd run -- python train.py`.")
-    decision = decide_here(anywhere=True)
+    decision = exports_here(anywhere=True)
     env = decision.environment_after(os.environ, marks=False)
     if not decision.exports and not decision.hand_set:
         sys.stderr.write(

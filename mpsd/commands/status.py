@@ -8,12 +8,20 @@ turns that dict into text. New facts join ``collect()`` and get a renderer in
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import math
-import os
 import sys
+import textwrap
 import time
 from dataclasses import fields
 from typing import Any
+
+from mpsd import limits, paths
+from mpsd.config import Config, ConfigError, load_config
+from mpsd.daemon.history import HistoryError, Store
+from mpsd.env.here import optin_facts, render_optin
+from mpsd.errors import MpsdError
+from mpsd.locks import PidLock
 
 GIB = 1 << 30
 CHART_WIDTH = 48
@@ -40,13 +48,10 @@ def run(args: argparse.Namespace) -> int:
 # -- facts -------------------------------------------------------------------------------
 def collect(now: float | None = None) -> dict[str, Any]:
     """Every fact status shows, as plain JSON values."""
-    from mpsd import paths
-    from mpsd.config import Config, ConfigError, load_config
-
     now = time.time() if now is None else now
     facts: dict[str, Any] = {"now": now}
     try:
-        config = load_config(paths.config_path())
+        config = load_config(paths.config_file())
         facts["config_problem"] = None
     except ConfigError as exc:
         config = Config()
@@ -63,9 +68,6 @@ def collect(now: float | None = None) -> dict[str, Any]:
 
 def _here_facts() -> dict[str, Any] | None:
     """Is this directory opted in, what a `python` here gets, variables set by hand."""
-    from mpsd.env.here import optin_facts
-    from mpsd.errors import MpsdError
-
     try:
         return optin_facts()
     except MpsdError:  # the current directory was removed under us
@@ -73,33 +75,28 @@ def _here_facts() -> dict[str, Any] | None:
 
 
 def _daemon_facts() -> dict[str, Any]:
-    from mpsd import paths
-    from mpsd.locks import PidLock
-
-    lock = PidLock(paths.daemon_lock_path())
+    lock = PidLock(paths.daemon_lock_file())
     try:
         running = lock.is_held_elsewhere()
     except OSError as exc:  # the state dir is a file, or unreadable: no daemon can run there
         return {
             "running": False,
             "pid": None,
-            "log_file": paths.log_path(),
-            "problem": f"the state dir {os.path.dirname(paths.daemon_lock_path())} cannot be "
+            "log_file": str(paths.log_file()),
+            "problem": f"the state dir {paths.state_dir()} cannot be "
             f"used ({exc.strerror}); "
             "make it a writable directory or point MPSD_STATE_DIR elsewhere.",
         }
     return {
         "running": running,
         "pid": lock.holder() if running else None,
-        "log_file": paths.log_path(),
+        "log_file": str(paths.log_file()),
     }
 
 
 def _limits_facts() -> dict[str, Any]:
-    from mpsd import limits, paths
-
     current = limits.read()
-    facts: dict[str, Any] = {"limits_file": paths.limits_path()}
+    facts: dict[str, Any] = {"limits_file": str(paths.limits_file())}
     names = [f.name for f in fields(limits.Limits)]
     keys = names[: names.index("updated_at")]
     for key in keys:
@@ -110,11 +107,8 @@ def _limits_facts() -> dict[str, Any]:
 
 
 def _history_facts(now: float, config: Any) -> dict[str, Any]:
-    from mpsd import paths
-    from mpsd.daemon.history import HistoryError, Store
-
     facts: dict[str, Any] = {
-        "history_file": paths.history_path(),
+        "history_file": str(paths.history_file()),
         "history_problem": None,
         "last_sample": None,
         "samples_in_window": 0,
@@ -122,7 +116,7 @@ def _history_facts(now: float, config: Any) -> dict[str, Any]:
         "chart": None,
     }
     try:
-        store = Store.open_readonly(paths.history_path())
+        store = Store.open_readonly(paths.history_file())
     except HistoryError as exc:
         facts["history_problem"] = str(exc)
         return facts
@@ -161,8 +155,6 @@ def _history_facts(now: float, config: Any) -> dict[str, Any]:
 
 
 def _iso(t: float) -> str:
-    import datetime as dt
-
     return dt.datetime.fromtimestamp(t, dt.timezone.utc).isoformat(timespec="seconds")
 
 
@@ -185,7 +177,6 @@ def _span(seconds: float) -> str:
 
 
 def render(facts: dict[str, Any]) -> str:
-
     lines: list[str] = []
     daemon = facts["daemon"]
     if daemon["running"]:
@@ -224,11 +215,18 @@ def render(facts: dict[str, Any]) -> str:
             f"({facts['recommended_max_source']})"
         )
     if facts.get("here") is not None:
-        from mpsd.env.here import render_optin
-
         lines.extend(render_optin(facts["here"]))
     for reason in facts["reasons"]:
-        lines.extend(_wrap(reason, 79, "  why: ", " " * 7))
+        lines.extend(
+            textwrap.wrap(
+                reason,
+                79,
+                initial_indent="  why: ",
+                subsequent_indent=" " * 7,
+                break_long_words=False,  # a path stays whole
+                break_on_hyphens=False,
+            )
+        )
     for problem in ("config_problem", "state_problem", "history_problem"):
         if facts.get(problem):
             lines.append(f"problem: {facts[problem]}")
@@ -290,19 +288,3 @@ def chart(
     left = f"{span} ago"
     out.append(f"{'0 GiB':>10}└" + left + "now".rjust(len(values) - len(left)))
     return out
-
-
-def _wrap(text: str, width: int, first: str, rest: str) -> list[str]:
-    """Greedy word wrap (what ``textwrap.wrap`` does here, without its regex start-up cost)."""
-    lines: list[str] = []
-    line = first
-    for word in text.split():
-        fresh = line in (first, rest)
-        if not fresh and len(line) + 1 + len(word) > width:
-            lines.append(line)
-            line = rest + word
-        else:
-            line = line + word if fresh else f"{line} {word}"
-    if line not in (first, rest):
-        lines.append(line)
-    return lines

@@ -16,6 +16,7 @@ Pure: no I/O. It reads limits.toml exactly as ``shell/mpsd.bash`` and ``shell/mp
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 
 HIGH_VAR = "PYTORCH_MPS_HIGH_WATERMARK_RATIO"
 LOW_VAR = "PYTORCH_MPS_LOW_WATERMARK_RATIO"
@@ -128,56 +129,29 @@ def hand_set(environ: Mapping[str, str]) -> tuple[str, ...]:
     )
 
 
-class Decision:
-    """What applies in ``directory``.
+@dataclass(frozen=True)
+class Exports:
+    """What mpsd gives a ``python`` in ``directory``, and the change to the environment.
 
     ``wanted``: the values mpsd would give a ``python`` here (empty when none apply).
     ``exports``/``unsets``: the change to make to the environment it was decided for (both
     empty when the user's own values stand). ``reason``: one sentence for people.
     """
 
-    __slots__ = (
-        "directory",
-        "exports",
-        "hand_set",
-        "limits_found",
-        "limits_valid",
-        "project",
-        "reason",
-        "unsets",
-        "wanted",
-    )
-
-    def __init__(
-        self,
-        directory: str,
-        project: str | None,
-        limits_found: bool,
-        limits_valid: bool,
-        hand_set: tuple[str, ...],
-        wanted: dict[str, str],
-        exports: dict[str, str],
-        unsets: tuple[str, ...],
-        reason: str,
-    ) -> None:
-        self.directory = directory
-        self.project = project
-        self.limits_found = limits_found
-        self.limits_valid = limits_valid
-        self.hand_set = hand_set
-        self.wanted = wanted
-        self.exports = exports
-        self.unsets = unsets
-        self.reason = reason
-
-    def __repr__(self) -> str:
-        fields = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__)
-        return f"Decision({fields})"
+    directory: str
+    project: str | None
+    limits_found: bool
+    limits_valid: bool
+    hand_set: tuple[str, ...]
+    wanted: dict[str, str]
+    exports: dict[str, str]
+    unsets: tuple[str, ...]
+    reason: str
 
     def environment_after(
         self, environ: Mapping[str, str], *, marks: bool = True
     ) -> dict[str, str]:
-        """``environ`` with the decision applied; ``marks`` records the values as mpsd's own
+        """``environ`` with the change applied; ``marks`` records the values as mpsd's own
         (what the hooks do), so that a later change by hand can be told apart."""
         result = dict(environ)
         for name in self.unsets:
@@ -197,14 +171,14 @@ class Decision:
         return {name: after.get(name) for name in VARIABLES}
 
 
-def decide(
+def decide_exports(
     text: str | None,
     directory: str,
     environ: Mapping[str, str],
     *,
     anywhere: bool = False,
-) -> Decision:
-    """The decision for the physical ``directory`` given limits.toml's ``text`` (None: no file).
+) -> Exports:
+    """What applies in the physical ``directory`` given limits.toml's ``text`` (None: no file).
 
     ``anywhere``: apply the values outside projects too (``mpsd run``, an explicit request).
     """
@@ -231,7 +205,7 @@ def decide(
             reason = "limits.toml holds no valid pair of ratios, so nothing is exported"
         else:
             reason = "not inside an opted-in project (run `mpsd enable` to opt this directory in)"
-    return Decision(
+    return Exports(
         directory=directory,
         project=project,
         limits_found=view.found,

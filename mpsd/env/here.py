@@ -1,4 +1,4 @@
-"""What applies here: the decision of ``mpsd.env.decision`` with its inputs read from this machine
+"""What applies here: ``mpsd.env.decision``'s exports with its inputs read from this machine
 (limits.toml, the physical directory, the environment), and the opt-in facts ``mpsd status``
 shows about them."""
 
@@ -10,14 +10,15 @@ from pathlib import Path
 from typing import Any
 
 from mpsd import paths
-from mpsd.env.decision import MARKS, VARIABLES, Decision, decide
+from mpsd.env.decision import MARKS, VARIABLES, Exports, decide_exports
+from mpsd.env.projects import current_directory
 from mpsd.errors import MpsdError
 
 
-def limits_text(path: str | Path | None = None) -> str | None:
+def limits_text(path: Path | None = None) -> str | None:
     """limits.toml's text as the hooks see it; None when there is no readable file."""
     try:
-        with open(path or paths.limits_path(), "rb") as handle:
+        with open(path or paths.limits_file(), "rb") as handle:
             return handle.read().decode("utf-8", "replace")
     except OSError:
         return None
@@ -25,23 +26,21 @@ def limits_text(path: str | Path | None = None) -> str | None:
 
 def directory_of(directory: str | None) -> str:
     """The physical form of ``directory`` (default: the current one); it must be a directory."""
-    from mpsd.env.projects import current_directory
-
     path = os.path.realpath(os.path.expanduser(directory)) if directory else current_directory()
     if not os.path.isdir(path):
         raise MpsdError(f"{path} is not a directory; give an existing directory.")
     return os.path.realpath(path)
 
 
-def decide_here(
+def exports_here(
     directory: str | None = None,
     environ: Mapping[str, str] | None = None,
     *,
     anywhere: bool = False,
-) -> Decision:
+) -> Exports:
     """The decision for ``directory`` (default: the current one) and ``environ`` (default:
     this process's environment)."""
-    return decide(
+    return decide_exports(
         limits_text(),
         directory_of(directory),
         os.environ if environ is None else environ,
@@ -56,20 +55,20 @@ def optin_facts(
     what a ``python`` started here from a hooked shell gets, and whether the user set the
     variables by hand. JSON-ready."""
     env = os.environ if environ is None else environ
-    facts = decision_facts(decide_here(directory, env), env)
+    facts = exports_facts(exports_here(directory, env), env)
     facts["current"] = {name: env.get(name) for name in VARIABLES}
     facts["set_by_hook"] = [n for n in VARIABLES if n in env and env.get(MARKS[n]) == env[n]]
     return facts
 
 
-def decision_facts(decision: Decision, environ: Mapping[str, str]) -> dict[str, Any]:
+def exports_facts(decision: Exports, environ: Mapping[str, str]) -> dict[str, Any]:
     """What ``decision`` means for a ``python`` started with ``environ``, JSON-ready: the facts
     ``mpsd status`` and ``mpsd env --shell json`` share."""
     return {
         "directory": decision.directory,
         "opted_in": decision.project is not None,
         "project": decision.project,
-        "limits_file": paths.limits_path(),
+        "limits_file": str(paths.limits_file()),
         "limits_found": decision.limits_found,
         "limits_valid": decision.limits_valid,
         "python_gets": decision.python_gets(environ),

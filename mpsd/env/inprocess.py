@@ -55,9 +55,9 @@ def apply(directory: str | None = None, *, anywhere: bool = False) -> Applied:
     """Set both watermark variables for ``directory`` (default: the current one), as the shell
     hook would: only inside an opted-in project unless ``anywhere``; the user's own values
     win. Call it before ``import torch``."""
-    from mpsd.env.here import decide_here
+    from mpsd.env.here import exports_here
 
-    decision = decide_here(directory, os.environ, anywhere=anywhere)
+    decision = exports_here(directory, os.environ, anywhere=anywhere)
     if decision.hand_set:
         return Applied(
             KEPT,

@@ -129,17 +129,24 @@ def test_once_outside_a_terminal_still_shows_a_config_problem_on_stderr() -> Non
     assert "INFO" not in done.stderr  # only warnings and errors, outside a terminal
 
 
-def test_status_wraps_its_reasons_as_textwrap_would() -> None:
-    import textwrap
-
-    from mpsd.commands.status import _wrap
-
+def test_status_wraps_a_long_reason_to_79_columns_and_keeps_a_path_whole() -> None:
+    assert run_mpsd("daemon", "--once").returncode == 0
+    long_path = "/Users/me/" + "a-very-long-directory-name" * 4
     reason = (
         "limit = headroom 0.8 x baseline 23.3 GiB = 18.7 GiB; ratio = 1.18 of the recommended "
-        "max 15.7 GiB, lowered after swap during a PyTorch job yesterday"
+        f"max 15.7 GiB, lowered after swap during a PyTorch job in {long_path} yesterday"
     )
-    for text in (reason, "short", "", reason * 3):
-        expected = textwrap.wrap(
-            text, width=79, initial_indent="  why: ", subsequent_indent=" " * 7
-        )
-        assert _wrap(text, 79, "  why: ", " " * 7) == expected
+    with Store.open(paths.history_file()) as store:
+        decision = store.get_meta("decision")
+        assert isinstance(decision, dict)
+        store.set_meta("decision", {**decision, "reasons": [reason]})
+    lines = run_mpsd("status").stdout.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("  why: "))
+    why = [lines[start]]
+    for line in lines[start + 1 :]:
+        if not (line.startswith(" " * 7) and line[7] != " "):
+            break
+        why.append(line)
+    assert len(why) > 2
+    assert " ".join(line.strip() for line in why).removeprefix("why: ") == reason
+    assert [line.strip() for line in why if len(line) > 79] == [long_path]
