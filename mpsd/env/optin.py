@@ -95,7 +95,7 @@ def _edit(change: Callable[[tuple[str, ...]], tuple[str, ...]]) -> tuple[Config,
     # probed in a subprocess, and the daemon must not wait on that.
     estimate = None
     if limits.read() is None:
-        from mpsd.daemon.estimate import current_limits
+        from mpsd.env.estimate import current_limits
 
         estimate = current_limits(load_config(config_file), ())
     with exclusive(paths.limits_lock_file()):
@@ -109,7 +109,7 @@ def _edit(change: Callable[[tuple[str, ...]], tuple[str, ...]]) -> tuple[Config,
 
         def mirror(current: limits.Limits | None) -> limits.Limits:
             if current is None:
-                from mpsd.daemon.estimate import current_limits
+                from mpsd.env.estimate import current_limits
 
                 base = estimate if estimate is not None else current_limits(config, ())
                 return replace(base, projects=mirrored)
