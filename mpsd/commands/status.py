@@ -95,8 +95,13 @@ def _daemon_facts() -> dict[str, Any]:
 
 
 def _limits_facts() -> dict[str, Any]:
-    current = limits.read()
-    facts: dict[str, Any] = {"limits_file": str(paths.limits_file())}
+    read = limits.read_file()
+    current = read.limits
+    facts: dict[str, Any] = {
+        "limits_file": str(paths.limits_file()),
+        "limits_found": read.found,
+        "limits_problem": read.problem,
+    }
     names = [f.name for f in fields(limits.Limits)]
     keys = names[: names.index("updated_at")]
     for key in keys:
@@ -198,8 +203,13 @@ def render(facts: dict[str, Any]) -> str:
                 "                 (older than 3 intervals: the daemon may be stuck; "
                 f"see {daemon['log_file']})"
             )
-    if facts["high_watermark_ratio"] is None:
-        lines.append(f"limits:          none yet ({facts['limits_file']} is missing or broken)")
+    if facts.get("limits_problem"):
+        lines.append(
+            f"limits:          unreadable ({facts['limits_problem']}); "
+            "run `mpsd daemon --once` to rewrite it"
+        )
+    elif facts["high_watermark_ratio"] is None:
+        lines.append(f"limits:          none yet ({facts['limits_file']} does not exist)")
     else:
         lines.append(
             f"baseline free:   {_gib(facts['baseline_free_bytes'])} "

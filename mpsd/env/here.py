@@ -6,22 +6,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
-from mpsd import paths
+from mpsd import limits, paths
 from mpsd.env.decision import MARKS, VARIABLES, Exports, decide_exports
 from mpsd.env.projects import current_directory
 from mpsd.errors import MpsdError
-
-
-def limits_text(path: Path | None = None) -> str | None:
-    """limits.toml's text as the hooks see it; None when there is no readable file."""
-    try:
-        with open(path or paths.limits_file(), "rb") as handle:
-            return handle.read().decode("utf-8", "replace")
-    except OSError:
-        return None
 
 
 def directory_of(directory: str | None) -> str:
@@ -41,7 +31,7 @@ def exports_here(
     """The decision for ``directory`` (default: the current one) and ``environ`` (default:
     this process's environment)."""
     return decide_exports(
-        limits_text(),
+        limits.read_file(),
         directory_of(directory),
         os.environ if environ is None else environ,
         anywhere=anywhere,
@@ -71,6 +61,7 @@ def exports_facts(decision: Exports, environ: Mapping[str, str]) -> dict[str, An
         "limits_file": str(paths.limits_file()),
         "limits_found": decision.limits_found,
         "limits_valid": decision.limits_valid,
+        "limits_problem": decision.limits_problem,
         "python_gets": decision.python_gets(environ),
         "hand_set": list(decision.hand_set),
         "reason": decision.reason,

@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from mpsd.oom import macs
 from mpsd.oom.finding import Finding
+from mpsd.oom.known import Known
 from mpsd.oom.units import format_size
-
-if TYPE_CHECKING:
-    from mpsd.oom.known import Known
 
 HIGH = "PYTORCH_MPS_HIGH_WATERMARK_RATIO"
 LOW = "PYTORCH_MPS_LOW_WATERMARK_RATIO"

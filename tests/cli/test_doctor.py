@@ -8,6 +8,7 @@ import plistlib
 import sys
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -42,7 +43,7 @@ def healthy(
     assert main(["install"]) == 0
     project = tmp_path / "project"
     project.mkdir()
-    limits.write(sample_limits().replace(projects=(str(project.resolve()),)))
+    limits.write(replace(sample_limits(), projects=(str(project.resolve()),)))
     monkeypatch.chdir(project)
     assert doctor_checks.last_sample_time() is not None, "install took a first sample"
     lock = PidLock(paths.daemon_lock_file())
