@@ -22,6 +22,11 @@ def parse_size(text: str) -> int:
     return int(value)
 
 
+def gib(size: float) -> str:
+    """Bytes as GiB with one decimal ("23.3 GiB"): the daemon's reasons, ``status``."""
+    return f"{size / (1 << 30):.1f} GiB"
+
+
 def format_gib(size: int | float) -> str:
     """Bytes as GiB with two decimals ("18.72 GiB"), or MiB below 1 GiB ("20.00 MiB")."""
     if abs(size) >= 1 << 30:

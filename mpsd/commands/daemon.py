@@ -21,8 +21,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from mpsd import paths
     from mpsd.daemon import loop
-    from mpsd.daemon.policy import gib
     from mpsd.locks import PidLock
+    from mpsd.sizes import gib
 
     lock = loop.acquire_lock(once=args.once)
     loop.setup_logging(warnings_to_stderr=args.once)

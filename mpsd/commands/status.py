@@ -22,6 +22,7 @@ from mpsd.daemon.history import HistoryError, Store
 from mpsd.env.here import optin_facts, render_optin
 from mpsd.errors import MpsdError
 from mpsd.locks import PidLock
+from mpsd.sizes import gib
 
 GIB = 1 << 30
 CHART_WIDTH = 48
@@ -165,7 +166,7 @@ def _iso(t: float) -> str:
 
 # -- text ----------------------------------------------------------------------------------
 def _gib(value: float | None) -> str:
-    return "?" if value is None else f"{value / GIB:.1f} GiB"
+    return "?" if value is None else gib(value)
 
 
 def _ago(seconds: float) -> str:

@@ -44,6 +44,7 @@ from mpsd import ratio
 from mpsd.config import Config
 from mpsd.durations import format_duration
 from mpsd.machine.sample import PRESSURE_WARN
+from mpsd.sizes import gib
 
 GIB = 1 << 30
 RECENT_SPAN = 2 * 3600.0
@@ -113,10 +114,6 @@ def weighted_percentile(pairs: list[tuple[int, float]], pct: float) -> int:
         if acc >= target:
             return value
     return ordered[-1][0]
-
-
-def gib(value: float) -> str:
-    return f"{value / GIB:.1f} GiB"
 
 
 def decide(

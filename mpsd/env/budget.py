@@ -21,8 +21,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from mpsd.errors import MpsdError
+from mpsd.ratio import HIGH_VAR
 
-HIGH_VAR = "PYTORCH_MPS_HIGH_WATERMARK_RATIO"
 _STRTOD_PREFIX = re.compile(r"^\s*[+-]?(?:\d+\.?\d*(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?)")
 
 

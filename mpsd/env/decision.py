@@ -19,13 +19,14 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from mpsd.ratio import HIGH_VAR, LOW_VAR
+
 if TYPE_CHECKING:  # the reader does I/O; this module only reads what it returns
     from mpsd.limits import LimitsFile
 
-HIGH_VAR = "PYTORCH_MPS_HIGH_WATERMARK_RATIO"
-LOW_VAR = "PYTORCH_MPS_LOW_WATERMARK_RATIO"
 MARK_HIGH = "_MPSD_EXPORTED_HIGH"
 MARK_LOW = "_MPSD_EXPORTED_LOW"
+__all__ = ["HIGH_VAR", "LOW_VAR", "MARKS", "VARIABLES", "Exports", "decide_exports"]
 VARIABLES = (HIGH_VAR, LOW_VAR)
 MARKS = {HIGH_VAR: MARK_HIGH, LOW_VAR: MARK_LOW}
 

@@ -7,6 +7,7 @@ from mpsd.oom.finding import Finding
 from mpsd.oom.known import Known
 from mpsd.oom.units import format_size
 
+# The names' home is mpsd.ratio; explain's engine imports nothing of mpsd, so it keeps a copy.
 HIGH = "PYTORCH_MPS_HIGH_WATERMARK_RATIO"
 LOW = "PYTORCH_MPS_LOW_WATERMARK_RATIO"
 

@@ -19,8 +19,10 @@ from pathlib import Path
 
 from mpsd import paths
 from mpsd.env import watermarks
+from mpsd.env.decision import containing_project
 from mpsd.setup import launchd, rcfile
 from mpsd.setup.installer import HOOK_FILES, hook_copy, hook_source, rc_candidates
+from mpsd.sizes import format_gib
 
 OK, PROBLEM, WARNING, SKIPPED = "ok", "problem", "warning", "skipped"
 
@@ -77,7 +79,7 @@ def check_limits() -> Check:
         "limits",
         OK,
         f"high {current.high_watermark_ratio}, low {current.low_watermark_ratio} "
-        f"({current.limit_bytes / 2**30:.2f} GiB)",
+        f"({format_gib(current.limit_bytes)})",
     )
 
 
@@ -291,14 +293,6 @@ def check_hook_files() -> list[Check]:
     return checks
 
 
-def in_project(directory: str, projects: tuple[str, ...]) -> bool:
-    """True when the physical ``directory`` is an opted-in project or inside one (pure)."""
-    return any(
-        directory == project or directory.startswith(project.rstrip("/") + "/")
-        for project in projects
-    )
-
-
 def check_hook_active(env: Mapping[str, str], cwd: str | None = None) -> Check:
     """Is the hook loaded in the shell doctor was started from?
 
@@ -313,7 +307,7 @@ def check_hook_active(env: Mapping[str, str], cwd: str | None = None) -> Check:
             return Check("hook active", OK, f"this shell has the hook (${marker} is set)")
     projects = limits.read_file().projects
     here = os.path.realpath(cwd or os.getcwd())
-    if not in_project(here, projects):
+    if containing_project(here, projects) is None:
         return Check(
             "hook active",
             SKIPPED,
