@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from mpsd.machine.sample import Sample
+from mpsd import paths
+from mpsd.daemon import loop
+from mpsd.locks import PidLock
+from mpsd.machine.recommended import recommended_max
+from mpsd.machine.sampler import take_sample
+from mpsd.sizes import gib
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -19,11 +22,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from mpsd import paths
-    from mpsd.daemon import loop
-    from mpsd.locks import PidLock
-    from mpsd.sizes import gib
-
     lock = loop.acquire_lock(once=args.once)
     loop.setup_logging(warnings_to_stderr=args.once)
     if lock is None:
@@ -32,7 +30,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"A daemon{who} is running and keeps {paths.limits_file()} up to date.")
         return 0
     try:
-        daemon = loop.Daemon(sample_source=_sample, recommended_source=_recommended)
+        daemon = loop.Daemon(sample_source=take_sample, recommended_source=recommended_max)
         if not args.once:
             return daemon.run_forever()
         limits = daemon.run_once()
@@ -45,15 +43,3 @@ def run(args: argparse.Namespace) -> int:
         f"baseline free {gib(limits.baseline_free_bytes)} from {limits.sample_count} sample(s))."
     )
     return 0
-
-
-def _sample(now: float) -> Sample:
-    from mpsd.machine.sampler import take_sample
-
-    return take_sample(now)
-
-
-def _recommended(total_bytes: int) -> tuple[int, str]:
-    from mpsd.machine.recommended import recommended_max
-
-    return recommended_max(total_bytes)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from mpsd.env.optin import disable
+
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
@@ -15,8 +17,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from mpsd.env.optin import disable
-
     change = disable(args.directory)
     if change.covered_by is None:
         print(

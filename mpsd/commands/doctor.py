@@ -10,6 +10,8 @@ import argparse
 import json
 import sys
 
+from mpsd.setup import checks as doctor_checks
+
 _MARKS = {"ok": "ok", "problem": "PROBLEM", "warning": "warning", "skipped": "--"}
 
 
@@ -18,8 +20,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from mpsd.setup import checks as doctor_checks
-
     checks = doctor_checks.run_all()
     healthy = not any(check.status == doctor_checks.PROBLEM for check in checks)
     if args.json:

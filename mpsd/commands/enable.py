@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from mpsd.env.optin import enable
+
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
@@ -12,8 +14,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from mpsd.env.optin import enable
-
     change = enable(args.directory)
     if change.changed:
         print(

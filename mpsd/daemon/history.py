@@ -268,9 +268,6 @@ class Store:
         values: dict[int, int] = {int(b): int(v) for b, v in rows}
         return [(since + i * width, values.get(i)) for i in range(buckets)]
 
-    def integrity(self) -> str:
-        return str(self._db.execute("PRAGMA integrity_check").fetchone()[0])
-
 
 def thin(samples: Iterable[Thinnable], since: float, width: float) -> list[Thinnable]:
     """The pure twin of ``Store.samples`` when it thins: per bucket of ``width`` seconds

@@ -32,11 +32,6 @@ from mpsd.sizes import format_gib
 
 CHILD_SOURCE = Path(__file__).with_name("child.py")
 
-# The child's exit codes for a missing torch / MPS / another torch error (see child.py).
-CHILD_NO_TORCH = 3
-CHILD_NO_MPS = 4
-CHILD_TORCH = 5
-
 
 @dataclass(frozen=True)
 class ProbeSpec:

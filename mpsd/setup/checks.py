@@ -17,9 +17,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from mpsd import paths
+from mpsd import limits, paths
+from mpsd.config import Config, load_config
+from mpsd.daemon.history import HistoryError, Store
 from mpsd.env import watermarks
 from mpsd.env.decision import containing_project
+from mpsd.errors import MpsdError
+from mpsd.locks import PidLock
 from mpsd.setup import launchd, rcfile
 from mpsd.setup.installer import HOOK_FILES, hook_copy, hook_source, rc_candidates
 from mpsd.sizes import format_gib
@@ -46,9 +50,6 @@ def _daemon_command() -> str:
 
 
 def check_config() -> Check:
-    from mpsd.config import load_config
-    from mpsd.errors import MpsdError
-
     path = paths.config_file()
     try:
         load_config(path)
@@ -60,8 +61,6 @@ def check_config() -> Check:
 
 
 def check_limits() -> Check:
-    from mpsd import limits
-
     path = paths.limits_file()
     read = limits.read_file(path)
     fix = "run `mpsd daemon --once` to rewrite it (the daemon keeps it current)"
@@ -167,8 +166,6 @@ def _now() -> float:
 def last_sample_time() -> float | None:
     """When the daemon took its newest sample (from the history), or None when there is none.
     Raises ``HistoryError`` when the history cannot be read."""
-    from mpsd.daemon.history import Store
-
     store = Store.open_readonly(paths.history_file())
     if store is None:
         return None
@@ -178,10 +175,6 @@ def last_sample_time() -> float | None:
 
 
 def check_daemon(now: float | None = None) -> list[Check]:
-    from mpsd.config import Config, load_config
-    from mpsd.errors import MpsdError
-    from mpsd.locks import PidLock
-
     lock = PidLock(paths.daemon_lock_file())
     if launchd.available():
         job = launchd.loaded()
@@ -200,8 +193,6 @@ def check_daemon(now: float | None = None) -> list[Check]:
         interval = load_config(paths.config_file()).interval
     except MpsdError:
         interval = Config().interval
-    from mpsd.daemon.history import HistoryError
-
     try:
         last = last_sample_time()
     except HistoryError as exc:
@@ -300,8 +291,6 @@ def check_hook_active(env: Mapping[str, str], cwd: str | None = None) -> Check:
     inside one: there the hook has exported the variables (and its own ``_MPSD_EXPORTED_*``
     record of them), or the user set them by hand (the hook then leaves them alone).
     """
-    from mpsd import limits
-
     for marker in HOOK_MARKERS:
         if env.get(marker):
             return Check("hook active", OK, f"this shell has the hook (${marker} is set)")
