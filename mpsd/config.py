@@ -153,7 +153,7 @@ class Config:
 class ConfigError(MpsdError):
     """config.toml is unreadable or invalid; ``problems`` lists every one of them."""
 
-    def __init__(self, path: str | Path, problems: list[str]) -> None:
+    def __init__(self, path: Path, problems: list[str]) -> None:
         self.path = path
         self.problems = problems
         if len(problems) == 1:
@@ -163,7 +163,7 @@ class ConfigError(MpsdError):
         super().__init__(message)
 
 
-def validate(data: dict[str, Any], path: str | Path) -> Config:
+def validate(data: dict[str, Any], path: Path) -> Config:
     """Check every key of a parsed config.toml; raise ConfigError listing all problems."""
     problems: list[str] = []
     values: dict[str, Any] = {}
@@ -188,7 +188,7 @@ def validate(data: dict[str, Any], path: str | Path) -> Config:
     return config
 
 
-def load_config(path: str | Path) -> Config:
+def load_config(path: Path) -> Config:
     """The config in ``path``; the defaults when the file does not exist."""
     try:
         with open(path, "rb") as handle:

@@ -148,7 +148,7 @@ def with_projects(limits: Limits, projects: tuple[str, ...]) -> Limits:
 # --- reading --------------------------------------------------------------------------------
 
 
-def read_file(path: str | Path | None = None) -> LimitsFile:
+def read_file(path: Path | None = None) -> LimitsFile:
     """limits.toml as the hooks and every command see it. Never raises for the file's sake."""
     path = Path(path) if path is not None else paths.limits_file()
     try:
@@ -172,7 +172,7 @@ def read_file(path: str | Path | None = None) -> LimitsFile:
     return parse_text(data.decode("utf-8", "replace"))
 
 
-def read(path: str | Path | None = None) -> Limits | None:
+def read(path: Path | None = None) -> Limits | None:
     """The current limits, or None when the file is missing or not in mpsd's form."""
     return read_file(path).limits
 

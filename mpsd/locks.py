@@ -47,7 +47,7 @@ class PidLock:
     then names that process's pid. Used so that only one daemon runs.
     """
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: Path) -> None:
         self.path = path
         self._fd: int | None = None
 

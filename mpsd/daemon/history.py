@@ -106,7 +106,7 @@ class Store:
     """The history in one SQLite file. Open with ``Store.open`` (read-write, migrates)
     or ``Store.open_readonly`` (never creates or changes anything)."""
 
-    def __init__(self, connection: sqlite3.Connection, path: str | Path) -> None:
+    def __init__(self, connection: sqlite3.Connection, path: Path) -> None:
         self._db = connection
         self.path = path
 
@@ -130,7 +130,7 @@ class Store:
         return store
 
     @classmethod
-    def open_readonly(cls, path: str | Path) -> Store | None:
+    def open_readonly(cls, path: Path) -> Store | None:
         """The history for reading only; None when there is none yet."""
         if not os.path.exists(path):
             return None
@@ -289,14 +289,14 @@ def _statements(script: str) -> Iterator[str]:
             yield part.strip()
 
 
-def _uri(path: str | Path) -> str:
-    """``path`` as an SQLite file URI (``Path.as_uri`` without importing pathlib): SQLite
-    decodes %HH escapes in it and ends the path at ``?`` or ``#``; nothing else is special."""
+def _uri(path: Path) -> str:
+    """``path`` as an SQLite file URI: SQLite decodes %HH escapes in it and ends the path at
+    ``?`` or ``#``; nothing else is special."""
     escaped = os.path.abspath(path).replace("%", "%25").replace("?", "%3F").replace("#", "%23")
     return f"file:{escaped}"
 
 
-def _newer(path: str | Path, version: int) -> str:
+def _newer(path: Path, version: int) -> str:
     return (
         f"the history {path} has schema version {version}, newer than this mpsd knows "
         f"({SCHEMA_VERSION}); upgrade mpsd."

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 MPS_OOM = "mps_oom"
@@ -62,6 +63,7 @@ _FIELDS = (
 )
 
 
+@dataclass(eq=False)
 class Finding:
     """One error found in a paste.
 
@@ -69,34 +71,28 @@ class Finding:
     ``"invalid_buffer_size"``, ``"runtime"``...). ``rounding`` holds, per byte
     field, how far the true value may be from the printed, rounded one.
     ``binary_units`` is True when the message spelt sizes ``GiB`` (PyTorch 2.8+).
-    (A plain class, not a dataclass: ``dataclasses`` costs ``mpsd explain`` start-up.)
+    Two findings are equal when they are the same error seen as often (``count``);
+    how its sizes were spelt does not count.
     """
 
-    __slots__ = ("binary_units", "count", "kind", "rounding", *_FIELDS)
-
-    def __init__(self, kind: str, detail: str = "", **values: Any) -> None:
-        self.kind = kind
-        self.detail = detail
-        self.allocated_bytes: int | None = None
-        self.other_bytes: int | None = None
-        self.max_allowed_bytes: int | None = None
-        self.requested_bytes: int | None = None
-        self.pool: str | None = None
-        self.total_bytes: int | None = None
-        self.free_bytes: int | None = None
-        self.reserved_bytes: int | None = None
-        self.device: int | None = None
-        self.ratio: float | None = None
-        self.backend: str | None = None
-        self.in_use_bytes: int | None = None
-        self.allowed_bytes: int | None = None
-        self.count = 1
-        self.binary_units = True
-        self.rounding: dict[str, int] = {}
-        for key, value in values.items():
-            if key not in _FIELDS:
-                raise TypeError(f"Finding has no field {key!r}")
-            setattr(self, key, value)
+    kind: str
+    detail: str = ""
+    allocated_bytes: int | None = None
+    other_bytes: int | None = None
+    max_allowed_bytes: int | None = None
+    requested_bytes: int | None = None
+    pool: str | None = None
+    total_bytes: int | None = None
+    free_bytes: int | None = None
+    reserved_bytes: int | None = None
+    device: int | None = None
+    ratio: float | None = None
+    backend: str | None = None
+    in_use_bytes: int | None = None
+    allowed_bytes: int | None = None
+    count: int = 1
+    binary_units: bool = True
+    rounding: dict[str, int] = field(default_factory=dict)
 
     def __repr__(self) -> str:
         shown = ", ".join(f"{k}={getattr(self, k)!r}" for k in _FIELDS if getattr(self, k))
@@ -110,11 +106,7 @@ class Finding:
     __hash__ = None  # type: ignore[assignment]  # mutable, like a dataclass with eq
 
     def copy(self) -> Finding:
-        twin = Finding(self.kind)
-        for name in (*_FIELDS, "count", "binary_units"):
-            setattr(twin, name, getattr(self, name))
-        twin.rounding = dict(self.rounding)
-        return twin
+        return replace(self, rounding=dict(self.rounding))
 
     def values(self) -> dict[str, Any]:
         """The fields that tell one error from another (kind, detail and every number)."""
