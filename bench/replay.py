@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import bisect
 import csv
-import itertools
 import json
 import statistics
 import sys
@@ -95,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.write("replay: the trace has no samples.\n")
         return 1
     if args.config is None or "interval" not in args.config.read_text():
-        gaps = sorted(b.t - a.t for a, b in itertools.pairwise(samples))
+        gaps = sorted(b.t - a.t for a, b in zip(samples, samples[1:]))
         if gaps:
             config = replace(config, interval=max(1.0, gaps[len(gaps) // 2]))
     times = [s.t for s in samples]
