@@ -4,7 +4,6 @@ decision as the shell hooks, for scripts (``eval "$(mpsd env)"``)."""
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 
@@ -43,6 +42,8 @@ def render(decision: Exports, fmt: str) -> str:
 def run(args: argparse.Namespace) -> int:
     decision = exports_here(args.directory)
     if args.shell == "json":
+        import json  # only for this format: `eval "$(mpsd env)"` runs at every cd in scripts
+
         data = exports_facts(decision, os.environ)
         data["export"] = decision.exports
         data["unset"] = list(decision.unsets)
