@@ -311,6 +311,7 @@ def run_uninstall(args: argparse.Namespace) -> int:
     for change in plan.all:
         if changes.apply(change):
             report(_describe(change))
+    _python_hook_bytecode(plan.files)
     if any(c.what == "hook copy" and c.changed for c in plan.files):
         _remove_empty_dir(paths.data_dir(), report)
     for directory in purge:
@@ -336,6 +337,15 @@ def run_uninstall(args: argparse.Namespace) -> int:
     if any(c.changed and c.what.endswith("startup") for c in plan.files):
         print("Open a new terminal so that your shells start without the hook.")
     return EXIT_OK
+
+
+def _python_hook_bytecode(removed: list[FileChange]) -> None:
+    """The start-up hook's bytecode goes with its module (python wrote it, not mpsd)."""
+    from mpsd.env import pyhooks
+
+    for change in removed:
+        if change.path.name == pyhooks.MODULE_FILE:
+            pyhooks.remove_bytecode(str(change.path.parent))
 
 
 def _purge(directory: Path, others: list[str], report: Callable[[str], None]) -> None:

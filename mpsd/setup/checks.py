@@ -288,6 +288,41 @@ def check_hook_files() -> list[Check]:
     return checks
 
 
+def check_python_hooks() -> list[Check]:
+    """Each start-up hook copy ``mpsd enable`` listed is there and current."""
+    from mpsd.env import pyhooks
+
+    checks = []
+    current = []
+    for entry in pyhooks.record():
+        state = pyhooks.check_copy(entry.site)
+        fix = f"run `mpsd enable {entry.project}`"
+        if state == "current":
+            current.append(entry.site)
+        elif state == "outdated":
+            checks.append(
+                Check("python hook", WARNING, f"{entry.site} has another mpsd's copy", fix)
+            )
+        elif os.path.exists(entry.python):
+            checks.append(
+                Check(
+                    "python hook",
+                    PROBLEM,
+                    f"the start-up hook is gone from {entry.site} (a recreated environment?): "
+                    f"{entry.python} started outside a hooked shell gets no variables",
+                    fix,
+                )
+            )
+        else:
+            checks.append(
+                Check("python hook", WARNING, f"{entry.python} no longer exists", fix)
+            )
+    if current:
+        shown = ", ".join(dict.fromkeys(current))
+        checks.insert(0, Check("python hook", OK, f"current in {shown}"))
+    return checks
+
+
 def in_project(directory: str, projects: tuple[str, ...]) -> bool:
     """True when the physical ``directory`` is an opted-in project or inside one (pure)."""
     return any(
@@ -418,6 +453,7 @@ def run_all(env: Mapping[str, str] | None = None) -> list[Check]:
     checks.extend(check_agent())
     checks.extend(check_daemon())
     checks.extend(check_hook_files())
+    checks.extend(check_python_hooks())
     checks.append(check_hook_active(env))
     checks.append(check_variables(env))
     checks.append(check_torch())

@@ -184,11 +184,24 @@ def uninstall_plan() -> Plan:
         old = read_or_none(copy)
         if old is not None:
             plan.files.append(FileChange(copy, old, None, "hook copy"))
+    plan.files.extend(python_hook_removals())
     agent = launchd.agent_file()
     old_plist = read_or_none(agent)
     if old_plist is not None:
         plan.agent = FileChange(agent, old_plist, None, "launchd agent")
     return plan
+
+
+def python_hook_removals() -> list[FileChange]:
+    """Every start-up hook copy ``mpsd enable`` listed, and the list itself."""
+    from mpsd.env import pyhooks
+
+    removals = []
+    for name in [*pyhooks.copy_files(pyhooks.record()), pyhooks.record_path()]:
+        old = _read_quietly(Path(name))
+        if old is not None:
+            removals.append(FileChange(Path(name), old, None, "python start-up hook"))
+    return removals
 
 
 def _read_quietly(path: Path) -> bytes | None:
@@ -207,6 +220,7 @@ MPSD_FILES = (
     "history.sqlite3*",
     "daemon*.log*",
     "recommended_max.json",
+    "python-hooks.tsv",
     ".*.tmp",
 )
 
