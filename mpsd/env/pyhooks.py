@@ -225,8 +225,10 @@ def ask(python: str) -> Target:
 # -- putting copies in, taking them out ----------------------------------------------------
 
 
-def put(site: str) -> bool:
-    """Write both files into ``site``; True when something changed."""
+def put(site: str, python: str | None = None) -> bool:
+    """Write both files into ``site``; True when something changed. With ``python``, it
+    compiles the module's bytecode too (a python run with PYTHONDONTWRITEBYTECODE would
+    otherwise compile it at every start)."""
     from pathlib import Path
 
     from mpsd.atomic import write_atomic
@@ -236,7 +238,28 @@ def put(site: str) -> bool:
         pth = write_atomic(Path(site, PTH_FILE), PTH_TEXT.encode("utf-8"))
     except OSError as exc:
         raise MpsdError(f"cannot write the start-up hook into {site} ({exc.strerror}).") from None
+    if python is not None:
+        _compile(python, os.path.join(site, MODULE_FILE))
     return module or pth
+
+
+COMPILE = "import py_compile, sys; py_compile.compile(sys.argv[1], doraise=True)"
+
+
+def _compile(python: str, module: str) -> None:
+    """Bytecode for ``module`` by ``python`` itself; a failure only costs start-up time."""
+    import subprocess
+
+    try:
+        subprocess.run(
+            [python, "-I", "-c", COMPILE, module],
+            capture_output=True,
+            timeout=ASK_TIMEOUT,
+            stdin=subprocess.DEVNULL,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        pass
 
 
 def take_out(site: str) -> bool:
@@ -311,7 +334,7 @@ def set_up(project: str, explicit: Iterable[Target] = ()) -> SetUp:
             if not (entry.project == project and entry.python in result.dropped)
         ]
         for target in targets.values():
-            changed = put(target.site)
+            changed = put(target.site, target.python)
             result.done.append((target, changed))
             entries = [e for e in entries if not (e.project == project and e.python == target.python)]
             entries.append(Entry(project, target.python, target.site))

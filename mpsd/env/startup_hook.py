@@ -111,10 +111,20 @@ def inside(directory: str, projects: "list[str]") -> bool:
 def read_limits(path: str) -> "str | None":
     """limits.toml's text, or None when it is missing, unreadable or over 256 KiB."""
     try:
-        with open(path, "rb") as handle:
-            data = handle.read(MAX_BYTES + 1)
+        fd = os.open(path, os.O_RDONLY)
     except OSError:
         return None
+    try:
+        data = os.read(fd, MAX_BYTES + 1)
+        while 0 < len(data) <= MAX_BYTES:  # a short read: the rest of a big file
+            more = os.read(fd, MAX_BYTES + 1 - len(data))
+            if not more:
+                break
+            data += more
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
     if len(data) > MAX_BYTES:
         return None
     return data.decode("utf-8", "replace")
@@ -122,7 +132,8 @@ def read_limits(path: str) -> "str | None":
 
 def decide(environ: "Mapping[str, str]", cwd: "str | None", prefix: str) -> "dict[str, str]":
     """The variables to set for a python started in ``cwd`` (physical; None when unknown)
-    from the environment ``prefix`` (physical), with ``environ``; empty when none."""
+    from the environment ``prefix`` (resolved here only when ``cwd`` is outside every
+    project), with ``environ``; empty when none."""
     if HIGH_VAR in environ or LOW_VAR in environ:
         return {}
     text = read_limits(os.path.join(config_dir(environ), "limits.toml"))
@@ -132,19 +143,21 @@ def decide(environ: "Mapping[str, str]", cwd: "str | None", prefix: str) -> "dic
     if found is None:
         return {}
     high, low, projects = found
-    if not (cwd is not None and inside(cwd, projects)) and not inside(prefix, projects):
-        return {}
+    if not (cwd is not None and inside(cwd, projects)):
+        if not inside(os.path.realpath(prefix), projects):
+            return {}
     return {HIGH_VAR: high, LOW_VAR: low, "_MPSD_EXPORTED_HIGH": high, "_MPSD_EXPORTED_LOW": low}
 
 
 def apply(environ: "MutableMapping[str, str]") -> None:
     """Set the variables in ``environ`` (``os.environ``) as ``decide`` says. Never raises."""
     try:
+        # getcwd() is physical already (the kernel's path, symlinks resolved).
         try:
-            cwd = os.path.realpath(os.getcwd())  # type: str | None
+            cwd = os.getcwd()  # type: str | None
         except OSError:  # the working directory was removed
             cwd = None
-        for name, value in decide(environ, cwd, os.path.realpath(sys.prefix)).items():
+        for name, value in decide(environ, cwd, sys.prefix).items():
             environ[name] = value
     except BaseException:  # noqa: BLE001 - a .pth error would print a traceback at every start
         pass
