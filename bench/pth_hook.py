@@ -2,13 +2,18 @@
 
     python bench/pth_hook.py [--runs 200] [--python PATH]...
 
-For each interpreter (default: the oldest and newest pyenv Pythons from 3.9 on, else this one) it makes
-a venv inside a throw-away project opted in by a limits.toml, and times `python -c pass` of that
-venv, interleaved in a shuffled order within each round, in three cases:
+For each interpreter (default: the oldest and newest pyenv Pythons from 3.9 on, else this one)
+it makes a venv inside a throw-away project opted in by a limits.toml, and times `python -c pass`
+of that venv, interleaved in a shuffled order within each round, in three cases:
 
-- without the hook (the files taken out);
+- without the hook (its .pth moved away; the module's bytecode stays);
 - with the hook, started inside the project (it reads limits.toml and sets both variables);
-- with the hook, started outside it (it reads limits.toml and sets nothing).
+- with the hook in a second venv outside every project, started outside (it reads limits.toml,
+  resolves sys.prefix and sets nothing).
+
+Most of the cost is any .pth file's: site.py imports a codec to read one (_bootlocale before
+3.10, encodings.utf_8_sig after), which a venv with any other .pth (setuptools', uv's
+_virtualenv.pth, an editable install) pays already; then the first import from site-packages.
 
 It prints the median wall time and the median CPU time (user + system of the child, which a busy
 machine disturbs less) of each case, the differences against "without" and their ratios, and the
@@ -37,7 +42,7 @@ from mpsd.env import pyhooks  # noqa: E402 - after the path above
 
 LIMITS = (
     "high_watermark_ratio = 0.77\nlow_watermark_ratio = 0.7\nlimit_bytes = 30954687948\n"
-    "recommended_max_bytes = 40200893440\nrecommended_max_source = \"torch\"\n"
+    'recommended_max_bytes = 40200893440\nrecommended_max_source = "torch"\n'
     "baseline_free_bytes = 39192717312\nheadroom = 0.8\n"
     "updated_at = 2026-11-30 05:00:00+00:00\nprojects = [\n"
     '    "/elsewhere/one",\n    "{project}",\n    "/elsewhere/two",\n]\n'
@@ -98,7 +103,11 @@ def bench(python: str, runs: int, work: Path) -> None:
 
     def check(cwd: Path, wanted: str | None) -> None:
         done = subprocess.run(
-            [venv_python, "-c", "import os; print(os.environ.get('PYTORCH_MPS_HIGH_WATERMARK_RATIO'))"],
+            [
+                venv_python,
+                "-c",
+                "import os; print(os.environ.get('PYTORCH_MPS_HIGH_WATERMARK_RATIO'))",
+            ],
             cwd=cwd,
             env=env,
             capture_output=True,

@@ -34,7 +34,9 @@ def run(args: argparse.Namespace) -> int:
     from mpsd.errors import EXIT_USAGE, MpsdError
 
     if args.no_python_hook and args.python:
-        raise MpsdError("--python and --no-python-hook contradict each other; give one.", EXIT_USAGE)
+        raise MpsdError(
+            "--python and --no-python-hook contradict each other; give one.", EXIT_USAGE
+        )
     explicit: list[Target] = []
     if args.python:
         from mpsd.env import pyhooks

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 
-
 _HOOK_STATES = {
     "installed": "start-up hook in",
     "lost": "start-up hook LOST (run `mpsd enable` there to put it back)",

@@ -17,6 +17,7 @@ beyond ``os``: its start-up is a contract.
 
 from __future__ import annotations
 
+import contextlib
 import os
 
 from mpsd import paths
@@ -68,7 +69,9 @@ class Entry:
 
 def module_source() -> bytes:
     """The bytes every copy must hold: this package's ``startup_hook.py``."""
-    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "startup_hook.py"), "rb") as f:
+    with open(
+        os.path.join(os.path.dirname(os.path.abspath(__file__)), "startup_hook.py"), "rb"
+    ) as f:
         return f.read()
 
 
@@ -78,7 +81,7 @@ def record_path() -> str:
 
 
 def record() -> list[Entry]:
-    """The copies mpsd installed, as the list says (empty when there is none or it is unreadable)."""
+    """The copies mpsd installed, as the list says (empty when it is missing or unreadable)."""
     try:
         with open(record_path(), encoding="utf-8") as handle:
             lines = handle.read().split("\n")
@@ -101,10 +104,8 @@ def _write_record(entries: Iterable[Entry]) -> None:
     unique = list(dict.fromkeys(entries))
     target = Path(record_path())
     if not unique:
-        try:
+        with contextlib.suppress(FileNotFoundError):
             os.unlink(target)
-        except FileNotFoundError:
-            pass
         return
     text = _HEADER + "".join("\t".join(entry.key()) + "\n" for entry in unique)
     write_atomic(target, text.encode("utf-8"))
@@ -160,7 +161,7 @@ def env_has_copy(env: str) -> bool:
 class Target:
     """An interpreter asked where its site-packages is."""
 
-    __slots__ = ("python", "site", "prefix", "version")
+    __slots__ = ("prefix", "python", "site", "version")
 
     def __init__(self, python: str, site: str, prefix: str, version: str) -> None:
         self.python = python
@@ -207,11 +208,12 @@ def ask(python: str) -> Target:
     except (ValueError, IndexError, TypeError):
         said = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
         raise MpsdError(
-            f"{python} did not say where its site-packages is ({said}); "
-            "is it a python interpreter?"
+            f"{python} did not say where its site-packages is ({said}); is it a python interpreter?"
         ) from None
     if any(char in "\t\n" for char in python + site):
-        raise MpsdError(f"{python!r} or {site!r} has a tab or a line break in it; mpsd cannot list it.")
+        raise MpsdError(
+            f"{python!r} or {site!r} has a tab or a line break in it; mpsd cannot list it."
+        )
     if (int(major), int(minor)) < (3, 8):
         raise MpsdError(f"{python} is Python {version}; the start-up hook needs 3.8 or later.")
     if not os.path.isdir(site) or not os.access(site, os.W_OK):
@@ -250,7 +252,7 @@ def _compile(python: str, module: str) -> None:
     """Bytecode for ``module`` by ``python`` itself; a failure only costs start-up time."""
     import subprocess
 
-    try:
+    with contextlib.suppress(OSError, subprocess.TimeoutExpired):
         subprocess.run(
             [python, "-I", "-c", COMPILE, module],
             capture_output=True,
@@ -258,8 +260,6 @@ def _compile(python: str, module: str) -> None:
             stdin=subprocess.DEVNULL,
             check=False,
         )
-    except (OSError, subprocess.TimeoutExpired):
-        pass
 
 
 def take_out(site: str) -> bool:
@@ -285,12 +285,13 @@ def remove_bytecode(site: str) -> None:
         names = os.listdir(cache)
     except OSError:
         return
-    for name in names:
-        if name.startswith(MODULE + "."):
-            try:
-                os.unlink(os.path.join(cache, name))
-            except OSError:
-                pass
+    ours = [name for name in names if name.startswith(MODULE + ".")]
+    for name in ours:
+        with contextlib.suppress(OSError):
+            os.unlink(os.path.join(cache, name))
+    if ours and len(ours) == len(names):
+        with contextlib.suppress(OSError):
+            os.rmdir(cache)  # python made it for our bytecode alone
 
 
 class SetUp:
@@ -336,7 +337,9 @@ def set_up(project: str, explicit: Iterable[Target] = ()) -> SetUp:
         for target in targets.values():
             changed = put(target.site, target.python)
             result.done.append((target, changed))
-            entries = [e for e in entries if not (e.project == project and e.python == target.python)]
+            entries = [
+                e for e in entries if not (e.project == project and e.python == target.python)
+            ]
             entries.append(Entry(project, target.python, target.site))
         _write_record(entries)
     return result
@@ -369,9 +372,7 @@ def facts_for(project: str | None) -> list[dict[str, Any]]:
     for env in environments_of(project):
         python = env_python(env)
         entry = next((e for e in listed if e.python == python), None)
-        if entry is not None and has_copy(entry.site):
-            state = "installed"
-        elif env_has_copy(env):
+        if (entry is not None and has_copy(entry.site)) or env_has_copy(env):
             state = "installed"
         else:
             state = "lost" if entry is not None else "none"
@@ -408,4 +409,3 @@ def copy_files(entries: Iterable[Entry]) -> list[str]:
             if path not in files:
                 files.append(path)
     return files
-

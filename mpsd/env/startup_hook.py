@@ -143,9 +143,9 @@ def decide(environ: "Mapping[str, str]", cwd: "str | None", prefix: str) -> "dic
     if found is None:
         return {}
     high, low, projects = found
-    if not (cwd is not None and inside(cwd, projects)):
-        if not inside(os.path.realpath(prefix), projects):
-            return {}
+    in_cwd = cwd is not None and inside(cwd, projects)
+    if not in_cwd and not inside(os.path.realpath(prefix), projects):
+        return {}
     return {HIGH_VAR: high, LOW_VAR: low, "_MPSD_EXPORTED_HIGH": high, "_MPSD_EXPORTED_LOW": low}
 
 
@@ -159,7 +159,7 @@ def apply(environ: "MutableMapping[str, str]") -> None:
             cwd = None
         for name, value in decide(environ, cwd, sys.prefix).items():
             environ[name] = value
-    except BaseException:  # noqa: BLE001 - a .pth error would print a traceback at every start
+    except BaseException:
         pass
 
 

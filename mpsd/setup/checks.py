@@ -314,9 +314,7 @@ def check_python_hooks() -> list[Check]:
                 )
             )
         else:
-            checks.append(
-                Check("python hook", WARNING, f"{entry.python} no longer exists", fix)
-            )
+            checks.append(Check("python hook", WARNING, f"{entry.python} no longer exists", fix))
     if current:
         shown = ", ".join(dict.fromkeys(current))
         checks.insert(0, Check("python hook", OK, f"current in {shown}"))
