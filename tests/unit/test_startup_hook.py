@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import itertools
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -62,10 +63,14 @@ def test_the_hook_reads_limits_toml_as_the_shared_decision_does(lines: list[str]
         assert found == (view.high, view.low, list(view.projects))
     else:
         assert found is None
+    with tempfile.TemporaryDirectory() as config:
+        Path(config, "limits.toml").write_text(text)
+        environ = {"MPSD_CONFIG_DIR": config}
+        for directory in (PROJECT, PROJECT + "/src", "/Users/me/code", "/Users/me/other2"):
+            wanted = decide(text, directory, {}).wanted
+            got = startup_hook.decide(environ, directory, "/nowhere")
+            assert {k: v for k, v in got.items() if k.startswith("PYTORCH")} == wanted
     for directory in (PROJECT, PROJECT + "/src", "/Users/me/code", "/Users/me/other2"):
-        wanted = decide(text, directory, {}).wanted
-        got = startup_hook.decide({}, directory, "/nowhere")
-        assert {k: v for k, v in got.items() if k.startswith("PYTORCH")} == wanted
         in_project = containing_project(directory, view.projects) is not None
         assert startup_hook.inside(directory, list(view.projects)) == in_project
 
