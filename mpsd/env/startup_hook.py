@@ -109,12 +109,16 @@ def inside(directory: str, projects: "list[str]") -> bool:
 
 
 def read_limits(path: str) -> "str | None":
-    """limits.toml's text, or None when it is missing, unreadable or over 256 KiB."""
+    """limits.toml's text, or None when it is missing, unreadable, no regular file or over
+    256 KiB (``mpsd.limits.read_file``'s rules)."""
     try:
-        fd = os.open(path, os.O_RDONLY)
+        # O_NONBLOCK: a FIFO in the file's place must not hang every python's start.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except OSError:
         return None
     try:
+        if os.fstat(fd).st_mode & 0o170000 != 0o100000:  # not a regular file (S_ISREG)
+            return None
         data = os.read(fd, MAX_BYTES + 1)
         while 0 < len(data) <= MAX_BYTES:  # a short read: the rest of a big file
             more = os.read(fd, MAX_BYTES + 1 - len(data))

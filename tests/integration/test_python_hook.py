@@ -170,6 +170,7 @@ BROKEN = {
     "a number PyTorch would misread": limits_text("5e-1", "0.5", ("{project}",)),
     "over 256 KiB": limits_text("0.77", "0.7", ("{project}",)) + "#" * 300_000,
     "a directory": "DIR",
+    "a FIFO": "FIFO",
 }
 
 
@@ -185,6 +186,8 @@ def test_a_broken_or_missing_limits_toml_does_nothing_and_prints_nothing(
     text = BROKEN[case]
     if text == "DIR":
         limits.mkdir()
+    elif text == "FIFO":
+        os.mkfifo(limits)  # nobody writes it: a blocking open would hang python's start
     elif text is not None:
         limits.write_bytes(
             text.replace("{project}", str(project)).encode("utf-8", "surrogateescape")

@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 
 from mpsd import paths
 from mpsd.env import startup_hook
-from mpsd.env.decision import containing_project, decide, ratio_value, read_view
+from mpsd.env.decision import containing_project, decide
+from mpsd.limits import parse_text, ratio_value
 from tests.integration.shells import limits_text
 
 PROJECT = "/Users/me/code/diffusion"
@@ -57,9 +58,9 @@ LINES = st.sampled_from(
 @settings(deadline=None, max_examples=400)
 def test_the_hook_reads_limits_toml_as_the_shared_decision_does(lines: list[str]) -> None:
     text = "\n".join(lines) + "\n"
-    view = read_view(text)
+    view = parse_text(text)
     found = startup_hook.parse(text)
-    if view.valid:
+    if view.exports:
         assert found == (view.high, view.low, list(view.projects))
     else:
         assert found is None
@@ -67,7 +68,7 @@ def test_the_hook_reads_limits_toml_as_the_shared_decision_does(lines: list[str]
         Path(config, "limits.toml").write_text(text)
         environ = {"MPSD_CONFIG_DIR": config}
         for directory in (PROJECT, PROJECT + "/src", "/Users/me/code", "/Users/me/other2"):
-            wanted = decide(text, directory, {}).wanted
+            wanted = decide(view, directory, {}).wanted
             got = startup_hook.decide(environ, directory, "/nowhere")
             assert {k: v for k, v in got.items() if k.startswith("PYTORCH")} == wanted
     for directory in (PROJECT, PROJECT + "/src", "/Users/me/code", "/Users/me/other2"):
