@@ -20,7 +20,14 @@ from pathlib import Path
 from mpsd import paths
 from mpsd.env import watermarks
 from mpsd.setup import launchd, rcfile
-from mpsd.setup.installer import HOOK_FILES, hook_copy, hook_source, rc_candidates
+from mpsd.setup.installer import (
+    FISH_HEADER,
+    HOOK_FILES,
+    fish_hook_file,
+    hook_copy,
+    hook_source,
+    rc_candidates,
+)
 
 OK, PROBLEM, WARNING, SKIPPED = "ok", "problem", "warning", "skipped"
 
@@ -265,6 +272,22 @@ def check_hook_files() -> list[Check]:
                         "run `mpsd install`",
                     )
                 )
+    fish = fish_hook_file()
+    if fish.is_file():
+        blocks.append(str(fish))
+        try:
+            stale = fish.read_bytes() != FISH_HEADER + hook_source("fish").read_bytes()
+        except OSError:
+            stale = False  # nothing to compare with: not ours to judge
+        if stale:
+            checks.append(
+                Check(
+                    "hook copy",
+                    WARNING,
+                    f"{fish} is from another mpsd version",
+                    "run `mpsd install` to refresh it",
+                )
+            )
     if blocks:
         checks.insert(0, Check("hook block", OK, "in " + ", ".join(blocks)))
     else:

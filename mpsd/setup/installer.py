@@ -46,23 +46,72 @@ def home() -> Path:
     return Path(os.path.abspath(os.environ.get("HOME") or Path.home()))
 
 
-def parse_shells(text: str) -> tuple[str, ...]:
-    """``"zsh,bash"`` -> ("zsh", "bash"); one sentence naming the choices otherwise."""
+INSTALL_SHELLS = (*rcfile.SHELLS, "fish")
+
+
+def parse_shells(text: str | None) -> tuple[str, ...]:
+    """``"zsh,bash"`` -> ("zsh", "bash"); one sentence naming the choices otherwise. None (no
+    ``--shell``): zsh and bash, and fish when it is installed."""
+    if text is None:
+        return (*rcfile.SHELLS, "fish") if fish_present() else rcfile.SHELLS
     names = [part.strip() for part in text.split(",") if part.strip()]
-    if "fish" in names:
-        raise MpsdError(
-            "mpsd install sets up zsh and bash only; for fish add `mpsd hook fish | source` to "
-            "~/.config/fish/config.fish (and use --shell zsh,bash here)",
-            EXIT_USAGE,
-        )
-    unknown = [name for name in names if name not in rcfile.SHELLS]
+    unknown = [name for name in names if name not in INSTALL_SHELLS]
     if unknown or not names:
         raise MpsdError(
             f"unknown shell {', '.join(unknown) or repr(text)}: "
-            f"use --shell with {' or '.join(rcfile.SHELLS)} (or both: --shell zsh,bash)",
+            f"use --shell with {', '.join(INSTALL_SHELLS[:-1])} or {INSTALL_SHELLS[-1]} "
+            "(several: --shell zsh,bash,fish)",
             EXIT_USAGE,
         )
     return tuple(dict.fromkeys(names))
+
+
+# -- fish: no rc block; fish sources every file in its conf.d ------------------------------
+
+FISH_HEADER = (
+    b"# Installed by `mpsd install`, a copy of mpsd's fish hook; `mpsd uninstall` removes it.\n"
+)
+
+
+def fish_present() -> bool:
+    import shutil
+
+    return shutil.which("fish") is not None
+
+
+def fish_config_dir() -> Path:
+    """fish's ``__fish_config_dir``: ``$XDG_CONFIG_HOME/fish``, else ``~/.config/fish``."""
+    base = os.environ.get("XDG_CONFIG_HOME") or ""
+    return Path(base if os.path.isabs(base) else home() / ".config") / "fish"
+
+
+def fish_hook_file() -> Path:
+    return fish_config_dir() / "conf.d" / "mpsd.fish"
+
+
+def mpsd_file(path: Path, header: bytes) -> bytes | None:
+    """The bytes of ``path`` when it exists; one sentence when it is not mpsd's own."""
+    old = read_or_none(path)
+    if old is not None and not old.startswith(header):
+        raise MpsdError(
+            f"{path} exists and is not mpsd's; move it away (mpsd writes its own there), then "
+            "run the command again"
+        )
+    return old
+
+
+def fish_changes() -> list[FileChange]:
+    """A copy of the fish hook in fish's conf.d (fish sources it at start: no Python runs)."""
+    source = hook_source("fish")
+    try:
+        hook = source.read_bytes()
+    except OSError:
+        raise MpsdError(
+            f"the fish hook script is missing from this mpsd ({source}); reinstall mpsd "
+            "(pip install --force-reinstall mpsd) and run mpsd install again"
+        ) from None
+    path = fish_hook_file()
+    return [FileChange(path, mpsd_file(path, FISH_HEADER), FISH_HEADER + hook, "fish hook")]
 
 
 def hook_source(shell: str) -> Path:
@@ -149,7 +198,7 @@ def agent_change(python: str) -> FileChange:
 def install_plan(shells: Iterable[str], agent: bool, python: str) -> Plan:
     plan = Plan(files=[config_change()])
     for shell in shells:
-        plan.files.extend(shell_changes(shell))
+        plan.files.extend(fish_changes() if shell == "fish" else shell_changes(shell))
     if agent:
         plan.agent = agent_change(python)
     return plan
@@ -184,6 +233,10 @@ def uninstall_plan() -> Plan:
         old = read_or_none(copy)
         if old is not None:
             plan.files.append(FileChange(copy, old, None, "hook copy"))
+    fish_hook = fish_hook_file()
+    fish_old = _read_quietly(fish_hook)
+    if fish_old is not None and fish_old.startswith(FISH_HEADER):
+        plan.files.append(FileChange(fish_hook, fish_old, None, "fish hook"))
     plan.files.extend(python_hook_removals())
     agent = launchd.agent_file()
     old_plist = read_or_none(agent)
