@@ -348,13 +348,15 @@ OWN_FILES = ("fish hook", "completion")
 
 
 def _remove_empty_parents(files: list[Path]) -> None:
-    """The directories above ``files`` that are empty now, up to (not including) HOME."""
+    """The directories above ``files`` that are empty now, up to (not including) HOME or the
+    data dir."""
+    from mpsd import paths
     from mpsd.setup.installer import home
 
-    top = home()
+    tops = (home(), paths.data_dir())
     for path in files:
         directory = path.parent
-        while directory != top and top in directory.parents:
+        while directory not in tops and any(top in directory.parents for top in tops):
             try:
                 directory.rmdir()
             except OSError:

@@ -111,7 +111,38 @@ def fish_changes() -> list[FileChange]:
             "(pip install --force-reinstall mpsd) and run mpsd install again"
         ) from None
     path = fish_hook_file()
-    return [FileChange(path, mpsd_file(path, FISH_HEADER), FISH_HEADER + hook, "fish hook")]
+    return [
+        FileChange(path, mpsd_file(path, FISH_HEADER), FISH_HEADER + hook, "fish hook"),
+        completion_change("fish"),
+    ]
+
+
+# -- tab completion: generated from the parser, put where each shell finds it ----------------
+
+COMPLETION_FILES = {"zsh": "_mpsd", "bash": "mpsd.bash", "fish": "mpsd.fish"}
+COMPLETION_HEADER = b"# Installed by `mpsd install`; `mpsd uninstall` removes it.\n"
+
+
+def completion_file(shell: str) -> Path:
+    """zsh and bash: in the data dir (the rc block loads it); fish: its completions dir, which
+    fish loads from when ``mpsd`` is first completed."""
+    if shell == "fish":
+        return fish_config_dir() / "completions" / COMPLETION_FILES["fish"]
+    return paths.data_dir() / "completions" / COMPLETION_FILES[shell]
+
+
+def completion_change(shell: str) -> FileChange:
+    from mpsd.setup import completion
+
+    path = completion_file(shell)
+    text = completion.render(shell).encode("utf-8")
+    if shell == "zsh":  # its first line must stay `#compdef mpsd` for compinit
+        first, _, rest = text.partition(b"\n")
+        new = first + b"\n" + COMPLETION_HEADER + rest
+    else:
+        new = COMPLETION_HEADER + text
+    old = mpsd_file(path, COMPLETION_HEADER) if shell == "fish" else read_or_none(path)
+    return FileChange(path, old, new, "completion")
 
 
 def hook_source(shell: str) -> Path:
@@ -178,10 +209,13 @@ def shell_changes(shell: str) -> list[FileChange]:
         ) from None
     copy = hook_copy(shell)
     changes = [FileChange(copy, read_or_none(copy), hook, f"{shell} hook")]
+    changes.append(completion_change(shell))
     for rc in rcfile.rc_files(shell, home()):
         old = rcfile.read(rc)
         created = old is None or _created(rc, old)
-        new_block = rcfile.block(shell, copy, str(home()), created=created)
+        new_block = rcfile.block(
+            shell, copy, str(home()), created=created, completion=completion_file(shell)
+        )
         change = FileChange(rc, old, _add_block(rc, old, new_block), f"{shell} startup")
         if change.changed:
             rcfile.check_writable(rc)
@@ -233,6 +267,11 @@ def uninstall_plan() -> Plan:
         old = read_or_none(copy)
         if old is not None:
             plan.files.append(FileChange(copy, old, None, "hook copy"))
+    for shell in COMPLETION_FILES:
+        path = completion_file(shell)
+        old = _read_quietly(path)
+        if old is not None and (shell != "fish" or old.startswith(COMPLETION_HEADER)):
+            plan.files.append(FileChange(path, old, None, "completion"))
     fish_hook = fish_hook_file()
     fish_old = _read_quietly(fish_hook)
     if fish_old is not None and fish_old.startswith(FISH_HEADER):
