@@ -314,14 +314,20 @@ def set_up(project: str, explicit: Iterable[Target] = ()) -> SetUp:
     targets: dict[str, Target] = {}
     for target in explicit:
         targets[target.python] = target
-    listed = [entry for entry in record() if entry.project == project]
+    listed = [entry.python for entry in record() if entry.project == project]
     pythons = [env_python(env) for env in environments_of(project)]
-    pythons += [entry.python for entry in listed if entry.python not in pythons]
+    pythons += [python for python in listed if python not in pythons]
     for python in pythons:
         if python in targets:
             continue
         if not os.path.exists(python):
-            result.dropped.append(python)
+            if python in listed:
+                result.dropped.append(python)
+            else:
+                result.problems.append(
+                    f"{python} is missing (a venv whose base Python was removed?); recreate "
+                    f"the environment, then run `mpsd enable` again."
+                )
             continue
         try:
             targets[python] = ask(python)

@@ -377,3 +377,28 @@ def test_a_fresh_torch_process_has_the_values_before_import_torch(
     got = json.loads(done.stdout.strip().splitlines()[-1])
     assert got["before"] == ["0.77", "0.7"]
     assert got["torch"]
+
+
+def test_a_pth_whose_module_was_deleted_by_hand_prints_nothing(
+    project: Path, home_config: Path, isolated_dirs: dict[str, Path]
+) -> None:
+    python = next((p for p in PYTHONS.values() if p), sys.executable)
+    venv_python = make_venv(python, project / ".venv")
+    assert run_mpsd("enable", str(project)).returncode == 0
+    (site,) = [entry.site for entry in pyhooks.record()]
+    os.unlink(Path(site, pyhooks.MODULE_FILE))
+    pyhooks.remove_bytecode(site)
+    got = report(venv_python, project, clean_env(isolated_dirs["home"]))  # stderr == ""
+    assert got["high"] is None
+    doctor = run_mpsd("doctor", cwd=project)
+    assert "the start-up hook is gone from" in doctor.stdout
+
+
+def test_a_venv_whose_python_is_gone_is_one_warning(project: Path, home_config: Path) -> None:
+    (project / ".venv" / "bin").mkdir(parents=True)
+    (project / ".venv" / "pyvenv.cfg").write_text("home = /nowhere\n")
+    (project / ".venv" / "bin" / "python").symlink_to("/nowhere/python3")
+    done = run_mpsd("enable", str(project))
+    assert done.returncode == 0
+    assert "is missing (a venv whose base Python was removed?)" in done.stderr
+    assert "Traceback" not in done.stderr
