@@ -9,7 +9,9 @@ of that venv, interleaved in a shuffled order within each round, in three cases:
 - without the hook (its .pth moved away; the module's bytecode stays);
 - with the hook, started inside the project (it reads limits.toml and sets both variables);
 - with the hook in a second venv outside every project, started outside (it reads limits.toml,
-  resolves sys.prefix and sets nothing).
+  resolves sys.prefix and sets nothing);
+- without the hook but with another package's .pth that imports nothing new: what any .pth
+  file costs, which the hook pays too.
 
 Most of the cost is any .pth file's: site.py imports a codec to read one (_bootlocale before
 3.10, encodings.utf_8_sig after), which a venv with any other .pth (setuptools', uv's
@@ -131,22 +133,32 @@ def bench(python: str, runs: int, work: Path) -> None:
     pyhooks.put(site)
     pth = Path(site, pyhooks.PTH_FILE)
     off = Path(site, pyhooks.PTH_FILE + ".off")
-    # name: (python, cwd, hook on); "without" only moves the .pth away (the module's bytecode
-    # stays: no case pays for compiling it).
+    # Another package's .pth that imports nothing new (the cost any .pth file has).
+    other_pth = Path(site, "another-package.pth.off")
+    other_pth.write_text("import sys\n")
+    other_on = Path(site, "another-package.pth")
+    # name: (python, cwd, hook on, other .pth on); "without" only moves the .pth away (the
+    # module's bytecode stays: no case pays for compiling it).
     cases = {
-        "without the hook": (venv_python, project, False),
-        "hook, inside the project": (venv_python, project, True),
-        "hook, outside (other venv)": (other_python, outside, True),
+        "without the hook": (venv_python, project, False, False),
+        "another .pth, no hook": (venv_python, project, False, True),
+        "hook, inside the project": (venv_python, project, True, False),
+        "hook, outside (other venv)": (other_python, outside, True, False),
     }
     walls: dict[str, list[float]] = {name: [] for name in cases}
     cpus: dict[str, list[float]] = {name: [] for name in cases}
 
+    def toggle(on: bool, on_path: Path, off_path: Path) -> None:
+        if on and off_path.exists():
+            off_path.rename(on_path)
+        elif not on and on_path.exists():
+            on_path.rename(off_path)
+
     def run(name: str) -> tuple[float, float]:
-        python_, cwd, on = cases[name]
-        if on and off.exists():
-            off.rename(pth)
-        elif not on and pth.exists():
-            pth.rename(off)
+        python_, cwd, hook, other_file = cases[name]
+        if python_ == venv_python:
+            toggle(hook, pth, off)
+            toggle(other_file, other_on, other_pth)
         return timed(python_, str(cwd), env)
 
     for name in cases:  # warm-up: bytecode written, caches filled
@@ -158,8 +170,8 @@ def bench(python: str, runs: int, work: Path) -> None:
             wall, cpu = run(name)
             walls[name].append(wall)
             cpus[name].append(cpu)
-    if off.exists():
-        off.rename(pth)
+    toggle(True, pth, off)
+    toggle(False, other_on, other_pth)
     times = [importtime(venv_python, str(project), env) for _ in range(max(21, runs // 10))]
     found = [t for t in times if t is not None]
 
@@ -172,12 +184,12 @@ def bench(python: str, runs: int, work: Path) -> None:
     base_wall = statistics.median(walls["without the hook"])
     base_cpu = statistics.median(cpus["without the hook"])
     print(f"\nPython {version} ({python}), {runs} runs of `python -c pass` per case, interleaved")
-    print(f"{'case':<28}{'wall ms':>9}{'+ms':>8}{'ratio':>8}{'cpu ms':>9}{'+ms':>8}{'ratio':>8}")
+    print(f"{'case':<30}{'wall ms':>9}{'+ms':>8}{'ratio':>8}{'cpu ms':>9}{'+ms':>8}{'ratio':>8}")
     for name in cases:
         wall = statistics.median(walls[name])
         cpu = statistics.median(cpus[name])
         print(
-            f"{name:<28}{wall * 1e3:>9.2f}{(wall - base_wall) * 1e3:>+8.2f}"
+            f"{name:<30}{wall * 1e3:>9.2f}{(wall - base_wall) * 1e3:>+8.2f}"
             f"{wall / base_wall:>8.3f}{cpu * 1e3:>9.2f}{(cpu - base_cpu) * 1e3:>+8.2f}"
             f"{cpu / base_cpu if base_cpu else float('nan'):>8.3f}"
         )
