@@ -56,6 +56,8 @@ __all__ = [
     "ml_bytes",
     "pressure_from_psi",
     "take_sample",
+    "take_sample_and_parts",
+    "write_parts",
 ]
 
 
@@ -267,6 +269,16 @@ def take_sample(
 ) -> Sample:
     """One ``Sample`` at ``now`` (default: ``time.time()``). Raises ``SampleError`` when the
     memory counters or the process table cannot be read: the caller skips this sample."""
+    return take_sample_and_parts(now, source=source, scanner=scanner)[0]
+
+
+def take_sample_and_parts(
+    now: float | None = None,
+    *,
+    source: Source | None = None,
+    scanner: ProcessScanner | None = None,
+) -> tuple[Sample, dict[str, object]]:
+    """``take_sample()`` and the figures its free memory was computed from (``parts_of``)."""
     global _source
     t = time.time() if now is None else now
     if source is None:
@@ -279,14 +291,15 @@ def take_sample(
             f"the memory counters made no sense (available {memory.available_bytes}, "
             f"total {memory.total_bytes})"
         )
-    if memory.available_bytes > memory.total_bytes:
+    capped = memory.available_bytes > memory.total_bytes
+    if capped:
         # Counters are read one by one while pages move; never report more than the RAM.
         memory = replace(memory, available_bytes=memory.total_bytes)
     try:
         jobs = (scanner or default_scanner()).scan()
     except (psutil.Error, OSError, RuntimeError) as err:
         raise SampleError(f"the process table could not be read ({err})") from err
-    return Sample(
+    sample = Sample(
         t=t,
         available_bytes=memory.available_bytes,
         total_bytes=memory.total_bytes,
@@ -295,3 +308,39 @@ def take_sample(
         pressure=memory.pressure,
         source=memory.source,
     )
+    return sample, parts_of(t, memory, capped)
+
+
+SUMS = {
+    "sysctl": "(free_pages + file_backed_pages + purgeable_pages) x page_size",
+    "vm_stat": "(free_pages + file_backed_pages + purgeable_pages) x page_size",
+    "psutil": "psutil_available",
+}
+
+
+def parts_of(t: float, memory: Memory, capped: bool = False) -> dict[str, object]:
+    """What ``mpsd status --json`` shows of a sample's free memory: the figure, the sum it is
+    (``sum``, in words) and its parts, so that a user can redo it (on a Mac, against Activity
+    Monitor's Memory tab). ``capped``: the sum came out above the RAM and was cut to it."""
+    return {
+        "t": t,
+        "source": memory.source,
+        "available_bytes": memory.available_bytes,
+        "total_bytes": memory.total_bytes,
+        "sum": SUMS.get(memory.source, ""),
+        **memory.parts,
+        "capped_at_total": capped,
+    }
+
+
+def write_parts(parts: Mapping[str, object], path: str) -> None:
+    """Keep ``parts`` in ``path`` (JSON) for ``mpsd status``; a state dir that cannot be
+    written costs that view, nothing else."""
+    import contextlib
+    import json
+    from pathlib import Path
+
+    from mpsd.atomic import write_atomic
+
+    with contextlib.suppress(OSError):
+        write_atomic(Path(path), (json.dumps(dict(parts), indent=2) + "\n").encode())
