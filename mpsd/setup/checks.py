@@ -169,7 +169,8 @@ def check_agent() -> list[Check]:
 
 
 # Folders macOS's privacy protection (TCC) guards: a process launchd starts may be denied
-# them ("Operation not permitted") and crash-loop (docs/macos-and-pytorch.md, "launchd").
+# them ("Operation not permitted") and crash-loop (docs/macos-and-pytorch.md, "Privacy
+# protection (TCC)").
 PROTECTED_FOLDERS = (
     ("Desktop",),
     ("Documents",),
