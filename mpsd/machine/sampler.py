@@ -20,6 +20,7 @@ macOS 26) raises ``SampleError``: the loop logs it and skips the sample.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import resource
@@ -334,13 +335,19 @@ def parts_of(t: float, memory: Memory, capped: bool = False) -> dict[str, object
 
 
 def write_parts(parts: Mapping[str, object], path: str) -> None:
-    """Keep ``parts`` in ``path`` (JSON) for ``mpsd status``; a state dir that cannot be
-    written costs that view, nothing else."""
-    import contextlib
+    """Keep ``parts`` in ``path`` (JSON) for ``mpsd status``: a temp file renamed over it, not
+    synced (a view of the last sample, rewritten every interval: after a crash the next
+    sample rewrites it, and a torn file reads as none). A state dir that cannot be written
+    costs that view, nothing else."""
     import json
-    from pathlib import Path
 
-    from mpsd.atomic import write_atomic
-
-    with contextlib.suppress(OSError):
-        write_atomic(Path(path), (json.dumps(dict(parts), indent=2) + "\n").encode())
+    directory, name = os.path.split(path)
+    tmp = os.path.join(directory, f".{name}.{os.getpid()}.tmp")
+    try:
+        os.makedirs(directory or ".", exist_ok=True)
+        with open(tmp, "w", encoding="utf-8") as handle:
+            handle.write(json.dumps(dict(parts), indent=2) + "\n")
+        os.replace(tmp, path)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
