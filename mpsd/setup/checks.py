@@ -185,8 +185,10 @@ def privacy_protected(python: str, home: str | None = None) -> str | None:
     home = os.path.abspath(home or os.environ.get("HOME") or os.path.expanduser("~"))
     for candidate in (os.path.abspath(python), os.path.realpath(python)):
         for parts in PROTECTED_FOLDERS:
-            folder = os.path.join(home, *parts)
-            if candidate == folder or candidate.startswith(folder + os.sep):
+            # casefold: a Mac's disk ignores case by default (~/documents is ~/Documents)
+            folder = os.path.join(home, *parts).casefold()
+            path = candidate.casefold()
+            if path == folder or path.startswith(folder + os.sep):
                 return "~/" + "/".join(parts)
     return None
 

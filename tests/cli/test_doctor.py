@@ -154,6 +154,7 @@ def test_an_agent_python_that_resolves_into_documents_is_a_problem_too(
             "/Users/ann/Library/Mobile Documents/com~apple~CloudDocs/v/bin/python",
             "~/Library/Mobile Documents",
         ),
+        ("/Users/ann/documents/proj/.venv/bin/python", "~/Documents"),  # case-insensitive disk
         ("/Users/ann/.venvs/mpsd/bin/python", None),
         ("/Users/ann/DocumentsOld/bin/python", None),
         ("/Users/ann/Library/Caches/bin/python", None),
