@@ -50,6 +50,17 @@ sys.stdin.readline()
 """
 
 
+def _said(child: subprocess.Popen[str], word: str) -> int:
+    """The number after ``word`` on the child's next line; fails with its stderr otherwise."""
+    assert child.stdout is not None
+    line = child.stdout.readline().split()
+    if len(line) != 2 or line[0] != word:
+        child.kill()
+        _, err = child.communicate()
+        pytest.fail(f"the MPS child stopped ({err.strip()[-800:]}). {PASTE}")
+    return int(line[1])
+
+
 def test_mps_memory_shows_in_the_phys_footprint() -> None:
     """mpsd counts a PyTorch job's memory by its phys_footprint: does MPS memory show there?"""
     _torch_mps()
@@ -57,24 +68,27 @@ def test_mps_memory_shows_in_the_phys_footprint() -> None:
         [sys.executable, "-c", HOLD_1_GIB],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
     )
     rusage = mljobs._Rusage()
     try:
-        assert child.stdin is not None and child.stdout is not None
-        driver_base = int(child.stdout.readline().split()[1])
+        assert child.stdin is not None
+        driver_base = _said(child, "base")
         footprint_base = rusage.footprint(child.pid)
         child.stdin.write("\n")
         child.stdin.flush()
-        driver_held = int(child.stdout.readline().split()[1])
+        driver_held = _said(child, "held")
         footprint_held = rusage.footprint(child.pid)
     finally:
         child.kill()
         child.wait()
-    assert footprint_base is not None and footprint_held is not None, PASTE
+    assert footprint_base is not None and footprint_held is not None, (
+        f"proc_pid_rusage could not read the child's footprint. {PASTE}"
+    )
     driver = driver_held - driver_base
     footprint = footprint_held - footprint_base
-    assert footprint >= 0.9 * driver, (
+    assert footprint >= 0.9 * min(driver, GIB), (
         f"a 1 GiB MPS tensor grew torch.mps.driver_allocated_memory() by {driver / MIB:.0f} MiB "
         f"but the process's phys_footprint by only {footprint / MIB:.0f} MiB. {PASTE}"
     )
@@ -126,6 +140,7 @@ def _plist(tmp_path: Path, label: str, domain: str) -> Path:
     data = plistlib.loads(launchd.for_domain(rendered, domain))
     data["Label"] = label
     data["ProgramArguments"] = ["/bin/sleep", "300"]
+    (tmp_path / "s").mkdir(exist_ok=True)  # where its StandardOutPath points
     path = tmp_path / f"{label}.plist"
     path.write_bytes(plistlib.dumps(data))
     return path
