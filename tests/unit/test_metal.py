@@ -120,7 +120,11 @@ def test_metal_is_asked_first_and_torch_only_when_metal_has_no_answer() -> None:
     asked: list[str] = []
 
     def from_metal(value: int | None) -> Any:
-        return lambda: asked.append("metal") or value
+        def read() -> int | None:
+            asked.append("metal")
+            return value
+
+        return read
 
     def from_torch() -> int:
         asked.append("torch")
