@@ -205,7 +205,8 @@ def _parts(pages: Sequence[int | None], page_size: int | None) -> dict[str, int]
     if not page_size:
         return None
     parts = {"page_size": page_size}
-    for name, value in zip(PART_NAMES, pages):  # noqa: B905 (same length; strict= needs 3.10)
+    for index, name in enumerate(PART_NAMES):
+        value = pages[index]
         if value is None:
             return None
         parts[name] = value
