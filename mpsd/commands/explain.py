@@ -139,10 +139,16 @@ def run(args: argparse.Namespace) -> int:
     else:
         parts = _parts(_stdin(), "stdin", close=False)
 
-    from mpsd.oom.find import find_errors_in
+    from mpsd.oom.find import scan
     from mpsd.oom.normalize import decode_stream
 
-    findings = find_errors_in(decode_stream(parts))
+    done = scan(decode_stream(parts))
+    findings = done.findings
+    if done.stopped:
+        sys.stderr.write(
+            f"mpsd: stopped reading after {done.read / 1e6:.1f} MB of text: it holds more "
+            "errors than explain reads in one go; these are the ones found so far.\n"
+        )
     if args.json:
         import json
 
