@@ -27,9 +27,9 @@ def test_the_readme_example_is_explained_with_numbers_ratio_and_fix() -> None:
     assert done.returncode == 0, done.stderr
     out = done.stdout
     assert "MPS out of memory" in out
-    for number in ("18.02 GB", "107.10 MB", "4.50 MB", "18.13 GB"):
+    for number in ("18.02 GiB", "107.10 MiB", "4.50 MiB", "18.13 GiB"):
         assert number in out
-    assert "1.7 x 10.67 GB: the default ratio on a 16 GB Mac" in out
+    assert "1.7 x 10.67 GiB: the default ratio on a 16 GB Mac" in out
     assert "PYTORCH_MPS_HIGH_WATERMARK_RATIO=0.8 PYTORCH_MPS_LOW_WATERMARK_RATIO=0.8" in out
     assert "mpsd enable" in out
     assert done.stderr == ""
@@ -165,7 +165,7 @@ def test_colour_only_on_a_terminal_and_never_with_no_color() -> None:
     env["NO_COLOR"] = "1"
     plain = pexpect.run(cmd, env=env, timeout=60, encoding="utf-8")
     assert not ANSI.search(plain)
-    assert "18.13 GB" in plain
+    assert "18.13 GiB" in plain
     # colour changes nothing else: same words, same wrapping, same aligned table
     assert re.sub(r"\x1b\[[\d;]*m", "", coloured) == plain
 
@@ -219,7 +219,7 @@ def test_with_limits_toml_the_ratio_is_read_against_this_macs_maximum() -> None:
     done = run_mpsd("explain", str(EXAMPLE))
     assert done.returncode == 0, done.stderr
     out = done.stdout
-    assert "18.13 GB = 1.70 x 10.67 GB (this Mac's recommended maximum" in out
+    assert "18.13 GiB = 1.70 x 10.67 GiB (this Mac's recommended maximum" in out
     assert "PyTorch's default ratio" in out
     assert "PYTORCH_MPS_HIGH_WATERMARK_RATIO=0.62 PYTORCH_MPS_LOW_WATERMARK_RATIO=0.62" in out
     assert "16 GB Mac" not in out  # no guessing when mpsd knows
@@ -249,7 +249,7 @@ def test_impossible_numbers_are_called_out() -> None:
     above = run_mpsd("explain", input=by_id("truememory-459")["text"]).stdout
     assert "above the cap" in above
     others = run_mpsd("explain", input=by_id("ghfile-flower-ray-c")["text"]).stdout
-    assert "hold almost nothing" in others
+    assert "holds almost nothing" in others
     bogus = (
         "MPS backend out of memory (MPS allocated: 1.00 GB, other allocations: 17179869184.00 GB,"
         " max allowed: 18.13 GB). Tried to allocate 2.00 MB on private pool."
@@ -381,3 +381,21 @@ def test_a_100_mb_worst_case_is_read_in_seconds_and_little_memory(
     assert float(cpu) < 10, (case, cpu)
     assert float(wall) < 60, (case, wall)
     assert int(peak) < 300 * 1_000_000, (case, peak)
+
+
+def test_output_to_a_closed_pipe_ends_quietly() -> None:
+    import subprocess
+
+    text = "\n".join([by_id("audioldm2-20")["text"], by_id("cads-4")["text"]] * 200)
+    for args in (["explain"], ["explain", "--json"]):
+        child = subprocess.Popen(
+            [sys.executable, "-m", "mpsd", *args],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        assert child.stdout is not None and child.stderr is not None
+        child.stdout.close()  # `mpsd explain | head -0`: the reader is gone before any write
+        _, err = child.communicate(text.encode(), timeout=60)
+        assert child.returncode == 0
+        assert err == b""
