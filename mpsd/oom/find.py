@@ -113,6 +113,8 @@ class Merger:
                 finding.count += seen.count
                 self.out[i] = finding
                 self.exact[key] = finding
+                # Later exact copies of the truncated one count here too, not in it.
+                self.exact[tuple(seen.values().values())] = finding
                 return
         if len(self.out) >= MAX_DISTINCT:
             return
