@@ -1,7 +1,8 @@
 """``mpsd explain [FILE]``: find PyTorch out-of-memory errors in a paste and explain them.
 
-Reads FILE (a regular file: a FIFO or a directory is a usage error, never a hang), stdin,
-or the macOS clipboard (``--paste``), in parts: memory stays flat whatever the input's size.
+Reads FILE (a regular file, or a pipe the user named, as in ``mpsd explain <(pbpaste)``; a
+directory, socket or block device is a usage error), stdin, or the macOS clipboard
+(``--paste``), in parts: memory stays flat whatever the input's size.
 Exit 0 when an error was recognised, 1 when none was, 2 on a usage error. Imports neither
 torch nor psutil.
 """
@@ -9,6 +10,7 @@ torch nor psutil.
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import stat
 import sys
@@ -36,16 +38,15 @@ def configure(parser: argparse.ArgumentParser) -> None:
 PART = 256 * 1024  # read in parts of this many bytes: memory stays flat on any input
 
 _KINDS = (
-    (stat.S_ISFIFO, "a FIFO (named pipe)"),
     (stat.S_ISSOCK, "a socket"),
-    (stat.S_ISCHR, "a device"),
     (stat.S_ISBLK, "a device"),
 )
 
 
 def _open_file(name: str) -> BinaryIO:
-    """``name`` opened for reading, if it is a regular file. Opened without blocking and
-    checked on the open descriptor, so a FIFO nobody writes to never hangs explain."""
+    """``name`` opened for reading: a regular file, or a pipe or terminal the user named (read
+    like ``cat`` reads it: process substitution gives such a path). Opened without blocking
+    and checked on the open descriptor, so nothing else is ever waited on."""
     try:
         fd = os.open(name, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except FileNotFoundError:
@@ -56,16 +57,23 @@ def _open_file(name: str) -> BinaryIO:
     except IsADirectoryError:
         raise _directory(name) from None
     except OSError as exc:
+        if exc.errno == errno.ENXIO:  # a socket cannot be opened at all
+            raise MpsdError(
+                f"{name} is a socket, not a file; give the file that holds the error."
+            ) from None
         raise MpsdError(f"cannot read {name} ({exc.strerror}); check its permissions.") from None
     mode = os.fstat(fd).st_mode
     if stat.S_ISREG(mode):
+        return os.fdopen(fd, "rb")
+    if stat.S_ISFIFO(mode) or stat.S_ISCHR(mode):
+        os.set_blocking(fd, True)  # the user asked for this pipe: wait for its writer
         return os.fdopen(fd, "rb")
     os.close(fd)
     if stat.S_ISDIR(mode):
         raise _directory(name)
     what = next((kind for test, kind in _KINDS if test(mode)), "not a regular file")
     raise MpsdError(
-        f"{name} is {what}, not a regular file; give a file, or pipe the text in "
+        f"{name} is {what}, not a file; give the file that holds the error, or pipe it in "
         f"(mpsd explain < {name})."
     )
 

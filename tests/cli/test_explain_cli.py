@@ -6,6 +6,8 @@ import datetime as dt
 import json
 import os
 import re
+import socket
+import subprocess
 import sys
 from pathlib import Path
 
@@ -291,13 +293,29 @@ def test_the_readme_sample_is_what_explain_prints() -> None:
     assert "\n".join(lines) in out
 
 
-def test_a_fifo_given_as_file_is_refused_at_once_not_waited_on(tmp_path: Path) -> None:
-    fifo = tmp_path / "pipe"
-    os.mkfifo(fifo)
-    done = run_mpsd("explain", str(fifo), timeout=20)  # nobody writes: a read would hang
+def test_a_pipe_given_as_file_is_read_like_cat_reads_it(tmp_path: Path) -> None:
+    """`mpsd explain <(pbpaste)`: process substitution hands explain a pipe's path."""
+    done = subprocess.run(
+        ["bash", "-c", f'{sys.executable} -m mpsd explain --json <(cat "$1")', "_", EXAMPLE],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["findings"][0]["kind"] == "mps_oom"
+
+
+def test_a_socket_given_as_file_is_one_sentence_and_exit_2(tmp_path: Path) -> None:
+    path = tmp_path / "sock"
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(str(path))
+    try:
+        done = run_mpsd("explain", str(path), timeout=20)
+    finally:
+        server.close()
     assert done.returncode == 2
-    assert done.stderr.count("\n") == 1 and "FIFO" in done.stderr
-    assert "not a regular file" in done.stderr and "Traceback" not in done.stderr
+    assert done.stderr.count("\n") == 1 and "is a socket, not a file" in done.stderr
     assert done.stdout == ""
 
 
