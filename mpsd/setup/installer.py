@@ -313,6 +313,7 @@ MPSD_FILES = (
     "daemon*.log*",
     "recommended_max.json",
     "python-hooks.tsv",
+    "free-memory.json",
     ".*.tmp",
 )
 
