@@ -44,6 +44,11 @@ def data_dir() -> Path:
     return _dir("MPSD_DATA_DIR", "XDG_DATA_HOME", (".local", "share"))
 
 
+def free_memory_file() -> Path:
+    """The last sample's free-memory sum and its parts (``mpsd status --json`` shows them)."""
+    return state_dir() / "free-memory.json"
+
+
 def config_file() -> Path:
     return config_dir() / "config.toml"
 

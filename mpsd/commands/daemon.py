@@ -8,7 +8,8 @@ from mpsd import paths
 from mpsd.daemon import loop
 from mpsd.locks import PidLock
 from mpsd.machine.recommended import recommended_max
-from mpsd.machine.sampler import take_sample
+from mpsd.machine.sample import Sample
+from mpsd.machine.sampler import take_sample_and_parts, write_parts
 from mpsd.sizes import gib
 
 
@@ -30,7 +31,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"A daemon{who} is running and keeps {paths.limits_file()} up to date.")
         return 0
     try:
-        daemon = loop.Daemon(sample_source=take_sample, recommended_source=recommended_max)
+        daemon = loop.Daemon(sample_source=_sample, recommended_source=recommended_max)
         if not args.once:
             return daemon.run_forever()
         limits = daemon.run_once()
@@ -43,3 +44,10 @@ def run(args: argparse.Namespace) -> int:
         f"baseline free {gib(limits.baseline_free_bytes)} from {limits.sample_count} sample(s))."
     )
     return 0
+
+
+def _sample(now: float) -> Sample:
+    """One sample, its free-memory parts kept for ``mpsd status --json``."""
+    sample, parts = take_sample_and_parts(now)
+    write_parts(parts, paths.free_memory_file())
+    return sample

@@ -1,10 +1,12 @@
-"""``mpsd disable [DIR]``: take an opted-in directory out of the list."""
+"""``mpsd disable [DIR]``: take an opted-in directory out of the list, and the start-up hook out
+of its environments."""
 
 from __future__ import annotations
 
 import argparse
 
 from mpsd.env.optin import disable
+from mpsd.env.pyhooks import tear_down
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -28,4 +30,6 @@ def run(args: argparse.Namespace) -> int:
             f"Took {change.path} out; it still lies inside the project {change.covered_by}, "
             "which keeps covering it."
         )
+    for site in tear_down(change.path):
+        print(f"Removed the start-up hook from {site}.")
     return 0

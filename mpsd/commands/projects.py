@@ -7,6 +7,12 @@ import json
 
 from mpsd.env.optin import listing
 
+_HOOK_STATES = {
+    "installed": "start-up hook in",
+    "lost": "start-up hook LOST (run `mpsd enable` there to put it back)",
+    "none": "no start-up hook in",
+}
+
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print them as JSON")
@@ -28,4 +34,6 @@ def run(args: argparse.Namespace) -> int:
             notes.append("not yet in limits.toml")
         suffix = f"  ({', '.join(notes)})" if notes else ""
         print(f"{item['path']}{suffix}")
+        for env in item["python_hooks"]:
+            print(f"    {_HOOK_STATES[env['state']]}: {env['environment']}")
     return 0

@@ -48,6 +48,9 @@ def optin_facts(
     facts = exports_facts(exports_here(directory, env), env)
     facts["current"] = {name: env.get(name) for name in VARIABLES}
     facts["set_by_hook"] = [n for n in VARIABLES if n in env and env.get(MARKS[n]) == env[n]]
+    from mpsd.env.pyhooks import facts_for
+
+    facts["python_hooks"] = facts_for(facts["project"])
     return facts
 
 
@@ -68,6 +71,13 @@ def exports_facts(decision: Exports, environ: Mapping[str, str]) -> dict[str, An
     }
 
 
+_HOOK_WORDS = {
+    "installed": "in",
+    "lost": "LOST (a recreated environment? `mpsd enable` puts it back) in",
+    "none": "none (`mpsd enable` adds it) in",
+}
+
+
 def render_optin(facts: Mapping[str, Any]) -> list[str]:
     """``optin_facts`` as the lines ``mpsd status`` prints (labels 17 wide, like its own)."""
     lines = []
@@ -83,6 +93,8 @@ def render_optin(facts: Mapping[str, Any]) -> list[str]:
         lines.append(f"{'python here:':<17}gets {shown}")
     else:
         lines.append(f"{'python here:':<17}gets neither variable (PyTorch's defaults)")
+    for env in facts.get("python_hooks", ()):
+        lines.append(f"{'start-up hook:':<17}{_HOOK_WORDS[env['state']]} {env['environment']}")
     if facts["hand_set"]:
         names = " and ".join(facts["hand_set"])
         lines.append(f"{'set by hand:':<17}{names}; your values win and the hook leaves both alone")

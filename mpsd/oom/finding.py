@@ -60,6 +60,7 @@ _FIELDS = (
     "backend",
     "in_use_bytes",
     "allowed_bytes",
+    "alloc_conf",
 )
 
 
@@ -71,6 +72,8 @@ class Finding:
     ``"invalid_buffer_size"``, ``"runtime"``...). ``rounding`` holds, per byte
     field, how far the true value may be from the printed, rounded one.
     ``binary_units`` is True when the message spelt sizes ``GiB`` (PyTorch 2.8+).
+    ``alloc_conf``: the PYTORCH_CUDA_ALLOC_CONF setting a CUDA message itself suggests
+    (``"expandable_segments"`` or ``"max_split_size_mb"``), not in ``to_json``.
     Two findings are equal when they are the same error seen as often (``count``);
     how its sizes were spelt does not count.
     """
@@ -90,6 +93,7 @@ class Finding:
     backend: str | None = None
     in_use_bytes: int | None = None
     allowed_bytes: int | None = None
+    alloc_conf: str | None = None
     count: int = 1
     binary_units: bool = True
     rounding: dict[str, int] = field(default_factory=dict)

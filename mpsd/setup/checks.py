@@ -20,12 +20,19 @@ from pathlib import Path
 from mpsd import limits, paths
 from mpsd.config import Config, load_config
 from mpsd.daemon.history import HistoryError, Store
-from mpsd.env import watermarks
+from mpsd.env import pyhooks, watermarks
 from mpsd.env.decision import containing_project
 from mpsd.errors import MpsdError
 from mpsd.locks import PidLock
 from mpsd.setup import launchd, rcfile
-from mpsd.setup.installer import HOOK_FILES, hook_copy, hook_source, rc_candidates
+from mpsd.setup.installer import (
+    FISH_HEADER,
+    HOOK_FILES,
+    fish_hook_file,
+    hook_copy,
+    hook_source,
+    rc_candidates,
+)
 from mpsd.sizes import format_gib
 
 OK, PROBLEM, WARNING, SKIPPED = "ok", "problem", "warning", "skipped"
@@ -74,11 +81,17 @@ def check_limits() -> Check:
         )
         return Check("limits", PROBLEM, f"{read.problem}: {gets}", f"move it aside and {fix}")
     current = read.limits
+    recommended = f"{format_gib(current.recommended_max_bytes)} recommended max"
+    if current.recommended_max_source == "estimate":
+        # 0.85 x RAM errs high on purpose (docs/macos-and-pytorch.md, "recommended max").
+        recommended += ", an estimate: 0.85 x RAM, nothing real was readable"
+    else:
+        recommended += f" from {current.recommended_max_source}"
     return Check(
         "limits",
         OK,
         f"high {current.high_watermark_ratio}, low {current.low_watermark_ratio} "
-        f"({format_gib(current.limit_bytes)})",
+        f"({format_gib(current.limit_bytes)} of {recommended})",
     )
 
 
@@ -123,6 +136,10 @@ def check_agent() -> list[Check]:
                 "recreate the venv, reinstall mpsd in it, then run `mpsd install` from it",
             )
         )
+    if args and os.access(args[0], os.X_OK):
+        private = privacy_protected(args[0])
+        if private is not None:
+            checks.append(agent_privacy_check(args[0], private))
     job = launchd.loaded()
     if job is None:
         checks.append(
@@ -157,6 +174,44 @@ def check_agent() -> list[Check]:
             )
         )
     return checks
+
+
+# Folders macOS's privacy protection (TCC) guards: a process launchd starts may be denied
+# them ("Operation not permitted") and crash-loop (docs/macos-and-pytorch.md, "Privacy
+# protection (TCC)").
+PROTECTED_FOLDERS = (
+    ("Desktop",),
+    ("Documents",),
+    ("Downloads",),
+    ("Library", "Mobile Documents"),  # iCloud Drive
+)
+
+
+def privacy_protected(python: str, home: str | None = None) -> str | None:
+    """The protected folder (``~/Documents``...) that ``python`` lives in, as given or once its
+    symlinks are resolved; None when it lives in neither. Pure but for ``realpath``."""
+    home = os.path.abspath(home or os.environ.get("HOME") or os.path.expanduser("~"))
+    for candidate in (os.path.abspath(python), os.path.realpath(python)):
+        for parts in PROTECTED_FOLDERS:
+            # casefold: a Mac's disk ignores case by default (~/documents is ~/Documents)
+            folder = os.path.join(home, *parts).casefold()
+            path = candidate.casefold()
+            if path == folder or path.startswith(folder + os.sep):
+                return "~/" + "/".join(parts)
+    return None
+
+
+def agent_privacy_check(python: str, folder: str) -> Check:
+    where = "iCloud Drive (~/Library/Mobile Documents)" if "Mobile" in folder else folder
+    return Check(
+        "agent privacy",
+        PROBLEM,
+        f"the agent's python {python} lives in {where}: macOS's privacy protection can deny "
+        "a launchd agent that folder ('Operation not permitted'), so the daemon may not start",
+        "recreate the venv outside ~/Desktop, ~/Documents, ~/Downloads and iCloud Drive (e.g. "
+        "`python3 -m venv ~/.venvs/mpsd`), or install mpsd with `pipx install mpsd` or "
+        "`uv tool install mpsd`, then run `mpsd install` from there",
+    )
 
 
 def _now() -> float:
@@ -258,6 +313,22 @@ def check_hook_files() -> list[Check]:
                         "run `mpsd install`",
                     )
                 )
+    fish = fish_hook_file()
+    if fish.is_file():
+        blocks.append(str(fish))
+        try:
+            stale = fish.read_bytes() != FISH_HEADER + hook_source("fish").read_bytes()
+        except OSError:
+            stale = False  # nothing to compare with: not ours to judge
+        if stale:
+            checks.append(
+                Check(
+                    "hook copy",
+                    WARNING,
+                    f"{fish} is from another mpsd version",
+                    "run `mpsd install` to refresh it",
+                )
+            )
     if blocks:
         checks.insert(0, Check("hook block", OK, "in " + ", ".join(blocks)))
     else:
@@ -281,6 +352,37 @@ def check_hook_files() -> list[Check]:
                     "run `mpsd install` to refresh it",
                 )
             )
+    return checks
+
+
+def check_python_hooks() -> list[Check]:
+    """Each start-up hook copy ``mpsd enable`` listed is there and current."""
+    checks = []
+    current = []
+    for entry in pyhooks.record():
+        state = pyhooks.check_copy(entry.site)
+        fix = f"run `mpsd enable {entry.project}`"
+        if state == "current":
+            current.append(entry.site)
+        elif state == "outdated":
+            checks.append(
+                Check("python hook", WARNING, f"{entry.site} has another mpsd's copy", fix)
+            )
+        elif os.path.exists(entry.python):
+            checks.append(
+                Check(
+                    "python hook",
+                    PROBLEM,
+                    f"the start-up hook is gone from {entry.site} (a recreated environment?): "
+                    f"{entry.python} started outside a hooked shell gets no variables",
+                    fix,
+                )
+            )
+        else:
+            checks.append(Check("python hook", WARNING, f"{entry.python} no longer exists", fix))
+    if current:
+        shown = ", ".join(dict.fromkeys(current))
+        checks.insert(0, Check("python hook", OK, f"current in {shown}"))
     return checks
 
 
@@ -404,6 +506,7 @@ def run_all(env: Mapping[str, str] | None = None) -> list[Check]:
     checks.extend(check_agent())
     checks.extend(check_daemon())
     checks.extend(check_hook_files())
+    checks.extend(check_python_hooks())
     checks.append(check_hook_active(env))
     checks.append(check_variables(env))
     checks.append(check_torch())
