@@ -172,8 +172,10 @@ def test_doctor_says_when_the_recommended_max_is_an_estimate(
 ) -> None:
     limits.write(sample_limits())
     assert "from torch" in doctor_checks.check_limits().detail
-    estimated = sample_limits().replace(
-        recommended_max_source="estimate", recommended_max_bytes=48 * (1 << 30) * 85 // 100
+    estimated = replace(
+        sample_limits(),
+        recommended_max_source="estimate",
+        recommended_max_bytes=48 * (1 << 30) * 85 // 100,
     )
     limits.write(estimated)
     detail = doctor_checks.check_limits().detail
