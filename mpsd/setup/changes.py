@@ -51,9 +51,10 @@ def _lines(data: bytes | None) -> list[str]:
     return lines
 
 
-def diff(change: FileChange) -> str:
-    """The change as a unified diff (``/dev/null`` for a created or removed file)."""
-    name = str(change.path)
+def diff(change: FileChange, name: str | None = None) -> str:
+    """The change as a unified diff (``/dev/null`` for a created or removed file), the file
+    called ``name`` (default: its path)."""
+    name = str(change.path) if name is None else name
     return "".join(
         difflib.unified_diff(
             _lines(change.old),

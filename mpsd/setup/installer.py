@@ -65,6 +65,25 @@ def parse_shells(text: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(names))
 
 
+def default_shells() -> tuple[str, ...]:
+    """The shells install hooks when ``--shell`` names none: each of zsh and bash that is
+    on PATH or already has an rc file (a Mac without zsh gets no new ``~/.zshrc``)."""
+    from mpsd.setup.binlink import which
+
+    found = tuple(
+        shell
+        for shell in rcfile.SHELLS
+        if which(shell) is not None or any(rc.exists() for rc in rcfile.rc_files(shell, home()))
+    )
+    if not found:
+        raise MpsdError(
+            "neither zsh nor bash is on PATH here, so there is no shell to hook; "
+            "name one with --shell zsh or --shell bash",
+            EXIT_USAGE,
+        )
+    return found
+
+
 def hook_source(shell: str) -> Path:
     """The shipped hook script install copies (the one ``mpsd hook SHELL`` prints)."""
     return shells.hook_file(shell)

@@ -187,10 +187,22 @@ def test_dry_run_prints_the_changes_as_diffs_and_touches_nothing(
     assert code == 0
     assert _everything(isolated_dirs) == before
     assert not paths.config_dir().exists()
-    assert f"--- {isolated_dirs['home'] / '.bashrc'}" in out
+    assert out.startswith("Dry run: nothing was changed. A real run would:\n")
+    summary = out.split("\n\n")[0]
+    # The summary first, in the real run's words and paths; then the rc files' diffs.
+    assert "  add the mpsd block to ~/.bashrc\n" in summary
+    assert f"  create {paths.config_file()} (config)\n" in summary
+    assert "--- ~/.bashrc\n+++ ~/.bashrc\n" in out
     assert "+# >>> mpsd >>>" in out
+    # The new config.toml and the hook scripts are named, not printed...
+    assert "+++ " + str(paths.config_file()) not in out
+    assert "# mpsd hook for bash" not in out
+    assert "--verbose prints them" in out
+    # ...unless asked for.
+    out = _install(capsys, "--dry-run", "--verbose")[1]
     assert f"+++ {paths.config_file()}" in out
-    assert "Dry run: nothing was changed." in out
+    assert "+# mpsd hook for bash" in out
+    assert _everything(isolated_dirs) == before
 
 
 @pytest.mark.usefixtures("hook_sources", "no_launchctl")
@@ -415,8 +427,9 @@ def test_dry_run_with_launchd_shows_the_launchctl_commands_and_runs_none_that_ch
     assert code == 0
     assert _everything(isolated_dirs) == before
     assert {call[0] for call in launchctl.calls()} == {"print"}
-    assert f"would run: launchctl bootstrap gui/{UID} {launchd.agent_file()}" in out
-    assert f"+++ {launchd.agent_file()}" in out
+    assert f"  run: launchctl bootstrap gui/{UID} {launchd.agent_file()}\n" in out
+    shown = "~/" + str(launchd.agent_file().relative_to(isolated_dirs["home"]))
+    assert f"+++ {shown}\n" in out
 
 
 @pytest.mark.usefixtures("hook_sources")
@@ -528,7 +541,7 @@ def test_dry_run_shows_the_bootout_of_a_different_loaded_copy(
     launchctl.clear_calls()
     code, out, _ = _install(capsys, "--dry-run")
     assert code == 0
-    assert f"would run: launchctl bootout gui/{UID}/{LABEL}" in out
+    assert f"  run: launchctl bootout gui/{UID}/{LABEL}\n" in out
     assert "+\t\t<string>" + str(tmp_path / "moved-data") + "</string>" in out
     assert {call[0] for call in launchctl.calls()} == {"print"}
     assert launchctl.loaded() is not None
