@@ -142,6 +142,23 @@ def read(path: str | Path | None = None) -> Limits | None:
         return None
 
 
+def read_state(path: str | Path | None = None) -> tuple[Limits | None, str | None]:
+    """The current limits and what is wrong with the file: ``(limits, None)``; ``(None,
+    None)`` when there is no file yet; ``(None, problem)`` when it cannot be read or is not
+    a valid limits.toml (one phrase, for "limits.toml is unreadable (...)")."""
+    try:
+        with open(path or paths.limits_path(), encoding="utf-8") as handle:
+            return parse(handle.read()), None
+    except FileNotFoundError:
+        return None, None
+    except OSError as exc:
+        return None, exc.strerror or str(exc)
+    except UnicodeDecodeError:
+        return None, "not UTF-8 text"
+    except LimitsError as exc:
+        return None, str(exc)
+
+
 def write(limits: Limits, path: Path | None = None) -> bool:
     """Write ``limits`` atomically under the limits lock; False when nothing changed."""
     from mpsd.atomic import write_atomic  # tempfile is slow to import; readers skip it

@@ -201,7 +201,7 @@ def _next_steps(link: binlink.Link, shells: tuple[str, ...], rc_changed: bool) -
         else:
             steps.append(
                 f"{_tilde(link.path.parent)} is not on your PATH, so a new terminal will not "
-                "find `mpsd` yet. Add it:"
+                "find the mpsd command yet. Add it:"
             )
             for line in _path_lines(link, shells):
                 steps.append(f"    {line}")

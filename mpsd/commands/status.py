@@ -17,6 +17,8 @@ TYPE_CHECKING = False  # typing costs start-up; mypy still reads the block below
 if TYPE_CHECKING:
     from typing import Any
 
+    from mpsd.term import Style
+
 GIB = 1 << 30
 CHART_WIDTH = 48
 CHART_ROWS = 8
@@ -35,7 +37,9 @@ def run(args: argparse.Namespace) -> int:
         json.dump(facts, sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
-        sys.stdout.write(render(facts))
+        from mpsd.term import use_color
+
+        sys.stdout.write(render(facts, color=use_color(sys.stdout)))
     return 0
 
 
@@ -100,8 +104,8 @@ def _daemon_facts() -> dict[str, Any]:
 def _limits_facts() -> dict[str, Any]:
     from mpsd import limits, paths
 
-    current = limits.read()
-    facts: dict[str, Any] = {"limits_file": paths.limits_path()}
+    current, problem = limits.read_state()
+    facts: dict[str, Any] = {"limits_file": paths.limits_path(), "limits_problem": problem}
     keys = limits.Limits._fields[: limits.Limits._fields.index("updated_at")]
     for key in keys:
         facts[key] = getattr(current, key) if current else None
@@ -148,6 +152,7 @@ def _history_facts(now: float, config: Any) -> dict[str, Any]:
         decision = store.get_meta("decision")
         if isinstance(decision, dict):
             facts["baseline_free_bytes"] = decision.get("baseline_free_bytes")
+            facts["decided_ratio"] = decision.get("high_watermark_ratio")
             facts["reasons"] = list(decision.get("reasons", []))
             facts["decided_at"] = _iso(float(decision.get("t", 0)))
         series = store.free_series(since, now, CHART_WIDTH)
@@ -172,6 +177,11 @@ def _gib(value: float | None) -> str:
     return "?" if value is None else f"{value / GIB:.1f} GiB"
 
 
+def _gib2(value: float | None) -> str:
+    """Limits and the recommended max: two decimals, as limits.toml's ratios have."""
+    return "?" if value is None else f"{value / GIB:.2f} GiB"
+
+
 def _ago(seconds: float) -> str:
     if seconds < 0:
         return f"{_span(-seconds)} in the future (the clock moved back)"
@@ -179,14 +189,18 @@ def _ago(seconds: float) -> str:
 
 
 def _span(seconds: float) -> str:
-    for size, unit in ((86400, "d"), (3600, "h"), (60, "min")):
-        if seconds >= size:
-            return f"{seconds / size:.0f} {unit}"
-    return f"{seconds:.0f} s"
+    from mpsd.durations import format_duration
+
+    return format_duration(seconds, about=True)
 
 
-def render(facts: dict[str, Any]) -> str:
+def render(facts: dict[str, Any], width: int | None = None, color: bool = False) -> str:
+    """The facts as text, wrapped to ``width`` (default: the terminal's), styled when
+    ``color``."""
+    from mpsd.term import Style, columns, plural
 
+    width = columns() - 1 if width is None else width
+    style = Style(color)
     lines: list[str] = []
     daemon = facts["daemon"]
     if daemon["running"]:
@@ -208,42 +222,96 @@ def render(facts: dict[str, Any]) -> str:
                 "                 (older than 3 intervals: the daemon may be stuck; "
                 f"see {daemon['log_file']})"
             )
-    if facts["high_watermark_ratio"] is None:
-        lines.append(f"limits:          none yet ({facts['limits_file']} is missing or broken)")
+    if facts["high_watermark_ratio"] is None and facts.get("limits_problem"):
+        lines.append(
+            f"limits:          {facts['limits_file']} is unreadable ({facts['limits_problem']}); "
+            "the daemon writes it anew at its next sample, or run `mpsd daemon --once`"
+        )
+    elif facts["high_watermark_ratio"] is None:
+        lines.append(
+            f"limits:          none yet (no {facts['limits_file']}: the daemon writes it at "
+            "its first sample, or run `mpsd daemon --once`)"
+        )
     else:
         lines.append(
             f"baseline free:   {_gib(facts['baseline_free_bytes'])} "
-            f"({facts['samples_in_window']} samples in the window)"
+            f"({plural(facts['samples_in_window'], 'sample')} in the window)"
         )
         lines.append(
             f"ratio:           high {facts['high_watermark_ratio']:.2f}, "
             f"low {facts['low_watermark_ratio']:.2f}"
         )
-        lines.append(f"limit:           {facts['limit_gib']:.2f} GiB")
+        lines.append(f"limit:           {_gib2(facts['limit_bytes'])}")
         lines.append(
-            f"recommended max: {_gib(facts['recommended_max_bytes'])} "
+            f"recommended max: {_gib2(facts['recommended_max_bytes'])} "
             f"({facts['recommended_max_source']})"
         )
     if facts.get("here") is not None:
         from mpsd.env.here import render_optin
 
         lines.extend(render_optin(facts["here"]))
-    for reason in facts["reasons"]:
-        lines.extend(_wrap(reason, 79, "  why: ", " " * 7))
+    reasons = list(facts["reasons"])
+    if reasons and facts["high_watermark_ratio"] is not None:
+        reasons.extend(_reconcile(facts))
+    for reason in reasons:
+        lines.extend(_wrap(reason, width, "  why: ", " " * 7))
     for problem in ("config_problem", "state_problem", "history_problem"):
         if facts.get(problem):
             lines.append(f"problem: {facts[problem]}")
+    lines = [
+        wrapped
+        for line in lines
+        for wrapped in (
+            _wrap(line[17:], width, line[:17], " " * 17)
+            if len(line) > width and line[:17].rstrip().endswith(":") and line[16] == " "
+            else [line]
+        )
+    ]
+    if color:
+        lines = [_styled(line, style) for line in lines]
     if facts["chart"] is not None:
         lines.append("")
         lines.extend(
             chart(
                 facts["chart"]["free_bytes"],
                 facts["baseline_free_bytes"],
-                facts["limit_bytes"],
+                facts["limit_bytes"] if facts["high_watermark_ratio"] is not None else None,
                 facts["window_seconds"],
             )
         )
     return "\n".join(lines) + "\n"
+
+
+def _reconcile(facts: dict[str, Any]) -> list[str]:
+    """Why the limit shown differs from the figure in the daemon's reasons: the ratio is
+    rounded down to two decimals, and limits.toml keeps its ratio through small moves."""
+    high, rec_max = facts["high_watermark_ratio"], facts["recommended_max_bytes"]
+    lines = []
+    decided = facts.get("decided_ratio")
+    if isinstance(decided, (int, float)) and abs(decided - high) > 1e-9:
+        lines.append(
+            f"the daemon's latest figure is {decided:.2f}; limits.toml keeps {high:.2f}, as it "
+            "is rewritten only when the ratio moves by more than 0.015 (so that a running "
+            "job's neighbours see no churn)"
+        )
+    lines.append(
+        f"limit = ratio {high:.2f} x recommended max {_gib2(rec_max)} = "
+        f"{_gib2(facts['limit_bytes'])} (the ratio is rounded down to two decimals)"
+    )
+    return lines
+
+
+def _styled(line: str, style: Style) -> str:
+    """Labels bold, problems in the warning colour, `commands` in the command colour (the
+    styles explain and doctor use)."""
+    import re
+
+    line = re.sub(r"`([^`]+)`", lambda m: "`" + style.cmd(m.group(1)) + "`", line)
+    label, sep, rest = line.partition(":")
+    if sep and label and not label.startswith(" ") and len(label) < 17:
+        paint = style.warn if label.upper() == label else style.title
+        return paint(label + sep) + rest
+    return line
 
 
 def chart(
@@ -266,7 +334,9 @@ def chart(
         return min(rows - 1, max(0, math.floor(value / unit)))
 
     baseline_row, limit_row = row_of(baseline), row_of(limit)
-    out = [f"free memory over the last {_span(window_seconds)} (lowest per column)"]
+    from mpsd.durations import format_duration
+
+    out = [f"free memory over the last {format_duration(window_seconds)} (lowest per column)"]
     for r in range(rows - 1, -1, -1):
         cells = []
         for value in values:
@@ -280,15 +350,14 @@ def chart(
             cells.append(char)
         label = ""
         if r == baseline_row and r == limit_row:
-            label = f" baseline {_gib(baseline)}, limit {_gib(limit)}"
+            label = f" baseline {_gib(baseline)}, limit {_gib2(limit)}"
         elif r == baseline_row:
             label = f" baseline {_gib(baseline)}"
         elif r == limit_row:
-            label = f" limit {_gib(limit)}"
+            label = f" limit {_gib2(limit)}"
         axis = f"{top / GIB:.1f} GiB" if r == rows - 1 else ""
         out.append(f"{axis:>10}┤{''.join(cells)}{label}")
-    span = _span(window_seconds)
-    left = f"{span} ago"
+    left = f"{format_duration(window_seconds)} ago"
     out.append(f"{'0 GiB':>10}└" + left + "now".rjust(len(values) - len(left)))
     return out
 

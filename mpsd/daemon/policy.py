@@ -45,6 +45,7 @@ from mpsd import ratio
 from mpsd.config import Config
 from mpsd.durations import format_duration
 from mpsd.machine.sample import PRESSURE_WARN
+from mpsd.term import plural
 
 GIB = 1 << 30
 RECENT_SPAN = 2 * 3600.0
@@ -198,7 +199,7 @@ def decide(
     span = format_duration(config.window)
     text = (
         f"percentile {config.baseline_percentile:g} of free memory over {span} "
-        f"({len(window)} samples) is {gib(window_value)}"
+        f"({plural(len(window), 'sample')}) is {gib(window_value)}"
     )
     if left_out and len(pool) < len(frees):
         text += f"; {left_out} taken under memory pressure or while swapping left out"
