@@ -152,7 +152,7 @@ def read_state(path: str | Path | None = None) -> tuple[Limits | None, str | Non
     except FileNotFoundError:
         return None, None
     except OSError as exc:
-        return None, exc.strerror or str(exc)
+        return None, paths.in_the_way_sentence(path or paths.limits_path()) or exc.strerror
     except UnicodeDecodeError:
         return None, "not UTF-8 text"
     except LimitsError as exc:

@@ -222,7 +222,11 @@ def render(facts: dict[str, Any], width: int | None = None, color: bool = False)
                 "                 (older than 3 intervals: the daemon may be stuck; "
                 f"see {daemon['log_file']})"
             )
-    if facts["high_watermark_ratio"] is None and facts.get("limits_problem"):
+    from mpsd.paths import file_in_the_way
+
+    if facts["high_watermark_ratio"] is None and file_in_the_way(facts["limits_file"]):
+        lines.append(f"limits:          {facts['limits_problem']}")
+    elif facts["high_watermark_ratio"] is None and facts.get("limits_problem"):
         lines.append(
             f"limits:          {facts['limits_file']} is unreadable ({facts['limits_problem']}); "
             "the daemon writes it anew at its next sample, or run `mpsd daemon --once`"

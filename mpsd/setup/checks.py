@@ -51,6 +51,8 @@ def check_config() -> Check:
     try:
         load_config(path)
     except MpsdError as exc:
+        if paths.file_in_the_way(path):
+            return Check("config", PROBLEM, str(exc), f"move {paths.file_in_the_way(path)} away")
         return Check("config", PROBLEM, str(exc), f"edit {path} (every key is explained in it)")
     if not path.exists():
         return Check("config", OK, f"no {path}: the defaults apply")
@@ -61,9 +63,12 @@ def check_limits() -> Check:
     from mpsd import limits
 
     path = paths.limits_file()
-    current = limits.read(path)
+    current, problem = limits.read_state(path)
+    blocker = paths.file_in_the_way(path)
+    if current is None and blocker:
+        return Check("limits", PROBLEM, f"{problem}", f"move {blocker} away")
     if current is None:
-        state = "is broken" if path.exists() else "does not exist"
+        state = f"is unreadable ({problem})" if problem else "does not exist"
         return Check(
             "limits",
             PROBLEM,
