@@ -60,20 +60,27 @@ def style(stream: Any = None) -> Style:
 
 
 def columns(stream: Any = None) -> int:
-    """The width to wrap to: $COLUMNS, else the terminal's, else 80 (at least 40)."""
-    out = sys.__stdout__ if stream is None else stream
+    """The width to wrap to: $COLUMNS, else the terminal's (at least 40); not on a terminal
+    (a pipe, a file), no limit: a line a script greps for stays one line."""
     try:
-        width = int(os.environ["COLUMNS"])
+        return max(40, int(os.environ["COLUMNS"]))
     except (KeyError, ValueError):
-        try:
-            width = os.get_terminal_size(out.fileno()).columns if out else 80
-        except (AttributeError, ValueError, OSError):
-            width = 80
-    return max(40, width)
+        pass
+    out = sys.stdout if stream is None else stream
+    try:
+        if out is not None and out.isatty():
+            return max(40, os.get_terminal_size(out.fileno()).columns)
+    except (AttributeError, ValueError, OSError):
+        pass
+    return UNLIMITED
+
+
+UNLIMITED = 1 << 16
 
 
 def wrap(text: str, width: int | None = None, first: str = "", rest: str = "") -> list[str]:
-    """Greedy word wrap of ``text`` to ``width`` columns (default: the terminal's, less one),
+    """Greedy word wrap of ``text`` to ``width`` columns (default: the terminal's, less one;
+    none off a terminal),
     the first line led by ``first``, the others by ``rest``. A word longer than a line (a
     path, a `command`) stays whole on its own line."""
     width = columns() - 1 if width is None else width

@@ -306,7 +306,7 @@ def _swap_factor(jobs: list[_Job], now: float, config: Config) -> tuple[float, s
     parts = []
     if held:
         parts.append(
-            f"swap-outs grew during {held} PyTorch job(s): the limit is held lower until a "
+            f"swap-outs grew during {plural(held, 'PyTorch job')}: the limit is held lower until a "
             "clean job the next day has run"
         )
     if recovering:

@@ -79,7 +79,7 @@ def test_status_chart_draws_free_memory_baseline_and_limit() -> None:
         window_seconds=7 * 86400,
     )
     assert any("baseline 10.0 GiB" in line for line in lines)
-    assert any("limit 8.0 GiB" in line for line in lines)
+    assert any("limit 8.00 GiB" in line for line in lines)
     assert any("█" in line for line in lines)
     assert all(len(line) <= 80 for line in lines)
     facts = json.loads(run_mpsd("status", "--json").stdout)

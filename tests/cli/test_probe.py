@@ -42,6 +42,13 @@ def _limits(high: float, headroom: float = 0.8) -> None:
     )
 
 
+@pytest.fixture(autouse=True)
+def in_the_venv(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The tests run as from a shell with this venv active: its python (with torch) is the
+    one probe uses by default."""
+    monkeypatch.setenv("VIRTUAL_ENV", sys.prefix)
+
+
 @pytest.fixture
 def fake(tmp_path: Path) -> dict[str, str]:
     """The stand-ins: a 40 MiB "recommended max" and a swap counter file at 0, pressure normal."""

@@ -16,14 +16,25 @@ def project(tmp_path: Path) -> Path:
     return opted_in_project(tmp_path)
 
 
-def test_inside_a_project_a_python_gets_both(project: Path) -> None:
-    facts = optin_facts(str(project / "src"), {})
+def test_inside_a_project_a_python_from_a_hooked_shell_gets_both(project: Path) -> None:
+    hooked = {HIGH_VAR: "0.77", LOW_VAR: "0.7", MARK_HIGH: "0.77", MARK_LOW: "0.7"}
+    facts = optin_facts(str(project / "src"), hooked)
     assert facts["opted_in"] is True and facts["project"] == str(project)
     assert facts["python_gets"] == {HIGH_VAR: "0.77", LOW_VAR: "0.7"}
-    assert facts["hand_set"] == []
+    assert facts["hand_set"] == [] and facts["hook_here"] is True
     lines = render_optin(facts)
     assert lines[0] == f"this directory:  opted in (project {project})"
     assert lines[1] == f"python here:     gets {HIGH_VAR}=0.77, {LOW_VAR}=0.7"
+
+
+def test_inside_a_project_a_shell_without_the_hook_is_told_so(project: Path) -> None:
+    facts = optin_facts(str(project / "src"), {})
+    assert facts["hook_here"] is False
+    lines = render_optin(facts)
+    assert lines[1] == "python here:     gets neither variable: this shell has no mpsd hook yet"
+    assert lines[2].startswith(
+        f"new terminal:    a python here gets {HIGH_VAR}=0.77, {LOW_VAR}=0.7 (open one"
+    )
 
 
 def test_outside_nothing_and_a_hint(project: Path, tmp_path: Path) -> None:
