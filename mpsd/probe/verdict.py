@@ -246,7 +246,8 @@ def report_lines(result: ProbeResult, advice: Advice) -> list[str]:
     if result.outcome == OOM:
         at = result.error_at_bytes or 0
         lines.append(
-            f"Clean error at {format_gib(at)} held, {limit_text}, after {plural(result.steps, 'step')}."
+            f"Clean error at {format_gib(at)} held, {limit_text}, "
+            f"after {plural(result.steps, 'step')}."
         )
     elif result.outcome in (SWAP, PRESSURE):
         cause = "Swap started" if result.outcome == SWAP else "Memory pressure turned critical"
