@@ -211,9 +211,12 @@ def _next_steps(link: binlink.Link, shells: tuple[str, ...], rc_changed: bool) -
             f"opt a project in with `{command} enable` in its directory."
         )
     if steps:
+        from mpsd.term import fill
+
         print()
         for step in steps:
-            print(step)
+            # A command to copy (indented) stays one line; sentences wrap to the terminal.
+            print(step if step.startswith("    ") else fill(step))
 
 
 def _path_lines(link: binlink.Link, shells: tuple[str, ...]) -> list[str]:
@@ -236,11 +239,18 @@ def _path_lines(link: binlink.Link, shells: tuple[str, ...]) -> list[str]:
 
 
 def _no_agent_note(asked: bool) -> None:
+    from mpsd.term import fill
+
     if asked:
-        print("No launchd agent (--no-agent): keep the daemon running yourself:")
+        print(fill("No launchd agent (--no-agent): keep the daemon running yourself:"))
     else:
-        print("There is no launchd here (`launchctl` is not on PATH), so no agent was installed.")
-        print("Keep the daemon running yourself (a terminal, tmux, or a systemd user service):")
+        print(
+            fill(
+                "There is no launchd here (`launchctl` is not on PATH), so no agent was "
+                "installed. Keep the daemon running yourself (a terminal, tmux, or a systemd "
+                "user service):"
+            )
+        )
     print(f"    {_daemon_command()}")
 
 
@@ -336,7 +346,9 @@ def _dry_run_install(
         notes.append("no launchd here (`launchctl` is not on PATH): no agent would be installed\n")
     if not summary:
         return _print_dry_run([], notes, "Everything is already in place: nothing would change.")
-    lines = ["".join(f"  {line}\n" for line in summary)]
+    from mpsd.term import wrap
+
+    lines = ["".join(f"{part}\n" for line in summary for part in wrap(line, None, "  ", "    "))]
     hidden = [
         c
         for c in plan.changed

@@ -233,14 +233,9 @@ def check_daemon(now: float | None = None) -> list[Check]:
 
 
 def _age(seconds: float) -> str:
-    seconds = max(0.0, seconds)
-    if seconds < 120:
-        return f"{seconds:.0f}s"
-    if seconds < 7200:
-        return f"{seconds / 60:.0f} min"
-    if seconds < 2 * 86400:
-        return f"{seconds / 3600:.1f} h"
-    return f"{seconds / 86400:.1f} days"
+    from mpsd.durations import format_duration
+
+    return format_duration(seconds, about=True)
 
 
 def check_hook_files() -> list[Check]:
