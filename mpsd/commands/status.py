@@ -104,9 +104,15 @@ def _daemon_facts() -> dict[str, Any]:
 def _limits_facts() -> dict[str, Any]:
     from mpsd import limits, paths
 
-    current, problem = limits.read_state()
-    facts: dict[str, Any] = {"limits_file": paths.limits_path(), "limits_problem": problem}
-    keys = limits.Limits._fields[: limits.Limits._fields.index("updated_at")]
+    read = limits.read_file()
+    current = read.limits
+    facts: dict[str, Any] = {
+        "limits_file": paths.limits_path(),
+        "limits_found": read.found,
+        "limits_problem": read.problem,
+    }
+    names = list(limits.Limits.__dataclass_fields__)
+    keys = names[: names.index("updated_at")]
     for key in keys:
         facts[key] = getattr(current, key) if current else None
     facts["limit_gib"] = round(current.limit_bytes / GIB, 2) if current else None
@@ -224,17 +230,17 @@ def render(facts: dict[str, Any], width: int | None = None, color: bool = False)
             )
     from mpsd.paths import file_in_the_way
 
-    if facts["high_watermark_ratio"] is None and file_in_the_way(facts["limits_file"]):
+    if facts.get("limits_problem") and file_in_the_way(facts["limits_file"]):
         lines.append(f"limits:          {facts['limits_problem']}")
-    elif facts["high_watermark_ratio"] is None and facts.get("limits_problem"):
+    elif facts.get("limits_problem"):
         lines.append(
-            f"limits:          {facts['limits_file']} is unreadable ({facts['limits_problem']}); "
-            "the daemon writes it anew at its next sample, or run `mpsd daemon --once`"
+            f"limits:          unreadable ({facts['limits_problem']}); "
+            "run `mpsd daemon --once` to rewrite it"
         )
     elif facts["high_watermark_ratio"] is None:
         lines.append(
-            f"limits:          none yet (no {facts['limits_file']}: the daemon writes it at "
-            "its first sample, or run `mpsd daemon --once`)"
+            f"limits:          none yet ({facts['limits_file']} does not exist: the daemon "
+            "writes it at its first sample, or run `mpsd daemon --once`)"
         )
     else:
         lines.append(
