@@ -60,8 +60,7 @@ def style(stream: Any = None) -> Style:
 
 
 def columns(stream: Any = None) -> int:
-    """The width to wrap to: $COLUMNS, else the terminal's (at least 40); not on a terminal
-    (a pipe, a file), no limit: a line a script greps for stays one line."""
+    """The width to wrap to: $COLUMNS, else the terminal's, else 80 (at least 40)."""
     try:
         return max(40, int(os.environ["COLUMNS"]))
     except (KeyError, ValueError):
@@ -72,15 +71,11 @@ def columns(stream: Any = None) -> int:
             return max(40, os.get_terminal_size(out.fileno()).columns)
     except (AttributeError, ValueError, OSError):
         pass
-    return UNLIMITED
-
-
-UNLIMITED = 1 << 16
+    return 80  # what shutil.get_terminal_size falls back to; --json is for scripts
 
 
 def wrap(text: str, width: int | None = None, first: str = "", rest: str = "") -> list[str]:
-    """Greedy word wrap of ``text`` to ``width`` columns (default: the terminal's, less one;
-    none off a terminal),
+    """Greedy word wrap of ``text`` to ``width`` columns (default: the terminal's, less one),
     the first line led by ``first``, the others by ``rest``. A word longer than a line (a
     path, a `command`) stays whole on its own line."""
     width = columns() - 1 if width is None else width

@@ -129,7 +129,7 @@ def test_a_stopped_daemon_and_a_stale_sample_are_problems(
     assert checks["daemon"]["status"] == "problem"
     assert "launchctl kickstart -k" in checks["daemon"]["fix"]
     assert checks["sampling"]["status"] == "problem"
-    assert "days old" in checks["sampling"]["detail"]
+    assert "10d old" in checks["sampling"]["detail"]
 
 
 @pytest.mark.usefixtures("healthy")

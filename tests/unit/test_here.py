@@ -71,7 +71,8 @@ def test_a_missing_limits_file_is_in_the_facts(tmp_path: Path) -> None:
 def test_mpsd_status_shows_the_opt_in_facts(project: Path) -> None:
     from tests.conftest import run_mpsd
 
-    result = run_mpsd("status", cwd=project / "src", env={LOW_VAR: "0.5"})
+    # Wide enough that the long temporary path stays on its line.
+    result = run_mpsd("status", cwd=project / "src", env={LOW_VAR: "0.5", "COLUMNS": "400"})
     assert result.returncode == 0, result.stderr
     assert f"this directory:  opted in (project {project})" in result.stdout
     assert f"python here:     gets {HIGH_VAR}=(unset), {LOW_VAR}=0.5" in result.stdout
