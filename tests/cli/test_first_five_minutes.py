@@ -25,6 +25,7 @@ from tests.installkit import (  # noqa: F401  (fixtures)
 from tests.integration.shells import HOOKS, opted_in_project
 
 BASH = shutil.which("bash")
+WIDE = {"COLUMNS": "400"}  # long temporary paths stay on their lines
 needs_bash = pytest.mark.skipif(BASH is None, reason="needs bash")
 HOOKED = {HIGH_VAR: "0.77", LOW_VAR: "0.7", MARK_HIGH: "0.77", MARK_LOW: "0.7"}
 
@@ -37,7 +38,7 @@ def project(tmp_path: Path) -> Path:
 def _mpsd_in_bash(script: str, cwd: Path, env: dict[str, str] | None = None) -> str:
     """``script`` run by a real bash (no rc files), where ``mpsd`` runs this checkout."""
     assert BASH is not None
-    full = dict(os.environ, **(env or {}))
+    full = dict(os.environ, **WIDE, **(env or {}))
     full["PATH"] = f"{_shim_dir(cwd.parent)}{os.pathsep}{full['PATH']}"
     done = subprocess.run(
         [BASH, "--norc", "--noprofile", "-c", script],
@@ -120,7 +121,7 @@ def test_enable_before_install_says_no_shell_has_the_hook_yet(tmp_path: Path) ->
 
 def test_a_pair_pytorch_refuses_is_flagged_in_status_as_in_doctor(project: Path) -> None:
     # The user set HIGH by hand beside the LOW the hook had exported.
-    env = {**HOOKED, HIGH_VAR: "0.5", LOW_VAR: "0.77", MARK_LOW: "0.77"}
+    env = {**HOOKED, HIGH_VAR: "0.5", LOW_VAR: "0.77", MARK_LOW: "0.77", **WIDE}
     status = run_mpsd("status", cwd=project, env=env)
     assert status.returncode == 0, status.stderr
     assert "PROBLEM:         PyTorch will refuse this pair:" in status.stdout
@@ -169,15 +170,15 @@ def test_status_shows_one_set_of_numbers_limit_and_why_agree(project: Path) -> N
 
 def test_garbage_in_limits_toml_is_unreadable_not_none_yet(project: Path) -> None:
     paths.limits_file().write_text("high_watermark_ratio = = 0.5\n")
-    status = run_mpsd("status", cwd=project)
+    status = run_mpsd("status", cwd=project, env=WIDE)
     assert "limits:          unreadable (limits.toml is not in mpsd's form: line 1" in (
         status.stdout
     )
     assert "limits:          none yet" not in status.stdout
-    doctor = run_mpsd("doctor", cwd=project)
+    doctor = run_mpsd("doctor", cwd=project, env=WIDE)
     assert "PROBLEM  limits       limits.toml is not in mpsd's form: line 1" in doctor.stdout
     paths.limits_file().unlink()
-    assert "limits:          none yet (" in run_mpsd("status").stdout
+    assert "limits:          none yet (" in run_mpsd("status", env=WIDE).stdout
 
 
 @pytest.mark.usefixtures("no_launchctl")
@@ -185,6 +186,7 @@ def test_a_file_where_the_config_dir_should_be_is_named_as_that(
     isolated_dirs: dict[str, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("MPSD_CONFIG_DIR")
+    monkeypatch.setenv("COLUMNS", "400")
     (isolated_dirs["home"] / ".config").mkdir()
     (isolated_dirs["home"] / ".config" / "mps").write_text("")
     said = f"{isolated_dirs['home']}/.config/mps is a file, not a directory"
@@ -244,7 +246,7 @@ def _no_venv_env(tmp_path: Path) -> dict[str, str]:
 def test_doctor_checks_torch_in_the_projects_python_not_mpsds(tmp_path: Path) -> None:
     import importlib.util
 
-    env = _no_venv_env(tmp_path)
+    env = {**_no_venv_env(tmp_path), **WIDE}
     plain = tmp_path / "plain"
     plain.mkdir()
     done = run_mpsd("doctor", cwd=plain, env=env)

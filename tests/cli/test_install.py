@@ -179,8 +179,11 @@ def test_a_symlinked_bashrc_stays_a_link_and_its_target_gets_the_block(
 
 @pytest.mark.usefixtures("hook_sources", "no_launchctl")
 def test_dry_run_prints_the_changes_as_diffs_and_touches_nothing(
-    isolated_dirs: dict[str, Path], capsys: pytest.CaptureFixture[str]
+    isolated_dirs: dict[str, Path],
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    monkeypatch.setenv("COLUMNS", "400")  # long temporary paths stay on their lines
     (isolated_dirs["home"] / ".bashrc").write_text("export A=1\n")
     before = _everything(isolated_dirs)
     code, out, _ = _install(capsys, "--dry-run")
@@ -420,8 +423,12 @@ def test_a_bootstrap_failure_is_one_sentence_and_exit_2(
 
 @pytest.mark.usefixtures("hook_sources")
 def test_dry_run_with_launchd_shows_the_launchctl_commands_and_runs_none_that_change(
-    isolated_dirs: dict[str, Path], launchctl: StandinLaunchctl, capsys: pytest.CaptureFixture[str]
+    isolated_dirs: dict[str, Path],
+    launchctl: StandinLaunchctl,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    monkeypatch.setenv("COLUMNS", "400")  # long temporary paths stay on their lines
     before = _everything(isolated_dirs)
     code, out, _ = _install(capsys, "--dry-run")
     assert code == 0
