@@ -449,9 +449,13 @@ def run_uninstall(args: argparse.Namespace) -> int:
         else:
             print("mpsd is not installed here: nothing to remove.")
     elif not args.purge:
+        from mpsd.term import fill
+
         print(
-            f"Kept your config and history ({_tilde(paths.config_dir())}, "
-            f"{_tilde(paths.state_dir())}); `mpsd uninstall --purge` removes them."
+            fill(
+                f"Kept your config and history ({_tilde(paths.config_dir())}, "
+                f"{_tilde(paths.state_dir())}); `mpsd uninstall --purge` removes them."
+            )
         )
     for warning in warnings:
         print(f"warning: {warning}", file=sys.stderr)

@@ -86,5 +86,6 @@ def predates_hook() -> bool | None:
     copy = paths.data_dir() / f"mpsd.{name}"
     with contextlib.suppress(OSError):
         hooked.append(copy.stat().st_mtime)
-    # ps gives whole seconds: a shell started in the same second as the write counts as after.
-    return started < min(hooked) - 1.5
+    # ps gives whole seconds, rounded down, so ``started`` is never before the real start:
+    # a shell that looks started before the write was.
+    return started < min(hooked)
