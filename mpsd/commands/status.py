@@ -373,16 +373,7 @@ def chart(
 
 
 def _wrap(text: str, width: int, first: str, rest: str) -> list[str]:
-    """Greedy word wrap (what ``textwrap.wrap`` does here, without its regex start-up cost)."""
-    lines: list[str] = []
-    line = first
-    for word in text.split():
-        fresh = line in (first, rest)
-        if not fresh and len(line) + 1 + len(word) > width:
-            lines.append(line)
-            line = rest + word
-        else:
-            line = line + word if fresh else f"{line} {word}"
-    if line not in (first, rest):
-        lines.append(line)
-    return lines
+    """Word wrap that keeps a `command` whole (``mpsd.term.wrap``)."""
+    from mpsd.term import wrap
+
+    return wrap(text, width, first, rest)

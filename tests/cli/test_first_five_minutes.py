@@ -357,6 +357,8 @@ def test_status_doctor_and_install_wrap_to_the_terminal_width(
     status = run_mpsd("status", cwd=project, env=env).stdout
     assert "\n                 " in status  # continuation lines under the labels
     _fits(status, 60)
+    # A `command` to copy is never split across lines.
+    assert all(line.count("`") % 2 == 0 for line in status.splitlines())
     _fits(run_mpsd("doctor", cwd=project, env=env).stdout, 60)
     _fits(run_mpsd("install", "--dry-run", env=env).stdout.split("\n\n")[0], 60)
     # Off a terminal, without COLUMNS: 80 columns, as shutil.get_terminal_size says.
