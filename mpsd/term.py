@@ -88,9 +88,9 @@ def wrap(text: str, width: int | None = None, first: str = "", rest: str = "") -
         else:
             line = line + word if empty else f"{line} {word}"
         empty = False
-    if not empty or not lines:
+    if not empty:
         lines.append(line)
-    return lines
+    return lines  # no words, no lines (as textwrap.wrap)
 
 
 def _words(text: str) -> list[str]:

@@ -45,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
     for check in checks:
         mark = _MARKS.get(check.status, check.status)
         lead = f"{mark:<8} {check.name:<{width}}  "
-        lines = wrap(check.detail, None, lead, indent)
+        lines = wrap(check.detail, None, lead, indent) or [lead.rstrip()]
         if check.fix and check.status != doctor_checks.OK:
             label = "how" if check.status == doctor_checks.SKIPPED else "fix"
             lines.extend(wrap(f"{label}: {check.fix}", None, indent, indent + "     "))
