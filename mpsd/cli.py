@@ -140,10 +140,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         # The reader went away (`mpsd status | head`): not an error of ours. What is left
-        # in stdout's buffer goes to /dev/null, so the exit flush stays quiet too; exit as
-        # a process killed by SIGPIPE does (128 + 13), like git and cat.
+        # in stdout's buffer goes to /dev/null, so the exit flush stays quiet too; exit 0,
+        # as the reader took what it wanted (`set -o pipefail` scripts keep working).
         _silence_stdout()
-        return EXIT_BROKEN_PIPE
+        return 0
     except Exception as exc:
         if os.environ.get("MPSD_DEBUG") == "1":
             raise
@@ -152,9 +152,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             "run again with MPSD_DEBUG=1 for the details and report it."
         )
         return EXIT_USAGE
-
-
-EXIT_BROKEN_PIPE = 141
 
 
 def _did_you_mean(parser: argparse.ArgumentParser, extra: Sequence[str]) -> str:
