@@ -60,6 +60,9 @@ def optin_facts(
     gets = {name: value for name, value in facts["python_gets"].items() if value is not None}
     # A pair PyTorch refuses (say the user's HIGH 0.5 beside the LOW 1.17 the hook exported).
     facts["problems"] = watermarks.problems(gets)
+    from mpsd.env.pyhooks import facts_for
+
+    facts["python_hooks"] = facts_for(facts["project"])
     return facts
 
 
@@ -107,6 +110,13 @@ def decision_facts(decision: Decision, environ: Mapping[str, str]) -> dict[str, 
     }
 
 
+_HOOK_WORDS = {
+    "installed": "in",
+    "lost": "LOST (a recreated environment? `mpsd enable` puts it back) in",
+    "none": "none (`mpsd enable` adds it) in",
+}
+
+
 def render_optin(facts: Mapping[str, Any]) -> list[str]:
     """``optin_facts`` as the lines ``mpsd status`` prints (labels 17 wide, like its own)."""
     lines = []
@@ -117,7 +127,9 @@ def render_optin(facts: Mapping[str, Any]) -> list[str]:
     if facts.get("hook_here") is False:
         # What a python started from this very shell gets is nothing: say so, and what a
         # new terminal (whose shell has the hook) will give it.
-        lines.append(f"{'python here:':<17}gets neither variable: this shell has no mpsd hook yet")
+        lines.append(
+            f"{'python here:':<17}gets neither variable from this shell: it has no mpsd hook yet"
+        )
         load = hook_copy_command()
         how = f"open one, or run `{load}` here" if load else "open one"
         lines.append(
@@ -127,6 +139,8 @@ def render_optin(facts: Mapping[str, Any]) -> list[str]:
         lines.append(f"{'python here:':<17}gets {_pairs(facts['python_gets'])}")
     else:
         lines.append(f"{'python here:':<17}gets neither variable (PyTorch's defaults)")
+    for env in facts.get("python_hooks", ()):
+        lines.append(f"{'start-up hook:':<17}{_HOOK_WORDS[env['state']]} {env['environment']}")
     if facts["hand_set"]:
         names = " and ".join(facts["hand_set"])
         lines.append(f"{'set by hand:':<17}{names}; your values win and the hook leaves both alone")

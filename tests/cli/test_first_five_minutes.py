@@ -70,7 +70,9 @@ def test_status_in_a_shell_without_the_hook_says_so_and_what_a_new_terminal_gets
     project: Path,
 ) -> None:
     out = _mpsd_in_bash("mpsd status", project / "src")
-    assert "python here:     gets neither variable: this shell has no mpsd hook yet\n" in out
+    assert (
+        "python here:     gets neither variable from this shell: it has no mpsd hook yet\n" in out
+    )
     assert f"new terminal:    a python here gets {HIGH_VAR}=0.77, {LOW_VAR}=0.7" in out
     # The same shell once the hook is loaded: what it says a python gets is what one gets.
     hooked = _mpsd_in_bash(

@@ -31,7 +31,10 @@ def test_inside_a_project_a_shell_without_the_hook_is_told_so(project: Path) -> 
     facts = optin_facts(str(project / "src"), {})
     assert facts["hook_here"] is False
     lines = render_optin(facts)
-    assert lines[1] == "python here:     gets neither variable: this shell has no mpsd hook yet"
+    assert (
+        lines[1]
+        == "python here:     gets neither variable from this shell: it has no mpsd hook yet"
+    )
     assert lines[2].startswith(
         f"new terminal:    a python here gets {HIGH_VAR}=0.77, {LOW_VAR}=0.7 (open one"
     )
