@@ -60,7 +60,8 @@ def style(stream: Any = None) -> Style:
 
 
 def columns(stream: Any = None) -> int:
-    """The width to wrap to: $COLUMNS, else the terminal's, else 80 (at least 40)."""
+    """The width to wrap to: $COLUMNS, else the terminal's (at least 40); off a terminal (a
+    pipe, a file), no limit."""
     try:
         return max(40, int(os.environ["COLUMNS"]))
     except (KeyError, ValueError):
@@ -71,7 +72,11 @@ def columns(stream: Any = None) -> int:
             return max(40, os.get_terminal_size(out.fileno()).columns)
     except (AttributeError, ValueError, OSError):
         pass
-    return 80  # what shutil.get_terminal_size falls back to; --json is for scripts
+    return UNLIMITED
+
+
+# Off a terminal there is no width to fit: a line a script greps for stays one line.
+UNLIMITED = 1 << 16
 
 
 def wrap(text: str, width: int | None = None, first: str = "", rest: str = "") -> list[str]:
