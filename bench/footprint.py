@@ -8,7 +8,8 @@ set to a year) in temporary dirs, then measures:
   ``interval = 1`` after its first policy run over the full window;
 - CPU per sample: the daemon's CPU time over ``--seconds`` of ticks divided by the
   ticks, plus one policy run over a 7-day window (every 10 minutes, so 1/20 of it per
-  sample at the default 30 s) measured in-process;
+  sample at the default 30 s; at every sample while what PyTorch jobs hold changes)
+  measured in-process;
 - ``mpsd status`` (and ``--json``) wall time, median of ``--runs``, beside a bare
   ``python -c pass``.
 Prints figures; asserts nothing.
@@ -139,7 +140,7 @@ def main() -> int:
             start = time.process_time()
             window = store.samples(now - config.window, now, max_rows=POLICY_ROWS)
             loaded = time.process_time()
-            policy.decide(window, config, int(37.44 * GIB), now=now)
+            policy.recommend(window, config, int(37.44 * GIB), now=now)
             loads.append(loaded - start)
             decides.append(time.process_time() - loaded)
     load, decide = statistics.median(loads), statistics.median(decides)
@@ -184,6 +185,10 @@ def main() -> int:
         f"daemon CPU per sample: {per_tick * 1000:.2f} ms over {ticks} ticks "
         f"(+ {per_sample * 1000:.2f} ms policy share at 30 s = "
         f"{(per_tick + per_sample) * 1000:.2f} ms; contract < 5 ms)"
+    )
+    print(
+        f"daemon CPU per sample while PyTorch jobs run (the policy at every sample): "
+        f"{(per_tick + decide) * 1000:.2f} ms (contract < 5 ms)"
     )
 
     with open("/proc/loadavg") as handle:

@@ -46,11 +46,15 @@ MIGRATIONS: tuple[str, ...] = (
         value TEXT NOT NULL
     );
     """,
+    # 2 -> 3: how many PyTorch jobs held ``ml`` (0: not known, as in older rows).
+    """
+    ALTER TABLE samples ADD COLUMN jobs INTEGER NOT NULL DEFAULT 0;
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
-_COLUMNS = "t, available, total, ml, swapouts, pressure, source"
-_INSERT = f"INSERT INTO samples ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)"
+_COLUMNS = "t, available, total, ml, swapouts, pressure, source, jobs"
+_INSERT = f"INSERT INTO samples ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
 
 
 class HistoryError(MpsdError):
@@ -73,6 +77,7 @@ if TYPE_CHECKING:
         swapouts: int | None
         pressure: int | None
         source: str
+        ml_jobs: int
 
     Thinnable = TypeVar("Thinnable", Sample, Row)
 else:  # the same tuple, without importing typing
@@ -89,6 +94,7 @@ def _values(sample: Sample) -> tuple[Any, ...]:
         sample.swapouts,
         sample.pressure,
         sample.source,
+        sample.ml_jobs,
     )
 
 
@@ -106,6 +112,7 @@ def _row_to_sample(row: tuple[Any, ...]) -> Sample:
         swapouts=None if row[4] is None else int(row[4]),
         pressure=None if row[5] is None else int(row[5]),
         source=str(row[6]),
+        ml_jobs=int(row[7] or 0),
     )
 
 
@@ -252,12 +259,12 @@ class Store:
         width = max((until - since) / max_rows, 1e-6)
         # SQLite: with a single MIN() aggregate, the bare columns come from that row.
         rows = self._db.execute(
-            "SELECT t, available, total, ml, swapouts, pressure, source, "
+            "SELECT t, available, total, ml, swapouts, pressure, source, jobs, "
             "MIN(available + ml) FROM samples WHERE t >= ? AND t <= ? "
             "GROUP BY CAST((t - ?) / ? AS INTEGER) ORDER BY t",
             (since, until, since, width),
         ).fetchall()
-        return [Row._make(row[:7]) for row in rows]
+        return [Row._make(row[:8]) for row in rows]
 
     def free_series(
         self, since: float, until: float, buckets: int

@@ -265,4 +265,5 @@ def take_sample(
         swapouts=memory.swapouts,
         pressure=memory.pressure,
         source=memory.source,
+        ml_jobs=len(jobs),
     )

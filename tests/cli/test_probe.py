@@ -260,7 +260,7 @@ def test_calibration_under_a_swap_penalty_writes_a_headroom_that_stays_clean_aft
     fake: dict[str, str], isolated_dirs: dict[str, Path]
 ) -> None:
     from mpsd.config import load_config
-    from mpsd.daemon.policy import decide
+    from mpsd.daemon.policy import recommend
     from mpsd.machine.sample import Sample
 
     # The daemon holds the ratio at 1.0 only because of a swap penalty (0.8): headroom 0.8 x
@@ -277,7 +277,7 @@ def test_calibration_under_a_swap_penalty_writes_a_headroom_that_stays_clean_aft
     assert "Ratio 0.95 gave a clean error; ratio 1.00 swapped." in done.stdout
     config = load_config(isolated_dirs["config"] / "config.toml")
     steady = [Sample(t=float(t), available_bytes=baseline, total_bytes=GIB) for t in range(99)]
-    after = decide(steady, config, 40 * MIB)
+    after = recommend(steady, config, 40 * MIB)
     assert after is not None and after.high_watermark_ratio <= 0.95
 
 
