@@ -123,6 +123,7 @@ class Store:
     def __init__(self, connection: sqlite3.Connection, path: str | Path) -> None:
         self._db = connection
         self.path = path
+        self._columns = _COLUMNS  # what a read selects (0 for columns an old schema lacks)
 
     # -- opening -------------------------------------------------------------------
     @classmethod
@@ -159,7 +160,10 @@ class Store:
         if version > SCHEMA_VERSION:
             db.close()
             raise HistoryError(_newer(path, version))
-        return cls(db, path)
+        store = cls(db, path)
+        if version < 3:  # a daemon not yet restarted after an upgrade keeps the old schema
+            store._columns = _COLUMNS.replace("jobs", "0")
+        return store
 
     def close(self) -> None:
         self._db.close()
@@ -236,7 +240,7 @@ class Store:
     def last(self, until: float = float("inf")) -> Sample | None:
         """The latest sample stamped at or before ``until``."""
         row = self._db.execute(
-            f"SELECT {_COLUMNS} FROM samples WHERE t <= ? ORDER BY t DESC LIMIT 1", (until,)
+            f"SELECT {self._columns} FROM samples WHERE t <= ? ORDER BY t DESC LIMIT 1", (until,)
         ).fetchone()
         return None if row is None else _row_to_sample(row)
 
@@ -252,14 +256,14 @@ class Store:
             return []
         if self.count(since, until) <= max_rows:
             rows = self._db.execute(
-                f"SELECT {_COLUMNS} FROM samples WHERE t >= ? AND t <= ? ORDER BY t",
+                f"SELECT {self._columns} FROM samples WHERE t >= ? AND t <= ? ORDER BY t",
                 (since, until),
             ).fetchall()
             return list(map(Row._make, rows))
         width = max((until - since) / max_rows, 1e-6)
         # SQLite: with a single MIN() aggregate, the bare columns come from that row.
         rows = self._db.execute(
-            "SELECT t, available, total, ml, swapouts, pressure, source, jobs, "
+            f"SELECT {self._columns}, "
             "MIN(available + ml) FROM samples WHERE t >= ? AND t <= ? "
             "GROUP BY CAST((t - ?) / ? AS INTEGER) ORDER BY t",
             (since, until, since, width),
