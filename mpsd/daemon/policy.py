@@ -310,7 +310,7 @@ def why(
     if held:
         jobs = _jobs_words(timeline.job_count)
         text = (
-            f"{jobs} hold {gib(held)} now; the next job gets headroom {config.headroom:g}"
+            f"{jobs} {gib(held)} now; the next job gets headroom {config.headroom:g}"
             + (f" x swap factor {factor:.2f}" if factor < 1.0 else "")
             + f" x (baseline {gib(base)} - {gib(held)}) = {gib(share)}"
         )
@@ -326,7 +326,8 @@ def why(
     elif chosen.capped:
         text += f" (capped at max_ratio {config.max_ratio:g})"
     if held:
-        text += f"; {gib(after.limit_bytes)} (ratio {after.high:.2f}) once they end"
+        they = "it ends" if timeline.job_count == 1 else "they end"
+        text += f"; {gib(after.limit_bytes)} (ratio {after.high:.2f}) once {they}"
     reasons.append(text)
     return tuple(reasons)
 
@@ -390,10 +391,10 @@ def recommend(
 
 def _jobs_words(count: int) -> str:
     if count == 1:
-        return "1 PyTorch job"
+        return "1 PyTorch job holds"
     if count > 1:
-        return f"{count} PyTorch jobs"
-    return "running PyTorch jobs"
+        return f"{count} PyTorch jobs hold"
+    return "running PyTorch jobs hold"
 
 
 def _bounds(config: Config) -> tuple[float, float]:
