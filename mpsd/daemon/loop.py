@@ -10,10 +10,10 @@
   checked by mtime every few seconds as a backstop. A bad file is logged and the
   last good config kept (the defaults if there never was one).
 - limits.toml is rewritten only when its values change (``Limits.same_values``); a change
-  of 0.01 is churn, except when PyTorch jobs started or ended: then the next job's value
-  is written as it is. The policy runs every 10 minutes, and at every sample where what
-  running PyTorch jobs hold changed (docs/policy.md), so the next job's share falls when a
-  job starts and comes back at the first sample after the jobs end.
+  of 0.01 is churn, except when PyTorch jobs started or ended, or running ones took more:
+  then the next job's value is written as it is. The policy runs every 10 minutes, and at
+  every sample where what running PyTorch jobs hold changed (docs/policy.md), so the next
+  job's share falls when a job starts and comes back at the first sample after they end.
 
 The sample source and the recommended-max source are parameters: the CLI wires
 the real ones, tests inject their own.
@@ -322,8 +322,14 @@ class Daemon:
                 },
             )
         current = limits_mod.read()
-        # Jobs started or ended: the next job's value exactly, not within the churn tolerance.
-        tolerance = CHURN_TOLERANCE if jobs_now == self._jobs_written else EXACT
+        # Jobs started or ended, or running ones took more: the next job's value exactly,
+        # not within the churn tolerance.
+        exact = jobs_now != self._jobs_written or (
+            decision.held_bytes > 0
+            and current is not None
+            and new.high_watermark_ratio < current.high_watermark_ratio
+        )
+        tolerance = EXACT if exact else CHURN_TOLERANCE
         if current is not None and new.same_values(current, tolerance):
             self._jobs_written = jobs_now
             return current

@@ -361,3 +361,23 @@ def test_when_jobs_end_a_value_one_hundredth_away_is_still_written() -> None:
     daemon.tick()
     daemon.evaluate()
     assert limits.read().high_watermark_ratio == 0.66  # type: ignore[union-attr]
+
+
+def test_a_running_job_that_takes_more_lowers_the_next_jobs_value_even_by_one_hundredth() -> None:
+    machine, clock = JobsMachine(), Clock()
+    daemon = make(machine, clock)
+    daemon.sample_source = machine.sample
+    machine.held_gib, machine.jobs = 2.0, 1  # 0.8 x 18 / 24 = 0.6
+    daemon.run_once()
+    daemon.set_recommended((RECMAX, "estimate"))
+    assert limits.read().high_watermark_ratio == 0.6  # type: ignore[union-attr]
+    machine.held_gib = 2.3  # 0.8 x 17.7 / 24 = 0.59: the same job, holding more
+    clock.advance(30)
+    daemon.tick()
+    daemon.evaluate()
+    assert limits.read().high_watermark_ratio == 0.59  # type: ignore[union-attr]
+    machine.held_gib = 2.0  # it gave some back: 0.60 is within the churn tolerance
+    clock.advance(30)
+    daemon.tick()
+    daemon.evaluate()
+    assert limits.read().high_watermark_ratio == 0.59  # type: ignore[union-attr]
