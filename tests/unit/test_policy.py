@@ -20,6 +20,7 @@ from mpsd.daemon.policy import (
     read_window,
     recommend,
     swap_factor,
+    why,
     window_of,
 )
 from mpsd.machine.sample import Sample
@@ -539,3 +540,36 @@ def test_more_held_by_running_jobs_never_gives_the_next_job_more(
         results.append(decision.high_watermark_ratio)
         assert decision.ratio_once_they_end >= decision.high_watermark_ratio
     assert results[0] >= results[1]
+
+
+def test_why_says_each_step_in_words() -> None:
+    samples = _two_jobs_now()
+    timeline = read_window(samples, STEP)
+    chosen = clamp_ratio(next_job_share(30 * GIB, timeline.held_bytes, 0.8, 0.8), RECMAX, CONFIG)
+    after = clamp_ratio(next_job_share(30 * GIB, 0, 0.8, 0.8), RECMAX, CONFIG)
+    reasons = why(
+        config=CONFIG,
+        sample_count=len(samples),
+        timeline=timeline,
+        window_value=30 * GIB,
+        recent_value=28 * GIB,
+        left_out=3,
+        base=28 * GIB,
+        factor=0.8,
+        swap_reason="swap-outs grew during 1 PyTorch job(s) (factor 0.80)",
+        share=next_job_share(28 * GIB, timeline.held_bytes, 0.8, 0.8),
+        chosen=chosen,
+        after=after,
+        recommended_max_bytes=RECMAX,
+    )
+    assert reasons[0] == (
+        f"percentile 5 of free memory over 1w ({len(samples)} samples) is 30.0 GiB; "
+        "3 taken under memory pressure or while swapping left out"
+    )
+    assert reasons[1].endswith("the baseline follows it down to 28.0 GiB")
+    assert reasons[2] == "swap-outs grew during 1 PyTorch job(s) (factor 0.80)"
+    assert reasons[3].startswith(
+        "2 PyTorch jobs hold 14.2 GiB now; the next job gets headroom 0.8 x swap factor 0.80 x "
+        "(baseline 28.0 GiB - 14.2 GiB) = 8.8 GiB; ratio = "
+    )
+    assert reasons[3].endswith("once they end")
