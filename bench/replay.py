@@ -14,12 +14,12 @@ against what was free for it, first come, first served: the least, over the job,
 later jobs' sizes). Goals: the limit never exceeds it; the limit uses 75 % of it or more
 (median).
 
-The policy is evaluated as the daemon runs it: every ``--stride`` samples, at every
-sample where ``ml_bytes`` changed (the daemon re-runs the policy when what jobs hold
-changes), and just before each job's start (the daemon's 10-minute cadence would have it
-fairly fresh), over the config's window, read as the daemon reads it: when the window
-holds more than 5000 samples, the older history thinned to 5000 buckets (each its
-lowest-free sample), the last 6 hours as sampled.
+The policy is evaluated as the daemon runs it: every ``--stride`` samples and just before
+each job's start (the daemon's 10-minute cadence would have it fairly fresh), over the
+config's window, read as the daemon reads it: when the window holds more than 5000
+samples, the older history thinned to 5000 buckets (each its lowest-free sample), the
+last 6 hours as sampled; at every other sample where ``ml_bytes`` changed, its next-job
+step alone (``for_next_job``), as the daemon does.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ if str(ROOT) not in sys.path:
 from mpsd.config import Config, ConfigError, load_config  # noqa: E402
 from mpsd.daemon.history import thin  # noqa: E402
 from mpsd.daemon.loop import POLICY_ROWS, WINDOW_RELOAD  # noqa: E402
-from mpsd.daemon.policy import recommend  # noqa: E402
+from mpsd.daemon.policy import Recommendation, for_next_job, recommend  # noqa: E402
 from mpsd.machine.sample import Sample  # noqa: E402
 
 GIB = 1 << 30
@@ -142,6 +142,7 @@ def main(argv: list[str] | None = None) -> int:
     job_starts = {job.start for job in jobs}
     limit_at: dict[int, int] = {}
     current: int | None = None
+    last: Recommendation | None = None
     ratios: list[float] = []
     started = time.perf_counter()
     evaluations = 0
@@ -150,7 +151,12 @@ def main(argv: list[str] | None = None) -> int:
         if i in job_starts and current is not None:
             limit_at[i] = current  # what limits.toml held when the job started
         changed = i > 0 and s.ml_bytes != samples[i - 1].ml_bytes
-        if i % args.stride == 0 or changed or i + 1 in job_starts or i == len(samples) - 1:
+        whole = i % args.stride == 0 or i + 1 in job_starts or i == len(samples) - 1
+        if changed and not whole and last is not None:
+            # As the daemon does at a sample where only the jobs changed: the next-job
+            # step alone, on the last whole run's baseline.
+            decision = for_next_job(last, s.ml_bytes, 0, config)
+        elif whole or changed:
             lo = bisect.bisect_left(times, s.t - config.window)
             if i + 1 - lo > POLICY_ROWS:
                 # As the daemon reads it: older history thinned to bucket lows, the
@@ -165,22 +171,25 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 window = samples[lo : i + 1]
             decision = recommend(window, config, args.recommended_max_bytes, now=s.t)
-            evaluations += 1
-            if decision is not None:
-                current = decision.limit_bytes
-                ratios.append(decision.high_watermark_ratio)
-                out.write(
-                    json.dumps(
-                        {
-                            "t": s.t,
-                            "high_watermark_ratio": decision.high_watermark_ratio,
-                            "low_watermark_ratio": decision.low_watermark_ratio,
-                            "limit_bytes": decision.limit_bytes,
-                            "baseline_free_bytes": decision.baseline_free_bytes,
-                        }
-                    )
-                    + "\n"
+        else:
+            continue
+        evaluations += 1
+        last = decision or last
+        if decision is not None:
+            current = decision.limit_bytes
+            ratios.append(decision.high_watermark_ratio)
+            out.write(
+                json.dumps(
+                    {
+                        "t": s.t,
+                        "high_watermark_ratio": decision.high_watermark_ratio,
+                        "low_watermark_ratio": decision.low_watermark_ratio,
+                        "limit_bytes": decision.limit_bytes,
+                        "baseline_free_bytes": decision.baseline_free_bytes,
+                    }
                 )
+                + "\n"
+            )
     elapsed = time.perf_counter() - started
 
     exceeded = 0

@@ -11,9 +11,10 @@
   last good config kept (the defaults if there never was one).
 - limits.toml is rewritten only when its values change (``Limits.same_values``); a change
   of 0.01 is churn, except when PyTorch jobs started or ended, or running ones took more:
-  then the next job's value is written as it is. The policy runs every 10 minutes, and at
-  every sample where what running PyTorch jobs hold changed (docs/policy.md), so the next
-  job's share falls when a job starts and comes back at the first sample after they end.
+  then the next job's value is written as it is. The policy runs every 10 minutes, and its
+  next-job step alone at every sample where what running PyTorch jobs hold changed
+  (docs/policy.md), so the next job's share falls when a job starts and comes back at the
+  first sample after they end.
 
 The sample source and the recommended-max source are parameters: the CLI wires
 the real ones, tests inject their own.
@@ -141,6 +142,8 @@ class Daemon:
     # the limits.toml last written or kept.
     _jobs_seen: tuple[int, int] | None = None
     _jobs_written: tuple[bool, int] | None = None
+    _last: policy.Recommendation | None = None  # the last run, and its (config, max)
+    _last_key: tuple[Config, tuple[int, str]] | None = None
     _queue: queue.SimpleQueue[tuple[str, Any]] = field(default_factory=queue.SimpleQueue)
 
     # -- config -----------------------------------------------------------------------
@@ -268,8 +271,11 @@ class Daemon:
         the next job's share must follow at once, down as well as up."""
         return sample is not None and (sample.ml_bytes, sample.ml_jobs) != self._jobs_seen
 
-    def evaluate(self) -> Limits | None:
-        """Run the policy over the window and write limits.toml if a value changed.
+    def evaluate(self, jobs: Sample | None = None) -> Limits | None:
+        """Run the policy over the window and write limits.toml if a value changed; with
+        ``jobs`` (a sample where only the running jobs changed), only the next job's share
+        on the last run's baseline (``policy.for_next_job``), when config and recommended
+        max are the same as then.
 
         Returns the limits now in force, or None when there is nothing to go on yet."""
         if self.recommended is None:
@@ -277,15 +283,22 @@ class Daemon:
         now = self.wall()
         try:
             store = self.open_store()
-            samples = self.policy_window(now)
+            key = (self.config, self.recommended)
+            if jobs is not None and self._last is not None and self._last_key == key:
+                decision: policy.Recommendation | None = policy.for_next_job(
+                    self._last, jobs.ml_bytes, jobs.ml_jobs, self.config
+                )
+            else:
+                samples = self.policy_window(now)
+                decision = policy.recommend(samples, self.config, self.recommended[0], now=now)
         except Exception as exc:
             log.error("cannot read the history: %s", exc)
             self._drop_store()
             return None
         max_bytes, source = self.recommended
-        decision = policy.recommend(samples, self.config, max_bytes, now=now)
         if decision is None:
             return None
+        self._last, self._last_key = decision, key
         self._jobs_seen = (decision.held_bytes, decision.jobs)
         jobs_now = (decision.held_bytes > 0, decision.jobs)
         new = Limits(
@@ -395,6 +408,7 @@ class Daemon:
         last_eval: float | None = None
         reload_at: float | None = None
         pending = True
+        moved: Sample | None = None  # a sample where only the running PyTorch jobs changed
         retry_at = start  # after a failed update, the next try waits for the next tick
         try:
             while True:
@@ -443,12 +457,10 @@ class Daemon:
                     if next_tick <= now:  # fell behind (slept, or a slow sample)
                         next_tick = now + self.config.interval
                     next_tick = min(next_tick, now + self.config.interval)
-                    if (
-                        last_eval is None
-                        or now - last_eval >= POLICY_EVERY
-                        or self.jobs_changed(sample)
-                    ):
+                    if last_eval is None or now - last_eval >= POLICY_EVERY:
                         pending = True
+                    elif self.jobs_changed(sample):
+                        moved = sample
                 if next_probe is not None and now >= next_probe and not probing:
                     probing = True
                     next_probe = now + RECOMMENDED_EVERY
@@ -456,6 +468,9 @@ class Daemon:
                 if now >= next_prune:
                     more = self.prune()
                     next_prune = now + (1.0 if more else PRUNE_EVERY)
+                if moved is not None and not pending:
+                    self.evaluate(jobs=moved)  # a failure is logged; the next run retries
+                moved = None
                 if pending and self.recommended is not None and now >= retry_at:
                     last_eval = now
                     pending = self.evaluate() is None

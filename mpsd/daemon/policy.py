@@ -39,11 +39,15 @@ on its own (docs/policy.md, "How the ratio is computed"):
    memory, set it. ``limit_bytes`` = high x recommended max as written to limits.toml;
    low = low_ratio x high, never above high.
 6. ``why``: the reasons in plain words.
+
+``for_next_job`` runs steps 4 to 6 alone on an earlier recommendation, for what jobs hold
+now: the daemon's step at a sample where only the running jobs changed.
 """
 
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import math
 import operator
 from collections.abc import Sequence
@@ -306,11 +310,39 @@ def why(
         )
     if swap_reason:
         reasons.append(swap_reason)
-    held = timeline.held_bytes
+    reasons.append(
+        share_words(
+            config=config,
+            held=timeline.held_bytes,
+            jobs=timeline.job_count,
+            base=base,
+            factor=factor,
+            share=share,
+            chosen=chosen,
+            after=after,
+            recommended_max_bytes=recommended_max_bytes,
+        )
+    )
+    return tuple(reasons)
+
+
+def share_words(
+    *,
+    config: Config,
+    held: int,
+    jobs: int,
+    base: int,
+    factor: float,
+    share: int,
+    chosen: Ratio,
+    after: Ratio,
+    recommended_max_bytes: int,
+) -> str:
+    """Step 6 for steps 4 and 5: the next job's share and its ratio, in words (the last
+    reason)."""
     if held:
-        jobs = _jobs_words(timeline.job_count)
         text = (
-            f"{jobs} {gib(held)} now; the next job gets headroom {config.headroom:g}"
+            f"{_jobs_words(jobs)} {gib(held)} now; the next job gets headroom {config.headroom:g}"
             + (f" x swap factor {factor:.2f}" if factor < 1.0 else "")
             + f" x (baseline {gib(base)} - {gib(held)}) = {gib(share)}"
         )
@@ -326,10 +358,9 @@ def why(
     elif chosen.capped:
         text += f" (capped at max_ratio {config.max_ratio:g})"
     if held:
-        they = "it ends" if timeline.job_count == 1 else "they end"
+        they = "it ends" if jobs == 1 else "they end"
         text += f"; {gib(after.limit_bytes)} (ratio {after.high:.2f}) once {they}"
-    reasons.append(text)
-    return tuple(reasons)
+    return text
 
 
 def recommend(
@@ -386,6 +417,48 @@ def recommend(
         swap_factor=factor,
         sample_count=len(window),
         reasons=reasons,
+    )
+
+
+def for_next_job(
+    previous: Recommendation, held_bytes: int, jobs: int, config: Config
+) -> Recommendation:
+    """Steps 4 to 6 again on ``previous``'s baseline and swap factor, for what running jobs
+    hold now (``jobs``: how many, 0 when not known). The baseline adds the jobs' memory back,
+    so it does not move with them: the daemon runs this cheap step at a sample where only
+    the jobs changed, and the whole policy every 10 minutes."""
+    held = max(0, held_bytes)
+    jobs = jobs if held else 0
+    base, factor = previous.baseline_free_bytes, previous.swap_factor
+    recommended_max_bytes = previous.recommended_max_bytes
+    share = next_job_share(base, held, config.headroom, factor)
+    chosen = clamp_ratio(share, recommended_max_bytes, config)
+    after = clamp_ratio(
+        next_job_share(base, 0, config.headroom, factor), recommended_max_bytes, config
+    )
+    words = share_words(
+        config=config,
+        held=held,
+        jobs=jobs,
+        base=base,
+        factor=factor,
+        share=share,
+        chosen=chosen,
+        after=after,
+        recommended_max_bytes=recommended_max_bytes,
+    )
+    return dataclasses.replace(
+        previous,
+        held_bytes=held,
+        jobs=jobs,
+        target_bytes=share,
+        limit_bytes=chosen.limit_bytes,
+        high_watermark_ratio=chosen.high,
+        low_watermark_ratio=chosen.low,
+        limit_once_they_end_bytes=after.limit_bytes,
+        ratio_once_they_end=after.high,
+        floored=chosen.floored,
+        reasons=(*previous.reasons[:-1], words),
     )
 
 

@@ -311,6 +311,16 @@ def test_the_next_jobs_value_falls_when_a_job_starts_and_comes_back_one_sample_a
         return machine.sample(now)
 
     monkeypatch.setattr(signal, "signal", lambda *args: None)
+    from mpsd.daemon import policy
+
+    whole_runs: list[float] = []
+    recommend = policy.recommend
+
+    def counted(*args: object, **kwargs: object) -> object:
+        whole_runs.append(clock.t)
+        return recommend(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(policy, "recommend", counted)
     daemon = Daemon(
         sample_source=sample,
         recommended_source=lambda total: (RECMAX, "estimate"),
@@ -326,6 +336,8 @@ def test_the_next_jobs_value_falls_when_a_job_starts_and_comes_back_one_sample_a
     assert seen[1:6] == [0.66] * 5
     assert seen[6:10] == [0.33] * 4
     assert seen[10:14] == [0.66] * 4  # (the stop waits behind the wake-ups)
+    # Between the 10-minute runs of the whole policy, only the next-job step ran.
+    assert [t for t in whole_runs if t < whole_runs[0] + 600] == whole_runs[:1]
     with Store.open(paths.history_file()) as store:
         decision = store.get_meta("decision")
     assert decision["jobs"] == 0 and decision["held_bytes"] == 0

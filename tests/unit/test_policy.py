@@ -15,6 +15,7 @@ from mpsd.daemon.policy import (
     Job,
     baseline,
     clamp_ratio,
+    for_next_job,
     next_job_share,
     percentile,
     read_window,
@@ -573,3 +574,31 @@ def test_why_says_each_step_in_words() -> None:
         "(baseline 28.0 GiB - 14.2 GiB) = 8.8 GiB; ratio = "
     )
     assert reasons[3].endswith("once they end")
+
+
+def test_for_next_job_gives_what_the_whole_policy_gives_when_only_the_jobs_changed() -> None:
+    quiet = series(0, 7 * DAY, lambda t: 30)
+    earlier = recommend(quiet, CONFIG, RECMAX)
+    assert earlier is not None
+    for held_gib, jobs in ((14.2, 2), (29.0, 1), (0.0, 0)):
+        now = series(7 * DAY, 7 * DAY + STEP, lambda t: 30, ml=lambda t, h=held_gib: h)
+        now[-1] = now[-1].replace(ml_jobs=jobs)
+        whole = recommend(quiet + now, CONFIG, RECMAX)
+        step = for_next_job(earlier, now[-1].ml_bytes, jobs, CONFIG)
+        assert whole is not None
+        for name in (
+            "baseline_free_bytes",
+            "held_bytes",
+            "jobs",
+            "target_bytes",
+            "limit_bytes",
+            "high_watermark_ratio",
+            "low_watermark_ratio",
+            "limit_once_they_end_bytes",
+            "ratio_once_they_end",
+            "floored",
+            "swap_factor",
+        ):
+            assert getattr(step, name) == getattr(whole, name), (held_gib, name)
+        assert step.reasons[-1] == whole.reasons[-1]
+        assert step.reasons[:-1] == earlier.reasons[:-1]
