@@ -64,6 +64,10 @@ def collect(now: float | None = None) -> dict[str, Any]:
     facts["state_problem"] = facts["daemon"].pop("problem", None)
     facts.update(_limits_facts())
     facts.update(_history_facts(now, config))
+    if facts["next_job"] is not None and facts["high_watermark_ratio"] is not None:
+        # What the next job really gets is what limits.toml holds (the hooks export it).
+        facts["next_job"]["limit_bytes"] = facts["limit_bytes"]
+        facts["next_job"]["ratio"] = facts["high_watermark_ratio"]
     facts["here"] = _here_facts()
     return facts
 
@@ -151,6 +155,7 @@ def _history_facts(now: float, config: Any) -> dict[str, Any]:
         "samples_in_window": 0,
         "reasons": [],
         "chart": None,
+        "next_job": None,
     }
     try:
         store = Store.open_readonly(paths.history_path())
@@ -181,6 +186,7 @@ def _history_facts(now: float, config: Any) -> dict[str, Any]:
             facts["decided_ratio"] = decision.get("high_watermark_ratio")
             facts["reasons"] = list(decision.get("reasons", []))
             facts["decided_at"] = _iso(float(decision.get("t", 0)))
+            facts["next_job"] = _next_job(decision, now)
         series = store.free_series(since, now, CHART_WIDTH)
         if any(value is not None for _, value in series):
             facts["chart"] = {
@@ -190,6 +196,56 @@ def _history_facts(now: float, config: Any) -> dict[str, Any]:
                 "free_bytes": [value for _, value in series],
             }
     return facts
+
+
+def _next_job(decision: dict[str, Any], now: float) -> dict[str, Any] | None:
+    """What the running PyTorch jobs hold and what that leaves the next one (docs/policy.md),
+    as the daemon's last decision saw it; None from a daemon that did not record it."""
+    if "held_bytes" not in decision:
+        return None
+    try:
+        return {
+            "jobs_running": int(decision.get("jobs", 0)),
+            "jobs_hold_bytes": int(decision["held_bytes"]),
+            "limit_bytes": int(decision["limit_bytes"]),
+            "ratio": float(decision["high_watermark_ratio"]),
+            "limit_once_they_end_bytes": int(decision["limit_once_they_end_bytes"]),
+            "ratio_once_they_end": float(decision["ratio_once_they_end"]),
+            "floored": bool(decision["floored"]),
+            "min_ratio": float(decision["min_ratio"]),
+            "age_seconds": round(now - float(decision.get("t", now)), 1),
+        }
+    except (KeyError, TypeError, ValueError):  # a hand-edited or damaged history
+        return None
+
+
+def next_job_words(next_job: dict[str, Any], interval: float) -> str:
+    """``2 PyTorch jobs hold 14.2 GiB now: the next job gets 15.0 GiB (ratio 0.40); 26.4 GiB
+    once they end``, and whether the floor (min_ratio), not free memory, set the ratio."""
+    held, count = next_job["jobs_hold_bytes"], next_job["jobs_running"]
+    age = next_job["age_seconds"]
+    when = "now" if age <= 3 * interval + 10 else f"at the last decision, {_ago(age)}"
+    gets = f"the next job gets {_gib(next_job['limit_bytes'])} (ratio {next_job['ratio']:.2f})"
+    if held > 0:
+        if count == 1:
+            who = "1 PyTorch job holds"
+        elif count > 1:
+            who = f"{count} PyTorch jobs hold"
+        else:
+            who = "running PyTorch jobs hold"
+        text = (
+            f"{who} {_gib(held)} {when}: {gets}; "
+            f"{_gib(next_job['limit_once_they_end_bytes'])} once "
+            f"{'it ends' if count == 1 else 'they end'}"
+        )
+    else:
+        text = f"no PyTorch job running: {gets}"
+    if next_job["floored"]:
+        text += (
+            f". The floor min_ratio {next_job['min_ratio']:g} set the ratio, not free memory "
+            f"(free memory alone gives less)"
+        )
+    return text
 
 
 def _iso(t: float) -> str:
@@ -275,7 +331,15 @@ def render(facts: dict[str, Any], width: int | None = None, color: bool = False)
         source = facts["recommended_max_source"]
         if source == "estimate":  # errs high on purpose: docs/macos-and-pytorch.md
             source = "an estimate: 0.85 x RAM, nothing real was readable"
+<<<<<<< HEAD
         lines.append(f"recommended max: {_gib2(facts['recommended_max_bytes'])} ({source})")
+=======
+        lines.append(f"recommended max: {_gib(facts['recommended_max_bytes'])} ({source})")
+    next_job = facts.get("next_job")
+    if next_job is not None and (next_job["jobs_hold_bytes"] > 0 or next_job["floored"]):
+        words = next_job_words(next_job, facts["interval_seconds"])
+        lines.extend(_wrap(words, 79, "next job:        ", " " * 17))
+>>>>>>> shared-jobs
     if facts.get("here") is not None:
         from mpsd.env.here import render_optin
 
