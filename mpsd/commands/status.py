@@ -331,15 +331,11 @@ def render(facts: dict[str, Any], width: int | None = None, color: bool = False)
         source = facts["recommended_max_source"]
         if source == "estimate":  # errs high on purpose: docs/macos-and-pytorch.md
             source = "an estimate: 0.85 x RAM, nothing real was readable"
-<<<<<<< HEAD
         lines.append(f"recommended max: {_gib2(facts['recommended_max_bytes'])} ({source})")
-=======
-        lines.append(f"recommended max: {_gib(facts['recommended_max_bytes'])} ({source})")
     next_job = facts.get("next_job")
     if next_job is not None and (next_job["jobs_hold_bytes"] > 0 or next_job["floored"]):
         words = next_job_words(next_job, facts["interval_seconds"])
-        lines.extend(_wrap(words, 79, "next job:        ", " " * 17))
->>>>>>> shared-jobs
+        lines.extend(_wrap(words, width, "next job:        ", " " * 17))
     if facts.get("here") is not None:
         from mpsd.env.here import render_optin
 

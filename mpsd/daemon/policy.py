@@ -298,13 +298,9 @@ def why(
             "every sample was taken under memory pressure or while swapping; using them anyway"
         )
     text = (
-<<<<<<< HEAD
-        f"percentile {config.baseline_percentile:g} of free memory over {span} "
-        f"({plural(len(window), 'sample')}) is {gib(window_value)}"
-=======
         f"percentile {config.baseline_percentile:g} of free memory over "
-        f"{format_duration(config.window)} ({sample_count} samples) is {gib(window_value)}"
->>>>>>> shared-jobs
+        f"{format_duration(config.window, about=True)} ({plural(sample_count, 'sample')}) "
+        f"is {gib(window_value)}"
     )
     if 0 < left_out < len(timeline.frees):
         text += f"; {left_out} taken under memory pressure or while swapping left out"

@@ -48,7 +48,7 @@ def _daemon_saw(held_gib: float, jobs: int, free_gib: float = 30.0) -> None:
 
 
 def _status() -> tuple[str, dict[str, Any]]:
-    text = run_mpsd("status")
+    text = run_mpsd("status", env={"COLUMNS": "80"})  # a terminal 80 wide
     assert text.returncode == 0, text.stderr
     facts = run_mpsd("status", "--json")
     assert facts.returncode == 0, facts.stderr

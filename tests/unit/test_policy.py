@@ -425,7 +425,7 @@ def test_swap_factor_holds_the_penalty_after_a_job_that_swapped() -> None:
     swapped = Job(start=0.0, end=HOUR, swapped_at=HALF_HOUR, swapped_pages=SWAP_PAGES_MIN)
     factor, reason = swap_factor([swapped], 2 * HOUR, CONFIG)
     assert factor == pytest.approx(CONFIG.swap_penalty)
-    assert "swap-outs grew during 1 PyTorch job(s)" in reason
+    assert "swap-outs grew during 1 PyTorch job:" in reason
 
 
 def test_next_job_share_takes_what_running_jobs_hold_off_before_the_headroom() -> None:
@@ -557,18 +557,18 @@ def test_why_says_each_step_in_words() -> None:
         left_out=3,
         base=28 * GIB,
         factor=0.8,
-        swap_reason="swap-outs grew during 1 PyTorch job(s) (factor 0.80)",
+        swap_reason="swap-outs grew during 1 PyTorch job (factor 0.80)",
         share=next_job_share(28 * GIB, timeline.held_bytes, 0.8, 0.8),
         chosen=chosen,
         after=after,
         recommended_max_bytes=RECMAX,
     )
     assert reasons[0] == (
-        f"percentile 5 of free memory over 1w ({len(samples)} samples) is 30.0 GiB; "
+        f"percentile 5 of free memory over 7d ({len(samples)} samples) is 30.0 GiB; "
         "3 taken under memory pressure or while swapping left out"
     )
     assert reasons[1].endswith("the baseline follows it down to 28.0 GiB")
-    assert reasons[2] == "swap-outs grew during 1 PyTorch job(s) (factor 0.80)"
+    assert reasons[2] == "swap-outs grew during 1 PyTorch job (factor 0.80)"
     assert reasons[3].startswith(
         "2 PyTorch jobs hold 14.2 GiB now; the next job gets headroom 0.8 x swap factor 0.80 x "
         "(baseline 28.0 GiB - 14.2 GiB) = 8.8 GiB; ratio = "
