@@ -153,10 +153,12 @@ class Config:
 class ConfigError(MpsdError):
     """config.toml is unreadable or invalid; ``problems`` lists every one of them."""
 
-    def __init__(self, path: Path, problems: list[str]) -> None:
+    def __init__(self, path: Path, problems: list[str], whole: str | None = None) -> None:
         self.path = path
         self.problems = problems
-        if len(problems) == 1:
+        if whole is not None:  # one sentence of its own, not about the file's content
+            message = whole
+        elif len(problems) == 1:
             message = f"{path}: {problems[0]}"
         else:
             message = f"{path} has {len(problems)} problems: " + "; ".join(problems)
@@ -196,6 +198,11 @@ def load_config(path: Path) -> Config:
     except FileNotFoundError:
         return Config()
     except OSError as exc:
+        from mpsd.paths import in_the_way_sentence
+
+        blocked = in_the_way_sentence(path)
+        if blocked:
+            raise ConfigError(path, [blocked], whole=f"{blocked}.") from None
         raise ConfigError(path, [f"cannot be read ({exc.strerror})"]) from None
     try:
         data = tomllib.loads(raw.decode("utf-8"))

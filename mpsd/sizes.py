@@ -22,9 +22,10 @@ def parse_size(text: str) -> int:
     return int(value)
 
 
-def gib(size: float) -> str:
-    """Bytes as GiB with one decimal ("23.3 GiB"): the daemon's reasons, ``status``."""
-    return f"{size / (1 << 30):.1f} GiB"
+def gib(size: float, decimals: int = 1) -> str:
+    """Bytes as GiB, always, with one decimal ("23.3 GiB") or ``decimals``: the daemon's
+    reasons, ``status``."""
+    return f"{size / (1 << 30):.{decimals}f} GiB"
 
 
 def format_gib(size: int | float) -> str:

@@ -4,12 +4,15 @@ below it, in; and put the interpreter start-up hook into its environments."""
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from mpsd.env import pyhooks
+from mpsd.env.here import exports_here, hook_copy_command, hook_here
 from mpsd.env.optin import enable
 from mpsd.env.pyhooks import Target
 from mpsd.errors import EXIT_USAGE, MpsdError
+from mpsd.setup import thisshell
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -52,6 +55,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"It lies inside the project {change.covered_by}, which covers it already.")
     if not args.no_python_hook:
         _python_hooks(change.path, explicit)
+    note = _this_shell_note(str(change.path))
+    if note:
+        print(note)
     return 0
 
 
@@ -81,3 +87,29 @@ def _shown(prefix: str, project: str) -> str:
     if prefix.startswith(project.rstrip("/") + "/"):
         return prefix[len(project.rstrip("/")) + 1 :] + "/"
     return prefix
+
+
+def _this_shell_note(directory: str) -> str | None:
+    """Whether a python started from this very shell gets the variables: the hook sets them
+    at the next prompt, or this shell has no hook yet (then what a new terminal gets)."""
+    here = exports_here(directory)
+    if not here.wanted or here.hand_set:
+        return None
+    if hook_here(here, os.environ):
+        return "This shell's mpsd hook sets them at its next prompt."
+    load = hook_copy_command()
+    if load is None:
+        return (
+            "No shell has the mpsd hook yet: run `mpsd install`, or start python with "
+            "`mpsd run -- python ...`."
+        )
+    if thisshell.predates_hook() is not True:
+        return (
+            "A shell with the mpsd hook sets them at its next prompt (`mpsd status` there "
+            "says whether this one has it)."
+        )
+    how = f"open a new terminal, or run `{load}` here"
+    return (
+        "This shell has no mpsd hook yet (it was started before `mpsd install` hooked its rc "
+        f"file), so it gives a python neither variable: {how}."
+    )

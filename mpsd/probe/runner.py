@@ -29,6 +29,7 @@ from mpsd.probe.swapwatch import Watch
 from mpsd.probe.verdict import NEVER, OOM, PRESSURE, SWAP, ProbeResult, parse_oom
 from mpsd.ratio import HIGH_VAR, LOW_VAR
 from mpsd.sizes import format_gib
+from mpsd.words import plural
 
 CHILD_SOURCE = Path(__file__).with_name("child.py")
 
@@ -262,7 +263,9 @@ def _child_failed(
             how = f"killed by signal {-returncode}"
     else:
         how = f"exited with status {returncode}"
-    where = f" after {result.steps} steps ({format_gib(result.allocated_bytes)} allocated)"
+    where = (
+        f" after {plural(result.steps, 'step')} ({format_gib(result.allocated_bytes)} allocated)"
+    )
     detail = f"; its last words: {stderr_tail}" if stderr_tail else ""
     raise MpsdError(
         f"the probe's child ({python}) {how}{where} without PyTorch's error, so there is no "

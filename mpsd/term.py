@@ -1,0 +1,113 @@
+"""What the commands share about the terminal: colour (the same styles in explain, status and
+doctor, off when not a terminal or with NO_COLOR), the width text wraps to, and plurals.
+
+The width comes from ``$COLUMNS`` or the terminal (not ``shutil``, which imports more);
+wrapping is ``textwrap``'s, with a `command in backticks` kept whole.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import textwrap
+from typing import Any
+
+from mpsd.words import plural
+
+__all__ = ["UNLIMITED", "Style", "columns", "fill", "plural", "style", "use_color", "wrap"]
+
+
+def use_color(stream: Any = None) -> bool:
+    """Colour only on a terminal, and never with NO_COLOR set (https://no-color.org) or on
+    a dumb terminal."""
+    if os.environ.get("NO_COLOR"):
+        return False
+    if os.environ.get("TERM") == "dumb":
+        return False
+    isatty = getattr(sys.stdout if stream is None else stream, "isatty", None)
+    try:
+        return bool(isatty and isatty())
+    except ValueError:  # a closed stream
+        return False
+
+
+class Style:
+    """The styles mpsd's outputs use, as ANSI codes or nothing. The same names and codes as
+    explain's own (``mpsd.oom.render_base.Style``, which may import nothing of mpsd)."""
+
+    def __init__(self, color: bool) -> None:
+        self.color = color
+
+    def _wrap(self, code: str, text: str) -> str:
+        return f"\x1b[{code}m{text}\x1b[0m" if self.color and text else text
+
+    def title(self, text: str) -> str:
+        return self._wrap("1", text)
+
+    def head(self, text: str) -> str:
+        return self._wrap("1;36", text)
+
+    def dim(self, text: str) -> str:
+        return self._wrap("2", text)
+
+    def warn(self, text: str) -> str:
+        return self._wrap("33", text)
+
+    def cmd(self, text: str) -> str:
+        return self._wrap("32", text)
+
+
+def style(stream: Any = None) -> Style:
+    return Style(use_color(stream))
+
+
+def columns(stream: Any = None) -> int:
+    """The width to wrap to: $COLUMNS, else the terminal's (at least 40); off a terminal (a
+    pipe, a file), no limit."""
+    try:
+        return max(40, int(os.environ["COLUMNS"]))
+    except (KeyError, ValueError):
+        pass
+    out = sys.stdout if stream is None else stream
+    try:
+        if out is not None and out.isatty():
+            return max(40, os.get_terminal_size(out.fileno()).columns)
+    except (AttributeError, ValueError, OSError):
+        pass
+    return UNLIMITED
+
+
+# Off a terminal there is no width to fit: a line a script greps for stays one line.
+UNLIMITED = 1 << 16
+
+
+def wrap(text: str, width: int | None = None, first: str = "", rest: str = "") -> list[str]:
+    """Greedy word wrap of ``text`` to ``width`` columns (default: the terminal's, less one),
+    the first line led by ``first``, the others by ``rest``. A word longer than a line (a
+    path, a `command`) stays whole on its own line."""
+    width = columns() - 1 if width is None else width
+    # A `command` is one word: its spaces are NULs while textwrap breaks the lines.
+    words = [word.replace(" ", "\0") for word in _words(text)]
+    lines = textwrap.wrap(
+        " ".join(words),
+        width,
+        initial_indent=first,
+        subsequent_indent=rest,
+        break_long_words=False,
+        break_on_hyphens=False,
+    )
+    return [line.replace("\0", " ") for line in lines]
+
+
+def _words(text: str) -> list[str]:
+    """The words of ``text``; a `command in backticks` is one word (it is copied whole)."""
+    return re.findall(r"\S*`[^`]*`\S*|\S+", text)
+
+
+def fill(text: str, width: int | None = None, indent: str = "") -> str:
+    """``text`` wrapped, each paragraph (line) of it on its own, as one string."""
+    return "\n".join(
+        "\n".join(wrap(paragraph, width, indent, indent)) if paragraph.strip() else ""
+        for paragraph in text.split("\n")
+    )
