@@ -1,4 +1,4 @@
-"""Pure arithmetic of the watermark ratio (SPEC.md, "The ratio"). No I/O, no clock."""
+"""Pure arithmetic of the watermark ratio (docs/policy.md). No I/O, no clock."""
 
 from __future__ import annotations
 

@@ -55,7 +55,7 @@ def _memory() -> tuple[int, int]:
 
         memory = psutil.virtual_memory()
         return int(memory.total), int(memory.available)
-    except Exception:  # psutil 7.2 raises RuntimeError on macOS 26 (MACOS.md)
+    except Exception:  # psutil 7.2 raises RuntimeError on macOS 26 (docs/macos-and-pytorch.md)
         total = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
         return total, total // 2
 

@@ -1,4 +1,4 @@
-"""Which running processes are PyTorch jobs, and how much memory they hold (SPEC.md).
+"""Which running processes are PyTorch jobs, and how much memory they hold (docs/policy.md).
 
 A PyTorch job is a process of the current user that
 

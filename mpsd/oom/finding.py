@@ -14,7 +14,7 @@ CUDA_OOM = "cuda_oom"
 CPU_OOM = "cpu_oom"
 KINDS = (MPS_OOM, MPS_INVALID_HIGH, MPS_INVALID_LOW, MPS_OTHER, CUDA_OOM, CPU_OOM)
 
-# The keys SPEC.md promises for each kind (null when the message lacks the number).
+# The keys docs/commands.md promises for each kind (null when the message lacks the number).
 KEYS: dict[str, tuple[str, ...]] = {
     MPS_OOM: ("allocated_bytes", "other_bytes", "max_allowed_bytes", "requested_bytes", "pool"),
     MPS_INVALID_HIGH: ("ratio",),
@@ -30,7 +30,7 @@ KEYS: dict[str, tuple[str, ...]] = {
     ),
     CPU_OOM: ("requested_bytes",),
 }
-# Added where the message has them (SPEC.md: "Other keys may be added").
+# Added where the message has them (docs/commands.md: "other keys may be added").
 EXTRA_KEYS = ("in_use_bytes", "allowed_bytes")
 _NUMBERS = (
     "allocated_bytes",
@@ -132,7 +132,7 @@ class Finding:
         return sum(getattr(self, name) is not None for name in (*_NUMBERS, "ratio", "device"))
 
     def to_json(self) -> dict[str, Any]:
-        """The object ``mpsd explain --json`` prints for this finding (SPEC.md)."""
+        """The object ``mpsd explain --json`` prints for this finding (docs/commands.md)."""
         out: dict[str, Any] = {"kind": self.kind}
         for key in KEYS[self.kind]:
             value = getattr(self, key)

@@ -1,6 +1,6 @@
 """What mpsd knows about Macs and PyTorch's defaults, for guessing the ratio in force.
 
-Pure data and arithmetic; the sources are in /work/shared/MACOS.md (and the real
+Pure data and arithmetic; the sources are in docs/macos-and-pytorch.md (and the real
 messages in the fixtures): Metal's ``recommendedMaxWorkingSetSize`` per RAM size,
 and PyTorch's default watermark ratios per version.
 """
