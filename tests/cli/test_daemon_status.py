@@ -180,7 +180,7 @@ def test_status_wraps_a_long_reason_to_79_columns_and_keeps_a_path_whole() -> No
         decision = store.get_meta("decision")
         assert isinstance(decision, dict)
         store.set_meta("decision", {**decision, "reasons": [reason]})
-    lines = run_mpsd("status").stdout.splitlines()
+    lines = run_mpsd("status", env={"COLUMNS": "80"}).stdout.splitlines()  # a terminal 80 wide
     start = next(i for i, line in enumerate(lines) if line.startswith("  why: "))
     why = [lines[start]]
     for line in lines[start + 1 :]:
