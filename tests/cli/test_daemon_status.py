@@ -169,7 +169,7 @@ def test_once_outside_a_terminal_still_shows_a_config_problem_on_stderr() -> Non
     assert "INFO" not in done.stderr  # only warnings and errors, outside a terminal
 
 
-def test_status_wraps_a_long_reason_to_the_width_and_keeps_a_path_whole() -> None:
+def test_status_wraps_a_long_reason_to_79_columns_and_keeps_a_path_whole() -> None:
     assert run_mpsd("daemon", "--once").returncode == 0
     long_path = "/Users/me/" + "a-very-long-directory-name" * 4
     reason = (
@@ -180,7 +180,7 @@ def test_status_wraps_a_long_reason_to_the_width_and_keeps_a_path_whole() -> Non
         decision = store.get_meta("decision")
         assert isinstance(decision, dict)
         store.set_meta("decision", {**decision, "reasons": [reason]})
-    lines = run_mpsd("status", env={"COLUMNS": "80"}).stdout.splitlines()  # wraps to 79
+    lines = run_mpsd("status", env={"COLUMNS": "80"}).stdout.splitlines()  # a terminal 80 wide
     start = next(i for i, line in enumerate(lines) if line.startswith("  why: "))
     why = [lines[start]]
     for line in lines[start + 1 :]:
