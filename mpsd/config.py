@@ -85,9 +85,14 @@ def _number(low: float, high: float, low_open: bool, high_open: bool) -> Callabl
     allowed = f"a number in {left}{low:g}, {high:g}{right}"
 
     def check(value: object) -> float:
-        if isinstance(value, bool) or not isinstance(value, int | float) or math.isnan(value):
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise ValueError(f"must be {allowed}")
-        number = float(value)
+        try:
+            number = float(value)
+        except OverflowError:  # an integer of 309+ digits
+            raise ValueError(f"must be {allowed}, not a number that large") from None
+        if math.isnan(number):
+            raise ValueError(f"must be {allowed}")
         too_low = number <= low if low_open else number < low
         too_high = number >= high if high_open else number > high
         if too_low or too_high:
@@ -164,6 +169,11 @@ SCHEMA: tuple[Key, ...] = (
 KEYS = {key.name: key for key in SCHEMA}
 
 
+# config.toml is a page of settings: a bigger file is refused at once, never parsed for a minute.
+CONFIG_LIMIT = 1 << 20
+MOST_PROBLEMS_SHOWN = 10
+
+
 class ConfigError(MpsdError):
     """config.toml is unreadable or invalid; ``problems`` lists every one of them."""
 
@@ -173,7 +183,11 @@ class ConfigError(MpsdError):
         if len(problems) == 1:
             message = f"{path}: {problems[0]}"
         else:
-            message = f"{path} has {len(problems)} problems: " + "; ".join(problems)
+            shown = problems[:MOST_PROBLEMS_SHOWN]
+            more = len(problems) - len(shown)
+            message = f"{path} has {len(problems)} problems: " + "; ".join(shown)
+            if more:
+                message += f"; and {more} more"
         super().__init__(message)
 
 
@@ -185,11 +199,11 @@ def validate(data: dict[str, Any], path: str | Path) -> Config:
         key = KEYS.get(name)
         if key is None:
             known = ", ".join(KEYS)
-            problems.append(f"unknown key '{name}' (known keys: {known})")
+            problems.append(f"unknown key '{_short(name, 40)}' (known keys: {known})")
             continue
         try:
             values[name] = key.check(value)
-        except ValueError as exc:
+        except (ValueError, OverflowError, TypeError, RecursionError) as exc:
             problems.append(f"at '{name}': {exc}")
     config = Config(**values) if not problems else Config()
     if not problems and config.min_ratio > config.max_ratio:
@@ -203,10 +217,15 @@ def validate(data: dict[str, Any], path: str | Path) -> Config:
 
 
 def load_config(path: str | Path) -> Config:
-    """The config in ``path``; the defaults when the file does not exist."""
+    """The config in ``path``; the defaults when the file does not exist.
+
+    Whatever the file holds, the only exception is ``ConfigError``: a FIFO or directory in its
+    place, a file over ``CONFIG_LIMIT`` (refused unread), arrays nested thousands deep, numbers
+    of hundreds of digits."""
+    from mpsd.files import read_bytes
+
     try:
-        with open(path, "rb") as handle:
-            raw = handle.read()
+        raw = read_bytes(path, limit=CONFIG_LIMIT)
     except FileNotFoundError:
         return Config()
     except OSError as exc:
@@ -218,8 +237,14 @@ def load_config(path: str | Path) -> Config:
     except UnicodeDecodeError:
         raise ConfigError(path, ["is not UTF-8 text"]) from None
     except ValueError as exc:  # tomllib.TOMLDecodeError
-        raise ConfigError(path, [f"is not valid TOML ({exc})"]) from None
+        raise ConfigError(path, [f"is not valid TOML ({_short(str(exc))})"]) from None
+    except (RecursionError, MemoryError):
+        raise ConfigError(path, ["is not valid TOML (nested too deeply)"]) from None
     return validate(data, path)
+
+
+def _short(text: str, most: int = 80) -> str:
+    return text if len(text) <= most else text[: most - 3] + "..."
 
 
 def default_config_text() -> str:

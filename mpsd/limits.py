@@ -135,10 +135,11 @@ def parse(text: str) -> Limits:
 
 def read(path: str | Path | None = None) -> Limits | None:
     """The current limits, or None when the file is missing or broken."""
+    from mpsd.files import LIMITS_LIMIT, read_bytes  # never a hang on a FIFO, never 1 GB
+
     try:
-        with open(path or paths.limits_path(), encoding="utf-8") as handle:
-            return parse(handle.read())
-    except (OSError, UnicodeDecodeError, LimitsError):
+        return parse(read_bytes(path or paths.limits_path(), limit=LIMITS_LIMIT).decode("utf-8"))
+    except (OSError, UnicodeDecodeError, LimitsError, RecursionError):
         return None
 
 

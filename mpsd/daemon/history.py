@@ -121,13 +121,17 @@ class Store:
     @classmethod
     def open(cls, path: Path) -> Store:
         """Open (creating if needed) and migrate to the current schema."""
-        path.parent.mkdir(parents=True, exist_ok=True)
+        from mpsd.files import ensure_dir
+
+        ensure_dir(path.parent)
+        _check_files(path)
         try:
             db = sqlite3.connect(str(path), timeout=10.0, isolation_level=None)
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")
             store = cls(db, path)
             store._migrate()
+            store._check_tables()
         except sqlite3.DatabaseError as exc:
             # OperationalError is "locked", "unable to open", I/O: the file may be fine.
             raise HistoryError(
@@ -139,8 +143,9 @@ class Store:
     @classmethod
     def open_readonly(cls, path: str | Path) -> Store | None:
         """The history for reading only; None when there is none yet."""
-        if not os.path.exists(path):
+        if not os.path.lexists(path):
             return None
+        _check_files(path)
         try:
             db = sqlite3.connect(f"{_uri(path)}?mode=ro", uri=True, timeout=5.0)
             version = db.execute("PRAGMA user_version").fetchone()[0]
@@ -152,7 +157,23 @@ class Store:
         if version > SCHEMA_VERSION:
             db.close()
             raise HistoryError(_newer(path, version))
-        return cls(db, path)
+        store = cls(db, path)
+        try:
+            store._check_tables()
+        except sqlite3.DatabaseError as exc:
+            db.close()
+            raise HistoryError(f"the history {path} cannot be read ({exc}).") from None
+        return store
+
+    def _check_tables(self) -> None:
+        """Raise sqlite3.DatabaseError (not an OperationalError: the file is damaged, not
+        busy) when a table the schema version promises is missing."""
+        names = {row[0] for row in self._db.execute("SELECT name FROM sqlite_master")}
+        missing = sorted({"samples", "meta"} - names)
+        if missing:
+            raise sqlite3.DatabaseError(
+                f"schema version {self.version} but no {', '.join(missing)}"
+            )
 
     def close(self) -> None:
         self._db.close()
@@ -291,6 +312,28 @@ def thin(samples: Iterable[Thinnable], since: float, width: float) -> list[Thinn
         ):
             best[key] = s
     return sorted(best.values(), key=lambda s: s.t)
+
+
+def _check_files(path: str | Path) -> None:
+    """Refuse a history that is a symlink, FIFO or directory (SQLite would follow the link, or
+    block on the FIFO): one sentence, and the daemon goes on without storing samples."""
+    import stat
+
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        name = f"{path}{suffix}"
+        try:
+            st = os.lstat(name)
+        except OSError:
+            continue
+        if stat.S_ISLNK(st.st_mode):
+            why = "a symbolic link, which mpsd never follows for its own files"
+        elif not stat.S_ISREG(st.st_mode):
+            from mpsd.files import kind
+
+            why = f"{kind(st.st_mode)}, not a regular file"
+        else:
+            continue
+        raise HistoryError(f"the history file {name} is {why}; remove it and try again.")
 
 
 def _statements(script: str) -> Iterator[str]:

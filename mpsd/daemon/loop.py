@@ -21,6 +21,7 @@ import contextlib
 import datetime as dt
 import logging
 import logging.handlers
+import math
 import os
 import queue
 import signal
@@ -39,6 +40,7 @@ from mpsd.config import Config, ConfigError, load_config
 from mpsd.daemon import policy
 from mpsd.daemon.history import HistoryError, Row, Store, row_of
 from mpsd.errors import EXIT_ABSENT, MpsdError
+from mpsd.files import ensure_dir, open_regular
 from mpsd.limits import Limits
 from mpsd.locks import PidLock
 from mpsd.machine.sample import Sample
@@ -79,10 +81,8 @@ def setup_logging(to_stderr: bool | None = None, warnings_to_stderr: bool = Fals
     formatter = logging.Formatter("%(asctime)s %(levelname)s [%(process)d] %(message)s")
     try:
         path = paths.log_file()
-        path.parent.mkdir(parents=True, exist_ok=True)
-        rotating = logging.handlers.RotatingFileHandler(
-            path, maxBytes=LOG_BYTES, backupCount=LOG_BACKUPS, encoding="utf-8"
-        )
+        ensure_dir(path.parent)
+        rotating = _LogFile(path, maxBytes=LOG_BYTES, backupCount=LOG_BACKUPS, encoding="utf-8")
         rotating.setFormatter(formatter)
         logger.addHandler(rotating)
     except OSError as exc:
@@ -96,6 +96,37 @@ def setup_logging(to_stderr: bool | None = None, warnings_to_stderr: bool = Fals
             stream.setLevel(logging.WARNING)
         logger.addHandler(stream)
     logger.propagate = False
+
+
+class _LogFile(logging.handlers.RotatingFileHandler):
+    """The rotating log, opened without following a link planted in its place (that would
+    append to whatever the link names) and never blocking on a FIFO there."""
+
+    def _open(self) -> Any:
+        fd = open_regular(self.baseFilename, os.O_WRONLY | os.O_APPEND | os.O_CREAT, follow=False)
+        return os.fdopen(fd, "a", encoding=self.encoding, errors=self.errors)
+
+
+def log_to_file_again() -> None:
+    """Reopen the log file (after its directory was deleted and recreated)."""
+    for handler in logging.getLogger("mpsd").handlers:
+        if isinstance(handler, _LogFile):
+            with contextlib.suppress(OSError):
+                handler.acquire()
+                try:
+                    if handler.stream is not None:
+                        handler.stream.close()
+                    handler.stream = handler._open()
+                finally:
+                    handler.release()
+
+
+def _stamp(t: float) -> dt.datetime:
+    """``t`` as a UTC date-time, clamped into what ``datetime`` holds (a clock set to the
+    year 9999 or beyond must not crash the daemon)."""
+    top = 253402300799.0  # 9999-12-31T23:59:59Z
+    t = t if math.isfinite(t) else 0.0
+    return dt.datetime.fromtimestamp(int(min(max(t, 0.0), top)), dt.UTC)
 
 
 @dataclass
@@ -132,6 +163,7 @@ class Daemon:
     last_mono: float | None = None
     total_bytes: int | None = None
     _config_sig: _FileSig | None = None
+    lock: PidLock | None = None  # checked every CONFIG_POLL: one daemon, always
     _queue: queue.SimpleQueue[tuple[str, Any]] = field(default_factory=queue.SimpleQueue)
 
     # -- config -----------------------------------------------------------------------
@@ -153,6 +185,23 @@ class Daemon:
             log.info("config %s", f"loaded from {path}" if sig.exists else "absent: defaults")
         self.config, self.config_good = config, True
         return changed
+
+    def check_lock(self) -> bool:
+        """False when another daemon took the lock (this one must stop). A deleted lock file
+        or state dir is recreated and the lock taken again; the history and the log reopen
+        in the new dir."""
+        if self.lock is None or self.lock.intact():
+            return True
+        if not self.lock.still_held():
+            log.error(
+                "the daemon lock %s was deleted and another daemon took it; stopping",
+                self.lock.path,
+            )
+            return False
+        log_to_file_again()
+        log.warning("the daemon lock %s or its dir was deleted; recreated it", self.lock.path)
+        self._drop_store()
+        return True
 
     # -- history ----------------------------------------------------------------------
     def open_store(self) -> Store:
@@ -280,7 +329,7 @@ class Daemon:
             recommended_max_source=source,
             baseline_free_bytes=decision.baseline_free_bytes,
             headroom=self.config.headroom,
-            updated_at=dt.datetime.fromtimestamp(int(now), dt.UTC),
+            updated_at=_stamp(now),
             projects=self.projects(),
             sample_count=decision.sample_count,
         )
@@ -352,6 +401,7 @@ class Daemon:
 
         watcher = ConfigWatcher(paths.config_file(), lambda: self._queue.put(("config", None)))
         watcher.start()
+        clean_temps()
         self.reload_config(force=True)
         log.info("daemon started (pid %d, interval %gs)", os.getpid(), self.config.interval)
         start = self.mono()
@@ -397,6 +447,8 @@ class Daemon:
                     reloaded = self.reload_config()
                 if now >= next_poll:
                     next_poll = now + CONFIG_POLL
+                    if not self.check_lock():
+                        return EXIT_ABSENT
                     reloaded = self.reload_config() or reloaded
                 if reloaded:
                     pending, retry_at = True, now
@@ -430,6 +482,7 @@ class Daemon:
 
     def run_once(self, attempts: int = 3) -> Limits:
         """One sample, one update of limits.toml."""
+        clean_temps()
         self.reload_config(force=True)
         sample = None
         for attempt in range(attempts):
@@ -453,6 +506,16 @@ class Daemon:
                 f"could not update {paths.limits_file()}; see {paths.log_file()} for why."
             )
         return result
+
+
+def clean_temps() -> None:
+    """Remove the temp files a kill -9 between write and rename left beside limits.toml and
+    config.toml (mpsd's own temp-name pattern only, and only old ones)."""
+    from mpsd.atomic import clean_stale_temps
+
+    for path in (paths.limits_file(), paths.config_file()):
+        for name in clean_stale_temps(path):
+            log.info("removed %s, left by a writer killed mid-write", path.parent / name)
 
 
 def acquire_lock(once: bool) -> PidLock | None:

@@ -19,9 +19,12 @@ if TYPE_CHECKING:
 
 def limits_text(path: str | Path | None = None) -> str | None:
     """limits.toml's text as the hooks see it; None when there is no readable file."""
+    from mpsd.files import LIMITS_LIMIT, read_bytes  # a FIFO never hangs, 1 GB is never read
+
     try:
-        with open(path or paths.limits_path(), "rb") as handle:
-            return handle.read().decode("utf-8", "replace")
+        return read_bytes(path or paths.limits_path(), limit=LIMITS_LIMIT).decode(
+            "utf-8", "replace"
+        )
     except OSError:
         return None
 

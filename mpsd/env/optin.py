@@ -142,7 +142,7 @@ def _edited_text(config_file: Path, entries: tuple[str, ...]) -> str:
 
 def _write(path: Path, data: bytes) -> None:
     try:
-        write_atomic(path, data)
+        write_atomic(path, data, follow_links=True)
     except OSError as exc:
         raise _unwritable(path, exc) from None
 

@@ -33,6 +33,7 @@ import psutil
 
 from mpsd import paths
 from mpsd.atomic import write_atomic
+from mpsd.files import read_bytes
 from mpsd.machine import sysctl
 from mpsd.ratio import estimate_recommended_max
 
@@ -206,7 +207,7 @@ def _timestamp(date: str) -> float:
 def read_cache(path: Path) -> Cached | None:
     """The cached answer, or None when missing, unreadable or malformed."""
     try:
-        data: Any = json.loads(path.read_text(encoding="utf-8"))
+        data: Any = json.loads(read_bytes(path, limit=64 * 1024, follow=False))
         cached = Cached(
             bytes=data["bytes"],
             source=data["source"],
@@ -216,7 +217,7 @@ def read_cache(path: Path) -> Cached | None:
             total_ram=data["total_ram"],
             wired_limit_mb=data.get("wired_limit_mb"),
         )
-    except (OSError, ValueError, TypeError, KeyError):
+    except (OSError, ValueError, TypeError, KeyError, RecursionError):
         return None
     valid = (
         isinstance(cached.bytes, int)

@@ -69,7 +69,8 @@ def apply(change: FileChange) -> bool:
     one MpsdError sentence.
 
     Writes go through ``write_atomic``: a symlinked file is written through its link and
-    keeps its mode. A removal of a symlink removes the link only.
+    keeps its mode (a hard-linked one is rewritten in place). A removal of a symlink removes
+    the link only.
     """
     if not change.changed:
         return False
@@ -79,7 +80,7 @@ def apply(change: FileChange) -> bool:
                 os.unlink(change.path)
             return True
         mode = None if change.old is not None else change.mode
-        return write_atomic(change.path, change.new, mode=mode)
+        return write_atomic(change.path, change.new, mode=mode, follow_links=True)
     except OSError as exc:
         action = "remove" if change.new is None else "write"
         raise MpsdError(

@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from mpsd import paths
+from mpsd import files, paths
 from mpsd.env import watermarks
 from mpsd.setup import launchd, rcfile
 from mpsd.setup.installer import HOOK_FILES, hook_copy, hook_source, rc_candidates
@@ -244,7 +244,7 @@ def check_hook_files() -> list[Check]:
     checks = []
     for path in rc_candidates():
         try:
-            text = path.read_bytes()
+            text = files.read_bytes(path, limit=files.RC_LIMIT)
             if not rcfile.has_block(text):
                 continue
             sourced = rcfile.sourced_files(text, os.environ.get("HOME"))

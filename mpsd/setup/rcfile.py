@@ -27,6 +27,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from mpsd import files
 from mpsd.atomic import write_atomic
 from mpsd.errors import MpsdError
 
@@ -253,7 +254,7 @@ def read(path: Path) -> bytes | None:
     file somewhere the user did not choose.
     """
     try:
-        return path.read_bytes()
+        return files.read_bytes(path, limit=files.RC_LIMIT)
     except FileNotFoundError:
         if path.is_symlink():
             raise RcFileError(
@@ -283,7 +284,7 @@ def check_writable(path: Path) -> None:
 def write(path: Path, data: bytes) -> bool:
     """Replace ``path``'s bytes atomically, through a symlink, keeping the file's mode."""
     try:
-        return write_atomic(path, data)
+        return write_atomic(path, data, follow_links=True)
     except OSError as exc:
         raise RcFileError(
             f"{path} cannot be written ({exc.strerror}); fix its permissions and try again"
