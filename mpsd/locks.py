@@ -46,12 +46,18 @@ def exclusive(path: Path, timeout: float = 10.0) -> Iterator[None]:
 
 
 def _open_lock(path: str | Path) -> int:
-    """The lock file's descriptor: created 0600 in a private dir, never through a link."""
-    ensure_dir(os.path.dirname(os.fspath(path)))
+    """The lock file's descriptor: created 0600 in a private dir, never through a link.
+    Any failure is one MpsdError sentence (a read-only or full state dir, a FIFO there)."""
     try:
+        ensure_dir(os.path.dirname(os.fspath(path)))
         return open_regular(path, os.O_RDWR | os.O_CREAT, follow=False, mode=0o600)
     except UnsafeFileError as exc:
         raise MpsdError(f"cannot use the lock {path}: {exc.strerror}.") from None
+    except OSError as exc:
+        raise MpsdError(
+            f"cannot take the lock {path} ({exc.strerror}); make its directory writable or "
+            "point MPSD_STATE_DIR elsewhere."
+        ) from None
 
 
 class PidLock:

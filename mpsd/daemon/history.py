@@ -51,6 +51,14 @@ SCHEMA_VERSION = len(MIGRATIONS)
 
 _COLUMNS = "t, available, total, ml, swapouts, pressure, source"
 _INSERT = f"INSERT INTO samples ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)"
+# Rows every reader skips: a stamp that is not a number or lies outside the years 1970-9999
+# (a clock set far off, a hand edit), sizes that are not integers. One bad row must not
+# make the history unreadable.
+_VALID = (
+    "typeof(t) IN ('integer', 'real') AND t >= 0 AND t <= 253402300799 "
+    "AND typeof(available) = 'integer' AND typeof(total) = 'integer' "
+    "AND typeof(ml) = 'integer'"
+)
 
 
 class HistoryError(MpsdError):
@@ -243,14 +251,15 @@ class Store:
 
     def count(self, since: float = float("-inf"), until: float = float("inf")) -> int:
         row = self._db.execute(
-            "SELECT COUNT(*) FROM samples WHERE t >= ? AND t <= ?", (since, until)
+            f"SELECT COUNT(*) FROM samples WHERE t >= ? AND t <= ? AND {_VALID}", (since, until)
         ).fetchone()
         return int(row[0])
 
     def last(self, until: float = float("inf")) -> Sample | None:
         """The latest sample stamped at or before ``until``."""
         row = self._db.execute(
-            f"SELECT {_COLUMNS} FROM samples WHERE t <= ? ORDER BY t DESC LIMIT 1", (until,)
+            f"SELECT {_COLUMNS} FROM samples WHERE t <= ? AND {_VALID} ORDER BY t DESC LIMIT 1",
+            (until,),
         ).fetchone()
         return None if row is None else _row_to_sample(row)
 
@@ -266,7 +275,7 @@ class Store:
             return []
         if self.count(since, until) <= max_rows:
             rows = self._db.execute(
-                f"SELECT {_COLUMNS} FROM samples WHERE t >= ? AND t <= ? ORDER BY t",
+                f"SELECT {_COLUMNS} FROM samples WHERE t >= ? AND t <= ? AND {_VALID} ORDER BY t",
                 (since, until),
             ).fetchall()
             return list(map(Row._make, rows))
@@ -274,7 +283,7 @@ class Store:
         # SQLite: with a single MIN() aggregate, the bare columns come from that row.
         rows = self._db.execute(
             "SELECT t, available, total, ml, swapouts, pressure, source, "
-            "MIN(available + ml) FROM samples WHERE t >= ? AND t <= ? "
+            f"MIN(available + ml) FROM samples WHERE t >= ? AND t <= ? AND {_VALID} "
             "GROUP BY CAST((t - ?) / ? AS INTEGER) ORDER BY t",
             (since, until, since, width),
         ).fetchall()
@@ -290,7 +299,7 @@ class Store:
             return []
         rows = self._db.execute(
             "SELECT MIN(CAST((t - ?) / ? AS INTEGER), ?) AS b, MIN(available + ml) "
-            "FROM samples WHERE t >= ? AND t <= ? GROUP BY b",
+            f"FROM samples WHERE t >= ? AND t <= ? AND {_VALID} GROUP BY b",
             (since, width, buckets - 1, since, until),
         ).fetchall()
         values: dict[int, int] = {int(b): int(v) for b, v in rows}

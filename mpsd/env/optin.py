@@ -68,7 +68,10 @@ def _set_projects(document: Any, entries: tuple[str, ...], *, new_lines: bool = 
     import tomlkit
 
     current = document.get("projects")
-    if current is not None and len(current) > 0 and entries:
+    commented = isinstance(current, tomlkit.items.Array) and "#" in current.as_string()
+    if commented and len(current) == 0:  # `[ # comment ]`: append() would end up in it
+        new_lines = True
+    if current is not None and (commented or (len(current) > 0 and entries)):
         # Edit the user's array in place: its style and comments stay.
         for index in reversed(range(len(current))):
             if current[index] not in entries:

@@ -86,8 +86,23 @@ def parse(text: str) -> Known | None:
 
 def read(path: str | Path) -> Known | None:
     """``path``'s numbers, or None when it is missing, unreadable or broken."""
+    import os
+    import stat
+
+    # Never block on a FIFO in its place, never read more than the hooks do (256 KiB):
+    # mpsd.files does this for the rest of mpsd, which this package must not import.
     try:
-        with open(path, encoding="utf-8") as handle:
-            return parse(handle.read())
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode) or st.st_size > 256 * 1024:
+                return None
+            os.set_blocking(fd, True)
+            data = os.read(fd, 256 * 1024 + 1)
+        finally:
+            os.close(fd)
+        if len(data) > 256 * 1024:
+            return None
+        return parse(data.decode("utf-8"))
     except (OSError, UnicodeDecodeError):
         return None

@@ -127,8 +127,9 @@ def find(text: bytes) -> list[Span]:
                 f"remove the lines from '{BEGIN.decode()}' on by hand, then run mpsd install again"
             )
         end = end_line + len(END)
-        if text[end : end + 1] == b"\n":
-            end += 1
+        # The end marker's line, its line break included (CRLF when the file became CRLF).
+        newline = text.find(b"\n", end)
+        end = len(text) if newline < 0 else newline + 1
         spans.append(Span(start, end))
         pos = end
 
@@ -169,8 +170,11 @@ def remove(text: bytes) -> bytes:
 
 def remove_one(text: bytes, span: Span) -> bytes:
     before, after = text[: span.start], text[span.end :]
-    if before.endswith(b"\n\n") or (not after and before.endswith(b"\n")):
-        before = before[:-1]
+    # The one line break ``add`` put before the block: CRLF when the file (the block with it)
+    # became CRLF since; ``add`` writes LF.
+    eol = b"\r\n" if b"\r\n" in text[span.start : span.end] else b"\n"
+    if before.endswith(eol + eol) or (not after and before.endswith(eol)):
+        before = before[: -len(eol)]
     return before + after
 
 
