@@ -102,11 +102,17 @@ def _number(low: float, high: float, low_open: bool, high_open: bool) -> Callabl
     return check
 
 
-def _duration(minimum: float) -> Callable[[object], float]:
+def _duration(minimum: float, maximum: float) -> Callable[[object], float]:
+    from mpsd.durations import format_duration
+
     def check(value: object) -> float:
         seconds = parse_duration(value)
         if not math.isfinite(seconds) or seconds < minimum:
             raise ValueError(f"must be at least {minimum:g} seconds, not {value!r}")
+        # A bound above: the daemon waits `interval` seconds on a queue and adds durations
+        # to the clock; 1e308 seconds would overflow both.
+        if seconds > maximum:
+            raise ValueError(f"must be at most {format_duration(maximum)}, not {value!r}")
         return seconds
 
     return check
@@ -118,6 +124,9 @@ def _projects(value: object) -> tuple[str, ...]:
     return tuple(value)
 
 
+DAY = 86400.0
+YEAR = 365 * DAY
+
 SCHEMA: tuple[Key, ...] = (
     Key(
         "headroom",
@@ -125,9 +134,9 @@ SCHEMA: tuple[Key, ...] = (
         "0.8",
         _number(0, 1, low_open=True, high_open=False),
     ),
-    Key("interval", 'seconds between memory samples (or "30s", "1m")', "30", _duration(1)),
-    Key("window", 'how far back the baseline looks ("7d")', '"7d"', _duration(60)),
-    Key("retention", 'how long samples are kept ("90d")', '"90d"', _duration(3600)),
+    Key("interval", 'seconds between memory samples (or "30s", "1m")', "30", _duration(1, DAY)),
+    Key("window", 'how far back the baseline looks ("7d")', '"7d"', _duration(60, 10 * YEAR)),
+    Key("retention", 'how long samples are kept ("90d")', '"90d"', _duration(3600, 10 * YEAR)),
     Key(
         "low_ratio",
         "low watermark = low_ratio x high watermark",
@@ -163,7 +172,7 @@ SCHEMA: tuple[Key, ...] = (
         "swap_recovery",
         'how long the limit takes to climb back after a swap penalty ("3d")',
         '"3d"',
-        _duration(0),
+        _duration(0, YEAR),
     ),
 )
 KEYS = {key.name: key for key in SCHEMA}
@@ -195,11 +204,15 @@ def validate(data: dict[str, Any], path: str | Path) -> Config:
     """Check every key of a parsed config.toml; raise ConfigError listing all problems."""
     problems: list[str] = []
     values: dict[str, Any] = {}
+    unknown = [name for name in data if name not in KEYS]
+    if unknown:
+        shown = ", ".join(f"'{_short(name, 40)}'" for name in unknown[:5])
+        more = f" and {len(unknown) - 5} more" if len(unknown) > 5 else ""
+        plural = "s" if len(unknown) > 1 else ""
+        problems.append(f"unknown key{plural} {shown}{more} (known keys: {', '.join(KEYS)})")
     for name, value in data.items():
         key = KEYS.get(name)
         if key is None:
-            known = ", ".join(KEYS)
-            problems.append(f"unknown key '{_short(name, 40)}' (known keys: {known})")
             continue
         try:
             values[name] = key.check(value)

@@ -78,7 +78,7 @@ def setup_logging(to_stderr: bool | None = None, warnings_to_stderr: bool = Fals
     for handler in list(logger.handlers):
         logger.removeHandler(handler)
         handler.close()
-    formatter = logging.Formatter("%(asctime)s %(levelname)s [%(process)d] %(message)s")
+    formatter = _Formatter("%(asctime)s %(levelname)s [%(process)d] %(message)s")
     try:
         path = paths.log_file()
         ensure_dir(path.parent)
@@ -91,11 +91,21 @@ def setup_logging(to_stderr: bool | None = None, warnings_to_stderr: bool = Fals
         to_stderr = sys.stderr.isatty()
     if to_stderr or warnings_to_stderr:
         stream = logging.StreamHandler(sys.stderr)
-        stream.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+        stream.setFormatter(_Formatter("%(asctime)s %(levelname)s %(message)s"))
         if not to_stderr:
             stream.setLevel(logging.WARNING)
         logger.addHandler(stream)
     logger.propagate = False
+
+
+class _Formatter(logging.Formatter):
+    """Stamps clamped to the year 9999: a clock set beyond must not turn every log line
+    into a "Logging error" traceback."""
+
+    @staticmethod
+    def converter(t: float | None) -> time.struct_time:  # type: ignore[override]
+        t = time.time() if t is None else t
+        return time.localtime(min(max(t, 0.0), 253402300799.0) if math.isfinite(t) else 0.0)
 
 
 class _LogFile(logging.handlers.RotatingFileHandler):
@@ -484,6 +494,10 @@ class Daemon:
         """One sample, one update of limits.toml."""
         clean_temps()
         self.reload_config(force=True)
+        try:
+            self.open_store()
+        except HistoryError as exc:  # a link or a FIFO in its place: one sentence, not three
+            raise MpsdError(str(exc)) from None
         sample = None
         for attempt in range(attempts):
             sample = self.tick()

@@ -239,7 +239,10 @@ def recommended_max(total_ram: int, *, refresh: bool = False) -> tuple[int, str]
     now = Cached(
         bytes=0,
         source="",
-        date=datetime.fromtimestamp(time.time(), UTC).isoformat(timespec="seconds"),
+        # Clamped: a clock set past the year 9999 must not crash the daemon.
+        date=datetime.fromtimestamp(min(max(time.time(), 0), 253402300799), UTC).isoformat(
+            timespec="seconds"
+        ),
         boot_time=boot_time(),
         os_version=os_version(),
         total_ram=total_ram,

@@ -153,6 +153,10 @@ def add(text: bytes, new_block: bytes) -> bytes:
     if not spans:
         return text + (b"\n" if text else b"") + new_block
     first = spans[0]
+    if b"\r\n" in text[first.start : first.end]:
+        # The file became CRLF: the block keeps the file's line endings, so that removing it
+        # later knows the line break before it is CRLF too.
+        new_block = new_block.replace(b"\r\n", b"\n").replace(b"\n", b"\r\n")
     updated = text[: first.start] + new_block + text[first.end :]
     for _ in spans[1:]:
         updated = remove_one(updated, find(updated)[1])
