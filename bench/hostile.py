@@ -27,7 +27,6 @@ import random
 import shlex
 import shutil
 import signal
-import socket
 import sqlite3
 import stat
 import subprocess
@@ -197,7 +196,7 @@ class Sandbox:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             start_new_session=True,
-            preexec_fn=(lambda: os.umask(umask)) if umask is not None else None,  # noqa: PLW1509
+            preexec_fn=(lambda: os.umask(umask)) if umask is not None else None,
         )
         out = err = b""
         code: int | None
@@ -297,7 +296,9 @@ class Sandbox:
 _child_rss: dict[int, float] = {}
 
 
-def _talk(proc: subprocess.Popen[bytes], stdin: bytes | None, timeout: float) -> tuple[bytes, bytes]:
+def _talk(
+    proc: subprocess.Popen[bytes], stdin: bytes | None, timeout: float
+) -> tuple[bytes, bytes]:
     """``communicate`` that records the child's own peak RSS (``wait4``) before reaping it."""
     out_chunks: list[bytes] = []
     err_chunks: list[bytes] = []
@@ -457,7 +458,9 @@ HOSTILE_CONFIGS: dict[str, bytes] = {
     "a 900 KiB key": b"k" * 900_000 + b" = 1\n",
     "nan and inf": b"headroom = nan\ninterval = inf\nwindow = -inf\n",
     "1e309 float": b"interval = 1e309\n",
-    "projects of 10000 integers": b"projects = [" + b", ".join(b"%d" % i for i in range(10000)) + b"]\n",
+    "projects of 10000 integers": b"projects = ["
+    + b", ".join(b"%d" % i for i in range(10000))
+    + b"]\n",
 }
 CONFIG_COMMANDS = (("status",), ("enable",), ("projects",), ("doctor",), ("daemon", "--once"))
 
@@ -559,8 +562,14 @@ def _plant(path: Path, kind: str) -> None:
 OWN_FILES: dict[str, tuple[Callable[[Sandbox], Path], tuple[tuple[str, ...], ...]]] = {
     "limits.toml": (
         lambda sb: sb.limits,
-        (("env",), ("status",), ("enable", "{proj}"), ("projects",), ("daemon", "--once"),
-         ("explain", "-")),
+        (
+            ("env",),
+            ("status",),
+            ("enable", "{proj}"),
+            ("projects",),
+            ("daemon", "--once"),
+            ("explain", "-"),
+        ),
     ),
     "config.toml": (
         lambda sb: sb.config_file,
@@ -864,7 +873,10 @@ def _clock_jump(sb: Sandbox, sizes: Sizes) -> None:
     for shift, word in ((-365 * 86400, "moved back"), (365 * 86400, "resumed after a gap")):
         before = sb.log_text().count(word)
         daemon = sb.start_daemon(clock=f"jump:{shift}:2")
-        sb.wait_for(f"the daemon to log '{word}'", lambda: sb.log_text().count(word) > before)
+        sb.wait_for(
+            f"the daemon to log {word!r}",
+            lambda word=word, before=before: sb.log_text().count(word) > before,
+        )
         time.sleep(1.5)
         expect(daemon.poll() is None, f"the daemon died after the clock {word}")
         os.killpg(daemon.pid, signal.SIGTERM)
@@ -984,7 +996,9 @@ def _lock_deleted(sb: Sandbox, sizes: Sizes) -> None:
     try:
         second.wait(timeout=15)
     except subprocess.TimeoutExpired:
-        raise Failed("a second daemon runs beside the first after daemon.lock was deleted") from None
+        raise Failed(
+            "a second daemon runs beside the first after daemon.lock was deleted"
+        ) from None
     expect(first.poll() is None, "the first daemon died")
     sb.wait_for(
         "the first daemon to recreate daemon.lock",
@@ -1157,7 +1171,7 @@ for _name, _text_ in COMMENTED.items():
 # -- shells: hostile directory names and options --------------------------------------------------
 HOSTILE_NAMES = {
     "spaces": "my project",
-    "quotes": "it's \"quoted\"",
+    "quotes": 'it\'s "quoted"',
     "command substitution": "$(touch PWNED)",
     "backticks": "`touch PWNED2`",
     "leading dash": "-n",
@@ -1180,17 +1194,17 @@ SCRIPTS = {
     "bash": (
         ["bash", "--norc", "--noprofile", "-c"],
         '{opts}\n. "$HOSTILE_HOOK"\ncd -- "$HOSTILE_DIR"\n_mpsd_hook\n'
-        "printf 'HIGH=<%s> LOW=<%s>\\n' \"${{{high}-}}\" \"${{{low}-}}\"\n",
+        'printf \'HIGH=<%s> LOW=<%s>\\n\' "${{{high}-}}" "${{{low}-}}"\n',
     ),
     "zsh": (
         ["zsh", "-f", "-c"],
         '{opts}\nsource "$HOSTILE_HOOK"\ncd -- "$HOSTILE_DIR"\n_mpsd_hook\n'
-        "printf 'HIGH=<%s> LOW=<%s>\\n' \"${{{high}-}}\" \"${{{low}-}}\"\n",
+        'printf \'HIGH=<%s> LOW=<%s>\\n\' "${{{high}-}}" "${{{low}-}}"\n',
     ),
     "fish": (
         ["fish", "--no-config", "-c"],
         'source "$HOSTILE_HOOK"\ncd -- "$HOSTILE_DIR"\n_mpsd_hook\n'
-        "printf 'HIGH=<%s> LOW=<%s>\\n' \"${high}\" \"${low}\"\n",
+        'printf \'HIGH=<%s> LOW=<%s>\\n\' "${high}" "${low}"\n',
     ),
 }
 
@@ -1208,7 +1222,9 @@ def hook_values(sb: Sandbox, shell: str, directory: Path, opts: str = "") -> tup
     result = sb.run([*argv, script], env=env, timeout=30)
     if result.hung:
         raise Failed(f"{shell} hung in {str(directory)!r}")
-    expect(not result.err.strip(), f"{shell} {opts!r} wrote to stderr: {result.err.strip()[:300]!r}")
+    expect(
+        not result.err.strip(), f"{shell} {opts!r} wrote to stderr: {result.err.strip()[:300]!r}"
+    )
     expect(result.code == 0, f"{shell} {opts!r} exited {result.code}")
     last = result.out.strip().splitlines()[-1] if result.out.strip() else ""
     try:
@@ -1255,10 +1271,23 @@ for _name, _dirname in HOSTILE_NAMES.items():
     case("shells", f"directory name: {_name}")(_name_case(_dirname))
 
 SHELL_OPTIONS = {
-    "bash": ["set -euo pipefail", "set -k", "set -f", "shopt -s nullglob failglob extglob",
-             "set -o posix", "IFS=/"],
-    "zsh": ["setopt nounset errexit pipefail", "setopt ksharrays", "setopt shwordsplit",
-            "setopt noglob", "setopt warncreateglobal", "setopt noclobber", "IFS=/"],
+    "bash": [
+        "set -euo pipefail",
+        "set -k",
+        "set -f",
+        "shopt -s nullglob failglob extglob",
+        "set -o posix",
+        "IFS=/",
+    ],
+    "zsh": [
+        "setopt nounset errexit pipefail",
+        "setopt ksharrays",
+        "setopt shwordsplit",
+        "setopt noglob",
+        "setopt warncreateglobal",
+        "setopt noclobber",
+        "IFS=/",
+    ],
 }
 
 
@@ -1470,8 +1499,10 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"  {key:<62}{value:>10.3f}")
         if any(reload):
             worst = max(outcomes, key=lambda o: o.timings.get("reload seconds", 0.0))
-            print(f"  {'daemon reload of a hostile config (s): ' + worst.case.name:<62}"
-                  f"{max(reload):>10.3f}")
+            print(
+                f"  {'daemon reload of a hostile config (s): ' + worst.case.name:<62}"
+                f"{max(reload):>10.3f}"
+            )
     skipped = [o for o in outcomes if o.status == "skipped"]
     if skipped:
         print("\nskipped:")

@@ -102,7 +102,7 @@ def clean_stale_temps(path: Path, older_than: float = STALE_TEMP_SECONDS) -> lis
     The names removed; never raises."""
     directory = path.parent
     pattern = temp_pattern(path.name)
-    removed = []
+    removed: list[str] = []
     try:
         names = os.listdir(directory)
     except OSError:

@@ -103,7 +103,7 @@ class _Formatter(logging.Formatter):
     into a "Logging error" traceback."""
 
     @staticmethod
-    def converter(t: float | None) -> time.struct_time:  # type: ignore[override]
+    def converter(t: float | None) -> time.struct_time:
         t = time.time() if t is None else t
         return time.localtime(min(max(t, 0.0), 253402300799.0) if math.isfinite(t) else 0.0)
 
