@@ -8,6 +8,7 @@ the file.
 from __future__ import annotations
 
 import math
+import sys
 
 from mpsd.durations import parse_duration
 from mpsd.errors import MpsdError
@@ -243,10 +244,13 @@ def load_config(path: str | Path) -> Config:
         return Config()
     except OSError as exc:
         raise ConfigError(path, [f"cannot be read ({exc.strerror})"]) from None
-    from mpsd import flat_toml
+    if sys.version_info >= (3, 11):  # noqa: UP036  (tomllib is 3.11+; mpsd runs on 3.9)
+        import tomllib
+    else:
+        import tomli as tomllib
 
     try:
-        data = flat_toml.loads(raw.decode("utf-8"))
+        data = tomllib.loads(raw.decode("utf-8"))
     except UnicodeDecodeError:
         raise ConfigError(path, ["is not UTF-8 text"]) from None
     except ValueError as exc:  # tomllib.TOMLDecodeError

@@ -1,72 +1,65 @@
-"""limits.toml: render, parse, and write it atomically under the limits lock.
+"""limits.toml: its one writer and its one reader.
 
-The hooks read this file with shell builtins, so its form is part of the
-contract (SPEC.md): one ``key = value`` a line, ratios as plain decimals,
-``projects`` as one double-quoted absolute path a line. tomli-w writes exactly
-that form.
+Every part of mpsd that needs the file comes here: the daemon and ``enable`` write it
+(``write``, ``update``); the daemon, ``status``, ``doctor``, ``env``, ``run``, ``apply()``,
+``probe`` and ``explain`` read it (``read_file``, ``read``). The shell hooks and the
+interpreter start-up hook read it too, with their own builtins, so its form is a contract
+(docs/file-formats.md): one ``key = value`` a line, ratios as plain decimals, no comments,
+``projects`` as one double-quoted absolute path a line.
+
+The reader has the hooks' semantics: what it says a ``python`` gets (``LimitsFile.high``,
+``.low``, ``.projects``) is what the hooks export, line for line the same rules. Beyond that it
+checks that the file is in the form the writer produces; any difference (a hand edit, a
+comment, ``key=value`` without spaces) is a ``problem`` that ``status`` and ``doctor`` show,
+and such a file gives no ``Limits``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import math
+import os
+import re
+import stat
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 from mpsd import paths
 from mpsd.locks import exclusive
-from mpsd.record import Record
-
-TYPE_CHECKING = False  # typing costs `mpsd status` its start-up; mypy still reads the block
-if TYPE_CHECKING:
-    from collections.abc import Callable
-    from pathlib import Path
-    from typing import Any
 
 SOURCES = ("torch", "metal", "iogpu", "estimate")
 
+# mpsd never writes a file this large; the hooks ignore a larger one at builtin cost.
+MAX_BYTES = 256 * 1024
 
-class Limits(Record):
+_SCALE = 10**9
+_PROJECT_PREFIX = '    "'
+_PROJECT_SUFFIX = '",'
+
+
+@dataclasses.dataclass(frozen=True)
+class Limits:
     """What limits.toml holds, in its order."""
 
-    _fields = (
-        "high_watermark_ratio",
-        "low_watermark_ratio",
-        "limit_bytes",
-        "recommended_max_bytes",
-        "recommended_max_source",
-        "baseline_free_bytes",
-        "headroom",
-        "updated_at",
-        "projects",
-        "baseline_source",
-        "sample_count",
-    )
-    __slots__ = _fields
+    high_watermark_ratio: float
+    low_watermark_ratio: float
+    limit_bytes: int
+    recommended_max_bytes: int
+    recommended_max_source: str
+    baseline_free_bytes: int
+    headroom: float
+    updated_at: dt.datetime
+    projects: tuple[str, ...] = ()
+    baseline_source: str = "samples"
+    sample_count: int = 0
 
-    def __init__(
-        self,
-        high_watermark_ratio: float,
-        low_watermark_ratio: float,
-        limit_bytes: int,
-        recommended_max_bytes: int,
-        recommended_max_source: str,
-        baseline_free_bytes: int,
-        headroom: float,
-        updated_at: dt.datetime,
-        projects: tuple[str, ...] = (),
-        baseline_source: str = "samples",
-        sample_count: int = 0,
-    ) -> None:
-        self.high_watermark_ratio = high_watermark_ratio
-        self.low_watermark_ratio = low_watermark_ratio
-        self.limit_bytes = limit_bytes
-        self.recommended_max_bytes = recommended_max_bytes
-        self.recommended_max_source = recommended_max_source
-        self.baseline_free_bytes = baseline_free_bytes
-        self.headroom = headroom
-        self.updated_at = updated_at
-        self.projects = projects
-        self.baseline_source = baseline_source
-        self.sample_count = sample_count
+    def replace(self, **changes: Any) -> Limits:
+        return dataclasses.replace(self, **changes)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {field.name: getattr(self, field.name) for field in dataclasses.fields(self)}
 
     def same_values(self, other: Limits, tolerance: float = 0.01) -> bool:
         """True when writing ``self`` over ``other`` would be churn: ratios within
@@ -82,70 +75,48 @@ class Limits(Record):
 
 
 class LimitsError(ValueError):
-    """limits.toml is missing a key or holds a value out of range."""
+    """limits.toml is not in the form mpsd writes, or holds a value out of range."""
+
+
+@dataclasses.dataclass(frozen=True)
+class LimitsFile:
+    """limits.toml as read: what the hooks take from it, and whether it is mpsd's own form.
+
+    ``found``: the file exists. ``high``/``low``: the ratios as written, only when the hooks
+    would export them (both plain decimals in (0, 2], low <= high). ``projects``: the opted-in
+    paths the hooks see. ``limits``: every key, when the file is exactly in the writer's form.
+    ``problem``: one sentence when it is not (None for a missing file: that is no problem of
+    the file, only an absence).
+    """
+
+    found: bool
+    high: str | None = None
+    low: str | None = None
+    projects: tuple[str, ...] = ()
+    limits: Limits | None = None
+    problem: str | None = None
+
+    @property
+    def exports(self) -> bool:
+        """True when the hooks export a pair of ratios from this file."""
+        return self.high is not None and self.low is not None
+
+
+# --- writing --------------------------------------------------------------------------------
 
 
 def render(limits: Limits) -> str:
-    import tomli_w  # only writers pay for it: readers (status, env) start faster
+    """The file's text. tomli-w writes exactly the form the hooks read; tests pin it."""
+    import tomli_w  # only writers pay for it
 
-    data: dict[str, Any] = limits.as_dict()
+    data = limits.as_dict()
     data["projects"] = list(limits.projects)
     return tomli_w.dumps(data)
 
 
-def _check(data: dict[str, Any]) -> Limits:
-    try:
-        limits = Limits(
-            high_watermark_ratio=float(data["high_watermark_ratio"]),
-            low_watermark_ratio=float(data["low_watermark_ratio"]),
-            limit_bytes=int(data["limit_bytes"]),
-            recommended_max_bytes=int(data["recommended_max_bytes"]),
-            recommended_max_source=str(data["recommended_max_source"]),
-            baseline_free_bytes=int(data["baseline_free_bytes"]),
-            headroom=float(data["headroom"]),
-            updated_at=data["updated_at"],
-            projects=tuple(str(p) for p in data.get("projects", [])),
-            baseline_source=str(data.get("baseline_source", "samples")),
-            sample_count=int(data.get("sample_count", 0)),
-        )
-    except KeyError as exc:
-        raise LimitsError(f"missing key {exc.args[0]!r}") from None
-    except (TypeError, ValueError) as exc:
-        raise LimitsError(str(exc)) from None
-    high, low = limits.high_watermark_ratio, limits.low_watermark_ratio
-    if not (math.isfinite(high) and 0 < high <= 2):
-        raise LimitsError(f"high_watermark_ratio {high} is outside (0, 2]")
-    if not (math.isfinite(low) and 0 < low <= high):
-        raise LimitsError(f"low_watermark_ratio {low} is outside (0, high_watermark_ratio]")
-    if not isinstance(limits.updated_at, dt.datetime):
-        raise LimitsError("updated_at is not a date-time")
-    return limits
-
-
-def parse(text: str) -> Limits:
-    """Parse limits.toml text; raise LimitsError (a ValueError) when it is not a valid one."""
-    from mpsd import flat_toml
-
-    try:
-        data = flat_toml.loads(text)
-    except ValueError as exc:  # tomllib.TOMLDecodeError
-        raise LimitsError(f"not valid TOML ({exc})") from None
-    return _check(data)
-
-
-def read(path: str | Path | None = None) -> Limits | None:
-    """The current limits, or None when the file is missing or broken."""
-    from mpsd.files import LIMITS_LIMIT, read_bytes  # never a hang on a FIFO, never 1 GB
-
-    try:
-        return parse(read_bytes(path or paths.limits_path(), limit=LIMITS_LIMIT).decode("utf-8"))
-    except (OSError, UnicodeDecodeError, LimitsError, RecursionError):
-        return None
-
-
 def write(limits: Limits, path: Path | None = None) -> bool:
     """Write ``limits`` atomically under the limits lock; False when nothing changed."""
-    from mpsd.atomic import write_atomic  # tempfile is slow to import; readers skip it
+    from mpsd.atomic import write_atomic
 
     path = path or paths.limits_file()
     with exclusive(paths.limits_lock_file()):
@@ -155,8 +126,8 @@ def write(limits: Limits, path: Path | None = None) -> bool:
 def update(change: Callable[[Limits | None], Limits | None], path: Path | None = None) -> bool:
     """Read, change and write limits.toml as one step under the limits lock.
 
-    ``change`` gets the current limits (None when the file is missing or broken) and returns
-    the new ones, or None to leave the file alone. False when nothing was written.
+    ``change`` gets the current limits (None when the file is missing or not in mpsd's form)
+    and returns the new ones, or None to leave the file alone. False when nothing was written.
     """
     with exclusive(paths.limits_lock_file()):
         return update_locked(change, path)
@@ -167,7 +138,7 @@ def update_locked(
 ) -> bool:
     """``update`` for a caller that already holds the limits lock (``exclusive`` is not
     re-entrant: a second flock on the same file from this process would wait for itself)."""
-    from mpsd.atomic import write_atomic  # tempfile is slow to import; readers skip it
+    from mpsd.atomic import write_atomic
 
     path = path or paths.limits_file()
     new = change(read(path))
@@ -178,3 +149,207 @@ def update_locked(
 
 def with_projects(limits: Limits, projects: tuple[str, ...]) -> Limits:
     return limits.replace(projects=projects)
+
+
+# --- reading --------------------------------------------------------------------------------
+
+
+def read_file(path: str | Path | None = None) -> LimitsFile:
+    """limits.toml as the hooks and every command see it. Never raises for the file's sake."""
+    path = Path(path) if path is not None else paths.limits_file()
+    try:
+        # O_NONBLOCK: a FIFO planted in the file's place must not hang the reader.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except FileNotFoundError:
+        return LimitsFile(found=False)
+    except OSError as exc:
+        return LimitsFile(found=True, problem=f"{path} cannot be read ({exc.strerror})")
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        return LimitsFile(found=True, problem=f"{path} is not a regular file")
+    with open(fd, "rb") as handle:
+        data = handle.read(MAX_BYTES + 1)
+    if len(data) > MAX_BYTES:
+        return LimitsFile(
+            found=True,
+            problem=f"{path} is larger than mpsd ever writes ({MAX_BYTES // 1024} KiB), "
+            "so the hooks ignore it",
+        )
+    return parse_text(data.decode("utf-8", "replace"))
+
+
+def read(path: str | Path | None = None) -> Limits | None:
+    """The current limits, or None when the file is missing or not in mpsd's form."""
+    return read_file(path).limits
+
+
+def parse(text: str) -> Limits:
+    """limits.toml's text as ``Limits``; LimitsError (one sentence) when it is not mpsd's form."""
+    result = parse_text(text)
+    if result.limits is None:
+        raise LimitsError(result.problem or "limits.toml holds no limits")
+    return result.limits
+
+
+def parse_text(text: str) -> LimitsFile:
+    """Read limits.toml's text the way the hooks do, and check it is in the writer's form."""
+    high, low, projects = _hook_view(text)
+    try:
+        limits = _strict(text)
+        if (high, low) != (_plain(limits.high_watermark_ratio), _plain(limits.low_watermark_ratio)):
+            raise LimitsError("the hooks do not read the ratios it holds")
+        if projects != limits.projects:
+            raise LimitsError("the hooks do not read the projects it lists")
+    except LimitsError as exc:
+        return LimitsFile(
+            True, high, low, projects, None, f"limits.toml is not in mpsd's form: {exc}"
+        )
+    return LimitsFile(True, high, low, projects, limits, None)
+
+
+def ratio_value(text: str) -> int | None:
+    """``text`` in billionths when it is a plain decimal in (0, 2] (at most 9 decimals), else None.
+
+    The same check as ``_mpsd_number`` in the hooks: ``0.77``, ``1``, ``2.0`` pass;
+    ``0``, ``2.5``, ``.5``, ``1e-1``, ``0.8 ``, ``$(x)`` do not.
+    """
+    if len(text) == 1:
+        whole, frac = text, ""
+    elif len(text) >= 3 and text[1] == ".":
+        whole, frac = text[0], text[2:]
+    else:
+        return None
+    if whole not in "012" or not whole:
+        return None
+    if not all(c in "0123456789" for c in frac) or len(frac) > 9:
+        return None
+    value = int(whole) * _SCALE + int((frac + "000000000")[:9])
+    return value if 0 < value <= 2 * _SCALE else None
+
+
+def _plain(ratio: float) -> str | None:
+    """How the hooks see a ratio the writer wrote (None: they would not export it)."""
+    text = repr(float(ratio))
+    return text if ratio_value(text) is not None else None
+
+
+def _unsafe(path: str) -> bool:
+    return any(c in '"\\' or ord(c) < 32 or ord(c) == 127 for c in path)
+
+
+def _hook_view(text: str) -> tuple[str | None, str | None, tuple[str, ...]]:
+    """What ``shell/mpsd.bash``, ``.zsh`` and ``.fish`` take from the text, by their rules.
+
+    The first ``high_watermark_ratio = `` and ``low_watermark_ratio = `` lines give the ratios
+    (exported only when both are plain decimals in (0, 2] and low <= high); the projects are
+    the ``    "/path",`` lines between the first ``projects = [`` line and the next ``]``
+    line (or the end), less those with a quote, a backslash or a control character.
+    """
+    lines = text.split("\n")
+    high = next((line[23:] for line in lines if line.startswith("high_watermark_ratio = ")), "")
+    low = next((line[22:] for line in lines if line.startswith("low_watermark_ratio = ")), "")
+    projects: list[str] = []
+    if "projects = [" in lines:
+        start = lines.index("projects = [") + 1
+        end = lines.index("]", start) if "]" in lines[start:] else len(lines)
+        for line in lines[start:end]:
+            if (
+                line.startswith(_PROJECT_PREFIX + "/")
+                and line.endswith(_PROJECT_SUFFIX)
+                and len(line) >= len(_PROJECT_PREFIX) + 1 + len(_PROJECT_SUFFIX)
+            ):
+                path = line[len(_PROJECT_PREFIX) : -len(_PROJECT_SUFFIX)]
+                if not _unsafe(path):
+                    projects.append(path)
+    high_value, low_value = ratio_value(high), ratio_value(low)
+    if high_value is None or low_value is None or low_value > high_value:
+        return None, None, tuple(projects)
+    return high, low, tuple(projects)
+
+
+# The writer's form, key by key: what each value must look like, and how to read it.
+_FLOAT = r"-?[0-9]+(?:\.[0-9]+)?(?:e[+-]?[0-9]+)?"
+_INT = r"[0-9]{1,18}"  # bytes: up to an exabyte; no overflow downstream
+_WORD = r'"[A-Za-z0-9_.-]*"'
+_DATETIME = (
+    r"[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)?(?:[+-][0-9]{2}:[0-9]{2})?"
+)
+_KEYS: dict[str, tuple[str, Callable[[str], Any]]] = {
+    "high_watermark_ratio": (_FLOAT, float),
+    "low_watermark_ratio": (_FLOAT, float),
+    "limit_bytes": (_INT, int),
+    "recommended_max_bytes": (_INT, int),
+    "recommended_max_source": (_WORD, lambda s: s[1:-1]),
+    "baseline_free_bytes": (_INT, int),
+    "headroom": (_FLOAT, float),
+    "updated_at": (_DATETIME, dt.datetime.fromisoformat),
+    "baseline_source": (_WORD, lambda s: s[1:-1]),
+    "sample_count": (_INT, int),
+}
+_REQUIRED = [f.name for f in dataclasses.fields(Limits) if f.default is dataclasses.MISSING]
+
+
+def _strict(text: str) -> Limits:
+    """Every key of the text, which must be exactly in the form ``render`` writes."""
+    data: dict[str, Any] = {}
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    number = 0
+    while number < len(lines):
+        line = lines[number]
+        number += 1
+        where = f"line {number} ({_shown(line)})"
+        if line in ("projects = []", "projects = ["):
+            if "projects" in data:
+                raise LimitsError(f"{where} repeats projects")
+            data["projects"] = []
+            if line == "projects = [":
+                while number < len(lines) and lines[number] != "]":
+                    item = lines[number]
+                    number += 1
+                    if not (
+                        item.startswith(_PROJECT_PREFIX + "/") and item.endswith(_PROJECT_SUFFIX)
+                    ):
+                        raise LimitsError(f"line {number} ({_shown(item)}) is not a project path")
+                    path = item[len(_PROJECT_PREFIX) : -len(_PROJECT_SUFFIX)]
+                    if _unsafe(path):
+                        raise LimitsError(
+                            f"line {number}: a project path holds a quote, "
+                            "a backslash or a control character"
+                        )
+                    data["projects"].append(path)
+                if number >= len(lines):
+                    raise LimitsError("the projects list has no closing ]")
+                number += 1
+            continue
+        key, sep, value = line.partition(" = ")
+        if not sep or key not in _KEYS:
+            raise LimitsError(f"{where} is not a `key = value` line mpsd writes")
+        if key in data:
+            raise LimitsError(f"{where} repeats {key}")
+        pattern, convert = _KEYS[key]
+        if not re.fullmatch(pattern, value):
+            raise LimitsError(f"{where}: {key} is not written as mpsd writes it")
+        try:
+            data[key] = convert(value)
+        except (ValueError, OverflowError):
+            raise LimitsError(f"{where}: {key} is out of range") from None
+    missing = [key for key in _REQUIRED if key not in data]
+    if missing:
+        raise LimitsError(f"it has no {missing[0]}")
+    limits = Limits(**{**data, "projects": tuple(data.get("projects", ()))})
+    high, low = limits.high_watermark_ratio, limits.low_watermark_ratio
+    if not (math.isfinite(high) and 0 < high <= 2):
+        raise LimitsError(f"high_watermark_ratio {high} is outside (0, 2]")
+    if not (math.isfinite(low) and 0 < low <= high):
+        raise LimitsError(f"low_watermark_ratio {low} is outside (0, high_watermark_ratio]")
+    if limits.recommended_max_bytes <= 0:
+        raise LimitsError("recommended_max_bytes is 0")
+    if limits.recommended_max_source not in SOURCES:
+        raise LimitsError(f"recommended_max_source {limits.recommended_max_source!r} is unknown")
+    return limits
+
+
+def _shown(line: str) -> str:
+    return repr(line if len(line) <= 60 else line[:57] + "...")

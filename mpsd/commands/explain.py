@@ -124,7 +124,17 @@ def _known(findings: list[Any]) -> Any:
 
     if all(f.kind in (CUDA_OOM, CPU_OOM) for f in findings):
         return None
-    from mpsd import paths
-    from mpsd.oom import known
+    from mpsd import limits
+    from mpsd.oom.known import Known
 
-    return known.read(paths.limits_path())
+    current = limits.read()
+    if current is None:
+        return None
+    return Known(
+        high_watermark_ratio=current.high_watermark_ratio,
+        low_watermark_ratio=current.low_watermark_ratio,
+        limit_bytes=current.limit_bytes,
+        recommended_max_bytes=current.recommended_max_bytes,
+        baseline_free_bytes=current.baseline_free_bytes,
+        recommended_max_source=current.recommended_max_source,
+    )

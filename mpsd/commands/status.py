@@ -100,9 +100,15 @@ def _daemon_facts() -> dict[str, Any]:
 def _limits_facts() -> dict[str, Any]:
     from mpsd import limits, paths
 
-    current = limits.read()
-    facts: dict[str, Any] = {"limits_file": paths.limits_path()}
-    keys = limits.Limits._fields[: limits.Limits._fields.index("updated_at")]
+    read = limits.read_file()
+    current = read.limits
+    facts: dict[str, Any] = {
+        "limits_file": paths.limits_path(),
+        "limits_found": read.found,
+        "limits_problem": read.problem,
+    }
+    names = list(limits.Limits.__dataclass_fields__)
+    keys = names[: names.index("updated_at")]
     for key in keys:
         facts[key] = getattr(current, key) if current else None
     facts["limit_gib"] = round(current.limit_bytes / GIB, 2) if current else None
@@ -226,8 +232,13 @@ def render(facts: dict[str, Any]) -> str:
                 "                 (older than 3 intervals: the daemon may be stuck; "
                 f"see {daemon['log_file']})"
             )
-    if facts["high_watermark_ratio"] is None:
-        lines.append(f"limits:          none yet ({facts['limits_file']} is missing or broken)")
+    if facts.get("limits_problem"):
+        lines.append(
+            f"limits:          unreadable ({facts['limits_problem']}); "
+            "run `mpsd daemon --once` to rewrite it"
+        )
+    elif facts["high_watermark_ratio"] is None:
+        lines.append(f"limits:          none yet ({facts['limits_file']} does not exist)")
     else:
         lines.append(
             f"baseline free:   {_gib(facts['baseline_free_bytes'])} "

@@ -2,9 +2,9 @@
 ``mpsd status``: given limits.toml's text, a physical directory and an environment, what to
 export, what to take back, and why.
 
-Pure: no I/O. It reads limits.toml exactly as ``shell/mpsd.bash`` and ``shell/mpsd.zsh`` do
-(line by line, in the form SPEC.md fixes), so that a script asking ``mpsd env`` gets what a
-``python`` started from a hooked shell gets. The rules:
+Pure: no I/O. limits.toml comes read by ``mpsd.limits.read_file``, which reads it exactly as
+the shell hooks do, so that a script asking ``mpsd env`` gets what a ``python`` started from a
+hooked shell gets. The rules:
 
 - only plain decimals in (0, 2] with low <= high are ever exported: PyTorch's ``strtod``
   turns garbage into 0.0, which removes the cap;
@@ -19,97 +19,14 @@ TYPE_CHECKING = False  # typing, dataclasses and collections cost `mpsd env` its
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
 
+    from mpsd.limits import LimitsFile
+
 HIGH_VAR = "PYTORCH_MPS_HIGH_WATERMARK_RATIO"
 LOW_VAR = "PYTORCH_MPS_LOW_WATERMARK_RATIO"
 MARK_HIGH = "_MPSD_EXPORTED_HIGH"
 MARK_LOW = "_MPSD_EXPORTED_LOW"
 VARIABLES = (HIGH_VAR, LOW_VAR)
 MARKS = {HIGH_VAR: MARK_HIGH, LOW_VAR: MARK_LOW}
-
-_SCALE = 10**9
-_PROJECT_PREFIX = '    "'
-_PROJECT_SUFFIX = '",'
-_HIGH = "high_watermark_ratio = "
-_LOW = "low_watermark_ratio = "
-
-
-def ratio_value(text: str) -> int | None:
-    """``text`` in billionths when it is a plain decimal in (0, 2] (at most 9 decimals), else None.
-
-    The same check as ``_mpsd_number`` in the hooks: ``0.77``, ``1``, ``2.0`` pass;
-    ``0``, ``2.5``, ``.5``, ``1e-1``, ``0.8 ``, ``$(x)`` do not.
-    """
-    if len(text) == 1:
-        whole, frac = text, ""
-    elif len(text) >= 3 and text[1] == ".":
-        whole, frac = text[0], text[2:]
-    else:
-        return None
-    if whole not in "012" or not whole:
-        return None
-    if not all(c in "0123456789" for c in frac) or len(frac) > 9:
-        return None
-    value = int(whole) * _SCALE + int((frac + "000000000")[:9])
-    return value if 0 < value <= 2 * _SCALE else None
-
-
-def _unsafe(path: str) -> bool:
-    return any(c in '"\\' or ord(c) < 32 or ord(c) == 127 for c in path)
-
-
-class HookView:
-    """What the hooks take from limits.toml: the two ratios (as written, only when both are
-    valid and low <= high) and the project paths."""
-
-    __slots__ = ("found", "high", "low", "projects")
-
-    def __init__(
-        self,
-        found: bool,
-        high: str | None = None,
-        low: str | None = None,
-        projects: tuple[str, ...] = (),
-    ) -> None:
-        self.found = found
-        self.high = high
-        self.low = low
-        self.projects = projects
-
-    @property
-    def valid(self) -> bool:
-        return self.high is not None and self.low is not None
-
-
-def read_view(text: str | None) -> HookView:
-    """Parse limits.toml's text the way the hooks do; ``None`` means there is no file.
-
-    The first ``high_watermark_ratio = `` and ``low_watermark_ratio = `` lines give the ratios;
-    the projects are the ``    "/path",`` lines between the first ``projects = [`` line and
-    the next ``]`` line (or the end), less those with a quote, a backslash or a control
-    character.
-    """
-    if text is None:
-        return HookView(found=False)
-    lines = text.split("\n")
-    high = next((line[len(_HIGH) :] for line in lines if line.startswith(_HIGH)), "")
-    low = next((line[len(_LOW) :] for line in lines if line.startswith(_LOW)), "")
-    projects: list[str] = []
-    if "projects = [" in lines:
-        start = lines.index("projects = [") + 1
-        end = lines.index("]", start) if "]" in lines[start:] else len(lines)
-        for line in lines[start:end]:
-            if (
-                line.startswith(_PROJECT_PREFIX + "/")
-                and line.endswith(_PROJECT_SUFFIX)
-                and len(line) >= len(_PROJECT_PREFIX) + 1 + len(_PROJECT_SUFFIX)
-            ):
-                path = line[len(_PROJECT_PREFIX) : -len(_PROJECT_SUFFIX)]
-                if not _unsafe(path):
-                    projects.append(path)
-    high_value, low_value = ratio_value(high), ratio_value(low)
-    if high_value is None or low_value is None or low_value > high_value:
-        return HookView(found=True, projects=tuple(projects))
-    return HookView(found=True, high=high, low=low, projects=tuple(projects))
 
 
 def containing_project(directory: str, projects: Iterable[str]) -> str | None:
@@ -143,6 +60,7 @@ class Decision:
         "exports",
         "hand_set",
         "limits_found",
+        "limits_problem",
         "limits_valid",
         "project",
         "reason",
@@ -156,6 +74,7 @@ class Decision:
         project: str | None,
         limits_found: bool,
         limits_valid: bool,
+        limits_problem: str | None,
         hand_set: tuple[str, ...],
         wanted: dict[str, str],
         exports: dict[str, str],
@@ -166,6 +85,7 @@ class Decision:
         self.project = project
         self.limits_found = limits_found
         self.limits_valid = limits_valid
+        self.limits_problem = limits_problem
         self.hand_set = hand_set
         self.wanted = wanted
         self.exports = exports
@@ -200,17 +120,17 @@ class Decision:
 
 
 def decide(
-    text: str | None,
+    limits_file: LimitsFile,
     directory: str,
     environ: Mapping[str, str],
     *,
     anywhere: bool = False,
 ) -> Decision:
-    """The decision for the physical ``directory`` given limits.toml's ``text`` (None: no file).
+    """The decision for the physical ``directory`` given limits.toml as read.
 
     ``anywhere``: apply the values outside projects too (``mpsd run``, an explicit request).
     """
-    view = read_view(text)
+    view = limits_file
     project = containing_project(directory, view.projects)
     manual = hand_set(environ)
     wanted: dict[str, str] = {}
@@ -229,7 +149,9 @@ def decide(
         unsets = tuple(n for n in VARIABLES if n in environ or MARKS[n] in environ)
         if not view.found:
             reason = "there is no limits.toml yet (run `mpsd enable` or `mpsd install`)"
-        elif not view.valid:
+        elif not view.exports and view.problem is not None:
+            reason = f"{view.problem}, so nothing is exported"
+        elif not view.exports:
             reason = "limits.toml holds no valid pair of ratios, so nothing is exported"
         else:
             reason = "not inside an opted-in project (run `mpsd enable` to opt this directory in)"
@@ -237,7 +159,8 @@ def decide(
         directory=directory,
         project=project,
         limits_found=view.found,
-        limits_valid=view.valid,
+        limits_valid=view.exports,
+        limits_problem=view.problem,
         hand_set=manual,
         wanted=wanted,
         exports=exports,

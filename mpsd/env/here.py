@@ -6,27 +6,14 @@ from __future__ import annotations
 
 import os
 
-from mpsd import paths
+from mpsd import limits, paths
 from mpsd.env.decision import MARKS, VARIABLES, Decision, decide
 from mpsd.errors import MpsdError
 
 TYPE_CHECKING = False  # typing costs `mpsd env` its start-up
 if TYPE_CHECKING:
     from collections.abc import Mapping
-    from pathlib import Path
     from typing import Any
-
-
-def limits_text(path: str | Path | None = None) -> str | None:
-    """limits.toml's text as the hooks see it; None when there is no readable file."""
-    from mpsd.files import LIMITS_LIMIT, read_bytes  # a FIFO never hangs, 1 GB is never read
-
-    try:
-        return read_bytes(path or paths.limits_path(), limit=LIMITS_LIMIT).decode(
-            "utf-8", "replace"
-        )
-    except OSError:
-        return None
 
 
 def directory_of(directory: str | None) -> str:
@@ -48,7 +35,7 @@ def decide_here(
     """The decision for ``directory`` (default: the current one) and ``environ`` (default:
     this process's environment)."""
     return decide(
-        limits_text(),
+        limits.read_file(),
         directory_of(directory),
         os.environ if environ is None else environ,
         anywhere=anywhere,
@@ -78,6 +65,7 @@ def decision_facts(decision: Decision, environ: Mapping[str, str]) -> dict[str, 
         "limits_file": paths.limits_path(),
         "limits_found": decision.limits_found,
         "limits_valid": decision.limits_valid,
+        "limits_problem": decision.limits_problem,
         "python_gets": decision.python_gets(environ),
         "hand_set": list(decision.hand_set),
         "reason": decision.reason,

@@ -61,15 +61,18 @@ def check_limits() -> Check:
     from mpsd import limits
 
     path = paths.limits_file()
-    current = limits.read(path)
-    if current is None:
-        state = "is broken" if path.exists() else "does not exist"
-        return Check(
-            "limits",
-            PROBLEM,
-            f"{path} {state}",
-            "run `mpsd daemon --once` to write it (the daemon keeps it current)",
+    read = limits.read_file(path)
+    fix = "run `mpsd daemon --once` to rewrite it (the daemon keeps it current)"
+    if not read.found:
+        return Check("limits", PROBLEM, f"{path} does not exist", fix)
+    if read.limits is None:
+        gets = (
+            "the hooks still export its ratios, but the numbers beside them are not mpsd's"
+            if read.exports
+            else "the hooks export nothing from it, so PyTorch runs uncapped"
         )
+        return Check("limits", PROBLEM, f"{read.problem}: {gets}", f"move it aside and {fix}")
+    current = read.limits
     return Check(
         "limits",
         OK,
@@ -308,9 +311,9 @@ def check_hook_active(env: Mapping[str, str], cwd: str | None = None) -> Check:
     for marker in HOOK_MARKERS:
         if env.get(marker):
             return Check("hook active", OK, f"this shell has the hook (${marker} is set)")
-    current = limits.read()
+    projects = limits.read_file().projects
     here = os.path.realpath(cwd or os.getcwd())
-    if current is None or not in_project(here, current.projects):
+    if not in_project(here, projects):
         return Check(
             "hook active",
             SKIPPED,

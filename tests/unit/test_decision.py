@@ -14,13 +14,12 @@ from mpsd.env.decision import (
     containing_project,
     decide,
     hand_set,
-    ratio_value,
-    read_view,
 )
+from mpsd.limits import LimitsFile, parse_text, ratio_value
 from tests.integration.shells import limits_text
 
 PROJECT = "/Users/me/code/diffusion"
-TEXT = limits_text("0.77", "0.7", (PROJECT, "/Users/me/other"))
+TEXT = parse_text(limits_text("0.77", "0.7", (PROJECT, "/Users/me/other")))
 
 
 @pytest.mark.parametrize(
@@ -52,21 +51,20 @@ def test_an_accepted_ratio_is_always_a_safe_float_for_pytorch(text: str) -> None
 
 
 def test_the_view_takes_ratios_and_projects_as_the_hooks_do() -> None:
-    view = read_view(TEXT)
+    view = TEXT
     assert (view.high, view.low) == ("0.77", "0.7")
     assert view.projects == (PROJECT, "/Users/me/other")
-    assert read_view(None).found is False
 
 
 @pytest.mark.parametrize(("high", "low"), [("0.5", "0.6"), ("abc", "0.5"), ("0.5", "")])
 def test_low_above_high_or_garbage_gives_no_ratios_but_keeps_projects(high: str, low: str) -> None:
-    view = read_view(limits_text(high, low, (PROJECT,)))
-    assert not view.valid and view.projects == (PROJECT,)
+    view = parse_text(limits_text(high, low, (PROJECT,)))
+    assert not view.exports and view.projects == (PROJECT,)
 
 
 def test_project_lines_with_quotes_backslashes_or_controls_are_ignored() -> None:
     text = limits_text(projects=('/a\\"; rm -rf ~; \\"', "/b\x07", "relative", PROJECT))
-    assert read_view(text).projects == (PROJECT,)
+    assert parse_text(text).projects == (PROJECT,)
 
 
 def test_a_project_holds_itself_and_below_but_not_a_prefix_sibling() -> None:
@@ -119,6 +117,6 @@ def test_anywhere_applies_outside_projects_but_not_over_the_users_values() -> No
 
 
 def test_no_file_or_a_broken_one_exports_nothing_and_says_why() -> None:
-    assert "no limits.toml" in decide(None, PROJECT, {}).reason
-    broken = decide(limits_text("0.5", "0.9", (PROJECT,)), PROJECT, {})
-    assert broken.exports == {} and "no valid" in broken.reason
+    assert "no limits.toml" in decide(LimitsFile(found=False), PROJECT, {}).reason
+    broken = decide(parse_text(limits_text("0.5", "0.9", (PROJECT,))), PROJECT, {})
+    assert broken.exports == {} and "nothing is exported" in broken.reason
