@@ -777,7 +777,11 @@ def _kill_case(point: str, command: tuple[str, ...], file: str) -> Callable[[San
         target = sb.config / file
         before = target.read_bytes()
         if file == "limits.toml":  # make the daemon's next run write it
-            sb.limits.write_text(sb.limits.read_text().replace("headroom = ", "headroom = 0"))
+            lines = [
+                f"{line.split(' = ')[0]} = 0.05" if "watermark_ratio = " in line else line
+                for line in sb.limits.read_text().splitlines()
+            ]
+            sb.limits.write_text("\n".join(lines) + "\n")
             before = target.read_bytes()
         argv = [w.replace("{other}", str(other)) for w in command]
         result = sb.inject(f"{point}:{file}", *argv)
@@ -1446,6 +1450,14 @@ def run_case(c: Case, root: Path, sizes: Sizes) -> Outcome:
     return Outcome(c, "survived", "", time.monotonic() - started, sb.log, sb.timings)
 
 
+def run_cases(cases: list[Case], base: Path, sizes: Sizes, jobs: int = 3) -> list[Outcome]:
+    """Run ``cases``, ``jobs`` at a time, each in a sandbox of its own under ``base``."""
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        return list(
+            pool.map(lambda ic: run_case(ic[1], base / f"case{ic[0]}", sizes), enumerate(cases))
+        )
+
+
 @contextlib.contextmanager
 def scratch() -> Iterator[Path]:
     path = Path(tempfile.mkdtemp(prefix="mpsd-hostile-"))
@@ -1478,10 +1490,8 @@ def main(argv: list[str] | None = None) -> int:
         print("no case matches; see --list", file=sys.stderr)
         return 2
     started = time.monotonic()
-    with scratch() as base, ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-        outcomes = list(
-            pool.map(lambda ic: run_case(ic[1], base / f"case{ic[0]}", sizes), enumerate(chosen))
-        )
+    with scratch() as base:
+        outcomes = run_cases(chosen, base, sizes, args.jobs)
     areas: dict[str, list[Outcome]] = {}
     for outcome in outcomes:
         areas.setdefault(outcome.case.area, []).append(outcome)

@@ -1,18 +1,22 @@
-"""The hostile catalogue (bench/hostile.py) as tests: every case must survive, so CI keeps
-each one fixed. The big inputs are smaller here (bench/hostile.py --big runs 100 MB)."""
+"""The hostile catalogue (bench/hostile.py) as tests, so CI keeps every case fixed.
+
+One test per area; its cases run three at a time (as the bench runs them), each in a sandbox
+of its own, with the big inputs smaller than the bench's (``--big`` there runs 100 MB).
+"""
 
 from __future__ import annotations
 
 import importlib.util
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _load_catalogue():  # type: ignore[no-untyped-def]
+def _load_catalogue() -> Any:
     spec = importlib.util.spec_from_file_location(
         "hostile_catalogue", ROOT / "bench" / "hostile.py"
     )
@@ -24,23 +28,57 @@ def _load_catalogue():  # type: ignore[no-untyped-def]
 
 
 catalogue = _load_catalogue()
+AREAS = list(dict.fromkeys(case.area for case in catalogue.CASES))
+
+# Cases whose fix belongs to another branch (issue 12's shell and explain parts). Each must
+# fail today; once the fix is merged the case survives and this test fails until its entry
+# is removed here: a fixed case is then guarded like every other.
+PENDING = {
+    "shells/directory name: U+2028": "shell-hardening: the bash hook exports nothing there",
+    "shells/directory name: U+2029": "shell-hardening: the bash hook exports nothing there",
+    "shells/bash under `set -k`": "shell-hardening: 'return: : numeric argument required'",
+    "shells/bash prompt: limits.toml the largest accepted (256 KiB)": (
+        "shell-hardening: bash parses a 256 KiB limits.toml in seconds"
+    ),
+    "shells/bash prompt: a huge limits.toml is ignored": "shell-hardening: the 256 KiB cap",
+    "shells/zsh prompt: a huge limits.toml is ignored": "shell-hardening: the 256 KiB cap",
+    "shells/fish prompt: a huge limits.toml is ignored": "shell-hardening: the 256 KiB cap",
+    "explain/309-digit sizes": "explain-fixes: OverflowError",
+    "explain/one line, no newline": "explain-fixes: not linear",
+    "explain/OOM messages": "explain-fixes: not linear",
+}
 
 pytestmark = pytest.mark.slow
 
 
-@pytest.mark.parametrize("case", catalogue.CASES, ids=lambda c: c.id)
-def test_hostile_case_survives(case, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    outcome = catalogue.run_case(case, tmp_path / "sandbox", catalogue.SUITE)
-    if outcome.status == "skipped":
-        pytest.skip(outcome.detail)
-    commands = "\n".join(outcome.log[-40:])
-    assert outcome.status == "survived", (
-        f"{outcome.detail}\nreproduce: python bench/hostile.py --case '{case.id}' -v\n{commands}"
-    )
+@pytest.mark.parametrize("area", AREAS)
+def test_every_hostile_case_of_the_area_survives(area: str, tmp_path: Path) -> None:
+    cases = [case for case in catalogue.CASES if case.area == area]
+    outcomes = catalogue.run_cases(cases, tmp_path, catalogue.SUITE, jobs=3)
+    problems = []
+    for outcome in outcomes:
+        name = outcome.case.id
+        if outcome.status == "failed" and name not in PENDING:
+            commands = "\n    ".join(outcome.log[-12:])
+            problems.append(
+                f"{name}: {outcome.detail}\n  reproduce: python bench/hostile.py --case "
+                f"'{name}' -v\n  last commands:\n    {commands}"
+            )
+        elif outcome.status == "survived" and name in PENDING:
+            problems.append(f"{name} survives now: remove it from PENDING in {__file__}")
+    skipped = [f"{o.case.id}: {o.detail}" for o in outcomes if o.status == "skipped"]
+    if problems:
+        pytest.fail("\n\n".join(problems), pytrace=False)
+    if skipped and len(skipped) == len(outcomes):
+        pytest.skip("; ".join(skipped))
+
+
+def test_every_pending_case_exists() -> None:
+    names = {case.id for case in catalogue.CASES}
+    assert set(PENDING) <= names
 
 
 def test_the_catalogue_covers_every_area_the_issue_names() -> None:
-    areas = {case.area for case in catalogue.CASES}
     assert {
         "config",
         "daemon reload",
@@ -53,21 +91,21 @@ def test_the_catalogue_covers_every_area_the_issue_names() -> None:
         "clock",
         "history",
         "races",
+        "limits.toml",
         "rc files",
         "config.toml comments",
         "shells",
         "explain",
-    } <= areas
+    } <= set(AREAS)
 
 
-def test_a_failing_case_prints_its_reproduction_line(capsys: pytest.CaptureFixture[str]) -> None:
-    def broken(sb, sizes):  # type: ignore[no-untyped-def]
-        catalogue.one_sentence(
-            sb.run([sys.executable, "-c", "raise SystemExit('x' * 5 + chr(10) * 5)"])
-        )
+def test_a_failing_case_is_counted_and_prints_its_reproduction_line(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    def traceback(sb: Any, sizes: Any) -> None:
         catalogue.one_sentence(sb.run([sys.executable, "-c", "1/0"]))
 
-    case = catalogue.Case("selftest", "a traceback is a failure", broken)
+    case = catalogue.Case("selftest", "a traceback is a failure", traceback)
     catalogue.CASES.append(case)
     try:
         code = catalogue.main(["--case", case.id, "-j", "1"])
@@ -75,5 +113,6 @@ def test_a_failing_case_prints_its_reproduction_line(capsys: pytest.CaptureFixtu
         catalogue.CASES.remove(case)
     out = capsys.readouterr().out
     assert code == 1
+    assert "selftest                    1         0" in out
     assert "FAILED selftest/a traceback is a failure: " in out and "printed a traceback" in out
     assert "reproduce: python bench/hostile.py --case 'selftest/a traceback is a failure' -v" in out
