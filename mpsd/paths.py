@@ -84,6 +84,11 @@ def log_path() -> str:
     return os.path.join(_state_dir(), "daemon.log")
 
 
+def free_memory_path() -> str:
+    """The last sample's free-memory sum and its parts (``mpsd status --json`` shows them)."""
+    return os.path.join(_state_dir(), "free-memory.json")
+
+
 def config_file() -> Path:
     return _path(config_path())
 

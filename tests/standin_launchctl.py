@@ -3,7 +3,9 @@ state (what is loaded where) so install, uninstall and doctor can be driven on L
 
 Its state lives in a directory (``$STANDIN_LAUNCHCTL_DIR``):
 - ``calls.jsonl``: one JSON list of arguments a line, in call order;
-- ``loaded.json``: ``{"domain": ..., "plist": ..., "arguments": [...]}`` while loaded;
+- ``loaded.json``: ``{"domain": ..., "plist": ..., "arguments": [...], "sessions": [...]}``
+  while loaded; like launchd, ``bootstrap user/UID`` refuses (134, "Service cannot load in
+  requested session") a plist whose ``LimitLoadToSessionType`` lacks "Background";
 - ``fail.json``: ``{"bootstrap gui": [125, "text"], ...}``: the call whose verb and domain
   kind (``gui``/``user``) match exits with that status, printing the text on stderr (the
   texts tests use are launchctl's real ones, from the macOS fixtures);
@@ -93,7 +95,15 @@ if verb == "bootstrap":
         sys.exit(5)
     with open(args[2], "rb") as fh:
         plist = plistlib.load(fh)
-    json.dump({{"domain": target, "plist": args[2], "arguments": plist["ProgramArguments"]}},
+    sessions = plist.get("LimitLoadToSessionType", ["Aqua"])
+    if isinstance(sessions, str):
+        sessions = [sessions]
+    if kind == "user" and "Background" not in sessions:
+        # user/UID is a Background session; a plist without the key is Aqua-only.
+        sys.stderr.write("Bootstrap failed: 134: Service cannot load in requested session\n")
+        sys.exit(134)
+    json.dump({{"domain": target, "plist": args[2], "arguments": plist["ProgramArguments"],
+               "sessions": sessions}},
               open(path("loaded.json"), "w"))
     sys.exit(0)
 if verb == "enable":

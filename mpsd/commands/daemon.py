@@ -48,9 +48,12 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _sample(now: float) -> Sample:
-    from mpsd.machine.sampler import take_sample
+    from mpsd import paths
+    from mpsd.machine.sampler import take_sample_and_parts, write_parts
 
-    return take_sample(now)
+    sample, parts = take_sample_and_parts(now)
+    write_parts(parts, paths.free_memory_path())
+    return sample
 
 
 def _recommended(total_bytes: int) -> tuple[int, str]:

@@ -32,6 +32,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         import json
 
+        facts["free_memory"] = _free_memory_facts()  # only --json shows it: json costs start-up
         json.dump(facts, sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
@@ -72,6 +73,25 @@ def _here_facts() -> dict[str, Any] | None:
         return optin_facts()
     except MpsdError:  # the current directory was removed under us
         return None
+
+
+def _free_memory_facts() -> dict[str, Any] | None:
+    """The last sample's free memory as the sum it is, with its parts (what the daemon keeps
+    in ``free-memory.json``); None before the first sample or when the file is unreadable."""
+    import json
+
+    from mpsd import paths
+
+    try:
+        with open(paths.free_memory_path(), encoding="utf-8") as handle:
+            data = json.load(handle)
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict):
+        return None
+    if isinstance(data.get("t"), (int, float)):
+        data["time"] = _iso(float(data["t"]))
+    return data
 
 
 def _daemon_facts() -> dict[str, Any]:
@@ -249,10 +269,10 @@ def render(facts: dict[str, Any]) -> str:
             f"low {facts['low_watermark_ratio']:.2f}"
         )
         lines.append(f"limit:           {facts['limit_gib']:.2f} GiB")
-        lines.append(
-            f"recommended max: {_gib(facts['recommended_max_bytes'])} "
-            f"({facts['recommended_max_source']})"
-        )
+        source = facts["recommended_max_source"]
+        if source == "estimate":  # errs high on purpose: docs/macos-and-pytorch.md
+            source = "an estimate: 0.85 x RAM, nothing real was readable"
+        lines.append(f"recommended max: {_gib(facts['recommended_max_bytes'])} ({source})")
     if facts.get("here") is not None:
         from mpsd.env.here import render_optin
 

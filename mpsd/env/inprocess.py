@@ -1,9 +1,16 @@
 """``mpsd.apply()``: the watermark variables for a Python process that no hooked shell started
 (Jupyter, VS Code, cron).
 
-PyTorch reads the variables once, when its MPS allocator starts. Before that, setting
-``os.environ`` is enough. After, only the high limit can still change, through
-``torch.mps.set_per_process_memory_fraction``; the low one cannot, and a warning says so.
+PyTorch reads the variables once, when its MPS allocator starts (the first MPS tensor, or any
+``torch.mps`` call that reaches the allocator). Before that, setting ``os.environ`` is enough.
+apply() never asks the allocator whether it started: every such question
+(``driver_allocated_memory()``, ``current_allocated_memory()``...) starts it, and its figures
+can be nonzero with no tensor at all (docs/macos-and-pytorch.md, "PyTorch's watermarks"). So it
+sets the environment and, when torch is already imported, also sets the high limit through
+``torch.mps.set_per_process_memory_fraction`` (torch >= 2.0): that call starts the allocator if
+it had not started, and then it reads the variables just set; if it had, the high limit still
+takes effect (the low one stays what PyTorch read at its start). It warns only when something
+definitely went wrong: setting the fraction failed.
 """
 
 from __future__ import annotations
@@ -26,10 +33,11 @@ NOTHING = "nothing"
 class Applied:
     """What ``apply()`` did.
 
-    ``action``: ``"environment"`` (both variables set before MPS started), ``"fraction"``
-    (MPS was already in use: the high limit set through torch, the low one not), ``"kept"``
-    (the user's own values stand) or ``"nothing"`` (no values apply here; ``reason`` says why).
-    ``high``/``low``: the values in force now (None: PyTorch's default).
+    ``action``: ``"environment"`` (both variables set; torch was not imported yet, or has no
+    MPS here), ``"fraction"`` (both variables set and, torch being imported already, the high
+    limit also set through ``torch.mps.set_per_process_memory_fraction``), ``"kept"`` (the
+    user's own values stand) or ``"nothing"`` (no values apply here; ``reason`` says why).
+    ``high``/``low``: the values in the environment now (None: PyTorch's default).
     """
 
     action: str
@@ -39,22 +47,31 @@ class Applied:
     reason: str
 
 
-def _mps_in_use(torch: Any) -> bool:
-    """True when torch's MPS allocator already holds memory, so it has read the variables."""
+def _mps_available(torch: Any) -> bool:
+    """``torch.backends.mps.is_available()``: asks for the Metal device, not the allocator."""
     try:
-        if not torch.backends.mps.is_available():
-            return False
-        return bool(
-            torch.mps.driver_allocated_memory() > 0 or torch.mps.current_allocated_memory() > 0
-        )
-    except Exception:  # an old torch without these functions, or no MPS at all
+        return bool(torch.backends.mps.is_available())
+    except Exception:  # a torch without MPS support at all, or half imported
         return False
+
+
+def _set_fraction(torch: Any, high: str) -> tuple[bool, str | None]:
+    """Set the high limit through torch: (whether it was set, why it failed where it did)."""
+    setter = getattr(getattr(torch, "mps", None), "set_per_process_memory_fraction", None)
+    if setter is None:
+        return False, None  # torch < 2.0: the environment is all there is; nothing definite
+    try:
+        setter(float(high))
+    except Exception as exc:  # whatever torch raises, the user hears of it
+        return False, f"torch.mps.set_per_process_memory_fraction({high}) failed: {exc}"
+    return True, None
 
 
 def apply(directory: str | None = None, *, anywhere: bool = False) -> Applied:
     """Set both watermark variables for ``directory`` (default: the current one), as the shell
     hook would: only inside an opted-in project unless ``anywhere``; the user's own values
-    win. Call it before ``import torch``."""
+    win. Best called before ``import torch``; after it, the high limit is also set through
+    torch (see the module's docstring)."""
     from mpsd.env.here import decide_here
 
     decision = decide_here(directory, os.environ, anywhere=anywhere)
@@ -76,14 +93,16 @@ def apply(directory: str | None = None, *, anywhere: bool = False) -> Applied:
     if not decision.exports:
         return Applied(NOTHING, high, low, decision.project, decision.reason)
     torch = sys.modules.get("torch")
-    if high is not None and torch is not None and _mps_in_use(torch):
-        torch.mps.set_per_process_memory_fraction(float(high))
+    if high is None or torch is None or not _mps_available(torch):
+        return Applied(ENVIRONMENT, high, low, decision.project, decision.reason)
+    done, failure = _set_fraction(torch, high)
+    if failure is not None:
         warnings.warn(
-            f"mpsd.apply(): PyTorch's MPS was already in use, so only the high watermark could "
-            f"be set ({high}, through torch.mps.set_per_process_memory_fraction); the low "
-            "watermark could not. Call mpsd.apply() before `import torch`.",
+            f"mpsd.apply(): {failure}. The variables are set, but if this process has used MPS "
+            "already they came too late: restart it, or call mpsd.apply() before "
+            "`import torch`.",
             RuntimeWarning,
             stacklevel=2,
         )
-        return Applied(FRACTION, high, low, decision.project, decision.reason)
-    return Applied(ENVIRONMENT, high, low, decision.project, decision.reason)
+    action = FRACTION if done else ENVIRONMENT
+    return Applied(action, high, low, decision.project, decision.reason)

@@ -142,8 +142,9 @@ def watermark_env(proc: psutil.Process) -> bool:
 
 class _Rusage:
     """``proc_pid_rusage`` from libproc (macOS): ``ri_phys_footprint`` of a process of the
-    same user. The layout of ``rusage_info_v0``: a 16-byte uuid, then uint64s, the 8th of
-    which is the footprint."""
+    same user, where its MPS buffers count (docs/macos-and-pytorch.md, "A process's memory").
+    The layout of ``rusage_info_v0``: a 16-byte uuid, then uint64s, the 8th of which is the
+    footprint."""
 
     FLAVOR_V0 = 0
     OFFSET = 16 + 7 * 8

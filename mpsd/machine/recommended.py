@@ -2,16 +2,19 @@
 
 Where it comes from, best first (``source``):
 
-- ``torch``: ``torch.mps.recommended_max_memory()``, where torch with MPS is installed;
-- ``metal``: the Metal device's ``recommendedMaxWorkingSetSize`` (pyobjc, else ctypes);
-- ``iogpu``: ``iogpu.wired_limit_mb`` when set (non-zero), which Metal then reports;
-- ``estimate``: a share of RAM (``mpsd.ratio.estimate_recommended_max``), e.g. on Linux.
+- ``metal``: the default Metal device's ``recommendedMaxWorkingSetSize``, read through ctypes
+  (``mpsd.machine.metal``: milliseconds, no extra package);
+- ``torch``: ``torch.mps.recommended_max_memory()``, where Metal could not be read and torch
+  with MPS is installed (the same number; importing torch takes seconds);
+- ``iogpu``: the working-set override when set (``iogpu.wired_limit_mb`` in MiB on macOS 14+,
+  ``debug.iogpu.wired_limit`` in bytes on macOS 13), which Metal then reports;
+- ``estimate``: 0.85 x RAM (``mpsd.ratio.estimate_recommended_max``), e.g. on Linux. It errs
+  high on purpose and is always shown as an estimate (docs/macos-and-pytorch.md).
 
-The first two run in a short-lived subprocess: the caller never imports torch (it
-costs hundreds of MB and seconds). The answer is cached as JSON in the state dir with
-the boot time, the OS version and ``iogpu.wired_limit_mb``, and probed again when any
-of them changes (a reboot, an OS update, a new wired limit), and an estimate after a
-day (torch may have been installed since).
+The first two run in a short-lived subprocess: the caller never loads Metal or imports torch.
+The answer is cached as JSON in the state dir with the boot time, the OS version and the
+wired-limit override, and probed again when any of them changes (a reboot, an OS update, a
+new override), and an estimate after a day (torch may have been installed since).
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ import psutil
 from mpsd import paths
 from mpsd.atomic import write_atomic
 from mpsd.files import read_bytes
-from mpsd.machine import sysctl
+from mpsd.machine import metal, sysctl
 from mpsd.ratio import estimate_recommended_max
 
 MIB = 1 << 20
@@ -43,72 +46,24 @@ PROBE_TIMEOUT = 120.0  # a first `import torch` on a cold disk takes a while
 ESTIMATE_TTL = 24 * 3600.0
 BOOT_TIME_SLACK = 30.0  # boot time as computed may wobble by a second; a reboot moves it a lot
 
-# Runs in the probe subprocess. Prints one JSON line: {"bytes": N, "source": "torch"|"metal"}
-# or {"error": "..."}.
-PROBE_CODE = r"""
-import json, sys
 
-def torch_value():
-    try:
-        import torch
-        if torch.backends.mps.is_available():
-            return int(torch.mps.recommended_max_memory())
-    except Exception:
-        pass
-    return None
-
-def metal_value():
-    if sys.platform != "darwin":
-        return None
-    try:
-        import Metal
-        device = Metal.MTLCreateSystemDefaultDevice()
-        if device is not None:
-            return int(device.recommendedMaxWorkingSetSize())
-    except Exception:
-        pass
-    try:
-        import ctypes
-        # A command-line process finds no Metal device unless CoreGraphics is loaded.
-        ctypes.CDLL("/System/Library/Frameworks/CoreGraphics.framework/CoreGraphics")
-        metal = ctypes.CDLL("/System/Library/Frameworks/Metal.framework/Metal")
-        objc = ctypes.CDLL("/usr/lib/libobjc.A.dylib")
-        metal.MTLCreateSystemDefaultDevice.restype = ctypes.c_void_p
-        objc.sel_registerName.restype = ctypes.c_void_p
-        objc.sel_registerName.argtypes = [ctypes.c_char_p]
-        device = metal.MTLCreateSystemDefaultDevice()
-        if not device:
-            return None
-        send = ctypes.CFUNCTYPE(ctypes.c_uint64, ctypes.c_void_p, ctypes.c_void_p)(
-            ("objc_msgSend", objc)
-        )
-        value = send(device, objc.sel_registerName(b"recommendedMaxWorkingSetSize"))
-        return int(value) or None
-    except Exception:
-        return None
-
-value = torch_value()
-if value:
-    print(json.dumps({"bytes": value, "source": "torch"}))
-else:
-    value = metal_value()
-    if value:
-        print(json.dumps({"bytes": value, "source": "metal"}))
-    else:
-        print(json.dumps({"error": "neither torch with MPS nor a Metal device"}))
-"""
+def probe_code() -> str:
+    """The probe program: ``mpsd.machine.metal``'s own source, run with ``python -c`` (so the
+    probe python needs no mpsd of its own). Prints {"bytes": N, "source": "metal"|"torch"}
+    or {"error": "..."}."""
+    return Path(metal.__file__).read_text(encoding="utf-8")
 
 
 def probe_subprocess(
     python: str | None = None, timeout: float = PROBE_TIMEOUT
 ) -> tuple[int, str] | None:
-    """Run ``PROBE_CODE`` with ``python`` (default: this interpreter); (bytes, source) or
+    """Run ``probe_code()`` with ``python`` (default: this interpreter); (bytes, source) or
     None when it found nothing, failed, printed nonsense or took longer than ``timeout``."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTORCH_MPS_")}
     env.update(sysctl.C_LOCALE)
     try:
         done = subprocess.run(
-            [python or sys.executable, "-c", PROBE_CODE],
+            [python or sys.executable, "-c", probe_code()],
             capture_output=True,
             text=True,
             env=env,
@@ -117,7 +72,7 @@ def probe_subprocess(
             stdin=subprocess.DEVNULL,
             check=False,
         )
-    except (OSError, subprocess.SubprocessError):
+    except (OSError, subprocess.SubprocessError, ValueError):
         return None
     lines = [line for line in done.stdout.splitlines() if line.strip()]
     if done.returncode != 0 or not lines:
@@ -153,21 +108,33 @@ def os_version() -> str:
     return " ".join(part for part in (platform.system(), mac, platform.release()) if part)
 
 
-def wired_limit_mb() -> int | None:
-    """``iogpu.wired_limit_mb`` (0: Metal's default); None off macOS."""
+def wired_limit_bytes() -> int | None:
+    """The working-set override in bytes: ``iogpu.wired_limit_mb`` (macOS 14+, MiB) or
+    ``debug.iogpu.wired_limit`` (macOS 13, bytes); 0 when neither is set (Metal's default),
+    None off macOS or where neither sysctl exists."""
     if current_platform() != "darwin":
         return None
-    return sysctl.read_int("iogpu.wired_limit_mb")
+    values = sysctl.read_all(["iogpu.wired_limit_mb", "debug.iogpu.wired_limit"], _readers())
+    mb, raw = values["iogpu.wired_limit_mb"], values["debug.iogpu.wired_limit"]
+    if mb:
+        return mb * MIB
+    if raw:
+        return raw
+    return 0 if mb is not None or raw is not None else None
 
 
-def probe(total_ram: int, limit_mb: int | None = None) -> tuple[int, str]:
+def _readers() -> list[sysctl.Reader]:
+    return sysctl.default_readers()
+
+
+def probe(total_ram: int, limit: int | None = None) -> tuple[int, str]:
     """Ask the machine, best source first; never fails (the estimate is the floor)."""
     if current_platform() == "darwin":
         found = probe_subprocess()
         if found is not None:
             return found
-        if limit_mb:
-            return limit_mb * MIB, "iogpu"
+        if limit:
+            return limit, "iogpu"
     return estimate_recommended_max(total_ram), "estimate"
 
 
@@ -182,16 +149,19 @@ class Cached:
     boot_time: float
     os_version: str
     total_ram: int
-    wired_limit_mb: int | None
+    wired_limit_bytes: int | None
 
     def still_true(self, now: Cached) -> bool:
         """Can this answer stand, given the machine as it is ``now``?"""
         if abs(self.boot_time - now.boot_time) > BOOT_TIME_SLACK:
             return False
-        same = (self.os_version, self.total_ram, self.wired_limit_mb)
-        if same != (now.os_version, now.total_ram, now.wired_limit_mb):
+        same = (self.os_version, self.total_ram, self.wired_limit_bytes)
+        if same != (now.os_version, now.total_ram, now.wired_limit_bytes):
             return False
         if self.source == "estimate":
+            # An estimate made by an older rule (2/3 or 3/4 of RAM) is not kept.
+            if self.bytes != estimate_recommended_max(self.total_ram):
+                return False
             age = _timestamp(now.date) - _timestamp(self.date)
             return 0 <= age < ESTIMATE_TTL
         return True
@@ -215,7 +185,7 @@ def read_cache(path: Path) -> Cached | None:
             boot_time=float(data["boot_time"]),
             os_version=data["os_version"],
             total_ram=data["total_ram"],
-            wired_limit_mb=data.get("wired_limit_mb"),
+            wired_limit_bytes=data.get("wired_limit_bytes"),
         )
     except (OSError, ValueError, TypeError, KeyError, RecursionError):
         return None
@@ -226,7 +196,7 @@ def read_cache(path: Path) -> Cached | None:
         and isinstance(cached.os_version, str)
         and isinstance(cached.total_ram, int)
         and isinstance(cached.date, str)
-        and (cached.wired_limit_mb is None or isinstance(cached.wired_limit_mb, int))
+        and (cached.wired_limit_bytes is None or isinstance(cached.wired_limit_bytes, int))
     )
     return cached if valid else None
 
@@ -235,7 +205,7 @@ def recommended_max(total_ram: int, *, refresh: bool = False) -> tuple[int, str]
     """(bytes, source) of this Mac's recommended max working set; probed once and cached
     in ``paths.recommended_max_cache()``. ``refresh`` probes again whatever the cache says."""
     path = paths.recommended_max_cache()
-    limit = wired_limit_mb()
+    limit = wired_limit_bytes()
     now = Cached(
         bytes=0,
         source="",
@@ -246,7 +216,7 @@ def recommended_max(total_ram: int, *, refresh: bool = False) -> tuple[int, str]
         boot_time=boot_time(),
         os_version=os_version(),
         total_ram=total_ram,
-        wired_limit_mb=limit,
+        wired_limit_bytes=limit,
     )
     cached = None if refresh else read_cache(path)
     if cached is not None and cached.still_true(now):

@@ -12,8 +12,8 @@ PRESSURE_CRITICAL = 4
 class Sample(Record):
     """What the machine looked like at one moment.
 
-    ``available_bytes``: free memory as sampled (macOS: free + speculative +
-    file-backed + purgeable pages; elsewhere psutil's ``available``), with
+    ``available_bytes``: free memory as sampled (macOS: free + file-backed +
+    purgeable pages; elsewhere psutil's ``available``), with
     nothing added back. ``ml_bytes``: memory held by running PyTorch jobs at that
     moment (a job runs while it is above 0); the policy adds it back.
     ``swapouts``: the cumulative swap-out counter (None where unknown).

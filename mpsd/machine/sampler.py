@@ -3,8 +3,9 @@
 ``take_sample()`` reads through one seam, a ``Source``:
 
 - ``DarwinSource`` (macOS): the kernel's page counters by ``sysctlbyname`` (fallback
-  ``sysctl -n``): available = (free + speculative + file-backed + purgeable pages) x
-  page size, total = ``hw.memsize``; the pressure level
+  ``sysctl -n``): available = (free + file-backed + purgeable pages) x page size (no
+  speculative: the kernel counts those inside file-backed already, see
+  docs/macos-and-pytorch.md, "Free memory"), total = ``hw.memsize``; the pressure level
   ``kern.memorystatus_vm_pressure_level``; the cumulative ``Swapouts`` of ``vm_stat``
   (psutil's ``sout`` on macOS counts all page-outs, not swap). Where a counter cannot
   be read, the same counters from that ``vm_stat`` output stand in (source
@@ -19,6 +20,7 @@ macOS 26) raises ``SampleError``: the loop logs it and skips the sample.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import resource
@@ -26,8 +28,8 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 import psutil
@@ -55,6 +57,8 @@ __all__ = [
     "ml_bytes",
     "pressure_from_psi",
     "take_sample",
+    "take_sample_and_parts",
+    "write_parts",
 ]
 
 
@@ -64,13 +68,19 @@ class SampleError(Exception):
 
 @dataclass(frozen=True)
 class Memory:
-    """What a source read: the machine-wide part of a ``Sample``."""
+    """What a source read: the machine-wide part of a ``Sample``.
+
+    ``parts``: the figures ``available_bytes`` was computed from, so that a user can redo
+    the sum (``mpsd status --json``): on macOS ``free_pages``, ``file_backed_pages``,
+    ``purgeable_pages`` and ``page_size`` (available = their page sum x page size); from
+    psutil ``psutil_available``."""
 
     available_bytes: int
     total_bytes: int
     swapouts: int | None
     pressure: int | None
     source: str
+    parts: Mapping[str, int] = field(default_factory=dict)
 
 
 class Source(Protocol):
@@ -127,7 +137,8 @@ class PsutilSource:
 
     def read(self) -> Memory:
         available, total = _psutil_memory()
-        return Memory(available, total, self.swapouts(), self.pressure(), "psutil")
+        parts = {"psutil_available": available}
+        return Memory(available, total, self.swapouts(), self.pressure(), "psutil", parts)
 
     def swapouts(self) -> int | None:
         """Pages swapped out since boot."""
@@ -148,14 +159,18 @@ class PsutilSource:
 
 # --- macOS ------------------------------------------------------------------------------------
 
+# The sum's three counters (docs/macos-and-pytorch.md, "Free memory"): vm.page_free_count
+# excludes speculative pages, vm.page_pageable_external_count (file-backed, cached files)
+# includes them (xnu vm_page_speculate()), so speculative is not added on its own.
 PAGE_COUNTERS = (
     "vm.page_free_count",
-    "vm.page_speculative_count",
-    "vm.page_pageable_external_count",  # file-backed (cached files)
+    "vm.page_pageable_external_count",
     "vm.page_purgeable_count",
 )
-# The same four counters as vm_stat prints them.
-VM_STAT_PAGES = ("pages_free", "pages_speculative", "file_backed_pages", "pages_purgeable")
+# The same three counters as vm_stat prints them ("Pages free" is free_count minus
+# speculative there: the same number as vm.page_free_count).
+VM_STAT_PAGES = ("pages_free", "file_backed_pages", "pages_purgeable")
+PART_NAMES = ("free_pages", "file_backed_pages", "purgeable_pages")
 PAGE_SIZE = "vm.pagesize"
 MEMSIZE = "hw.memsize"
 PRESSURE_LEVEL = "kern.memorystatus_vm_pressure_level"
@@ -185,6 +200,23 @@ def run_vm_stat(timeout: float = 5.0) -> str | None:
     return done.stdout if done.returncode == 0 else None
 
 
+def _parts(pages: Sequence[int | None], page_size: int | None) -> dict[str, int] | None:
+    """The sum's parts by name (``PART_NAMES`` and ``page_size``), None when one is missing."""
+    if not page_size:
+        return None
+    parts = {"page_size": page_size}
+    for index, name in enumerate(PART_NAMES):
+        value = pages[index]
+        if value is None:
+            return None
+        parts[name] = value
+    return parts
+
+
+def _available(parts: Mapping[str, int]) -> int:
+    return sum(parts[name] for name in PART_NAMES) * parts["page_size"]
+
+
 class DarwinSource:
     def __init__(
         self,
@@ -208,15 +240,16 @@ class DarwinSource:
         swapouts = vm.swapouts if vm is not None else None
         pages = [values[name] for name in PAGE_COUNTERS]
         page_size, total = values[PAGE_SIZE], values[MEMSIZE]
-        if None not in pages and page_size and total:
-            available = sum(p for p in pages if p is not None) * page_size
-            return Memory(available, total, swapouts, pressure, "sysctl")
-        complete = vm is not None and all(vm.get(key) is not None for key in VM_STAT_PAGES)
-        from_vm_stat = vm.available_bytes() if vm is not None and complete else None
-        if from_vm_stat is not None and total:
-            return Memory(from_vm_stat, total, swapouts, pressure, "vm_stat")
+        parts = _parts(pages, page_size)
+        if parts is not None and total:
+            return Memory(_available(parts), total, swapouts, pressure, "sysctl", parts)
+        if vm is not None and total:
+            parts = _parts([vm.get(key) for key in VM_STAT_PAGES], vm.page_size or page_size)
+            if parts is not None:
+                return Memory(_available(parts), total, swapouts, pressure, "vm_stat", parts)
         from_psutil, psutil_total = self.fallback()
-        return Memory(from_psutil, total or psutil_total, swapouts, pressure, "psutil")
+        parts = {"psutil_available": from_psutil}
+        return Memory(from_psutil, total or psutil_total, swapouts, pressure, "psutil", parts)
 
     def swapouts(self) -> int | None:
         text = self.vm_stat()
@@ -238,6 +271,16 @@ def take_sample(
 ) -> Sample:
     """One ``Sample`` at ``now`` (default: ``time.time()``). Raises ``SampleError`` when the
     memory counters or the process table cannot be read: the caller skips this sample."""
+    return take_sample_and_parts(now, source=source, scanner=scanner)[0]
+
+
+def take_sample_and_parts(
+    now: float | None = None,
+    *,
+    source: Source | None = None,
+    scanner: ProcessScanner | None = None,
+) -> tuple[Sample, dict[str, object]]:
+    """``take_sample()`` and the figures its free memory was computed from (``parts_of``)."""
     global _source
     t = time.time() if now is None else now
     if source is None:
@@ -250,14 +293,15 @@ def take_sample(
             f"the memory counters made no sense (available {memory.available_bytes}, "
             f"total {memory.total_bytes})"
         )
-    if memory.available_bytes > memory.total_bytes:
+    capped = memory.available_bytes > memory.total_bytes
+    if capped:
         # Counters are read one by one while pages move; never report more than the RAM.
         memory = replace(memory, available_bytes=memory.total_bytes)
     try:
         jobs = (scanner or default_scanner()).scan()
     except (psutil.Error, OSError, RuntimeError) as err:
         raise SampleError(f"the process table could not be read ({err})") from err
-    return Sample(
+    sample = Sample(
         t=t,
         available_bytes=memory.available_bytes,
         total_bytes=memory.total_bytes,
@@ -266,3 +310,45 @@ def take_sample(
         pressure=memory.pressure,
         source=memory.source,
     )
+    return sample, parts_of(t, memory, capped)
+
+
+SUMS = {
+    "sysctl": "(free_pages + file_backed_pages + purgeable_pages) x page_size",
+    "vm_stat": "(free_pages + file_backed_pages + purgeable_pages) x page_size",
+    "psutil": "psutil_available",
+}
+
+
+def parts_of(t: float, memory: Memory, capped: bool = False) -> dict[str, object]:
+    """What ``mpsd status --json`` shows of a sample's free memory: the figure, the sum it is
+    (``sum``, in words) and its parts, so that a user can redo it (on a Mac, against Activity
+    Monitor's Memory tab). ``capped``: the sum came out above the RAM and was cut to it."""
+    return {
+        "t": t,
+        "source": memory.source,
+        "available_bytes": memory.available_bytes,
+        "total_bytes": memory.total_bytes,
+        "sum": SUMS.get(memory.source, ""),
+        **memory.parts,
+        "capped_at_total": capped,
+    }
+
+
+def write_parts(parts: Mapping[str, object], path: str) -> None:
+    """Keep ``parts`` in ``path`` (JSON) for ``mpsd status``: a temp file renamed over it, not
+    synced (a view of the last sample, rewritten every interval: after a crash the next
+    sample rewrites it, and a torn file reads as none). A state dir that cannot be written
+    costs that view, nothing else."""
+    import json
+
+    directory, name = os.path.split(path)
+    tmp = os.path.join(directory, f".{name}.{os.getpid()}.tmp")
+    try:
+        os.makedirs(directory or ".", exist_ok=True)
+        with open(tmp, "w", encoding="utf-8") as handle:
+            handle.write(json.dumps(dict(parts), indent=2) + "\n")
+        os.replace(tmp, path)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)

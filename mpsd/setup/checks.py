@@ -73,11 +73,17 @@ def check_limits() -> Check:
         )
         return Check("limits", PROBLEM, f"{read.problem}: {gets}", f"move it aside and {fix}")
     current = read.limits
+    recommended = f"{current.recommended_max_bytes / 2**30:.2f} GiB recommended max"
+    if current.recommended_max_source == "estimate":
+        # 0.85 x RAM errs high on purpose (docs/macos-and-pytorch.md, "recommended max").
+        recommended += ", an estimate: 0.85 x RAM, nothing real was readable"
+    else:
+        recommended += f" from {current.recommended_max_source}"
     return Check(
         "limits",
         OK,
         f"high {current.high_watermark_ratio}, low {current.low_watermark_ratio} "
-        f"({current.limit_bytes / 2**30:.2f} GiB)",
+        f"({current.limit_bytes / 2**30:.2f} GiB of {recommended})",
     )
 
 
@@ -122,6 +128,10 @@ def check_agent() -> list[Check]:
                 "recreate the venv, reinstall mpsd in it, then run `mpsd install` from it",
             )
         )
+    if args and os.access(args[0], os.X_OK):
+        private = privacy_protected(args[0])
+        if private is not None:
+            checks.append(agent_privacy_check(args[0], private))
     job = launchd.loaded()
     if job is None:
         checks.append(
@@ -156,6 +166,44 @@ def check_agent() -> list[Check]:
             )
         )
     return checks
+
+
+# Folders macOS's privacy protection (TCC) guards: a process launchd starts may be denied
+# them ("Operation not permitted") and crash-loop (docs/macos-and-pytorch.md, "Privacy
+# protection (TCC)").
+PROTECTED_FOLDERS = (
+    ("Desktop",),
+    ("Documents",),
+    ("Downloads",),
+    ("Library", "Mobile Documents"),  # iCloud Drive
+)
+
+
+def privacy_protected(python: str, home: str | None = None) -> str | None:
+    """The protected folder (``~/Documents``...) that ``python`` lives in, as given or once its
+    symlinks are resolved; None when it lives in neither. Pure but for ``realpath``."""
+    home = os.path.abspath(home or os.environ.get("HOME") or os.path.expanduser("~"))
+    for candidate in (os.path.abspath(python), os.path.realpath(python)):
+        for parts in PROTECTED_FOLDERS:
+            # casefold: a Mac's disk ignores case by default (~/documents is ~/Documents)
+            folder = os.path.join(home, *parts).casefold()
+            path = candidate.casefold()
+            if path == folder or path.startswith(folder + os.sep):
+                return "~/" + "/".join(parts)
+    return None
+
+
+def agent_privacy_check(python: str, folder: str) -> Check:
+    where = "iCloud Drive (~/Library/Mobile Documents)" if "Mobile" in folder else folder
+    return Check(
+        "agent privacy",
+        PROBLEM,
+        f"the agent's python {python} lives in {where}: macOS's privacy protection can deny "
+        "a launchd agent that folder ('Operation not permitted'), so the daemon may not start",
+        "recreate the venv outside ~/Desktop, ~/Documents, ~/Downloads and iCloud Drive (e.g. "
+        "`python3 -m venv ~/.venvs/mpsd`), or install mpsd with `pipx install mpsd` or "
+        "`uv tool install mpsd`, then run `mpsd install` from there",
+    )
 
 
 def _now() -> float:

@@ -207,6 +207,7 @@ MPSD_FILES = (
     "history.sqlite3*",
     "daemon*.log*",
     "recommended_max.json",
+    "free-memory.json",
     ".*.tmp",
 )
 

@@ -4,11 +4,13 @@ Every ``launchctl`` call goes through ``launchctl()``, one subprocess, so tests 
 stand-in ``launchctl`` on ``PATH`` that records its arguments. The launchd path is
 taken whenever ``launchctl`` is on ``PATH`` (``available()``).
 
-launchd facts this relies on (see MACOS.md): it expands neither ``~`` nor ``$HOME``
-(absolute paths only); ``bootout`` returns before the job is gone, and a
-``bootstrap`` before it is gone fails with "Bootstrap failed: 5: Input/output
-error"; ``bootstrap gui/$UID`` fails with error 125 where there is no GUI session
-(ssh), and ``user/$UID`` works there.
+launchd facts this relies on (docs/macos-and-pytorch.md, "launchd"): it expands neither ``~``
+nor ``$HOME`` (absolute paths only); ``bootout`` returns before the job is gone, and a
+``bootstrap`` before it is gone fails with "Bootstrap failed: 5: Input/output error";
+``bootstrap gui/$UID`` fails with error 125 (or "Could not find domain for user gui") where
+there is no GUI session (ssh), and the ``user/$UID`` domain then takes a plist only when its
+``LimitLoadToSessionType`` includes "Background" (else "Service cannot load in requested
+session", 134).
 """
 
 from __future__ import annotations
@@ -212,27 +214,81 @@ def loaded() -> Job | None:
 
 # -- load / unload ----------------------------------------------------------------------
 
+# The user/$UID domain is a Background session: launchd loads an agent there only when the
+# plist says it may run in one (without the key, an agent is Aqua-only).
+SESSION_TYPES = ["Aqua", "Background"]
+
+
+def for_domain(plist: bytes, domain: str) -> bytes:
+    """The plist to load into ``domain``: as rendered for ``gui/``; for ``user/`` with
+    ``LimitLoadToSessionType`` = ["Aqua", "Background"] added (keys otherwise in order)."""
+    if not domain.startswith("user/"):
+        return plist
+    data = plistlib.loads(plist)
+    data["LimitLoadToSessionType"] = list(SESSION_TYPES)
+    return plistlib.dumps(data, fmt=plistlib.FMT_XML, sort_keys=False)
+
+
+def _text(result: Result) -> str:
+    return result.stderr + "\n" + result.stdout
+
 
 def _is_domain_error(result: Result) -> bool:
-    text = result.stderr + result.stdout
-    return result.returncode == 125 or " 125:" in text or "Domain does not support" in text
+    """No GUI session to load into: error 125, or launchctl cannot find the gui domain."""
+    text = _text(result)
+    return (
+        result.returncode == 125
+        or " 125:" in text
+        or "Domain does not support" in text
+        or "Could not find domain for user gui" in text
+    )
 
 
-def failure_sentence(action: str, result: Result) -> str:
-    """One sentence for a failed launchctl ``action`` that says what to do next."""
+def _is_session_error(result: Result) -> bool:
+    text = _text(result)
+    return result.returncode == 134 or " 134:" in text or "cannot load in requested session" in text
+
+
+def _is_io_error(result: Result) -> bool:
+    return result.returncode == 5 or ": 5:" in result.message
+
+
+def _all_said(result: Result) -> str:
+    """Every line launchctl printed, as one line."""
+    lines = [line.strip() for line in _text(result).splitlines() if line.strip()]
+    return " / ".join(lines) if lines else f"exit status {result.returncode}"
+
+
+def failure_sentence(action: str, result: Result, after_bootout: bool = False) -> str:
+    """One sentence for a failed launchctl ``action`` that names the cause the evidence
+    supports (exit status and launchctl's own words) and says what to do next.
+    ``after_bootout``: this ``bootstrap`` came right after we unloaded the old copy."""
     said = result.message
+    domain = result.args[1] if len(result.args) > 1 else f"gui/{uid()}"
+    plist = result.args[2] if len(result.args) > 2 else str(agent_file())
+    meanwhile = "or run `mpsd daemon` yourself meanwhile"
     if action == "bootstrap" and _is_domain_error(result):
         return (
-            f"launchctl has no session to load the mpsd agent into ({said}); log in at the "
-            "Mac itself (not over ssh) and run `mpsd install` again, or run `mpsd daemon` "
-            "yourself meanwhile."
+            f"launchctl has no GUI session to load the mpsd agent into ({said}); log in at the "
+            f"Mac itself (not over ssh) and run `mpsd install` again, {meanwhile}."
         )
-    if action == "bootstrap" and (result.returncode == 5 or ": 5:" in said):
+    if action == "bootstrap" and _is_session_error(result):
         return (
-            f"launchctl could not load the mpsd agent ({said}): an old copy may still be "
-            "unloading, or the agent is switched off in System Settings > General > Login "
-            "Items; wait a few seconds and run `mpsd install` again, and run `mpsd doctor` if "
-            "it fails again."
+            f"launchd would not run the mpsd agent in the session type of {domain} ({said}), "
+            "even with LimitLoadToSessionType Aqua and Background; log in at the Mac itself "
+            f"and run `mpsd install` again, {meanwhile}."
+        )
+    if action == "bootstrap" and _is_io_error(result) and after_bootout:
+        return (
+            f"launchctl could not load the mpsd agent ({said}) right after the old copy was "
+            "unloaded: launchd was most likely still letting it go; wait a few seconds and run "
+            "`mpsd install` again."
+        )
+    if action == "bootstrap" and _is_io_error(result):
+        return (
+            f"launchctl could not load the mpsd agent into {domain} and gave no reason beyond "
+            f'"{_all_said(result)}"; run `launchctl bootstrap {domain} {plist}` yourself to see '
+            "it again, `mpsd doctor` to check the rest, then run `mpsd install` again."
         )
     if action == "bootout":
         target = result.args[1] if len(result.args) > 1 else f"gui/{uid()}/{LABEL}"
@@ -290,7 +346,8 @@ def bootout(job: Job, outcome: Outcome, timeout: float | None = None) -> None:
 
 
 def is_current(job: Job | None, plist_file: Path, new: bytes) -> bool:
-    """True when ``job`` is loaded from a plist identical to ``new`` (left alone)."""
+    """True when ``job`` is loaded from a plist identical to ``new`` as written for its
+    domain (``for_domain``): left alone."""
     if job is None:
         return False
     try:
@@ -298,7 +355,8 @@ def is_current(job: Job | None, plist_file: Path, new: bytes) -> bool:
     except OSError:
         return False
     wanted = program_arguments(new) or []
-    return on_disk == new and (not job.arguments or job.arguments == wanted)
+    same = on_disk == for_domain(new, job.domain)
+    return same and (not job.arguments or job.arguments == wanted)
 
 
 def planned_commands(plist_file: Path, new: bytes) -> list[str]:
@@ -315,6 +373,19 @@ def planned_commands(plist_file: Path, new: bytes) -> list[str]:
     return commands
 
 
+def _write_plist(plist_file: Path, data: bytes) -> bool:
+    from mpsd.atomic import write_atomic
+    from mpsd.errors import MpsdError
+
+    try:
+        return write_atomic(plist_file, data)
+    except OSError as exc:
+        raise MpsdError(
+            f"cannot write {plist_file} ({exc.strerror}); fix the permissions of it and its "
+            "directory, then run `mpsd install` again"
+        ) from None
+
+
 def ensure_loaded(
     plist_file: Path,
     new: bytes,
@@ -327,8 +398,9 @@ def ensure_loaded(
     out first (and waited for). ``write`` puts ``new`` into ``plist_file`` and returns
     whether it changed anything; it is called between bootout and bootstrap. Then
     ``enable`` and ``bootstrap gui/$UID``, falling back to ``user/$UID`` on the
-    "no GUI session" error. Raises MpsdError with one sentence when loading fails.
-    ``report`` hears of each step as it is done.
+    "no GUI session" error, with the plist rewritten for that domain (``for_domain``).
+    Raises MpsdError with one sentence when loading fails. ``report`` hears of each step
+    as it is done.
     """
     from mpsd.errors import MpsdError
 
@@ -338,6 +410,7 @@ def ensure_loaded(
         assert job is not None
         outcome.domain = job.domain
         return outcome
+    booted_out = job is not None
     if job is not None:
         bootout(job, outcome)
     if write():
@@ -346,6 +419,12 @@ def ensure_loaded(
     gui, user = domains()
     last: Result | None = None
     for domain in (gui, user):
+        if domain == user and _write_plist(plist_file, for_domain(new, user)):
+            outcome.changed = True
+            outcome.did(
+                f"no GUI session: rewrote {plist_file} for {user} "
+                f"(LimitLoadToSessionType {' and '.join(SESSION_TYPES)})"
+            )
         enabled = launchctl("enable", f"{domain}/{LABEL}")
         if not enabled.ok and not _is_domain_error(enabled):
             outcome.warnings.append(failure_sentence("enable", enabled))
@@ -358,7 +437,7 @@ def ensure_loaded(
         if not _is_domain_error(last):
             break
     assert last is not None
-    raise MpsdError(failure_sentence("bootstrap", last))
+    raise MpsdError(failure_sentence("bootstrap", last, after_bootout=booted_out))
 
 
 def unload(timeout: float | None = None, report: Callable[[str], None] | None = None) -> Outcome:

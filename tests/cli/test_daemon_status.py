@@ -45,9 +45,49 @@ def test_once_writes_limits_and_status_shows_them() -> None:
     text = run_mpsd("status").stdout
     assert "ratio:           high" in text
     assert "recommended max:" in text
-    assert "(estimate)" in text
+    assert "(an estimate: 0.85 x RAM, nothing real was readable)" in text
     assert "baseline" in text and "limit" in text
     assert all(len(line) <= 80 for line in text.splitlines())
+
+
+def test_status_json_shows_the_parts_of_the_last_samples_free_memory() -> None:
+    import psutil
+
+    before = psutil.virtual_memory().available
+    assert run_mpsd("daemon", "--once").returncode == 0
+    after = psutil.virtual_memory().available
+    facts = json.loads(run_mpsd("status", "--json").stdout)
+    free = facts["free_memory"]
+    assert free["t"] == facts["last_sample"]["t"]
+    assert free["source"] == "psutil" and free["sum"] == "psutil_available"
+    assert free["available_bytes"] == facts["last_sample"]["available_bytes"]
+    assert free["psutil_available"] == free["available_bytes"]
+    assert min(before, after) * 0.8 <= free["psutil_available"] <= max(before, after) * 1.2
+    assert "free_memory" not in run_mpsd("status").stdout
+
+
+def test_status_json_shows_a_macs_page_counts_so_the_sum_can_be_redone() -> None:
+    """The parts a Mac writes (here from the recorded M1 Pro, read as the sysctl path reads)."""
+    from mpsd.machine.sampler import DarwinSource, parts_of, write_parts
+    from tests.fixture_files import output_by_id
+
+    text = output_by_id("vm_stat-ansible-silicon-m1pro-32gb")["text"]
+    memory = DarwinSource(readers=[{"hw.memsize": 34359738368}.get], vm_stat=lambda: text).read()
+    write_parts(parts_of(1_800_000_000.0, memory), paths.free_memory_path())
+    free = json.loads(run_mpsd("status", "--json").stdout)["free_memory"]
+    assert free["time"] == "2027-01-15T08:00:00+00:00"
+    pages = free["free_pages"] + free["file_backed_pages"] + free["purgeable_pages"]
+    assert pages * free["page_size"] == free["available_bytes"]
+    assert (free["free_pages"], free["page_size"]) == (6472, 16384)
+    assert free["sum"] == "(free_pages + file_backed_pages + purgeable_pages) x page_size"
+
+
+def test_status_json_without_a_sample_or_with_a_broken_parts_file_has_none() -> None:
+    assert json.loads(run_mpsd("status", "--json").stdout)["free_memory"] is None
+    Path(paths.free_memory_path()).parent.mkdir(parents=True, exist_ok=True)
+    Path(paths.free_memory_path()).write_text("{not json")
+    result = run_mpsd("status", "--json")
+    assert result.returncode == 0 and json.loads(result.stdout)["free_memory"] is None
 
 
 def test_status_reports_a_broken_config_without_failing() -> None:

@@ -94,6 +94,91 @@ def test_an_agent_whose_python_is_gone_is_a_problem_with_the_fix(
     assert "recreate the venv" in check["fix"]
 
 
+@pytest.mark.parametrize(
+    "folder",
+    [
+        ("Documents",),
+        ("Desktop",),
+        ("Downloads",),
+        ("Library", "Mobile Documents", "com~apple~CloudDocs"),
+    ],
+)
+@pytest.mark.usefixtures("healthy")
+def test_an_agent_whose_python_lives_in_a_privacy_protected_folder_is_a_problem(
+    launchctl: StandinLaunchctl, capsys: pytest.CaptureFixture[str], folder: tuple[str, ...]
+) -> None:
+    venv_bin = Path(os.environ["HOME"], *folder, "ml", ".venv", "bin")
+    venv_bin.mkdir(parents=True)
+    python = venv_bin / "python"
+    python.symlink_to(sys.executable)  # a venv's python: a link to the base interpreter
+    plist = plistlib.loads(launchd.agent_file().read_bytes())
+    plist["ProgramArguments"][0] = str(python)
+    launchd.agent_file().write_bytes(plistlib.dumps(plist))
+    code, data = _doctor(capsys)
+    assert code == 1
+    check = _by_name(data)["agent privacy"]
+    assert check["status"] == "problem"
+    assert str(python) in check["detail"] and "privacy protection" in check["detail"]
+    if folder[0] == "Library":
+        assert "iCloud Drive" in check["detail"]
+    assert "pipx install mpsd" in check["fix"] and "uv tool install mpsd" in check["fix"]
+    assert "then run `mpsd install`" in check["fix"]
+
+
+@pytest.mark.usefixtures("healthy")
+def test_an_agent_python_that_resolves_into_documents_is_a_problem_too(
+    launchctl: StandinLaunchctl, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """The plist names a link outside; the interpreter it runs is in ~/Documents."""
+    inside = Path(os.environ["HOME"], "Documents", "pythons", "python3.12")
+    inside.parent.mkdir(parents=True)
+    inside.write_text("#!/bin/sh\n")
+    inside.chmod(0o755)
+    outside = tmp_path / "elsewhere" / "python"
+    outside.parent.mkdir()
+    outside.symlink_to(inside)
+    plist = plistlib.loads(launchd.agent_file().read_bytes())
+    plist["ProgramArguments"][0] = str(outside)
+    launchd.agent_file().write_bytes(plistlib.dumps(plist))
+    code, data = _doctor(capsys)
+    assert code == 1 and _by_name(data)["agent privacy"]["status"] == "problem"
+
+
+@pytest.mark.parametrize(
+    ("python", "expected"),
+    [
+        ("/Users/ann/Documents/proj/.venv/bin/python", "~/Documents"),
+        ("/Users/ann/Desktop/x/bin/python3", "~/Desktop"),
+        ("/Users/ann/Downloads/bin/python", "~/Downloads"),
+        (
+            "/Users/ann/Library/Mobile Documents/com~apple~CloudDocs/v/bin/python",
+            "~/Library/Mobile Documents",
+        ),
+        ("/Users/ann/documents/proj/.venv/bin/python", "~/Documents"),  # case-insensitive disk
+        ("/Users/ann/.venvs/mpsd/bin/python", None),
+        ("/Users/ann/DocumentsOld/bin/python", None),
+        ("/Users/ann/Library/Caches/bin/python", None),
+        ("/opt/homebrew/bin/python3", None),
+        ("/Users/bob/Documents/bin/python", None),
+    ],
+)
+def test_the_protected_folders_are_the_users_own(python: str, expected: str | None) -> None:
+    assert doctor_checks.privacy_protected(python, home="/Users/ann") == expected
+
+
+def test_doctor_says_when_the_recommended_max_is_an_estimate(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    limits.write(sample_limits())
+    assert "from torch" in doctor_checks.check_limits().detail
+    estimated = sample_limits().replace(
+        recommended_max_source="estimate", recommended_max_bytes=48 * (1 << 30) * 85 // 100
+    )
+    limits.write(estimated)
+    detail = doctor_checks.check_limits().detail
+    assert "40.80 GiB recommended max, an estimate: 0.85 x RAM" in detail
+
+
 @pytest.mark.usefixtures("healthy")
 def test_an_unloaded_agent_is_a_problem(
     launchctl: StandinLaunchctl, capsys: pytest.CaptureFixture[str]

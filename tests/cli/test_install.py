@@ -326,15 +326,20 @@ def test_an_identical_loaded_agent_is_left_alone(
     assert "Everything is already in place: nothing changed." in out
 
 
+@pytest.mark.parametrize(
+    ("code", "text"),
+    [
+        (125, "Bootstrap failed: 125: Domain does not support specified action"),
+        (113, "Could not find domain for user gui: 501"),  # its exit status is not recorded
+    ],
+)
 @pytest.mark.usefixtures("hook_sources")
-def test_without_a_gui_session_it_falls_back_to_the_user_domain(
-    launchctl: StandinLaunchctl, capsys: pytest.CaptureFixture[str]
+def test_without_a_gui_session_it_falls_back_to_the_user_domain_with_background_sessions(
+    launchctl: StandinLaunchctl, capsys: pytest.CaptureFixture[str], code: int, text: str
 ) -> None:
-    launchctl.fail(
-        "bootstrap gui", 125, "Bootstrap failed: 125: Domain does not support specified action"
-    )
-    code, out, err = _install(capsys)
-    assert code == 0, err
+    launchctl.fail("bootstrap gui", code, text)
+    result, out, err = _install(capsys)
+    assert result == 0, err
     agent = str(launchd.agent_file())
     assert launchctl.calls()[2:] == [
         ["enable", f"gui/{UID}/{LABEL}"],
@@ -342,8 +347,46 @@ def test_without_a_gui_session_it_falls_back_to_the_user_domain(
         ["enable", f"user/{UID}/{LABEL}"],
         ["bootstrap", f"user/{UID}", agent],
     ]
-    assert launchctl.loaded() is not None and launchctl.loaded()["domain"] == f"user/{UID}"
+    loaded = launchctl.loaded()
+    assert loaded is not None and loaded["domain"] == f"user/{UID}"
+    assert loaded["sessions"] == ["Aqua", "Background"]
+    assert _plist()["LimitLoadToSessionType"] == ["Aqua", "Background"]
     assert f"loaded the agent into user/{UID}" in out
+    assert "no GUI session: rewrote" in out
+
+
+@pytest.mark.usefixtures("hook_sources")
+def test_an_agent_in_the_user_domain_is_left_alone_by_the_next_install(
+    launchctl: StandinLaunchctl, capsys: pytest.CaptureFixture[str]
+) -> None:
+    launchctl.fail(
+        "bootstrap gui", 125, "Bootstrap failed: 125: Domain does not support specified action"
+    )
+    assert _install(capsys)[0] == 0
+    launchctl.clear_calls()
+    code, out, _ = _install(capsys)
+    assert code == 0
+    assert "bootstrap" not in launchctl.verbs() and "bootout" not in str(launchctl.verbs())
+    assert "Everything is already in place: nothing changed." in out
+
+
+@pytest.mark.usefixtures("hook_sources")
+def test_a_user_domain_that_still_refuses_the_session_says_so(
+    launchctl: StandinLaunchctl, capsys: pytest.CaptureFixture[str]
+) -> None:
+    launchctl.fail(
+        "bootstrap gui", 125, "Bootstrap failed: 125: Domain does not support specified action"
+    )
+    launchctl.fail(
+        "bootstrap user", 134, "Bootstrap failed: 134: Service cannot load in requested session"
+    )
+    code, _, err = _install(capsys)
+    assert code == 2
+    assert err.startswith(
+        f"mpsd: launchd would not run the mpsd agent in the session type of user/{UID} "
+        "(Bootstrap failed: 134: Service cannot load in requested session)"
+    )
+    assert "`mpsd daemon`" in err and err.count("\n") == 1
 
 
 @pytest.mark.usefixtures("hook_sources")
@@ -387,23 +430,46 @@ def test_an_old_copy_that_will_not_go_away_gives_a_warning_and_install_goes_on(
     assert launchctl.calls()[-1][0] == "bootstrap"
 
 
+def _recorded(record_id: str) -> str:
+    from tests.fixture_files import output_by_id
+
+    return str(output_by_id(record_id)["text"])
+
+
 @pytest.mark.usefixtures("hook_sources")
-def test_a_bootstrap_failure_is_one_sentence_and_exit_2(
+def test_a_bootstrap_failure_is_one_sentence_with_launchctls_words_and_exit_2(
     launchctl: StandinLaunchctl, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    launchctl.fail(
-        "bootstrap gui",
-        5,
-        "Bootstrap failed: 5: Input/output error\n"
-        "Try re-running the command as root for richer errors.",
-    )
+    text = _recorded("launchctl-bootstrap-homebrew-services-528").splitlines()[:2]
+    launchctl.fail("bootstrap gui", 5, "\n".join(text))
     code, _, err = _install(capsys)
     assert code == 2
     assert err.startswith(
-        "mpsd: launchctl could not load the mpsd agent (Bootstrap failed: 5: Input/output error)"
+        f"mpsd: launchctl could not load the mpsd agent into gui/{UID} and gave no reason "
+        'beyond "Bootstrap failed: 5: Input/output error / Try re-running the command as root '
+        'for richer errors."'
     )
     assert err.count("\n") == 1 and "Traceback" not in err
+    assert "unloading" not in err
     assert "run `mpsd install` again" in err
+
+
+@pytest.mark.usefixtures("hook_sources")
+def test_error_5_right_after_booting_out_the_old_copy_says_it_was_still_going(
+    launchctl: StandinLaunchctl,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert _install(capsys)[0] == 0
+    monkeypatch.setenv("MPSD_STATE_DIR", str(tmp_path / "moved-state"))  # a different plist
+    launchctl.fail("bootstrap gui", 5, _recorded("launchctl-bootstrap-tomcounsell-2013"))
+    launchctl.clear_calls()
+    code, _, err = _install(capsys)
+    assert code == 2
+    assert launchctl.verbs()[:2] == [f"print gui/{UID}/{LABEL}", f"bootout gui/{UID}/{LABEL}"]
+    assert "right after the old copy was unloaded" in err
+    assert "wait a few seconds and run `mpsd install` again" in err
 
 
 @pytest.mark.usefixtures("hook_sources")

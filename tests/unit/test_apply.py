@@ -67,54 +67,104 @@ def test_apply_in_a_fresh_process_reaches_torch_through_the_environment(project:
     assert out.stdout.split() == ["environment", "0.77", "True"], out.stderr
 
 
-class FakeMps:
-    """torch.mps of a Mac whose MPS allocator already holds memory."""
-
-    def __init__(self, in_use: int) -> None:
-        self.in_use = in_use
-        self.fractions: list[float] = []
-
-    def driver_allocated_memory(self) -> int:
-        return self.in_use
-
-    def current_allocated_memory(self) -> int:
-        return self.in_use
-
-    def set_per_process_memory_fraction(self, fraction: float) -> None:
-        self.fractions.append(fraction)
-
-
-@pytest.fixture
-def torch_with_mps(monkeypatch: pytest.MonkeyPatch) -> object:
-    torch = pytest.importorskip("torch")
-    monkeypatch.setattr(torch.backends.mps, "is_available", lambda: True)
-    return torch
+# Run in a fresh process with the real (CPU) torch: torch.mps functions that would reach the
+# allocator are replaced by ones that record the call, so a test sees any of them used.
+ALLOCATOR_WATCH = """
+import os, sys, warnings
+import torch
+warnings.simplefilter("error")  # any warning apply() gives fails the run
+reached = []
+for name in ("driver_allocated_memory", "current_allocated_memory", "recommended_max_memory",
+             "empty_cache", "synchronize"):
+    if hasattr(torch.mps, name):
+        setattr(torch.mps, name, lambda *a, _n=name: reached.append(_n) or 0)
+fractions = []
+{setup}
+import mpsd
+r = mpsd.apply()
+print(r.action, os.environ.get("{high}"), os.environ.get("{low}"), fractions, reached)
+"""
 
 
-def test_apply_after_mps_started_sets_the_fraction_and_warns(
-    project: Path, torch_with_mps: object, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    fake = FakeMps(in_use=512 << 20)
-    monkeypatch.setattr(torch_with_mps, "mps", fake)
-    with pytest.warns(RuntimeWarning, match="low watermark could not"):
-        result = mpsd.apply()
-    assert result.action == FRACTION
-    assert fake.fractions == [0.77]
-    assert os.environ[HIGH_VAR] == "0.77"
-
-
-def test_apply_with_torch_imported_but_mps_unused_only_sets_the_environment(
-    project: Path, torch_with_mps: object, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    fake = FakeMps(in_use=0)
-    monkeypatch.setattr(torch_with_mps, "mps", fake)
-    result = mpsd.apply()
-    assert result.action == ENVIRONMENT and fake.fractions == []
-
-
-def test_apply_with_real_cpu_torch_and_no_mps(project: Path) -> None:
+def _watched(project: Path, setup: str = "") -> list[str]:
     pytest.importorskip("torch")
-    assert mpsd.apply().action == ENVIRONMENT
+    code = ALLOCATOR_WATCH.format(setup=setup, high=HIGH_VAR, low=LOW_VAR)
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=project, capture_output=True, text=True, timeout=180
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip().split(None, 3)
+
+
+def test_apply_after_import_torch_without_mps_sets_the_environment_and_raises_nothing(
+    project: Path,
+) -> None:
+    """The CPU build of torch has no MPS: nothing to call in torch, nothing reaches it."""
+    action, high, low, rest = _watched(project)
+    assert (action, high, low) == (ENVIRONMENT, "0.77", "0.7")
+    assert rest == "[] []"
+
+
+def test_apply_after_import_torch_with_mps_sets_the_fraction_without_asking_the_allocator(
+    project: Path,
+) -> None:
+    setup = (
+        "torch.backends.mps.is_available = lambda: True\n"
+        "torch.mps.set_per_process_memory_fraction = fractions.append\n"
+    )
+    action, high, low, rest = _watched(project, setup)
+    assert (action, high, low) == (FRACTION, "0.77", "0.7")
+    assert rest == "[0.77] []"  # the fraction set; no allocator query before it
+
+
+def test_apply_warns_when_torch_refuses_the_fraction(project: Path) -> None:
+    code = (
+        "import os, warnings, torch\n"
+        "torch.backends.mps.is_available = lambda: True\n"
+        "def refuse(f): raise RuntimeError('invalid fraction')\n"
+        "torch.mps.set_per_process_memory_fraction = refuse\n"
+        "import mpsd\n"
+        "with warnings.catch_warnings(record=True) as seen:\n"
+        "    warnings.simplefilter('always')\n"
+        "    r = mpsd.apply()\n"
+        f"print(r.action, os.environ['{HIGH_VAR}'])\n"
+        "print(seen[0].message)\n"
+    )
+    pytest.importorskip("torch")
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=project, capture_output=True, text=True, timeout=180
+    )
+    assert done.returncode == 0, done.stderr
+    first, message = done.stdout.splitlines()[:2]
+    assert first == f"{ENVIRONMENT} 0.77"
+    assert "set_per_process_memory_fraction(0.77) failed: invalid fraction" in message
+    assert "restart it" in message
+
+
+def test_apply_with_a_torch_older_than_2_0_sets_the_environment_quietly(project: Path) -> None:
+    setup = (
+        "torch.backends.mps.is_available = lambda: True\n"
+        "del torch.mps.set_per_process_memory_fraction\n"
+    )
+    action, high, _, rest = _watched(project, setup)
+    assert (action, high, rest) == (ENVIRONMENT, "0.77", "[] []")
+
+
+def test_apply_before_import_torch_sets_the_environment_torch_then_reads(project: Path) -> None:
+    code = (
+        "import os, sys, mpsd\n"
+        "r = mpsd.apply()\n"
+        "assert 'torch' not in sys.modules\n"
+        f"seen = os.environ['{HIGH_VAR}'], os.environ['{LOW_VAR}']\n"
+        "import torch\n"
+        "print(r.action, *seen)\n"
+    )
+    pytest.importorskip("torch")
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=project, capture_output=True, text=True, timeout=180
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == [ENVIRONMENT, "0.77", "0.7"]
 
 
 def test_import_mpsd_stays_light() -> None:

@@ -109,23 +109,73 @@ def test_a_disabled_agent_is_seen_in_both_print_disabled_wordings() -> None:
     assert launchd.parse_disabled('\t"com.apple.x" => disabled\n') is None
 
 
+BOOTSTRAP = ("bootstrap", "gui/501", "/Users/ann/Library/LaunchAgents/io.github.mpsd.daemon.plist")
+
+
 @pytest.mark.parametrize("record", _records("launchctl bootstrap error"), ids=lambda r: r["id"])
-def test_every_recorded_bootstrap_error_becomes_one_sentence_saying_what_to_do(
+def test_every_recorded_error_5_says_what_launchctl_said_and_guesses_nothing(
     record: dict[str, str],
 ) -> None:
-    result = launchd.Result(("bootstrap",), 5, "", record["text"])
+    result = launchd.Result(BOOTSTRAP, 5, "", record["text"])
     sentence = launchd.failure_sentence("bootstrap", result)
-    assert "\n" not in sentence
-    assert sentence.endswith(".")
+    assert "\n" not in sentence and sentence.endswith(".")
+    assert "gave no reason beyond" in sentence
+    for line in record["text"].splitlines():
+        assert line.strip() in sentence  # launchctl's own words, all of them
+    assert "unloading" not in sentence and "Login Items" not in sentence  # no guessed cause
+    assert f"run `launchctl bootstrap gui/501 {BOOTSTRAP[2]}` yourself" in sentence
     assert "run `mpsd install` again" in sentence
 
 
-def test_the_no_gui_session_error_says_to_log_in_or_run_the_daemon() -> None:
-    text = "Bootstrap failed: 125: Domain does not support specified action"
-    result = launchd.Result(("bootstrap",), 125, "", text)
+@pytest.mark.parametrize("record", _records("launchctl bootstrap error"), ids=lambda r: r["id"])
+def test_error_5_right_after_our_bootout_is_the_old_copy_still_going(
+    record: dict[str, str],
+) -> None:
+    result = launchd.Result(BOOTSTRAP, 5, "", record["text"])
+    sentence = launchd.failure_sentence("bootstrap", result, after_bootout=True)
+    assert "right after the old copy was unloaded" in sentence
+    assert "wait a few seconds and run `mpsd install` again" in sentence
+
+
+@pytest.mark.parametrize(
+    ("code", "text"),
+    [
+        (125, "Bootstrap failed: 125: Domain does not support specified action"),
+        # The exit status of this one is not recorded: the words decide.
+        (113, "Could not find domain for user gui: 501"),
+    ],
+)
+def test_no_gui_session_says_to_log_in_or_run_the_daemon(code: int, text: str) -> None:
+    result = launchd.Result(BOOTSTRAP, code, "", text)
     sentence = launchd.failure_sentence("bootstrap", result)
-    assert "(Bootstrap failed: 125: Domain does not support specified action)" in sentence
+    assert sentence.startswith(f"launchctl has no GUI session to load the mpsd agent into ({text})")
+    assert "log in at the Mac itself (not over ssh)" in sentence
     assert "`mpsd daemon`" in sentence
+
+
+@pytest.mark.parametrize(
+    ("code", "text"),
+    [
+        (134, "Bootstrap failed: 134: Service cannot load in requested session"),
+        (5, "Service cannot load in requested session"),
+    ],
+)
+def test_a_refused_session_type_is_named_as_such(code: int, text: str) -> None:
+    args = ("bootstrap", "user/501", BOOTSTRAP[2])
+    sentence = launchd.failure_sentence("bootstrap", launchd.Result(args, code, "", text))
+    assert sentence.startswith(
+        "launchd would not run the mpsd agent in the session type of user/501"
+    )
+    assert text in sentence and "gave no reason" not in sentence
+
+
+def test_the_user_domain_plist_may_run_in_a_background_session(tmp_path: Path) -> None:
+    gui = launchd.render(sys.executable, tmp_path / "c", tmp_path / "s", tmp_path / "d")
+    assert launchd.for_domain(gui, "gui/501") == gui
+    assert "LimitLoadToSessionType" not in plistlib.loads(gui)
+    user = plistlib.loads(launchd.for_domain(gui, "user/501"))
+    assert user["LimitLoadToSessionType"] == ["Aqua", "Background"]
+    assert {k: v for k, v in user.items() if k != "LimitLoadToSessionType"} == plistlib.loads(gui)
 
 
 def test_the_template_ships_beside_the_package() -> None:

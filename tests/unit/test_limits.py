@@ -85,7 +85,7 @@ def test_ratio_is_rounded_down_clamped_and_never_zero():
     assert low_ratio(0.01, 0.5) == 0.01
 
 
-def test_recommended_max_estimate_follows_two_thirds_then_three_quarters():
+def test_recommended_max_estimate_is_85_percent_of_the_ram():
     gib = 1 << 30
-    assert estimate_recommended_max(16 * gib) == 16 * gib * 2 // 3
-    assert estimate_recommended_max(64 * gib) == 48 * gib
+    assert estimate_recommended_max(16 * gib) == 16 * gib * 85 // 100
+    assert estimate_recommended_max(64 * gib) == 64 * gib * 85 // 100

@@ -1,5 +1,5 @@
 """The parsers on what no fixture shows: any text at all, the padding of every macOS
-version, the comma locale, and pastes built to be slow."""
+version, and pastes built to be slow."""
 
 from __future__ import annotations
 
@@ -9,15 +9,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mpsd.machine import macos
-from mpsd.machine.macos import MIB
 
 PARSERS = (
     macos.parse_vm_stat,
-    macos.parse_memory_pressure,
     macos.parse_sysctl,
-    macos.parse_swapusage,
-    macos.parse_top,
-    macos.parse_working_set_log,
     lambda text: macos.sysctl_int(text, "hw.memsize"),
 )
 
@@ -64,27 +59,6 @@ def test_vm_stat_reads_back_what_any_padding_printed(
     assert dict(vm.counters) == dict(zip(COUNTERS.values(), values, strict=True))
 
 
-@settings(deadline=None, max_examples=100)
-@given(
-    used=st.integers(0, 10**7),
-    total=st.integers(0, 10**7),
-    comma=st.booleans(),
-)
-def test_swapusage_reads_the_same_in_either_locale(used: int, total: int, comma: bool) -> None:
-    def mib(hundredths: int) -> str:
-        text = f"{hundredths // 100}.{hundredths % 100:02d}M"
-        return text.replace(".", ",") if comma else text
-
-    free = max(total - used, 0)
-    line = (
-        f"vm.swapusage: total = {mib(total)}  used = {mib(used)}  free = {mib(free)}  (encrypted)"
-    )
-    swap = macos.parse_swapusage(line)
-    assert swap is not None
-    assert swap.total_bytes == round(total / 100 * MIB)
-    assert swap.used_bytes == round(used / 100 * MIB)
-
-
 def test_pastes_built_to_be_slow_are_read_quickly() -> None:
     hostile = [
         "allocated size = 1 MB ( 1 / " * 5000,
@@ -106,4 +80,3 @@ def test_pastes_built_to_be_slow_are_read_quickly() -> None:
 def test_numbers_wider_than_any_counter_are_ignored() -> None:
     assert macos.parse_vm_stat("Pages free: " + "9" * 5000 + ".").get("pages_free") is None
     assert macos.sysctl_int("9" * 100, "hw.memsize") is None
-    assert macos.parse_working_set_log("recommendedMaxWorkingSetSize = " + "9" * 400) == []

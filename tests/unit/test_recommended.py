@@ -26,14 +26,14 @@ class FakeMac:
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.boot = 1_700_000_000.0
         self.os = "Darwin 15.1 24.1.0"
-        self.limit_mb: int | None = 0
+        self.limit: int | None = 0
         self.answer: tuple[int, str] | None = (TORCH_48, "torch")
         self.probes = 0
         self.now = 1_800_000_000.0
         monkeypatch.setattr(recommended, "current_platform", lambda: "darwin")
         monkeypatch.setattr(recommended, "boot_time", lambda: self.boot)
         monkeypatch.setattr(recommended, "os_version", lambda: self.os)
-        monkeypatch.setattr(recommended, "wired_limit_mb", lambda: self.limit_mb)
+        monkeypatch.setattr(recommended, "wired_limit_bytes", lambda: self.limit)
         monkeypatch.setattr(recommended, "probe_subprocess", self.probe)
         monkeypatch.setattr(recommended.time, "time", lambda: self.now)
 
@@ -80,7 +80,7 @@ def test_an_os_update_probes_again(mac: FakeMac) -> None:
 
 def test_a_new_iogpu_wired_limit_probes_again(mac: FakeMac) -> None:
     recommended.recommended_max(MAC_48)
-    mac.limit_mb = 40000
+    mac.limit = 40000 << 20
     mac.answer = (40000 << 20, "metal")
     assert recommended.recommended_max(MAC_48) == (40000 << 20, "metal")
     assert mac.probes == 2
@@ -122,15 +122,40 @@ def test_a_broken_cache_is_probed_over(mac: FakeMac, content: str) -> None:
 
 def test_without_torch_or_metal_a_set_wired_limit_is_used(mac: FakeMac) -> None:
     mac.answer = None
-    mac.limit_mb = 26000
+    mac.limit = 26000 << 20
     assert recommended.recommended_max(32 * GIB) == (26000 << 20, "iogpu")
+
+
+@pytest.mark.parametrize(
+    ("sysctls", "expected"),
+    [
+        ({"iogpu.wired_limit_mb": 26000}, 26000 << 20),  # macOS 14+, as llmfit#570 set it
+        ({"iogpu.wired_limit_mb": 0}, 0),  # not set: Metal's default
+        ({"debug.iogpu.wired_limit": 27_000_000_000}, 27_000_000_000),  # macOS 13: bytes
+        ({"debug.iogpu.wired_limit": 0}, 0),
+        ({"iogpu.wired_limit_mb": 0, "debug.iogpu.wired_limit": 5 << 30}, 5 << 30),
+        ({}, None),  # neither sysctl exists
+    ],
+)
+def test_the_wired_limit_override_is_read_from_either_sysctl(
+    monkeypatch: pytest.MonkeyPatch, sysctls: dict[str, int], expected: int | None
+) -> None:
+    monkeypatch.setattr(recommended, "current_platform", lambda: "darwin")
+    monkeypatch.setattr(recommended, "_readers", lambda: [sysctls.get])
+    assert recommended.wired_limit_bytes() == expected
+
+
+def test_the_wired_limit_is_not_looked_for_off_macos(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(recommended, "current_platform", lambda: "linux")
+    monkeypatch.setattr(recommended, "_readers", lambda: [{"iogpu.wired_limit_mb": 9}.get])
+    assert recommended.wired_limit_bytes() is None
 
 
 def test_without_any_probe_the_estimate_is_used_and_probed_again_after_a_day(
     mac: FakeMac,
 ) -> None:
     mac.answer = None
-    assert recommended.recommended_max(MAC_48) == (MAC_48 * 3 // 4, "estimate")
+    assert recommended.recommended_max(MAC_48) == (MAC_48 * 85 // 100, "estimate")
     mac.now += 3600
     recommended.recommended_max(MAC_48)
     assert mac.probes == 1
@@ -162,11 +187,51 @@ def test_on_linux_it_is_the_estimate_from_ram_without_a_probe(
         raise AssertionError("nothing to probe off macOS")
 
     monkeypatch.setattr(recommended, "probe_subprocess", no_probe)
-    assert recommended.recommended_max(16 * GIB) == (11453246122, "estimate")
-    assert recommended.recommended_max(64 * GIB) == (48 * GIB, "estimate")
+    assert recommended.recommended_max(16 * GIB) == (14602888806, "estimate")
+    assert recommended.recommended_max(64 * GIB) == (58411555225, "estimate")
     assert recommended.recommended_max(36 * GIB) == (estimate_recommended_max(36 * GIB), "estimate")
     cache = json.loads(paths.recommended_max_cache().read_text())
-    assert cache["source"] == "estimate" and cache["wired_limit_mb"] is None
+    assert cache["source"] == "estimate" and cache["wired_limit_bytes"] is None
+
+
+# recommendedMaxWorkingSetSize observed on Apple Silicon (docs/macos-and-pytorch.md): RAM in
+# GiB -> the highest value seen for that RAM, in bytes.
+OBSERVED = {
+    8: round(5.33 * GIB),
+    16: round(11.84 * GIB),
+    24: round(17.76 * GIB),
+    32: round(24.96 * GIB),
+    36: round(28.08 * GIB),
+    48: round(37.44 * GIB),
+    64: 48 * GIB,
+    96: 72 * GIB,
+    128: round(107.52 * GIB),
+}
+
+
+@pytest.mark.parametrize("ram", sorted(OBSERVED))
+def test_the_estimate_is_above_every_value_observed_on_apple_silicon(ram: int) -> None:
+    """Too low an estimate makes PyTorch's real cap higher than mpsd meant: it errs high."""
+    assert estimate_recommended_max(ram * GIB) > OBSERVED[ram]
+    assert estimate_recommended_max(ram * GIB) < ram * GIB
+
+
+def test_an_estimate_cached_by_the_old_rule_is_not_kept(mac: FakeMac) -> None:
+    path = paths.recommended_max_cache()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    old = {
+        "bytes": MAC_48 * 3 // 4,
+        "source": "estimate",
+        "date": "2027-01-15T08:00:00+00:00",
+        "boot_time": mac.boot,
+        "os_version": mac.os,
+        "total_ram": MAC_48,
+        "wired_limit_bytes": 0,
+    }
+    path.write_text(json.dumps(old))
+    mac.answer = None
+    assert recommended.recommended_max(MAC_48) == (MAC_48 * 85 // 100, "estimate")
+    assert mac.probes == 1
 
 
 def _stand_in(tmp_path: Path, body: str) -> str:
@@ -232,7 +297,7 @@ def test_a_stand_in_probe_feeds_the_whole_chain_on_a_pretend_mac(
     python = _stand_in(tmp_path, 'echo \'{"bytes": 19069665280, "source": "metal"}\'\n')
     real = recommended.probe_subprocess
     monkeypatch.setattr(recommended, "current_platform", lambda: "darwin")
-    monkeypatch.setattr(recommended, "wired_limit_mb", lambda: 0)
+    monkeypatch.setattr(recommended, "wired_limit_bytes", lambda: 0)
     monkeypatch.setattr(recommended, "probe_subprocess", lambda: real(python))
     assert recommended.recommended_max(24 * GIB) == (19069665280, "metal")
 
@@ -247,7 +312,7 @@ def test_the_real_probe_code_on_linux_finds_no_mps_and_the_caller_never_imports_
         import sys
         from mpsd.machine import recommended
         recommended.current_platform = lambda: "darwin"
-        recommended.wired_limit_mb = lambda: None
+        recommended.wired_limit_bytes = lambda: None
         print(recommended.recommended_max(16 << 30))
         print("torch" in sys.modules)
         """
@@ -261,4 +326,4 @@ def test_the_real_probe_code_on_linux_finds_no_mps_and_the_caller_never_imports_
         check=False,
     )
     assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines() == ["(11453246122, 'estimate')", "False"]
+    assert done.stdout.splitlines() == ["(14602888806, 'estimate')", "False"]

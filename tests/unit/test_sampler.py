@@ -30,7 +30,14 @@ M1PRO_SYSCTLS = {
     "hw.memsize": 34359738368,
     "kern.memorystatus_vm_pressure_level": 2,
 }
-M1PRO_AVAILABLE = (6472 + 18210 + 546992 + 19224) * 16384
+# free + file-backed + purgeable: the speculative pages are inside file-backed already.
+M1PRO_AVAILABLE = (6472 + 546992 + 19224) * 16384
+M1PRO_PARTS = {
+    "free_pages": 6472,
+    "file_backed_pages": 546992,
+    "purgeable_pages": 19224,
+    "page_size": 16384,
+}
 
 
 class NoJobs(ProcessScanner):
@@ -188,10 +195,10 @@ def nothing(name: str) -> int | None:
     return None
 
 
-def test_macos_sample_counts_free_speculative_file_backed_and_purgeable_pages() -> None:
+def test_macos_sample_counts_free_file_backed_and_purgeable_pages_not_speculative() -> None:
     source = DarwinSource(readers=[dict_reader(M1PRO_SYSCTLS)], vm_stat=lambda: VM_STAT_M1PRO)
     memory = source.read()
-    assert memory == Memory(M1PRO_AVAILABLE, 34359738368, 437651, 2, "sysctl")
+    assert memory == Memory(M1PRO_AVAILABLE, 34359738368, 437651, 2, "sysctl", M1PRO_PARTS)
 
 
 def test_macos_sysctls_the_first_reader_lacks_come_from_the_next() -> None:
@@ -213,7 +220,7 @@ def test_macos_without_page_counters_reads_them_from_vm_stat() -> None:
     source = DarwinSource(
         readers=[dict_reader(only)], vm_stat=lambda: VM_STAT_M1PRO, fallback=psutil_fails
     )
-    assert source.read() == Memory(M1PRO_AVAILABLE, 34359738368, 437651, 4, "vm_stat")
+    assert source.read() == Memory(M1PRO_AVAILABLE, 34359738368, 437651, 4, "vm_stat", M1PRO_PARTS)
 
 
 def test_macos_without_counters_or_a_whole_vm_stat_uses_psutil_but_keeps_swapouts() -> None:
@@ -222,7 +229,9 @@ def test_macos_without_counters_or_a_whole_vm_stat_uses_psutil_but_keeps_swapout
     source = DarwinSource(
         readers=[dict_reader(only)], vm_stat=lambda: cut, fallback=lambda: (5 << 30, 32 << 30)
     )
-    assert source.read() == Memory(5 << 30, 34359738368, 7, 4, "psutil")
+    assert source.read() == Memory(
+        5 << 30, 34359738368, 7, 4, "psutil", {"psutil_available": 5 << 30}
+    )
 
 
 def test_macos_with_nothing_readable_and_psutil_failing_skips_the_sample() -> None:
