@@ -168,7 +168,7 @@ class PidLock:
             return False
         try:
             fd = files.open_regular(self.path, os.O_RDONLY, follow=False)
-        except OSError:
+        except FileNotFoundError:
             return False
         try:
             fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)

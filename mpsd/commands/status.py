@@ -81,11 +81,11 @@ def _free_memory_facts() -> dict[str, Any] | None:
     import json
 
     from mpsd import paths
+    from mpsd.files import read_bytes  # a FIFO there must not hang status
 
     try:
-        with open(paths.free_memory_path(), encoding="utf-8") as handle:
-            data = json.load(handle)
-    except (OSError, ValueError):
+        data = json.loads(read_bytes(paths.free_memory_path(), limit=64 * 1024, follow=False))
+    except (OSError, ValueError, RecursionError):
         return None
     if not isinstance(data, dict):
         return None
