@@ -3,9 +3,16 @@
 Prints, from one run on this machine, ``mpsd explain`` on a generated 50 MB training
 log with errors at the start, the middle and the end (goal: under 2 s), in process and
 end to end; and on a "dense" log where every 20th line says "memory" or "allocated".
+
+Then the worst cases of issue 12, end to end (``mpsd explain --json FILE``) on inputs of
+``--worst-mb`` MB (default 100): random bytes, runs of backslashes, one huge line, a
+normal log, a JSON-escaped log on one line, a log where every line is an error (the
+backslashes come in runs of 200 KB, each followed by an error, so that every part is
+read). Goal: each under 10 s and 300 MB peak RSS (the child's own ``ru_maxrss``, from ``os.wait4``).
 Its start-up (with ``status`` and ``env``) is measured by ``bench/startup.py``.
 
-Run: .venv/bin/python bench/explain_bench.py [--mb M]
+Run: .venv/bin/python bench/explain_bench.py [--mb M] [--worst-mb M] [--only-worst]
+     [--root CHECKOUT]   (``--root``: time another checkout's mpsd, e.g. before a change)
 """
 
 from __future__ import annotations
@@ -39,9 +46,44 @@ ERRORS = (
 )
 
 
+def measured(cmd: list[str], timeout: float) -> tuple[float, float, float, int | None]:
+    """(wall seconds, CPU seconds, peak RSS in MB, exit status or None when killed at
+    ``timeout``) of one child, measured by ``os.wait4`` (its own rusage, not every child's).
+    On a shared machine the CPU time is the steadier figure."""
+    import signal
+
+    start = time.perf_counter()
+    child = subprocess.Popen(
+        cmd,
+        env=ENV,
+        cwd=ENV["PYTHONPATH"],  # `python -m` puts the working directory first on sys.path
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    deadline = start + timeout
+    status: int | None = None
+    while True:
+        pid, raw, usage = os.wait4(child.pid, os.WNOHANG)
+        if pid:
+            status = os.waitstatus_to_exitcode(raw)
+            break
+        if time.perf_counter() > deadline:
+            os.killpg(child.pid, signal.SIGKILL)
+            _, raw, usage = os.wait4(child.pid, 0)
+            break
+        time.sleep(0.02)
+    child.returncode = -9 if status is None else status  # reaped here, not by Popen
+    wall = time.perf_counter() - start
+    peak = usage.ru_maxrss / (1 << 20 if sys.platform == "darwin" else 1 << 10)
+    return wall, usage.ru_utime + usage.ru_stime, peak, status
+
+
 def timed(cmd: list[str], stdin: bytes = b"", env: dict[str, str] | None = None) -> float:
     start = time.perf_counter()
-    subprocess.run(cmd, input=stdin, env=env or ENV, capture_output=True, check=False)
+    env = env or ENV
+    cwd = env["PYTHONPATH"]  # `python -m` puts the working directory first on sys.path
+    subprocess.run(cmd, input=stdin, env=env, cwd=cwd, capture_output=True, check=False)
     return time.perf_counter() - start
 
 
@@ -92,12 +134,91 @@ def throughput(megabytes: int) -> None:
             )
 
 
+def write_worst(path: Path, case: str, megabytes: int) -> None:
+    """One of the worst-case inputs, ``megabytes`` MB (10^6 bytes) of it."""
+    n = megabytes * 1_000_000
+    if case == "random bytes":
+        with path.open("wb") as out:
+            rng = random.Random(12)
+            for _ in range(0, n, 1 << 20):
+                out.write(rng.randbytes(min(1 << 20, n - out.tell())))
+    elif case == "backslashes":
+        # Runs of 200 KB of backslashes, each followed by an error: every block is read.
+        run = b"\\" * 200_000 + b"\n" + ERRORS[0].encode() + b"\n"
+        path.write_bytes(run * (n // len(run) + 1))
+    elif case in ("one huge line", "JSON-escaped log"):
+        make_log(path, megabytes, dense=True)
+        text = path.read_text(encoding="utf-8")
+        glue = " " if case == "one huge line" else "\\n"
+        path.write_text(text.replace("\n", glue), encoding="utf-8")
+    elif case == "normal log":
+        make_log(path, megabytes, dense=False)
+    elif case == "every line an error":
+        with path.open("w", encoding="utf-8") as out:
+            i = written = 0
+            while written < n:
+                i += 1
+                written += out.write(
+                    ERRORS[i % 3].replace("18.02", f"{i % 10000 / 100:.2f}") + "\n"
+                )
+    else:  # pragma: no cover - the names come from WORST
+        raise ValueError(case)
+
+
+WORST = (
+    "random bytes",
+    "backslashes",
+    "one huge line",
+    "normal log",
+    "JSON-escaped log",
+    "every line an error",
+)
+
+
+def worst(megabytes: int, timeout: float) -> None:
+    print(
+        f"worst cases, {megabytes} MB each, `mpsd explain --json FILE` end to end "
+        "(goal: < 10 s, < 300 MB peak RSS):"
+    )
+    with tempfile.TemporaryDirectory() as tmp:
+        for case in WORST:
+            path = Path(tmp) / "input"
+            # Written by another process: a child's peak RSS starts at its parent's (Linux
+            # keeps the high-water mark across fork and exec), so this one stays small.
+            subprocess.run(
+                [sys.executable, __file__, "--write", case, str(megabytes), str(path)], check=True
+            )
+            cmd = [sys.executable, "-m", "mpsd", "explain", "--json", str(path)]
+            wall, cpu, peak, status = measured(cmd, timeout)
+            shown = f"{wall:6.2f} s" if status is not None else f"> {timeout:.0f} s (killed)"
+            print(
+                f"  {case:<22} {shown:>18} wall, {cpu:6.2f} s CPU, peak RSS {peak:6.1f} MB, "
+                f"exit {status}"
+            )
+            path.unlink()
+
+
 def main() -> None:
+    global ENV
+    if sys.argv[1:2] == ["--write"]:
+        write_worst(Path(sys.argv[4]), sys.argv[2], int(sys.argv[3]))
+        return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mb", type=int, default=50)
+    parser.add_argument("--worst-mb", type=int, default=100)
+    parser.add_argument("--timeout", type=float, default=120, help="per worst case, seconds")
+    parser.add_argument("--only-worst", action="store_true")
+    parser.add_argument("--root", type=Path, default=ROOT, help="the checkout whose mpsd runs")
     args = parser.parse_args()
+    ENV = {**ENV, "PYTHONPATH": str(args.root.resolve())}
+    sys.path.insert(0, str(args.root.resolve()))
     print(f"python {sys.version.split()[0]} on {sys.platform}, {os.cpu_count()} CPUs")
-    throughput(args.mb)
+    print(f"mpsd from {args.root.resolve()}")
+    # The worst cases first: a child's peak RSS starts at this process's, which the
+    # in-process throughput runs make large.
+    worst(args.worst_mb, args.timeout)
+    if not args.only_worst:
+        throughput(args.mb)
 
 
 if __name__ == "__main__":

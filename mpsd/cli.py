@@ -105,6 +105,15 @@ def build_parser(chosen: str | None = None, only: bool = False) -> _Parser:
     return parser
 
 
+def full_parser() -> _Parser:
+    """The parser with every command's arguments configured: what ``mpsd completion`` reads.
+    Building it imports every command module, which no ordinary command pays for."""
+    parser = build_parser()
+    for name, command in parser.commands.items():
+        _load(name).configure(command)
+    return parser
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     word = _first_word(args_list)

@@ -51,6 +51,7 @@ def hook_sources_fixture(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Pat
     shell_dir.mkdir()
     (shell_dir / "mpsd.zsh").write_text("# stand-in zsh hook\n")
     (shell_dir / "mpsd.bash").write_text("# stand-in bash hook\n")
+    (shell_dir / "mpsd.fish").write_text("# stand-in fish hook\n")
     real = paths.resource_dir
 
     def resource_dir(name: str) -> Path:

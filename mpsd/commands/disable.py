@@ -1,4 +1,5 @@
-"""``mpsd disable [DIR]``: take an opted-in directory out of the list."""
+"""``mpsd disable [DIR]``: take an opted-in directory out of the list, and the start-up hook out
+of its environments."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from mpsd.env.optin import disable
+    from mpsd.env.pyhooks import tear_down
 
     change = disable(args.directory)
     if change.covered_by is None:
@@ -28,4 +30,6 @@ def run(args: argparse.Namespace) -> int:
             f"Took {change.path} out; it still lies inside the project {change.covered_by}, "
             "which keeps covering it."
         )
+    for site in tear_down(change.path):
+        print(f"Removed the start-up hook from {site}.")
     return 0

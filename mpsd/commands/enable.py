@@ -1,19 +1,48 @@
-"""``mpsd enable [DIR]``: opt a directory, and everything below it, in."""
+"""``mpsd enable [DIR] [--python PATH]... [--no-python-hook]``: opt a directory, and everything
+below it, in; and put the interpreter start-up hook into its environments."""
 
 from __future__ import annotations
 
 import argparse
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from mpsd.env.pyhooks import Target
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "directory", nargs="?", metavar="DIR", help="the directory to opt in (default: this one)"
     )
+    parser.add_argument(
+        "--python",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="also set up this interpreter's environment (a conda env, Poetry's cache, pyenv); "
+        "repeatable",
+    )
+    parser.add_argument(
+        "--no-python-hook",
+        action="store_true",
+        help="do not put the start-up hook into the project's environments",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
     from mpsd.env.optin import enable
+    from mpsd.errors import EXIT_USAGE, MpsdError
 
+    if args.no_python_hook and args.python:
+        raise MpsdError(
+            "--python and --no-python-hook contradict each other; give one.", EXIT_USAGE
+        )
+    explicit: list[Target] = []
+    if args.python:
+        from mpsd.env import pyhooks
+
+        # Asked before anything changes: a wrong --python changes nothing.
+        explicit = [pyhooks.ask(python) for python in args.python]
     change = enable(args.directory)
     if change.changed:
         print(
@@ -24,4 +53,38 @@ def run(args: argparse.Namespace) -> int:
         print(f"{change.path} is already opted in.")
     if change.covered_by is not None:
         print(f"It lies inside the project {change.covered_by}, which covers it already.")
+    if not args.no_python_hook:
+        _python_hooks(change.path, explicit)
     return 0
+
+
+def _python_hooks(project: str, explicit: list[Target]) -> None:
+    import sys
+
+    from mpsd.env import pyhooks
+
+    result = pyhooks.set_up(project, explicit)
+    for target, changed in result.done:
+        where = _shown(target.prefix, project)
+        verb = "Set up" if changed else "Already set up:"
+        print(
+            f"{verb} the start-up hook in {where} (Python {target.version}): its python gets "
+            "the variables however it starts (IDE, notebook, cron, `uv run`)."
+        )
+    for python in result.dropped:
+        print(f"Dropped {python} from the list: it no longer exists.")
+    for problem in result.problems:
+        print(f"warning: {problem}", file=sys.stderr)
+    if result.found_none:
+        names = ", ".join(pyhooks.ENV_DIRS)
+        print(
+            f"No virtual environment in {project} ({names}): a python started from elsewhere "
+            "(an IDE, a notebook, cron) gets the variables only with "
+            "`mpsd enable --python PATH` for its interpreter, or through `mpsd run`."
+        )
+
+
+def _shown(prefix: str, project: str) -> str:
+    if prefix.startswith(project.rstrip("/") + "/"):
+        return prefix[len(project.rstrip("/")) + 1 :] + "/"
+    return prefix

@@ -1,20 +1,26 @@
 """``mpsd explain [FILE]``: find PyTorch out-of-memory errors in a paste and explain them.
 
-Reads FILE, stdin, or the macOS clipboard (``--paste``). Exit 0 when an error was
-recognised, 1 when none was, 2 on a usage error. Imports neither torch nor psutil.
+Reads FILE (a regular file, or a pipe the user named, as in ``mpsd explain <(pbpaste)``; a
+directory, socket or block device is a usage error), stdin, or the macOS clipboard
+(``--paste``), in parts: memory stays flat whatever the input's size.
+Exit 0 when an error was recognised, 1 when none was, 2 on a usage error. Imports neither
+torch nor psutil.
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
 import os
+import stat
 import sys
 
 from mpsd.errors import EXIT_ABSENT, EXIT_OK, EXIT_USAGE, MpsdError
 
 TYPE_CHECKING = False  # typing costs start-up; mypy still reads the block below
 if TYPE_CHECKING:
-    from typing import Any
+    from collections.abc import Iterable, Iterator
+    from typing import Any, BinaryIO
 
 MAX_BYTES = 1 << 30  # a paste larger than this is not a paste
 
@@ -29,19 +35,68 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help='print {"findings": [...]}')
 
 
-def _read_file(name: str) -> bytes:
-    if os.path.isdir(name):
-        raise MpsdError(f"{name} is a directory; give the file that holds the error message.")
+PART = 256 * 1024  # read in parts of this many bytes: memory stays flat on any input
+
+_KINDS = (
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISBLK, "a device"),
+)
+
+
+def _open_file(name: str) -> BinaryIO:
+    """``name`` opened for reading: a regular file, or a pipe or terminal the user named (read
+    like ``cat`` reads it: process substitution gives such a path). Opened without blocking
+    and checked on the open descriptor, so nothing else is ever waited on."""
     try:
-        with open(name, "rb") as handle:
-            return handle.read(MAX_BYTES)
+        fd = os.open(name, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except FileNotFoundError:
         raise MpsdError(
             f"no file {name}; give the file that holds the error, or pipe it in "
             "(pbpaste | mpsd explain)."
         ) from None
+    except IsADirectoryError:
+        raise _directory(name) from None
     except OSError as exc:
+        if exc.errno == errno.ENXIO:  # a socket cannot be opened at all
+            raise MpsdError(
+                f"{name} is a socket, not a file; give the file that holds the error."
+            ) from None
         raise MpsdError(f"cannot read {name} ({exc.strerror}); check its permissions.") from None
+    mode = os.fstat(fd).st_mode
+    if stat.S_ISREG(mode):
+        return os.fdopen(fd, "rb")
+    if stat.S_ISFIFO(mode) or stat.S_ISCHR(mode):
+        os.set_blocking(fd, True)  # the user asked for this pipe: wait for its writer
+        return os.fdopen(fd, "rb")
+    os.close(fd)
+    if stat.S_ISDIR(mode):
+        raise _directory(name)
+    what = next((kind for test, kind in _KINDS if test(mode)), "not a regular file")
+    raise MpsdError(
+        f"{name} is {what}, not a file; give the file that holds the error, or pipe it in "
+        f"(mpsd explain < {name})."
+    )
+
+
+def _directory(name: str) -> MpsdError:
+    return MpsdError(f"{name} is a directory; give the file that holds the error message.")
+
+
+def _parts(handle: BinaryIO, name: str, close: bool = True) -> Iterator[bytes]:
+    """The bytes of ``handle`` in parts of PART bytes, up to MAX_BYTES in all."""
+    left = MAX_BYTES
+    try:
+        while left > 0:
+            part = handle.read(min(PART, left))
+            if not part:
+                return
+            left -= len(part)
+            yield part
+    except OSError as exc:
+        raise MpsdError(f"cannot read {name} ({exc.strerror}); give a FILE instead.") from None
+    finally:
+        if close:
+            handle.close()
 
 
 def _read_clipboard() -> bytes:
@@ -63,15 +118,12 @@ def _read_clipboard() -> bytes:
     return done.stdout
 
 
-def _read_stdin() -> bytes:
+def _stdin() -> BinaryIO:
     if sys.stdin is None:
         raise MpsdError("no input: give a FILE, or pipe the message in.")
     if sys.stdin.isatty():
         sys.stderr.write("Paste the error, then press Ctrl-D (or give a FILE):\n")
-    try:
-        return sys.stdin.buffer.read(MAX_BYTES)
-    except OSError as exc:
-        raise MpsdError(f"cannot read stdin ({exc.strerror}); give a FILE instead.") from None
+    return sys.stdin.buffer
 
 
 def use_color(stream: Any) -> bool:
@@ -87,17 +139,24 @@ def use_color(stream: Any) -> bool:
 def run(args: argparse.Namespace) -> int:
     if args.paste and args.file:
         raise MpsdError("give either FILE or --paste, not both.", EXIT_USAGE)
+    parts: Iterable[bytes]
     if args.paste:
-        data = _read_clipboard()
+        parts = [_read_clipboard()]
     elif args.file and args.file != "-":
-        data = _read_file(args.file)
+        parts = _parts(_open_file(args.file), args.file)
     else:
-        data = _read_stdin()
+        parts = _parts(_stdin(), "stdin", close=False)
 
-    from mpsd.oom import find_errors
-    from mpsd.oom.normalize import decode
+    from mpsd.oom.find import scan
+    from mpsd.oom.normalize import decode_stream
 
-    findings = find_errors(decode(data))
+    done = scan(decode_stream(parts))
+    findings = done.findings
+    if done.stopped:
+        sys.stderr.write(
+            f"mpsd: stopped reading after {done.read / 1e6:.1f} MB of text: it holds more "
+            "errors than explain reads in one go; these are the ones found so far.\n"
+        )
     if args.json:
         import json
 

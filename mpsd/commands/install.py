@@ -45,9 +45,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
         return
     parser.add_argument(
         "--shell",
-        default="zsh,bash",
-        metavar="zsh,bash",
-        help="the shells to hook (comma-separated; default: zsh,bash)",
+        default=None,
+        metavar="zsh,bash,fish",
+        help="the shells to hook (comma-separated; default: zsh and bash, and fish when it is "
+        "installed)",
     )
     parser.add_argument(
         "--no-agent",
@@ -131,7 +132,9 @@ def run_install(args: argparse.Namespace) -> int:
         else:
             warnings.extend(outcome.warnings)
             agent_started = outcome.changed
-    rc_changed = any(c.changed and c.what.endswith("startup") for c in plan.files)
+    rc_changed = any(
+        c.changed and (c.what.endswith("startup") or c.what == "fish hook") for c in plan.files
+    )
 
     if not done and agent_error is None:
         print("Everything is already in place: nothing changed.")
@@ -313,6 +316,8 @@ def run_uninstall(args: argparse.Namespace) -> int:
     for change in plan.all:
         if changes.apply(change):
             report(_describe(change))
+    _python_hook_bytecode(plan.files)
+    _remove_empty_parents([c.path for c in plan.files if c.changed and c.what in OWN_FILES])
     if any(c.what == "hook copy" and c.changed for c in plan.files):
         _remove_empty_dir(paths.data_dir(), report)
     for directory in purge:
@@ -335,9 +340,39 @@ def run_uninstall(args: argparse.Namespace) -> int:
         )
     for warning in warnings:
         print(f"warning: {warning}", file=sys.stderr)
-    if any(c.changed and c.what.endswith("startup") for c in plan.files):
+    if any(c.changed and (c.what.endswith("startup") or c.what == "fish hook") for c in plan.files):
         print("Open a new terminal so that your shells start without the hook.")
     return EXIT_OK
+
+
+# Files install writes into other programs' config dirs (fish's): their dirs go when empty.
+OWN_FILES = ("fish hook", "completion")
+
+
+def _remove_empty_parents(files: list[Path]) -> None:
+    """The directories above ``files`` that are empty now, up to (not including) HOME or the
+    data dir."""
+    from mpsd import paths
+    from mpsd.setup.installer import home
+
+    tops = (home(), paths.data_dir())
+    for path in files:
+        directory = path.parent
+        while directory not in tops and any(top in directory.parents for top in tops):
+            try:
+                directory.rmdir()
+            except OSError:
+                break
+            directory = directory.parent
+
+
+def _python_hook_bytecode(removed: list[FileChange]) -> None:
+    """The start-up hook's bytecode goes with its module (python wrote it, not mpsd)."""
+    from mpsd.env import pyhooks
+
+    for change in removed:
+        if change.path.name == pyhooks.MODULE_FILE:
+            pyhooks.remove_bytecode(str(change.path.parent))
 
 
 def _purge(directory: Path, others: list[str], report: Callable[[str], None]) -> None:

@@ -4,6 +4,12 @@ from __future__ import annotations
 
 import argparse
 
+_HOOK_STATES = {
+    "installed": "start-up hook in",
+    "lost": "start-up hook LOST (run `mpsd enable` there to put it back)",
+    "none": "no start-up hook in",
+}
+
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print them as JSON")
@@ -29,4 +35,6 @@ def run(args: argparse.Namespace) -> int:
             notes.append("not yet in limits.toml")
         suffix = f"  ({', '.join(notes)})" if notes else ""
         print(f"{item['path']}{suffix}")
+        for env in item["python_hooks"]:
+            print(f"    {_HOOK_STATES[env['state']]}: {env['environment']}")
     return 0

@@ -52,6 +52,9 @@ def optin_facts(
     facts = decision_facts(decide_here(directory, env), env)
     facts["current"] = {name: env.get(name) for name in VARIABLES}
     facts["set_by_hook"] = [n for n in VARIABLES if n in env and env.get(MARKS[n]) == env[n]]
+    from mpsd.env.pyhooks import facts_for
+
+    facts["python_hooks"] = facts_for(facts["project"])
     return facts
 
 
@@ -72,6 +75,13 @@ def decision_facts(decision: Decision, environ: Mapping[str, str]) -> dict[str, 
     }
 
 
+_HOOK_WORDS = {
+    "installed": "in",
+    "lost": "LOST (a recreated environment? `mpsd enable` puts it back) in",
+    "none": "none (`mpsd enable` adds it) in",
+}
+
+
 def render_optin(facts: Mapping[str, Any]) -> list[str]:
     """``optin_facts`` as the lines ``mpsd status`` prints (labels 17 wide, like its own)."""
     lines = []
@@ -87,6 +97,8 @@ def render_optin(facts: Mapping[str, Any]) -> list[str]:
         lines.append(f"{'python here:':<17}gets {shown}")
     else:
         lines.append(f"{'python here:':<17}gets neither variable (PyTorch's defaults)")
+    for env in facts.get("python_hooks", ()):
+        lines.append(f"{'start-up hook:':<17}{_HOOK_WORDS[env['state']]} {env['environment']}")
     if facts["hand_set"]:
         names = " and ".join(facts["hand_set"])
         lines.append(f"{'set by hand:':<17}{names}; your values win and the hook leaves both alone")

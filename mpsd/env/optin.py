@@ -19,7 +19,7 @@ from typing import Any
 from mpsd import limits, paths
 from mpsd.atomic import write_atomic
 from mpsd.config import Config, default_config_text, load_config
-from mpsd.env import projects
+from mpsd.env import projects, pyhooks
 from mpsd.errors import EXIT_ABSENT, EXIT_USAGE, MpsdError
 from mpsd.locks import exclusive
 
@@ -202,6 +202,7 @@ def listing() -> dict[str, Any]:
                 "path": path,
                 "exists": os.path.isdir(path),
                 "in_limits": path in mirrored,
+                "python_hooks": pyhooks.facts_for(path),
             }
         )
     return {

@@ -62,6 +62,7 @@ _FIELDS = (
     "backend",
     "in_use_bytes",
     "allowed_bytes",
+    "alloc_conf",
 )
 
 
@@ -72,6 +73,8 @@ class Finding:
     ``"invalid_buffer_size"``, ``"runtime"``...). ``rounding`` holds, per byte
     field, how far the true value may be from the printed, rounded one.
     ``binary_units`` is True when the message spelt sizes ``GiB`` (PyTorch 2.8+).
+    ``alloc_conf``: the PYTORCH_CUDA_ALLOC_CONF setting a CUDA message itself suggests
+    (``"expandable_segments"`` or ``"max_split_size_mb"``), not in ``to_json``.
     (A plain class, not a dataclass: ``dataclasses`` costs ``mpsd explain`` start-up.)
     """
 
@@ -93,6 +96,7 @@ class Finding:
         self.backend: str | None = None
         self.in_use_bytes: int | None = None
         self.allowed_bytes: int | None = None
+        self.alloc_conf: str | None = None
         self.count = 1
         self.binary_units = True
         self.rounding: dict[str, int] = {}

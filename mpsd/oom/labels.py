@@ -49,7 +49,12 @@ def _match_len(context: str, labels: tuple[str, ...], at_end: bool) -> int:
     if exact:
         return max(exact)
     best = 0
+    # A form with one letter lost ends with the label's last letter or, when that was the
+    # one lost, its last but one (starts with its first or second): a quick test first.
+    edge = context[-1:] if at_end else context[:1]
     for label in labels:
+        if not edge or edge not in (label[-2:] if at_end else label[:2]):
+            continue
         for form in _label_forms(label)[1:]:
             if len(form) > best and test(form):
                 best = len(form)

@@ -6,8 +6,10 @@ inside a word) or slightly damaged. The readers match against a *squeezed* form:
 lower case, line prefixes stripped, every space and line break removed. There a
 wrap at any column, inside a word or a number, is invisible.
 
-Only the regions near a word that occurs in every known error are read
-(``regions``), so a 50 MB log costs a few substring searches, not a full parse.
+A text is read in blocks (``blocks``); in a large one, only the blocks with a word
+that occurs in every known error are read (``likely``), so a 100 MB log costs a few
+substring searches per block, not a full parse, and never more memory than a block.
+Every pattern here is linear in its input: no input, however odd, costs more.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from functools import cache
 
 TYPE_CHECKING = False  # typing costs start-up; mypy still reads the block below
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Iterable, Iterator
 
 # Every recognised message contains one of these (lower case), most of them several:
 # a lost letter in one still leaves another.
@@ -58,64 +60,91 @@ LIKELY = (
     "status_alloc",
     "internalassert",
 )
-REACH_BEFORE = 2500  # characters read before an anchor (a message's head may precede it)
-REACH_AFTER = 3500  # and after it (a wrapped, prefixed CUDA message is ~2 KB at most)
-CHUNK = 256 * 1024  # regions longer than this are read in overlapping chunks
-OVERLAP = 8 * 1024
+CHUNK = 256 * 1024  # a text is read in blocks of about this many characters
+OVERLAP = 8 * 1024  # and the characters after a block an error in it may run into
+REACH = 600  # the words of an error that starts at a block's end are this close to it
+
+
+def _encoding(head: bytes) -> str:
+    """The encoding of a paste that starts with ``head``: UTF-16 (PowerShell's ``>``) when
+    it has a byte-order mark or every other byte is zero; else UTF-8."""
+    if head[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        return "utf-16"
+    head = head[:2000]
+    if len(head) >= 4 and head[1::2].count(0) > len(head) // 4:
+        return "utf-16-le"
+    return "utf-8"
 
 
 def decode(data: bytes) -> str:
     """Bytes of any paste -> text. UTF-16 (PowerShell's ``>``) is recognised; never raises."""
-    if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
-        return data.decode("utf-16", "replace")
-    head = data[:2000]
-    if len(head) >= 4 and head[1::2].count(0) > len(head) // 4:
-        return data.decode("utf-16-le", "replace")
-    return data.decode("utf-8", "replace")
+    return data.decode(_encoding(data), "replace")
 
 
-def regions(text: str) -> list[tuple[int, int]]:
-    """The spans of ``text`` worth reading: around every anchor, merged, in order.
-    A paste of up to CHUNK characters is read whole (its anchors may be wrapped apart)."""
-    if len(text) <= CHUNK:
-        return [(0, len(text))] if text.strip() else []
-    low = text.lower()
-    spans: list[tuple[int, int]] = []
-    for anchor in ANCHORS:
-        i = low.find(anchor)
-        while i >= 0:
-            spans.append((max(0, i - REACH_BEFORE), min(len(text), i + REACH_AFTER)))
-            # Anything closer than REACH_AFTER is inside this span already.
-            i = low.find(anchor, i + REACH_AFTER)
-    spans.sort()
-    merged: list[tuple[int, int]] = []
-    for start, end in spans:
-        if merged and start <= merged[-1][1]:
-            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
-        else:
-            merged.append((start, end))
-    return merged
+def decode_stream(parts: Iterable[bytes]) -> Iterator[str]:
+    """``decode`` for a paste read in parts (the encoding is chosen on the first 2000 bytes):
+    the text in pieces, none longer than a part. Never raises."""
+    import codecs
+
+    decoder = None
+    head = b""
+    for part in parts:
+        if decoder is None:
+            head += part
+            if len(head) < 2000:
+                continue
+            decoder = codecs.getincrementaldecoder(_encoding(head))("replace")
+            part, head = head, b""
+        yield decoder.decode(part)
+    if decoder is None:
+        yield decode(head)
+    else:
+        yield decoder.decode(b"", final=True)
 
 
-def likely(piece: str) -> bool:
-    """True when ``piece`` may hold a known error (a quick test for large logs)."""
-    quick = "".join(piece.lower().split())
-    return any(word in quick for word in LIKELY)
-
-
-def chunks(text: str, start: int, end: int) -> Iterator[tuple[str, str]]:
-    """``text[start:end]`` in pieces of about CHUNK characters, cut at line breaks:
-    (piece, lookahead), where lookahead is the text after the piece that an error
-    starting in the piece may run into (empty for the last piece)."""
+def blocks(pieces: Iterable[str]) -> Iterator[tuple[str, str, bool]]:
+    """Consecutive text ``pieces`` (any sizes) -> (block, lookahead, large): blocks of about
+    CHUNK characters cut at line breaks, each with the OVERLAP characters after it that an
+    error starting in the block may run into (empty for the last block). ``large`` is False
+    only for a text that is one block. Holds at most about CHUNK + OVERLAP characters
+    beside the piece being read: a 100 MB log costs no more memory than a 1 MB one."""
+    buffer = ""
+    first = True
+    pieces = iter(pieces)
+    ended = False
     while True:
-        stop = min(end, start + CHUNK)
-        if stop < end:
-            newline = text.rfind("\n", start + CHUNK // 2, stop)
-            stop = newline if newline > 0 else stop
-        yield text[start:stop], text[stop : min(end, stop + OVERLAP)]
-        if stop >= end:
+        while not ended and len(buffer) < CHUNK + OVERLAP:
+            piece = next(pieces, None)
+            if piece is None:
+                ended = True
+            else:
+                buffer += piece
+        if ended and len(buffer) <= CHUNK:
+            if buffer:
+                yield buffer, "", not first
             return
-        start = stop
+        stop = CHUNK
+        newline = buffer.rfind("\n", CHUNK // 2, CHUNK)
+        if newline > 0:
+            stop = newline
+        yield buffer[:stop], buffer[stop : stop + OVERLAP], True
+        buffer = buffer[stop:]
+        first = False
+
+
+def likely(block: str, lookahead: str = "") -> bool:
+    """True when ``block`` may hold the start of a known error (a quick test for large
+    logs): it has a word every error has, and around it a phrase of one (a lost letter, an
+    ANSI code or a log prefix cannot hide them all). An error that starts at the block's
+    end may have its words in ``lookahead``."""
+    edge = block[-REACH:] + lookahead[:REACH]
+    for text in (block, edge):
+        low = text.lower()
+        if any(anchor in low for anchor in ANCHORS):
+            quick = "".join(low.split())
+            if any(word in quick for word in LIKELY):
+                return True
+    return False
 
 
 @cache
@@ -124,8 +153,13 @@ def compiled(pattern: str, flags: int = 0) -> re.Pattern[str]:
     return re.compile(pattern, flags)
 
 
-_ESCAPED_ESC = r"\\+(?:x1[bB]|u001[bB]|033|e(?=\[))|\^\[(?=\[)"
-_ESCAPES = r"\\+(?:u([0-9a-fA-F]{4})|([nrt])|([\"'/]))"
+# A run of backslashes is matched only from its first one, and never given back
+# (possessive): tried at every backslash of a long run, "\\+" costs the square of its length.
+_ESCAPED_ESC = r"(?<!\\)\\++(?:x1[bB]|u001[bB]|033|e(?=\[))|\^\[(?=\[)"
+_ESCAPES = r"(?<!\\)\\++(?:u([0-9a-fA-F]{4})|([nrt])|([\"'/]))"
+# html.unescape raises on a numeric reference of more than 4300 digits (int's limit), and
+# none of more than 7 names a character: the "&" of those goes before it is called.
+_LONG_REFERENCE = r"&(?=#(?:[xX][0-9a-fA-F]{7}|\d{8}))"
 _ANSI = (
     r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])"
     r"|\[\d{1,3}(?:;\d{1,3})*m"  # colour codes whose ESC was lost on the way
@@ -158,6 +192,11 @@ def _unescape(match: re.Match[str]) -> str:
 def clean(text: str) -> str:
     """Undo what happened on the way: escapes, colour codes, HTML entities, odd characters."""
     if "\\" in text or "^[" in text:
+        if "\\\\\\" in text:
+            # Every pattern here treats a run of backslashes as one whole (an escape with
+            # all its backslashes, or markup): two stand for any longer run, and the regexes
+            # below are not tried at each backslash of a 100 KB run.
+            text = compiled(r"\\{3,}").sub(r"\\\\", text)
         text = compiled(_ESCAPED_ESC).sub("\x1b", text)
         text = compiled(_ESCAPES).sub(_unescape, text)
     if "[" in text:
@@ -165,7 +204,7 @@ def clean(text: str) -> str:
     if "&" in text:
         import html
 
-        text = html.unescape(text)
+        text = html.unescape(compiled(_LONG_REFERENCE).sub("", text))
     if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
     if not text.isprintable():  # tabs and line breaks make most texts go this way
@@ -222,7 +261,8 @@ def strip_prefixes(text: str) -> str:
 
 # Two numbers apart on one line stay apart; a number cut by a line break is joined.
 _DIGIT_GAP = r"(\d)[^\S\n]+(?=\d)"
-_MARKUP = r"\\(?=[\\`*_{}\[\]()#+\-.!<>|~^])|(?<!\d)\*\*|\*\*(?!\d)"
+# A run of backslashes goes in one match (all of it, or all but its last one).
+_MARKUP = r"\\+(?=[\\`*_{}\[\]()#+\-.!<>|~^])|(?<!\d)\*\*|\*\*(?!\d)"
 _QUOTES = dict.fromkeys(map(ord, "`\"'"))
 
 

@@ -158,6 +158,10 @@ def _cuda(detail: str) -> Extract:
             ):
                 # The newer wording splits PyTorch's reserved memory in two.
                 found.reserved_bytes = found.allocated_bytes + unallocated
+            for setting in ("expandable_segments", "max_split_size_mb"):
+                if setting in seg:
+                    found.alloc_conf = setting
+                    break
         return found
 
     return extract

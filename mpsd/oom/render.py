@@ -58,6 +58,20 @@ def _visible(line: str) -> str:
     return compiled(r"\x1b\[[\d;]*m").sub("", line)
 
 
+_UNITS = frozenset(("bytes", "KiB", "MiB", "GiB", "TiB", "KB", "MB", "GB", "TB"))
+
+
+def _words(line: str) -> list[str]:
+    """The words of ``line``, a size's unit kept with its number ("18.13 GiB" is one)."""
+    words: list[str] = []
+    for word in line.split():
+        if words and word.rstrip(".,;:)") in _UNITS and words[-1][-1:].isdigit():
+            words[-1] += " " + word
+        else:
+            words.append(word)
+    return words
+
+
 def _wrap(line: str) -> list[str]:
     """Long prose lines wrapped at WIDTH, at spaces, continuing at their indent (plus the
     width of a leading "Note: "). Table rows (columns apart by two spaces) stay whole."""
@@ -69,7 +83,7 @@ def _wrap(line: str) -> list[str]:
     more = indent + ("      " if "Note:" in shown[: len(indent) + 15] else "")
     out: list[str] = []
     current, width = indent, len(indent)
-    for word in line.split():
+    for word in _words(line):
         seen = len(_visible(word))
         if current.strip() and width + 1 + seen > WIDTH:
             out.append(current)

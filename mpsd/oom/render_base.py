@@ -58,18 +58,39 @@ def table(rows: list[tuple[str, str, str]], style: Style) -> list[str]:
     ]
 
 
+ARTICLE = '"MPS backend out of memory on a Mac: what the numbers mean and how to set the watermark"'
+
+
 class Base:
-    """The explanation's context: what mpsd knows of this Mac (limits.toml), the style."""
+    """The explanation's context: what mpsd knows of this Mac (limits.toml), the style.
+
+    Every size is printed in powers of 1024 spelt GiB/MiB/KiB, whatever the message spelt
+    (PyTorch 2.0 to 2.7 print them "GB"/"MB"/"KB"); ``units_note`` says so, once."""
 
     def __init__(self, limits: Known | None, style: Style) -> None:
         self.limits = limits
         self.style = style
+        self.units_said = False
 
-    def size(self, n: float, f: Finding) -> str:
-        return format_size(n, f.binary_units)
+    def size(self, n: float, f: Finding | None = None) -> str:
+        return format_size(n)
+
+    def units_note(self, f: Finding) -> list[str]:
+        """The line that says PyTorch's "GB" are GiB, under the first table that needs it."""
+        if f.binary_units or self.units_said:
+            return []
+        self.units_said = True
+        return [
+            self.style.dim(
+                '  (The message\'s "GB" and "MB" are GiB and MiB, powers of 1024: the units '
+                "used here.)"
+            )
+        ]
 
     # --- shared pieces ------------------------------------------------------------
-    def fix_lines(self, ratio_hint: str) -> list[str]:
+    def fix_lines(self, ratio_hint: str, first: str = "") -> list[str]:
+        """The fix: both variables, mpsd's value, opting the project in. ``ratio_hint``
+        follows the value; ``first`` comes before everything (what matters more)."""
         s = self.style
         if self.limits is not None:
             high, low = self.limits.high_watermark_ratio, self.limits.low_watermark_ratio
@@ -81,7 +102,8 @@ class Base:
         else:
             high = low = macs.FALLBACK_RATIO
             why = (
-                f"{ratio_text(high)} is a safe start (the article's value on a 48 GB Mac); "
+                f"{ratio_text(high)} is a safe start: in the article {ARTICLE}, 0.8 gave a "
+                "clean error and no swap on a 48 GB Mac where 1.0 still swapped; "
                 "`mpsd install` measures the right value for this Mac"
             )
         lines = [
@@ -94,6 +116,6 @@ class Base:
         ]
         if ratio_hint:
             lines.insert(2, f"  {ratio_hint}")
+        if first:
+            lines.insert(0, f"  {first}")
         return lines
-
-    # --- MPS out of memory ------------------------------------------------------

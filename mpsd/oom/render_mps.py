@@ -22,7 +22,7 @@ class MpsText(Base):
                 (
                     "MPS allocated",
                     self.size(f.allocated_bytes, f),
-                    "what PyTorch's MPS allocator holds for your tensors",
+                    "PyTorch's MPS allocator: Metal heaps, cache included",
                 )
             )
         if f.other_bytes is not None:
@@ -46,7 +46,7 @@ class MpsText(Base):
                     "the cap: watermark ratio x the Mac's recommended max",
                 )
             )
-        out = [*table(rows, s)] if rows else ["  (the paste lost the numbers)"]
+        out = [*table(rows, s), *self.units_note(f)] if rows else ["  (the paste lost the numbers)"]
         out += ["", s.head("Why it failed")]
         parts = [
             (f.allocated_bytes, "allocated"),
@@ -56,6 +56,14 @@ class MpsText(Base):
         known = [(v, n) for v, n in parts if v is not None]
         need = sum(v for v, _ in known)
         cap = f.max_allowed_bytes
+        too_big = cap is not None and f.requested_bytes is not None and f.requested_bytes > cap
+        if too_big:
+            assert cap is not None and f.requested_bytes is not None
+            out.append(
+                f"  The request alone, {self.size(f.requested_bytes)}, is more than the whole "
+                f"{self.size(cap)} cap: a tensor's shape or the batch is the problem first."
+            )
+        short = False
         if known and cap is not None:
             terms = " + ".join(self.size(v, f) for v, _ in known)
             over = need - cap
@@ -73,7 +81,10 @@ class MpsText(Base):
                     f"  {terms} = {self.size(need, f)}: at the {self.size(cap, f)} cap "
                     "(each number is rounded to 2 decimals, so the last allocation tipped it)."
                 )
+            elif len(known) < 3:
+                out.append(f"  {terms} = {self.size(need, f)}, with the {self.size(cap, f)} cap.")
             else:
+                short = True
                 out.append(
                     f"  {terms} = {self.size(need, f)}, under the {self.size(cap, f)} cap: "
                     "the numbers do not add up (see the note below)."
@@ -87,21 +98,32 @@ class MpsText(Base):
             out.append("  PyTorch before 2.0), so the job stopped only when Metal itself ran out.")
         else:
             out.append(f"  PyTorch needed more than the {self.size(cap, f)} cap allows.")
-        out += self.mps_notes(f)
+        out += self.mps_notes(f, short)
         out += ["", s.head("The ratio in force")]
         out += self.ratio_lines(f)
         out += ["", s.head("Fix")]
-        out += self.fix_lines(self.fit_hint(f, need if known else None))
+        first = ""
+        if too_big:
+            assert f.requested_bytes is not None
+            first = (
+                f"First make the step smaller: one allocation of {self.size(f.requested_bytes)} "
+                "needs a smaller batch, resolution or tile, or float16; a ratio alone will not "
+                "make room for it."
+            )
+        hint = "" if too_big else self.fit_hint(f, need if known else None)
+        out += self.fix_lines(hint, first)
         return out
 
-    def mps_notes(self, f: Finding) -> list[str]:
+    def mps_notes(self, f: Finding, short: bool = False) -> list[str]:
         notes: list[str] = []
-        cap, alloc, other, req = (
-            f.max_allowed_bytes,
-            f.allocated_bytes,
-            f.other_bytes,
-            f.requested_bytes,
-        )
+        cap, alloc, other = f.max_allowed_bytes, f.allocated_bytes, f.other_bytes
+        if short:
+            notes.append(
+                "PyTorch does not check the printed numbers against the cap: it adds the "
+                "request's aligned size (rounded up to the allocator's block size) to the "
+                "driver's whole allocation for the process, and both can be larger than what "
+                "the message prints. So the printed numbers can fall short of the cap."
+            )
         if other is not None and other > macs.LARGEST_MAC:
             notes.append(
                 f'"other allocations" of {self.size(other, f)} is more memory than any '
@@ -126,21 +148,15 @@ class MpsText(Base):
             and other >= cap * 0.5
         ):
             notes.append(
-                'PyTorch\'s tensors hold almost nothing: "other allocations" fill the cap. '
+                'PyTorch\'s allocator holds almost nothing: "other allocations" fill the cap. '
                 "That memory is outside PyTorch's allocator (Metal buffers of other "
                 "libraries in the process, MPSGraph caches, memory freed but not yet "
                 "returned); with many workers in one process each one's share adds up."
             )
         elif other is not None and alloc is not None and other > alloc and other > (cap or 0) * 0.3:
             notes.append(
-                '"other allocations" exceed what PyTorch\'s tensors hold: much of the '
-                "memory is outside PyTorch's allocator (other libraries' Metal buffers, "
-                "MPSGraph caches). torch.mps.empty_cache() between steps can help."
-            )
-        if cap is not None and req is not None and req > cap:
-            notes.append(
-                f"One allocation of {self.size(req, f)} is larger than the whole cap: "
-                "no batch fits, shrink the step (batch size, resolution, tiling)."
+                '"other allocations" exceed what PyTorch\'s allocator holds: much of the '
+                "memory is outside it (other libraries' Metal buffers, MPSGraph caches)."
             )
         s = self.style
         return [f"  {s.warn('Note:')} {n}" for n in notes]
@@ -215,6 +231,9 @@ class MpsText(Base):
         return out
 
     def fit_hint(self, f: Finding, need: int | None) -> str:
+        """Whether the value in the fix makes room for this job. The job failed at the cap
+        in force, so it needed more than that cap, whatever the printed numbers add up to:
+        a cap is never said to be "enough", only above or below what the job needed."""
         if need is None:
             return ""
         if self.limits is not None:
@@ -227,14 +246,24 @@ class MpsText(Base):
             where = f"on {mac_name(guesses[0].ram_gb)}"
         # With limits.toml the line above has already given the cap.
         if self.limits:
-            cap = "That cap is"
+            lead = "That cap is"
         else:
-            cap = f"At that value the cap is {format_size(safe, f.binary_units)} {where},"
-        if need <= safe:
-            return f"{cap} enough for the {self.size(need, f)} this job had reached."
+            lead = f"At that value the cap is {format_size(safe)} {where},"
+        cap = f.max_allowed_bytes
+        floor = max(need, cap or 0)  # what the job needed, at least
+        if safe <= floor:
+            return (
+                f"{lead} less than the {self.size(floor)} this job needed: make it use less "
+                "memory too (smaller batch or resolution, float16, one model at a time, tiling)."
+            )
+        if cap is None:
+            return (
+                f"{lead} above the {self.size(need)} the message shows, but with no cap the "
+                "job ran until Metal ran out: it may need more than that."
+            )
         return (
-            f"{cap} less than the {self.size(need, f)} this job needed: make it use less "
-            "memory too (smaller batch or resolution, float16, one model at a time, tiling)."
+            f"{lead} above the {self.size(cap)} cap this job failed at: it fits if it needed "
+            f"less than {self.size(safe - cap)} more than that (the message does not say)."
         )
 
     # --- watermark errors -----------------------------------------------------------
@@ -266,6 +295,10 @@ class MpsText(Base):
             out.append("  It is a setting, not a lack of memory.")
         out += ["", s.head("Fix")]
         out += self.fix_lines("")
+        out.append(
+            "  Then restart the Python process (the notebook's kernel too): PyTorch keeps the "
+            "values it read, so changing os.environ in the process that failed does nothing."
+        )
         return out
 
     # --- other errors ---------------------------------------------------------------

@@ -27,24 +27,54 @@ def fuzzy_at(text: str, start: int, phrase: str) -> int:
     return -1
 
 
-def find_phrase(text: str, phrase: str) -> list[tuple[int, int]]:
-    """Every (start, end) of ``phrase`` in ``text``, allowing one lost letter, in order."""
+class Seeds:
+    """Where each half of a phrase was found in one text, kept for the next phrase with the
+    same half ("cuda out of mem", "hip out of mem"...): one search per half, however many
+    phrases share it. ``looked`` counts the places the phrases were tried at (the work),
+    over every text it was used for."""
+
+    __slots__ = ("looked", "positions", "text")
+
+    def __init__(self) -> None:
+        self.positions: dict[str, list[int]] = {}
+        self.looked = 0
+        self.text = ""
+
+    def find(self, text: str, seed: str) -> list[int]:
+        if text is not self.text:
+            self.text, self.positions = text, {}
+        hits = self.positions.get(seed)
+        if hits is None:
+            hits = self.positions[seed] = []
+            i = text.find(seed)
+            while i >= 0:
+                hits.append(i)
+                i = text.find(seed, i + 1)
+        self.looked += len(hits)
+        return hits
+
+
+def find_phrase(text: str, phrase: str, seeds: Seeds | None = None) -> list[tuple[int, int]]:
+    """Every (start, end) of ``phrase`` in ``text``, allowing one lost letter, in order.
+    ``seeds``: the halves already found in ``text`` (see ``Seeds``)."""
+    if seeds is None:
+        seeds = Seeds()
     if len(phrase) < FUZZY_FROM:
-        seeds = [(phrase, 0)]
+        halves = [(phrase, 0)]
     else:
         half = len(phrase) // 2
-        seeds = [(phrase[:half], 0), (phrase[half:], half)]
+        halves = [(phrase[:half], 0), (phrase[half:], half)]
+    first_two = (phrase[:2], phrase[1:3], phrase[0] + phrase[2:3])
     spans: set[tuple[int, int]] = set()
-    for seed, offset in seeds:
-        i = text.find(seed)
-        while i >= 0:
+    for seed, offset in halves:
+        for i in seeds.find(text, seed):
             # The phrase starts `offset` before its second half, or one later when a
             # letter of the first half was lost.
             for start in (i - offset, i - offset + 1) if offset else (i,):
-                if start >= 0:
+                # fuzzy_at's own first test, inline: it rejects nearly every false seed.
+                if start >= 0 and text[start : start + 2] in first_two:
                     end = fuzzy_at(text, start, phrase)
                     if end >= 0:
                         spans.add((start, end))
                         break
-            i = text.find(seed, i + 1)
     return sorted(spans)

@@ -7,6 +7,9 @@ both powers of 1024; sizes up to 1024 bytes print as ``N bytes``.
 from __future__ import annotations
 
 _POWERS = {"": 0, "K": 1, "M": 2, "G": 3, "T": 4, "P": 5}
+# No size PyTorch prints comes near this (2^90 bytes); a larger "size" is a paste's digit
+# run, read as no number at all. Below it, sums of sizes stay far inside a float's range.
+MAX_BYTES = float(1 << 90)
 
 
 def unit_power(unit: str) -> int | None:
@@ -45,6 +48,8 @@ def to_bytes(number: str, unit: str) -> tuple[int, int] | None:
     if power is None or value is None:
         return None
     scale = 1024**power
+    if not value * scale < MAX_BYTES:  # a digit run, not a size (and inf would not round)
+        return None
     decimals = len(number.replace(",", ".").partition(".")[2]) if power else 0
     half = int(scale * 0.5 * 10**-decimals) if power else 0
     return round(value * scale), half

@@ -20,7 +20,14 @@ from pathlib import Path
 from mpsd import files, paths
 from mpsd.env import watermarks
 from mpsd.setup import launchd, rcfile
-from mpsd.setup.installer import HOOK_FILES, hook_copy, hook_source, rc_candidates
+from mpsd.setup.installer import (
+    FISH_HEADER,
+    HOOK_FILES,
+    fish_hook_file,
+    hook_copy,
+    hook_source,
+    rc_candidates,
+)
 
 OK, PROBLEM, WARNING, SKIPPED = "ok", "problem", "warning", "skipped"
 
@@ -313,6 +320,22 @@ def check_hook_files() -> list[Check]:
                         "run `mpsd install`",
                     )
                 )
+    fish = fish_hook_file()
+    if fish.is_file():
+        blocks.append(str(fish))
+        try:
+            stale = fish.read_bytes() != FISH_HEADER + hook_source("fish").read_bytes()
+        except OSError:
+            stale = False  # nothing to compare with: not ours to judge
+        if stale:
+            checks.append(
+                Check(
+                    "hook copy",
+                    WARNING,
+                    f"{fish} is from another mpsd version",
+                    "run `mpsd install` to refresh it",
+                )
+            )
     if blocks:
         checks.insert(0, Check("hook block", OK, "in " + ", ".join(blocks)))
     else:
@@ -336,6 +359,39 @@ def check_hook_files() -> list[Check]:
                     "run `mpsd install` to refresh it",
                 )
             )
+    return checks
+
+
+def check_python_hooks() -> list[Check]:
+    """Each start-up hook copy ``mpsd enable`` listed is there and current."""
+    from mpsd.env import pyhooks
+
+    checks = []
+    current = []
+    for entry in pyhooks.record():
+        state = pyhooks.check_copy(entry.site)
+        fix = f"run `mpsd enable {entry.project}`"
+        if state == "current":
+            current.append(entry.site)
+        elif state == "outdated":
+            checks.append(
+                Check("python hook", WARNING, f"{entry.site} has another mpsd's copy", fix)
+            )
+        elif os.path.exists(entry.python):
+            checks.append(
+                Check(
+                    "python hook",
+                    PROBLEM,
+                    f"the start-up hook is gone from {entry.site} (a recreated environment?): "
+                    f"{entry.python} started outside a hooked shell gets no variables",
+                    fix,
+                )
+            )
+        else:
+            checks.append(Check("python hook", WARNING, f"{entry.python} no longer exists", fix))
+    if current:
+        shown = ", ".join(dict.fromkeys(current))
+        checks.insert(0, Check("python hook", OK, f"current in {shown}"))
     return checks
 
 
@@ -469,6 +525,7 @@ def run_all(env: Mapping[str, str] | None = None) -> list[Check]:
     checks.extend(check_agent())
     checks.extend(check_daemon())
     checks.extend(check_hook_files())
+    checks.extend(check_python_hooks())
     checks.append(check_hook_active(env))
     checks.append(check_variables(env))
     checks.append(check_torch())

@@ -46,23 +46,103 @@ def home() -> Path:
     return Path(os.path.abspath(os.environ.get("HOME") or Path.home()))
 
 
-def parse_shells(text: str) -> tuple[str, ...]:
-    """``"zsh,bash"`` -> ("zsh", "bash"); one sentence naming the choices otherwise."""
+INSTALL_SHELLS = (*rcfile.SHELLS, "fish")
+
+
+def parse_shells(text: str | None) -> tuple[str, ...]:
+    """``"zsh,bash"`` -> ("zsh", "bash"); one sentence naming the choices otherwise. None (no
+    ``--shell``): zsh and bash, and fish when it is installed."""
+    if text is None:
+        return (*rcfile.SHELLS, "fish") if fish_present() else rcfile.SHELLS
     names = [part.strip() for part in text.split(",") if part.strip()]
-    if "fish" in names:
-        raise MpsdError(
-            "mpsd install sets up zsh and bash only; for fish add `mpsd hook fish | source` to "
-            "~/.config/fish/config.fish (and use --shell zsh,bash here)",
-            EXIT_USAGE,
-        )
-    unknown = [name for name in names if name not in rcfile.SHELLS]
+    unknown = [name for name in names if name not in INSTALL_SHELLS]
     if unknown or not names:
         raise MpsdError(
             f"unknown shell {', '.join(unknown) or repr(text)}: "
-            f"use --shell with {' or '.join(rcfile.SHELLS)} (or both: --shell zsh,bash)",
+            f"use --shell with {', '.join(INSTALL_SHELLS[:-1])} or {INSTALL_SHELLS[-1]} "
+            "(several: --shell zsh,bash,fish)",
             EXIT_USAGE,
         )
     return tuple(dict.fromkeys(names))
+
+
+# -- fish: no rc block; fish sources every file in its conf.d ------------------------------
+
+FISH_HEADER = (
+    b"# Installed by `mpsd install`, a copy of mpsd's fish hook; `mpsd uninstall` removes it.\n"
+)
+
+
+def fish_present() -> bool:
+    import shutil
+
+    return shutil.which("fish") is not None
+
+
+def fish_config_dir() -> Path:
+    """fish's ``__fish_config_dir``: ``$XDG_CONFIG_HOME/fish``, else ``~/.config/fish``."""
+    base = os.environ.get("XDG_CONFIG_HOME") or ""
+    return Path(base if os.path.isabs(base) else home() / ".config") / "fish"
+
+
+def fish_hook_file() -> Path:
+    return fish_config_dir() / "conf.d" / "mpsd.fish"
+
+
+def mpsd_file(path: Path, header: bytes) -> bytes | None:
+    """The bytes of ``path`` when it exists; one sentence when it is not mpsd's own."""
+    old = read_or_none(path)
+    if old is not None and not old.startswith(header):
+        raise MpsdError(
+            f"{path} exists and is not mpsd's; move it away (mpsd writes its own there), then "
+            "run the command again"
+        )
+    return old
+
+
+def fish_changes() -> list[FileChange]:
+    """A copy of the fish hook in fish's conf.d (fish sources it at start: no Python runs)."""
+    source = hook_source("fish")
+    try:
+        hook = source.read_bytes()
+    except OSError:
+        raise MpsdError(
+            f"the fish hook script is missing from this mpsd ({source}); reinstall mpsd "
+            "(pip install --force-reinstall mpsd) and run mpsd install again"
+        ) from None
+    path = fish_hook_file()
+    return [
+        FileChange(path, mpsd_file(path, FISH_HEADER), FISH_HEADER + hook, "fish hook"),
+        completion_change("fish"),
+    ]
+
+
+# -- tab completion: generated from the parser, put where each shell finds it ----------------
+
+COMPLETION_FILES = {"zsh": "_mpsd", "bash": "mpsd.bash", "fish": "mpsd.fish"}
+COMPLETION_HEADER = b"# Installed by `mpsd install`; `mpsd uninstall` removes it.\n"
+
+
+def completion_file(shell: str) -> Path:
+    """zsh and bash: in the data dir (the rc block loads it); fish: its completions dir, which
+    fish loads from when ``mpsd`` is first completed."""
+    if shell == "fish":
+        return fish_config_dir() / "completions" / COMPLETION_FILES["fish"]
+    return paths.data_dir() / "completions" / COMPLETION_FILES[shell]
+
+
+def completion_change(shell: str) -> FileChange:
+    from mpsd.setup import completion
+
+    path = completion_file(shell)
+    text = completion.render(shell).encode("utf-8")
+    if shell == "zsh":  # its first line must stay `#compdef mpsd` for compinit
+        first, _, rest = text.partition(b"\n")
+        new = first + b"\n" + COMPLETION_HEADER + rest
+    else:
+        new = COMPLETION_HEADER + text
+    old = mpsd_file(path, COMPLETION_HEADER) if shell == "fish" else read_or_none(path)
+    return FileChange(path, old, new, "completion")
 
 
 def hook_source(shell: str) -> Path:
@@ -129,10 +209,13 @@ def shell_changes(shell: str) -> list[FileChange]:
         ) from None
     copy = hook_copy(shell)
     changes = [FileChange(copy, read_or_none(copy), hook, f"{shell} hook")]
+    changes.append(completion_change(shell))
     for rc in rcfile.rc_files(shell, home()):
         old = rcfile.read(rc)
         created = old is None or _created(rc, old)
-        new_block = rcfile.block(shell, copy, str(home()), created=created)
+        new_block = rcfile.block(
+            shell, copy, str(home()), created=created, completion=completion_file(shell)
+        )
         change = FileChange(rc, old, _add_block(rc, old, new_block), f"{shell} startup")
         if change.changed:
             rcfile.check_writable(rc)
@@ -149,7 +232,7 @@ def agent_change(python: str) -> FileChange:
 def install_plan(shells: Iterable[str], agent: bool, python: str) -> Plan:
     plan = Plan(files=[config_change()])
     for shell in shells:
-        plan.files.extend(shell_changes(shell))
+        plan.files.extend(fish_changes() if shell == "fish" else shell_changes(shell))
     if agent:
         plan.agent = agent_change(python)
     return plan
@@ -184,11 +267,33 @@ def uninstall_plan() -> Plan:
         old = read_or_none(copy)
         if old is not None:
             plan.files.append(FileChange(copy, old, None, "hook copy"))
+    for shell in COMPLETION_FILES:
+        path = completion_file(shell)
+        old = _read_quietly(path)
+        if old is not None and (shell != "fish" or old.startswith(COMPLETION_HEADER)):
+            plan.files.append(FileChange(path, old, None, "completion"))
+    fish_hook = fish_hook_file()
+    fish_old = _read_quietly(fish_hook)
+    if fish_old is not None and fish_old.startswith(FISH_HEADER):
+        plan.files.append(FileChange(fish_hook, fish_old, None, "fish hook"))
+    plan.files.extend(python_hook_removals())
     agent = launchd.agent_file()
     old_plist = read_or_none(agent)
     if old_plist is not None:
         plan.agent = FileChange(agent, old_plist, None, "launchd agent")
     return plan
+
+
+def python_hook_removals() -> list[FileChange]:
+    """Every start-up hook copy ``mpsd enable`` listed, and the list itself."""
+    from mpsd.env import pyhooks
+
+    removals = []
+    for name in [*pyhooks.copy_files(pyhooks.record()), pyhooks.record_path()]:
+        old = _read_quietly(Path(name))
+        if old is not None:
+            removals.append(FileChange(Path(name), old, None, "python start-up hook"))
+    return removals
 
 
 def _read_quietly(path: Path) -> bytes | None:
@@ -207,6 +312,7 @@ MPSD_FILES = (
     "history.sqlite3*",
     "daemon*.log*",
     "recommended_max.json",
+    "python-hooks.tsv",
     "free-memory.json",
     ".*.tmp",
 )

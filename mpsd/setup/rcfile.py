@@ -68,7 +68,13 @@ def _shell_word(path: str, home: str | None) -> str:
     return "'" + path.replace("'", "'\\''") + "'"
 
 
-def block(shell: str, hook_copy: Path, home: str | None = None, created: bool = False) -> bytes:
+def block(
+    shell: str,
+    hook_copy: Path,
+    home: str | None = None,
+    created: bool = False,
+    completion: Path | None = None,
+) -> bytes:
     """The block that sources ``hook_copy`` (the copy in the data dir) if it exists.
 
     The bash block also checks ``$BASH_VERSION``: it may go into ``~/.profile``, which
@@ -84,8 +90,21 @@ def block(shell: str, hook_copy: Path, home: str | None = None, created: bool = 
         line = f"if [ -f {word} ]; then . {word}; fi"
     else:
         raise ValueError(f"unknown shell {shell!r}")
+    lines = [line.encode()]
+    if completion is not None:
+        lines.append(_completion_line(shell, completion, home).encode())
     note = NOTE_CREATED if created else NOTE
-    return b"\n".join([BEGIN, note, line.encode(), END]) + b"\n"
+    return b"\n".join([BEGIN, note, *lines, END]) + b"\n"
+
+
+def _completion_line(shell: str, completion: Path, home: str | None) -> str:
+    """The line that loads tab completion: bash sources it; zsh puts its dir on fpath (for a
+    compinit that runs later) and sources it (it registers itself when compinit already ran)."""
+    word = _shell_word(str(completion), home)
+    if shell == "bash":
+        return f'if [ -n "${{BASH_VERSION:-}}" ] && [ -f {word} ]; then . {word}; fi'
+    directory = _shell_word(str(completion.parent), home)
+    return f"if [ -f {word} ]; then fpath=({directory} $fpath); . {word}; fi"
 
 
 _GUARD = re.compile(rb"""\[ -f ("\$HOME/[^"]+"|'(?:[^']|'\\'')*') \]""")

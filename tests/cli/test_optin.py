@@ -165,7 +165,12 @@ def test_projects_lists_text_and_json(project: Path, tmp_path: Path) -> None:
     result = run_mpsd("projects")
     assert result.stdout.splitlines() == [str(project), f"{gone.resolve()}  (missing)"]
     data = json.loads(run_mpsd("projects", "--json").stdout)
-    assert data["projects"][0] == {"path": str(project), "exists": True, "in_limits": True}
+    assert data["projects"][0] == {
+        "path": str(project),
+        "exists": True,
+        "in_limits": True,
+        "python_hooks": [],  # no venv in it
+    }
     assert data["projects"][1]["exists"] is False
     assert data["config_file"] == str(paths.config_file())
 

@@ -123,3 +123,55 @@ def test_a_login_bash_that_reads_only_bash_profile_gets_the_hook_too(
     finally:
         child.sendline("exit")
         child.close(force=True)
+
+
+def test_fish_gets_the_hook_from_its_conf_d_without_a_flag_and_loses_it_at_uninstall(
+    isolated_dirs: dict[str, Path],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    if shutil.which("fish") is None:
+        pytest.skip("fish is not installed")
+    home = isolated_dirs["home"]
+    xdg = tmp_path / "xdg-config"
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(xdg))
+    assert main(["install"]) == 0  # no --shell: fish is here, so fish too
+    out = capsys.readouterr().out
+    conf = xdg / "fish" / "conf.d" / "mpsd.fish"
+    assert f"created {conf} (fish hook)" in out
+    assert not (home / ".config" / "fish").exists()  # XDG_CONFIG_HOME is fish's config dir
+    project = tmp_path / "project"
+    project.mkdir()
+    _opt_in(project)
+    env = {**_shell_env(home), "XDG_CONFIG_HOME": str(xdg)}
+    child = pexpect.spawn("fish", ["-i"], env=env, cwd=str(home), timeout=30)
+    try:
+        child.sendline("function fish_prompt; echo '$ '; end")
+        child.sendline(f"cd '{project}'")
+        child.sendline('echo "H""=<$PYTORCH_MPS_HIGH_WATERMARK_RATIO>"')
+        child.expect(r"H=<([^>\r\n]*)>", timeout=30)
+        assert child.match.group(1).decode() == "0.77"
+        child.sendline(PYTHON_SEES)
+        child.expect(r"P=<([^>\r\n]*)>", timeout=30)
+        assert child.match.group(1).decode() == "0.77"
+    finally:
+        child.sendline("exit")
+        child.close(force=True)
+    assert main(["install"]) == 0
+    assert "Everything is already in place" in capsys.readouterr().out
+    assert main(["uninstall"]) == 0
+    assert f"removed {conf} (fish hook)" in capsys.readouterr().out
+    assert not conf.exists()
+
+
+def test_install_leaves_a_conf_d_mpsd_fish_of_the_users_alone(
+    isolated_dirs: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    conf = isolated_dirs["home"] / ".config" / "fish" / "conf.d" / "mpsd.fish"
+    conf.parent.mkdir(parents=True)
+    conf.write_text("# my own\n")
+    assert main(["install", "--shell", "fish"]) == 2
+    assert "is not mpsd's; move it away" in capsys.readouterr().err
+    assert main(["uninstall"]) == 0
+    assert conf.read_text() == "# my own\n"

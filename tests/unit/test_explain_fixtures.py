@@ -40,6 +40,15 @@ def test_a_truncated_copy_folds_into_the_full_one() -> None:
     assert [f["requested_bytes"] for f in found] == [151781376]
 
 
+def test_a_truncated_copy_before_and_after_the_full_one_counts_every_copy() -> None:
+    full = by_id("audioldm2-20")["text"].strip("`")
+    cut = full[: full.index("max allowed")]
+    found = find_errors("\n\n".join([cut, full, cut]))
+    assert len(found) == 1
+    assert found[0].max_allowed_bytes is not None
+    assert found[0].count == 3
+
+
 def test_the_low_watermark_error_inside_a_comment_is_read() -> None:
     found = mpsd.explain(by_id("ghfile-watermark-zh-8gb")["text"])
     assert [(f["kind"], f["ratio"]) for f in found] == [("mps_invalid_low_watermark", 1.4)]

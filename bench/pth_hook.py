@@ -1,0 +1,218 @@
+"""What the interpreter start-up hook (`_mpsd_startup.pth` + `_mpsd_startup.py`) costs a python.
+
+    python bench/pth_hook.py [--runs 200] [--python PATH]...
+
+For each interpreter (default: the oldest and newest pyenv Pythons from 3.9 on, else this one)
+it makes a venv inside a throw-away project opted in by a limits.toml, and times `python -c pass`
+of that venv, interleaved in a shuffled order within each round, in three cases:
+
+- without the hook (its .pth moved away; the module's bytecode stays);
+- with the hook, started inside the project (it reads limits.toml and sets both variables);
+- with the hook in a second venv outside every project, started outside (it reads limits.toml,
+  resolves sys.prefix and sets nothing);
+- without the hook but with another package's .pth that imports nothing new: what any .pth
+  file costs, which the hook pays too.
+
+Most of the cost is any .pth file's: site.py imports a codec to read one (_bootlocale before
+3.10, encodings.utf_8_sig after), which a venv with any other .pth (setuptools', uv's
+_virtualenv.pth, an editable install) pays already; then the first import from site-packages.
+
+It prints the median wall time and the median CPU time (user + system of the child, which a busy
+machine disturbs less) of each case, the differences against "without" and their ratios, and the
+hook's own line of `python -X importtime` (self and cumulative µs, median of the runs).
+Contract (issue 11, SPEC.md "Beyond the shell"): at most 1 ms of start-up.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import os
+import random
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from mpsd.env import pyhooks  # noqa: E402 - after the path above
+
+LIMITS = (
+    "high_watermark_ratio = 0.77\nlow_watermark_ratio = 0.7\nlimit_bytes = 30954687948\n"
+    'recommended_max_bytes = 40200893440\nrecommended_max_source = "torch"\n'
+    "baseline_free_bytes = 39192717312\nheadroom = 0.8\n"
+    "updated_at = 2026-11-30 05:00:00+00:00\nprojects = [\n"
+    '    "/elsewhere/one",\n    "{project}",\n    "/elsewhere/two",\n]\n'
+)
+
+
+def default_pythons() -> list[str]:
+    def version(path: str) -> tuple[int, ...]:
+        return tuple(int(x) for x in Path(path).parent.parent.name.split(".")[:2])
+
+    found = sorted(
+        (p for p in glob.glob("/root/.pyenv/versions/3.*/bin/python3") if version(p) >= (3, 9)),
+        key=version,
+    )
+    if len(found) >= 2:
+        return [found[0], found[-1]]
+    return found or [sys.executable]
+
+
+def timed(python: str, cwd: str, env: dict[str, str]) -> tuple[float, float]:
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    subprocess.run([python, "-c", "pass"], cwd=cwd, env=env, check=True)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu
+
+
+def importtime(python: str, cwd: str, env: dict[str, str]) -> tuple[int, int] | None:
+    done = subprocess.run(
+        [python, "-X", "importtime", "-c", "pass"],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    for line in done.stderr.splitlines():
+        if line.rstrip().endswith(pyhooks.MODULE):
+            fields = line.split(":", 1)[1].split("|")
+            return int(fields[0]), int(fields[1])
+    return None
+
+
+def bench(python: str, runs: int, work: Path) -> None:
+    project = work / "project"
+    outside = work / "outside"
+    project.mkdir()
+    outside.mkdir()
+    config = work / "config"
+    config.mkdir()
+    subprocess.run([python, "-m", "venv", "--without-pip", str(project / ".venv")], check=True)
+    venv_python = str(project / ".venv" / "bin" / "python")
+    (config / "limits.toml").write_text(LIMITS.format(project=os.path.realpath(project)))
+    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(work), "MPSD_CONFIG_DIR": str(config)}
+    site = pyhooks.ask(venv_python).site
+
+    def check(cwd: Path, wanted: str | None) -> None:
+        done = subprocess.run(
+            [
+                venv_python,
+                "-c",
+                "import os; print(os.environ.get('PYTORCH_MPS_HIGH_WATERMARK_RATIO'))",
+            ],
+            cwd=cwd,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        assert done.stdout.strip() == str(wanted) and not done.stderr, (done.stdout, done.stderr)
+
+    pyhooks.put(site)
+    check(project, "0.77")
+    check(outside, "0.77")  # the environment itself is inside the project
+    pyhooks.take_out(site)
+    check(project, None)
+    check(outside, None)
+
+    # "outside" needs an environment outside every project too: a second venv elsewhere.
+    other = work / "other-venv"
+    subprocess.run([python, "-m", "venv", "--without-pip", str(other)], check=True)
+    other_python = str(other / "bin" / "python")
+    pyhooks.put(pyhooks.ask(other_python).site)
+    pyhooks.put(site)
+    pth = Path(site, pyhooks.PTH_FILE)
+    off = Path(site, pyhooks.PTH_FILE + ".off")
+    # Another package's .pth that imports nothing new (the cost any .pth file has).
+    other_pth = Path(site, "another-package.pth.off")
+    other_pth.write_text("import sys\n")
+    other_on = Path(site, "another-package.pth")
+    # name: (python, cwd, hook on, other .pth on); "without" only moves the .pth away (the
+    # module's bytecode stays: no case pays for compiling it).
+    cases = {
+        "without the hook": (venv_python, project, False, False),
+        "another .pth, no hook": (venv_python, project, False, True),
+        "hook, inside the project": (venv_python, project, True, False),
+        "hook, outside (other venv)": (other_python, outside, True, False),
+    }
+    walls: dict[str, list[float]] = {name: [] for name in cases}
+    cpus: dict[str, list[float]] = {name: [] for name in cases}
+
+    def toggle(on: bool, on_path: Path, off_path: Path) -> None:
+        if on and off_path.exists():
+            off_path.rename(on_path)
+        elif not on and on_path.exists():
+            on_path.rename(off_path)
+
+    def run(name: str) -> tuple[float, float]:
+        python_, cwd, hook, other_file = cases[name]
+        if python_ == venv_python:
+            toggle(hook, pth, off)
+            toggle(other_file, other_on, other_pth)
+        return timed(python_, str(cwd), env)
+
+    for name in cases:  # warm-up: bytecode written, caches filled
+        run(name)
+    for _ in range(runs):
+        order = list(cases)
+        random.shuffle(order)
+        for name in order:
+            wall, cpu = run(name)
+            walls[name].append(wall)
+            cpus[name].append(cpu)
+    toggle(True, pth, off)
+    toggle(False, other_on, other_pth)
+    times = [importtime(venv_python, str(project), env) for _ in range(max(21, runs // 10))]
+    found = [t for t in times if t is not None]
+
+    version = subprocess.run(
+        [python, "-c", "import sys; print(sys.version.split()[0])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    base_wall = statistics.median(walls["without the hook"])
+    base_cpu = statistics.median(cpus["without the hook"])
+    print(f"\nPython {version} ({python}), {runs} runs of `python -c pass` per case, interleaved")
+    print(f"{'case':<30}{'wall ms':>9}{'+ms':>8}{'ratio':>8}{'cpu ms':>9}{'+ms':>8}{'ratio':>8}")
+    for name in cases:
+        wall = statistics.median(walls[name])
+        cpu = statistics.median(cpus[name])
+        print(
+            f"{name:<30}{wall * 1e3:>9.2f}{(wall - base_wall) * 1e3:>+8.2f}"
+            f"{wall / base_wall:>8.3f}{cpu * 1e3:>9.2f}{(cpu - base_cpu) * 1e3:>+8.2f}"
+            f"{cpu / base_cpu if base_cpu else float('nan'):>8.3f}"
+        )
+    if found:
+        self_us = statistics.median(t[0] for t in found)
+        cumulative = statistics.median(t[1] for t in found)
+        print(
+            f"-X importtime, {pyhooks.MODULE} (inside the project): self {self_us:.0f} µs, "
+            f"cumulative {cumulative:.0f} µs (median of {len(found)}); contract: 1 ms in all"
+        )
+    else:
+        print(f"-X importtime did not list {pyhooks.MODULE}: the hook did not run")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=200)
+    parser.add_argument("--python", action="append", default=[])
+    args = parser.parse_args()
+    for python in args.python or default_pythons():
+        with tempfile.TemporaryDirectory(prefix="mpsd-pth-bench-") as tmp:
+            bench(python, args.runs, Path(tmp))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,417 @@
+"""The interpreter start-up hook in a project's environments: find them, put the hook in, take it
+out, and keep the list of every copy mpsd installed.
+
+A copy is two files in an environment's site-packages (its ``purelib``, as that interpreter's
+``sysconfig`` says): ``_mpsd_startup.py``, a byte-for-byte copy of ``mpsd/env/startup_hook.py``
+(the project's environment has no mpsd to import), and ``_mpsd_startup.pth``, whose one line
+imports it at every start of python, guarded so that a missing module prints nothing.
+
+The list (``python-hooks.tsv`` in the state dir, written atomically under a lock) holds one line
+per copy: the project it was installed for, the interpreter, its site-packages. ``disable`` and
+``uninstall`` remove what it lists; ``status`` and ``doctor`` use it to tell a copy that is gone
+(a recreated venv) from one never asked for.
+
+The functions ``status`` calls (``record``, ``environments_of``, ``facts_for``) import nothing
+beyond ``os``: its start-up is a contract.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+
+from mpsd import paths
+from mpsd.errors import MpsdError
+
+TYPE_CHECKING = False  # typing and pathlib cost `mpsd status` its start-up
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from typing import Any
+
+MODULE = "_mpsd_startup"
+MODULE_FILE = MODULE + ".py"
+PTH_FILE = MODULE + ".pth"
+# One line: site.py executes a .pth line that starts with `import`. The try keeps a deleted
+# module from printing "Error processing line 1" at every start.
+PTH_TEXT = f'import sys; exec("try:\\n import {MODULE}\\nexcept BaseException:\\n pass")\n'
+ENV_DIRS = (".venv", "venv", "env")
+RECORD_NAME = "python-hooks.tsv"
+_HEADER = "# mpsd: every start-up hook copy it installed (project, python, site-packages)\n"
+ASK = (
+    "import json, sys, sysconfig\n"
+    "print(json.dumps([list(sys.version_info[:2]), sysconfig.get_paths()['purelib'], sys.prefix]))"
+)
+ASK_TIMEOUT = 60.0
+
+
+class Entry:
+    """One copy: installed for ``project``, in the site-packages ``site`` of ``python``."""
+
+    __slots__ = ("project", "python", "site")
+
+    def __init__(self, project: str, python: str, site: str) -> None:
+        self.project = project
+        self.python = python
+        self.site = site
+
+    def key(self) -> tuple[str, str, str]:
+        return (self.project, self.python, self.site)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Entry) and self.key() == other.key()
+
+    def __hash__(self) -> int:
+        return hash(self.key())
+
+    def __repr__(self) -> str:
+        return f"Entry({self.project!r}, {self.python!r}, {self.site!r})"
+
+
+def module_source() -> bytes:
+    """The bytes every copy must hold: this package's ``startup_hook.py``."""
+    with open(
+        os.path.join(os.path.dirname(os.path.abspath(__file__)), "startup_hook.py"), "rb"
+    ) as f:
+        return f.read()
+
+
+def record_path() -> str:
+    """Where the list is (in the state dir), as a string: status may not import pathlib."""
+    return os.path.join(os.path.dirname(paths.daemon_lock_path()), RECORD_NAME)
+
+
+def record() -> list[Entry]:
+    """The copies mpsd installed, as the list says (empty when it is missing or unreadable)."""
+    try:
+        with open(record_path(), encoding="utf-8") as handle:
+            lines = handle.read().split("\n")
+    except (OSError, UnicodeDecodeError):
+        return []
+    entries = []
+    for line in lines:
+        fields = line.split("\t")
+        if line.startswith("#") or len(fields) != 3 or not all(fields):
+            continue
+        entries.append(Entry(*fields))
+    return entries
+
+
+def _write_record(entries: Iterable[Entry]) -> None:
+    from pathlib import Path
+
+    from mpsd.atomic import write_atomic
+
+    unique = list(dict.fromkeys(entries))
+    target = Path(record_path())
+    if not unique:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(target)
+        return
+    text = _HEADER + "".join("\t".join(entry.key()) + "\n" for entry in unique)
+    write_atomic(target, text.encode("utf-8"))
+
+
+def _locked() -> Any:
+    from mpsd.locks import exclusive
+
+    return exclusive(paths.state_dir() / "python-hooks.lock")
+
+
+# -- the environments of a project ---------------------------------------------------------
+
+
+def environments_of(project: str) -> list[str]:
+    """The virtual environments of ``project``: ``.venv``, ``venv``, ``env`` with a pyvenv.cfg."""
+    return [
+        os.path.join(project, name)
+        for name in ENV_DIRS
+        if os.path.isfile(os.path.join(project, name, "pyvenv.cfg"))
+    ]
+
+
+def env_python(env: str) -> str:
+    """The interpreter of the virtual environment ``env`` (``bin/python``, else ``bin/python3``)."""
+    for name in ("python", "python3"):
+        candidate = os.path.join(env, "bin", name)
+        if os.path.exists(candidate):
+            return candidate
+    return os.path.join(env, "bin", "python")
+
+
+def has_copy(site: str) -> bool:
+    return os.path.isfile(os.path.join(site, MODULE_FILE)) and os.path.isfile(
+        os.path.join(site, PTH_FILE)
+    )
+
+
+def env_has_copy(env: str) -> bool:
+    """Whether the venv ``env`` has a copy in any of its ``lib/python*/site-packages``."""
+    lib = os.path.join(env, "lib")
+    try:
+        names = os.listdir(lib)
+    except OSError:
+        return False
+    return any(
+        has_copy(os.path.join(lib, name, "site-packages"))
+        for name in names
+        if name.startswith("python")
+    )
+
+
+class Target:
+    """An interpreter asked where its site-packages is."""
+
+    __slots__ = ("prefix", "python", "site", "version")
+
+    def __init__(self, python: str, site: str, prefix: str, version: str) -> None:
+        self.python = python
+        self.site = site
+        self.prefix = prefix
+        self.version = version
+
+
+def ask(python: str) -> Target:
+    """Ask ``python`` (a path, or a command on PATH) for its site-packages, in a subprocess.
+
+    One sentence when it is no interpreter, fails, is older than 3.8, or its site-packages
+    cannot be written."""
+    import json
+    import shutil
+    import subprocess
+
+    given = python
+    if os.sep not in python:
+        found = shutil.which(python)
+        if found is None:
+            raise MpsdError(f"{given} is not on PATH; give the path of the python to set up.")
+        python = found
+    python = os.path.abspath(os.path.expanduser(python))
+    if not os.path.isfile(python) or not os.access(python, os.X_OK):
+        raise MpsdError(
+            f"{python} is not an executable file; give the path of a python interpreter "
+            "(e.g. ~/miniconda3/envs/NAME/bin/python)."
+        )
+    try:
+        done = subprocess.run(
+            [python, "-I", "-c", ASK],
+            capture_output=True,
+            text=True,
+            timeout=ASK_TIMEOUT,
+            stdin=subprocess.DEVNULL,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise MpsdError(f"{python} could not be run ({exc}); is it a python interpreter?") from None
+    try:
+        (major, minor), site, prefix = json.loads(done.stdout.strip().splitlines()[-1])
+        version = f"{int(major)}.{int(minor)}"
+    except (ValueError, IndexError, TypeError):
+        said = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
+        raise MpsdError(
+            f"{python} did not say where its site-packages is ({said}); is it a python interpreter?"
+        ) from None
+    if any(char in "\t\n" for char in python + site):
+        raise MpsdError(
+            f"{python!r} or {site!r} has a tab or a line break in it; mpsd cannot list it."
+        )
+    if (int(major), int(minor)) < (3, 8):
+        raise MpsdError(f"{python} is Python {version}; the start-up hook needs 3.8 or later.")
+    if not os.path.isdir(site) or not os.access(site, os.W_OK):
+        raise MpsdError(
+            f"cannot write to {site}, the site-packages of {python}; use an environment of "
+            "your own (a venv, conda env) or `mpsd run` for this interpreter."
+        )
+    return Target(python, site, prefix, version)
+
+
+# -- putting copies in, taking them out ----------------------------------------------------
+
+
+def put(site: str, python: str | None = None) -> bool:
+    """Write both files into ``site``; True when something changed. With ``python``, it
+    compiles the module's bytecode too (a python run with PYTHONDONTWRITEBYTECODE would
+    otherwise compile it at every start)."""
+    from pathlib import Path
+
+    from mpsd.atomic import write_atomic
+
+    try:
+        module = write_atomic(Path(site, MODULE_FILE), module_source())
+        pth = write_atomic(Path(site, PTH_FILE), PTH_TEXT.encode("utf-8"))
+    except OSError as exc:
+        raise MpsdError(f"cannot write the start-up hook into {site} ({exc.strerror}).") from None
+    if python is not None:
+        _compile(python, os.path.join(site, MODULE_FILE))
+    return module or pth
+
+
+COMPILE = "import py_compile, sys; py_compile.compile(sys.argv[1], doraise=True)"
+
+
+def _compile(python: str, module: str) -> None:
+    """Bytecode for ``module`` by ``python`` itself; a failure only costs start-up time."""
+    import subprocess
+
+    with contextlib.suppress(OSError, subprocess.TimeoutExpired):
+        subprocess.run(
+            [python, "-I", "-c", COMPILE, module],
+            capture_output=True,
+            timeout=ASK_TIMEOUT,
+            stdin=subprocess.DEVNULL,
+            check=False,
+        )
+
+
+def take_out(site: str) -> bool:
+    """Remove both files (and the module's bytecode) from ``site``; True when one was there."""
+    removed = False
+    for name in (PTH_FILE, MODULE_FILE):
+        try:
+            os.unlink(os.path.join(site, name))
+            removed = True
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            raise MpsdError(
+                f"cannot remove {os.path.join(site, name)} ({exc.strerror}); remove it by hand."
+            ) from None
+    remove_bytecode(site)
+    return removed
+
+
+def remove_bytecode(site: str) -> None:
+    cache = os.path.join(site, "__pycache__")
+    try:
+        names = os.listdir(cache)
+    except OSError:
+        return
+    ours = [name for name in names if name.startswith(MODULE + ".")]
+    for name in ours:
+        with contextlib.suppress(OSError):
+            os.unlink(os.path.join(cache, name))
+    if ours and len(ours) == len(names):
+        with contextlib.suppress(OSError):
+            os.rmdir(cache)  # python made it for our bytecode alone
+
+
+class SetUp:
+    """What ``set_up`` did: ``done`` (target, changed) per environment; ``dropped``: listed
+    interpreters that no longer exist; ``problems``: one sentence each for environments of the
+    project that could not be set up; ``found_none``: the project has no environment at all."""
+
+    def __init__(self) -> None:
+        self.done: list[tuple[Target, bool]] = []
+        self.dropped: list[str] = []
+        self.problems: list[str] = []
+        self.found_none = False
+
+
+def set_up(project: str, explicit: Iterable[Target] = ()) -> SetUp:
+    """Put the hook into the environments of ``project`` (found there), those in ``explicit``
+    (``--python``) and those listed for it before (``mpsd enable`` puts a lost copy back);
+    update the list."""
+    result = SetUp()
+    targets: dict[str, Target] = {}
+    for target in explicit:
+        targets[target.python] = target
+    listed = [entry.python for entry in record() if entry.project == project]
+    pythons = [env_python(env) for env in environments_of(project)]
+    pythons += [python for python in listed if python not in pythons]
+    for python in pythons:
+        if python in targets:
+            continue
+        if not os.path.exists(python):
+            if python in listed:
+                result.dropped.append(python)
+            else:
+                result.problems.append(
+                    f"{python} is missing (a venv whose base Python was removed?); recreate "
+                    f"the environment, then run `mpsd enable` again."
+                )
+            continue
+        try:
+            targets[python] = ask(python)
+        except MpsdError as exc:
+            result.problems.append(str(exc))
+    result.found_none = not targets and not result.problems
+    with _locked():
+        entries = [
+            entry
+            for entry in record()
+            if not (entry.project == project and entry.python in result.dropped)
+        ]
+        for target in targets.values():
+            changed = put(target.site, target.python)
+            result.done.append((target, changed))
+            entries = [
+                e for e in entries if not (e.project == project and e.python == target.python)
+            ]
+            entries.append(Entry(project, target.python, target.site))
+        _write_record(entries)
+    return result
+
+
+def tear_down(project: str) -> list[str]:
+    """Take the hook out of the environments listed for ``project`` (unless another project
+    still lists the same one); returns the site-packages it was removed from."""
+    removed = []
+    with _locked():
+        entries = record()
+        mine = [entry for entry in entries if entry.project == project]
+        rest = [entry for entry in entries if entry.project != project]
+        still_used = {entry.site for entry in rest}
+        for entry in mine:
+            if entry.site not in still_used and take_out(entry.site):
+                removed.append(entry.site)
+        _write_record(rest)
+    return removed
+
+
+def facts_for(project: str | None) -> list[dict[str, Any]]:
+    """The environments of ``project`` and their hook, JSON-ready: each one found in it and each
+    listed for it, with ``state``: ``installed``, ``lost`` (listed, gone: a recreated
+    environment) or ``none`` (never set up)."""
+    if project is None:
+        return []
+    listed = [entry for entry in record() if entry.project == project]
+    facts = []
+    for env in environments_of(project):
+        python = env_python(env)
+        entry = next((e for e in listed if e.python == python), None)
+        if (entry is not None and has_copy(entry.site)) or env_has_copy(env):
+            state = "installed"
+        else:
+            state = "lost" if entry is not None else "none"
+        facts.append({"environment": env, "python": python, "state": state})
+    found = {fact["python"] for fact in facts}
+    for entry in listed:
+        if entry.python in found:
+            continue
+        state = "installed" if has_copy(entry.site) else "lost"
+        facts.append({"environment": entry.site, "python": entry.python, "state": state})
+    return facts
+
+
+def check_copy(site: str) -> str:
+    """``current``, ``outdated`` (another mpsd's module or .pth) or ``missing``."""
+    try:
+        with open(os.path.join(site, MODULE_FILE), "rb") as handle:
+            module = handle.read()
+        with open(os.path.join(site, PTH_FILE), "rb") as handle:
+            pth = handle.read()
+    except OSError:
+        return "missing"
+    if module != module_source() or pth != PTH_TEXT.encode("utf-8"):
+        return "outdated"
+    return "current"
+
+
+def copy_files(entries: Iterable[Entry]) -> list[str]:
+    """The files of every listed copy (for ``uninstall``), each once."""
+    files: list[str] = []
+    for entry in entries:
+        for name in (PTH_FILE, MODULE_FILE):
+            path = os.path.join(entry.site, name)
+            if path not in files:
+                files.append(path)
+    return files

@@ -1,0 +1,171 @@
+"""The interpreter start-up hook: ``mpsd enable`` copies this file into a project's virtual
+environments (and those named with ``--python``) as ``_mpsd_startup.py``, beside a
+``_mpsd_startup.pth`` whose one line imports it. Every ``python`` of that environment then runs it
+at start, however it was started (an IDE, a notebook kernel, cron, ``uv run``).
+
+What it does is the shell hooks' decision (docs: README, "IDEs, notebooks and scripts"): when
+neither watermark variable is set, the working directory or the environment itself
+(``sys.prefix``) lies inside a project of limits.toml, and limits.toml holds a valid pair of
+ratios, it sets PYTORCH_MPS_HIGH_WATERMARK_RATIO and PYTORCH_MPS_LOW_WATERMARK_RATIO (and the
+``_MPSD_EXPORTED_*`` records the hooks keep, so a hooked shell started below can tell them from
+the user's). limits.toml is read as the hooks read it: one ``key = value`` a line, ratios as plain
+decimals in (0, 2] with low <= high, the projects as ``    "/path",`` lines; a file over
+256 KiB is ignored.
+
+The rules it must keep, because it runs in environments that are not mpsd's:
+- standard library only, Python 3.8 to 3.14, and only what start-up has already imported
+  (``os``, ``sys``): no ``from __future__`` (that is an import too), no ``typing``;
+- never prints, never raises: an exception in a ``.pth`` line prints a traceback at every
+  start of python, so everything is wrapped;
+- cheap: ``bench/pth_hook.py`` measures it against the same interpreter without it.
+
+Where limits.toml is follows ``mpsd.paths`` (``MPSD_CONFIG_DIR``, else ``XDG_CONFIG_HOME/mps``
+when absolute, else ``~/.config/mps``); a test holds the two to the same answers.
+"""
+
+import os
+import sys
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping, MutableMapping
+
+HIGH_VAR = "PYTORCH_MPS_HIGH_WATERMARK_RATIO"
+LOW_VAR = "PYTORCH_MPS_LOW_WATERMARK_RATIO"
+MAX_BYTES = 256 * 1024
+_HIGH = "high_watermark_ratio = "
+_LOW = "low_watermark_ratio = "
+_PREFIX = '    "/'
+_SUFFIX = '",'
+
+
+def config_dir(environ: "Mapping[str, str]") -> str:
+    """``$MPSD_CONFIG_DIR``, else ``$XDG_CONFIG_HOME/mps`` (absolute only), else
+    ``~/.config/mps``: what ``mpsd.paths.config_dir()`` answers for ``environ``."""
+    value = environ.get("MPSD_CONFIG_DIR")
+    if value:
+        return os.path.expanduser(value)  # reads HOME from os.environ, as mpsd.paths does
+    base = environ.get("XDG_CONFIG_HOME")
+    if base and os.path.isabs(base):
+        return os.path.join(base, "mps")
+    home = environ.get("HOME") or os.path.expanduser("~")
+    return os.path.join(home, ".config", "mps")
+
+
+def ratio(text: str) -> int:
+    """``text`` in billionths when it is a plain decimal in (0, 2] (at most 9 decimals), else 0."""
+    if len(text) == 1:
+        whole, frac = text, ""
+    elif len(text) >= 3 and text[1] == ".":
+        whole, frac = text[0], text[2:]
+    else:
+        return 0
+    if whole not in ("0", "1", "2") or len(frac) > 9:
+        return 0
+    for char in frac:
+        if char not in "0123456789":
+            return 0
+    value = int(whole) * 1000000000 + int((frac + "000000000")[:9])
+    return value if value <= 2000000000 else 0
+
+
+def parse(text: str) -> "tuple[str, str, list[str]] | None":
+    """(high, low, projects) from limits.toml's text when both ratios are valid, else None."""
+    high = low = None
+    projects = []
+    state = 0  # 0: before `projects = [`, 1: inside it, 2: after its `]`
+    for line in text.split("\n"):
+        if high is None and line.startswith(_HIGH):
+            high = line[len(_HIGH) :]
+        elif low is None and line.startswith(_LOW):
+            low = line[len(_LOW) :]
+        elif state == 0:
+            if line == "projects = [":
+                state = 1
+        elif state == 1:
+            if line == "]":
+                state = 2
+            elif line.startswith(_PREFIX) and line.endswith(_SUFFIX) and len(line) >= 8:
+                path = line[5:-2]
+                for char in path:
+                    if char in '"\\' or char < " " or char == "\x7f":
+                        break
+                else:
+                    projects.append(path)
+    if high is None or low is None:
+        return None
+    high_value, low_value = ratio(high), ratio(low)
+    if not high_value or not low_value or low_value > high_value:
+        return None
+    return high, low, projects
+
+
+def inside(directory: str, projects: "list[str]") -> bool:
+    """True when the physical ``directory`` is a project or lies below one."""
+    for project in projects:
+        if project == "/" or directory == project or directory.startswith(project + "/"):
+            return True
+    return False
+
+
+def read_limits(path: str) -> "str | None":
+    """limits.toml's text, or None when it is missing, unreadable, no regular file or over
+    256 KiB (``mpsd.limits.read_file``'s rules)."""
+    try:
+        # O_NONBLOCK: a FIFO in the file's place must not hang every python's start.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        if os.fstat(fd).st_mode & 0o170000 != 0o100000:  # not a regular file (S_ISREG)
+            return None
+        data = os.read(fd, MAX_BYTES + 1)
+        while 0 < len(data) <= MAX_BYTES:  # a short read: the rest of a big file
+            more = os.read(fd, MAX_BYTES + 1 - len(data))
+            if not more:
+                break
+            data += more
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    if len(data) > MAX_BYTES:
+        return None
+    return data.decode("utf-8", "replace")
+
+
+def decide(environ: "Mapping[str, str]", cwd: "str | None", prefix: str) -> "dict[str, str]":
+    """The variables to set for a python started in ``cwd`` (physical; None when unknown)
+    from the environment ``prefix`` (resolved here only when ``cwd`` is outside every
+    project), with ``environ``; empty when none."""
+    if HIGH_VAR in environ or LOW_VAR in environ:
+        return {}
+    text = read_limits(os.path.join(config_dir(environ), "limits.toml"))
+    if text is None:
+        return {}
+    found = parse(text)
+    if found is None:
+        return {}
+    high, low, projects = found
+    in_cwd = cwd is not None and inside(cwd, projects)
+    if not in_cwd and not inside(os.path.realpath(prefix), projects):
+        return {}
+    return {HIGH_VAR: high, LOW_VAR: low, "_MPSD_EXPORTED_HIGH": high, "_MPSD_EXPORTED_LOW": low}
+
+
+def apply(environ: "MutableMapping[str, str]") -> None:
+    """Set the variables in ``environ`` (``os.environ``) as ``decide`` says. Never raises."""
+    try:
+        # getcwd() is physical already (the kernel's path, symlinks resolved).
+        try:
+            cwd = os.getcwd()  # type: str | None
+        except OSError:  # the working directory was removed
+            cwd = None
+        for name, value in decide(environ, cwd, sys.prefix).items():
+            environ[name] = value
+    except BaseException:
+        pass
+
+
+if __name__ == "_mpsd_startup":  # imported by its .pth line; as mpsd.env.startup_hook, inert
+    apply(os.environ)

@@ -1,0 +1,159 @@
+"""The start-up hook's module (copied into environments that have no mpsd): it reads limits.toml
+exactly as the shared decision does, finds it where ``mpsd.paths`` does, and imports nothing."""
+
+from __future__ import annotations
+
+import ast
+import itertools
+import os
+import tempfile
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mpsd import paths
+from mpsd.env import startup_hook
+from mpsd.env.decision import containing_project, decide
+from mpsd.limits import parse_text, ratio_value
+from tests.integration.shells import limits_text
+
+PROJECT = "/Users/me/code/diffusion"
+SOURCE = Path(startup_hook.__file__)
+
+# Lines limits.toml may hold, well-formed and not: hypothesis strings them together.
+LINES = st.sampled_from(
+    [
+        "high_watermark_ratio = 0.77",
+        "high_watermark_ratio = 0.5",
+        "high_watermark_ratio = 2.5",
+        "high_watermark_ratio = ",
+        "high_watermark_ratio = 1",
+        "low_watermark_ratio = 0.7",
+        "low_watermark_ratio = 0.9",
+        "low_watermark_ratio = 0",
+        "low_watermark_ratio = 0.7 ",
+        "low_watermark_ratio = .7",
+        "projects = [",
+        "projects = []",
+        "]",
+        "  ]",
+        f'    "{PROJECT}",',
+        '    "/Users/me/other",',
+        '    "/",',
+        '    "/with\\"quote",',
+        '    "/tab\there",',
+        '    "relative",',
+        '   "/three/spaces",',
+        '    "/no/comma"',
+        "limit_bytes = 1",
+        "# high_watermark_ratio = 0.3",
+        "",
+    ]
+)
+
+
+@given(st.lists(LINES, max_size=14))
+@settings(deadline=None, max_examples=400)
+def test_the_hook_reads_limits_toml_as_the_shared_decision_does(lines: list[str]) -> None:
+    text = "\n".join(lines) + "\n"
+    view = parse_text(text)
+    found = startup_hook.parse(text)
+    if view.exports:
+        assert found == (view.high, view.low, list(view.projects))
+    else:
+        assert found is None
+    with tempfile.TemporaryDirectory() as config:
+        Path(config, "limits.toml").write_text(text)
+        environ = {"MPSD_CONFIG_DIR": config}
+        for directory in (PROJECT, PROJECT + "/src", "/Users/me/code", "/Users/me/other2"):
+            wanted = decide(view, directory, {}).wanted
+            got = startup_hook.decide(environ, directory, "/nowhere")
+            assert {k: v for k, v in got.items() if k.startswith("PYTORCH")} == wanted
+    for directory in (PROJECT, PROJECT + "/src", "/Users/me/code", "/Users/me/other2"):
+        in_project = containing_project(directory, view.projects) is not None
+        assert startup_hook.inside(directory, list(view.projects)) == in_project
+
+
+@given(st.text(max_size=12))
+@settings(deadline=None, max_examples=300)
+def test_the_hook_accepts_exactly_the_ratios_the_hooks_accept(text: str) -> None:
+    assert startup_hook.ratio(text) == (ratio_value(text) or 0)
+
+
+SETTINGS = {
+    "MPSD_CONFIG_DIR": (None, "", "/abs/config", "~/cfg", "~", "relative/cfg"),
+    "XDG_CONFIG_HOME": (None, "", "/xdg", "relative-xdg"),
+    "HOME": ("/home/one", "/home/two/"),
+}
+
+
+@pytest.mark.parametrize(
+    "combo", list(itertools.product(*SETTINGS.values())), ids=lambda c: repr(c)
+)
+def test_the_hook_finds_the_config_dir_where_mpsd_paths_does(
+    combo: tuple[str | None, ...], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for index, name in enumerate(SETTINGS):
+        value = combo[index]
+        if value is None:
+            monkeypatch.delenv(name, raising=False)
+        else:
+            monkeypatch.setenv(name, value)
+    assert startup_hook.config_dir(os.environ) == str(paths.config_dir())
+
+
+def test_the_module_imports_only_what_python_start_up_already_has() -> None:
+    tree = ast.parse(SOURCE.read_text())
+    imported = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            imported.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            imported.add(node.module or "")
+    # collections.abc only under `if TYPE_CHECKING:` (False at run time), for mypy; and no
+    # `from __future__`, which is a real import at run time.
+    assert imported == {"os", "sys", "collections.abc"}
+    guarded = [n for n in tree.body if isinstance(n, ast.If)]
+    assert any(isinstance(n.test, ast.Name) and n.test.id == "TYPE_CHECKING" for n in guarded)
+
+
+def test_user_values_win_even_one_of_them(tmp_path: Path) -> None:
+    limits = tmp_path / "limits.toml"
+    limits.write_text(limits_text("0.77", "0.7", (PROJECT,)))
+    environ = {"MPSD_CONFIG_DIR": str(tmp_path)}
+    assert startup_hook.decide(environ, PROJECT, "/x")["PYTORCH_MPS_HIGH_WATERMARK_RATIO"] == "0.77"
+    for name in ("PYTORCH_MPS_HIGH_WATERMARK_RATIO", "PYTORCH_MPS_LOW_WATERMARK_RATIO"):
+        assert startup_hook.decide({**environ, name: "1.0"}, PROJECT, "/x") == {}
+
+
+def test_the_environment_inside_a_project_counts_as_much_as_the_directory(tmp_path: Path) -> None:
+    project = tmp_path / "proj"
+    (project / ".venv").mkdir(parents=True)
+    (tmp_path / "limits.toml").write_text(limits_text("0.77", "0.7", (str(project),)))
+    environ = {"MPSD_CONFIG_DIR": str(tmp_path)}
+    assert startup_hook.decide(environ, "/elsewhere", str(project / ".venv"))
+    link = tmp_path / "link"
+    link.symlink_to(project)  # sys.prefix through a symlink: resolved
+    assert startup_hook.decide(environ, "/elsewhere", str(link / ".venv"))
+    assert startup_hook.decide(environ, None, str(tmp_path / "other")) == {}
+
+
+def test_a_limits_file_over_256_kib_is_ignored(tmp_path: Path) -> None:
+    text = limits_text("0.77", "0.7", (PROJECT,))
+    limits = tmp_path / "limits.toml"
+    limits.write_text(text + "#" * (256 * 1024 - len(text)))
+    assert startup_hook.read_limits(str(limits)) is not None
+    limits.write_text(text + "#" * (256 * 1024 - len(text) + 1))
+    assert startup_hook.read_limits(str(limits)) is None
+
+
+def test_apply_never_raises(monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken() -> str:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(startup_hook, "decide", lambda *a: broken())
+    environ: dict[str, str] = {}
+    startup_hook.apply(environ)
+    assert environ == {}
