@@ -1427,7 +1427,9 @@ def _explain_case(name: str) -> Callable[[Sandbox, Sizes], None]:
         result = sb.mpsd("explain", str(path), timeout=120)
         one_sentence(result)
         mb = size / MiB
-        seconds_bound = 1.0 + 9.0 * size / (100 * MiB)  # 10 s at 100 MB; start-up on top
+        # Issue 12's bound for any 100 MB input, at every size: explain's cost is not
+        # proportional below that (it reads in parts, and says where it stopped).
+        seconds_bound = 10.0
         sb.timings[f"explain {name}, {mb:.0f} MiB (s)"] = result.seconds
         sb.timings[f"explain {name}, {mb:.0f} MiB (peak MB)"] = result.max_rss_mb
         expect(

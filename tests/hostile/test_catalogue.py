@@ -43,9 +43,6 @@ PENDING = {
     "shells/bash prompt: a huge limits.toml is ignored": "shell-hardening: the 256 KiB cap",
     "shells/zsh prompt: a huge limits.toml is ignored": "shell-hardening: the 256 KiB cap",
     "shells/fish prompt: a huge limits.toml is ignored": "shell-hardening: the 256 KiB cap",
-    "explain/309-digit sizes": "explain-fixes: OverflowError",
-    "explain/one line, no newline": "explain-fixes: not linear",
-    "explain/OOM messages": "explain-fixes: not linear",
 }
 
 pytestmark = pytest.mark.slow
