@@ -706,6 +706,16 @@ for _name in LINKED:
     case("symlinks", f"{_name} -> a path that does not exist")(_link_case(_name, dangling=True))
 
 
+@case("symlinks", "a hook copy in the data dir -> a user's file: install never writes through it")
+def _hook_copy_link(sb: Sandbox, sizes: Sizes) -> None:
+    victim = sb.root / "victim"
+    victim.write_bytes(b"precious\n")
+    sb.data.mkdir(parents=True)
+    (sb.data / "mpsd.bash").symlink_to(victim)
+    one_sentence(sb.mpsd("install", "--shell", "bash", "--no-agent"))
+    expect(victim.read_bytes() == b"precious\n", "install wrote through the planted hook copy")
+
+
 @case("symlinks", "config.toml linked from a dotfiles repo stays a link")
 def _config_dotfile(sb: Sandbox, sizes: Sizes) -> None:
     real = sb.root / "dotfiles" / "mps.toml"

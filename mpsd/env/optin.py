@@ -21,6 +21,7 @@ from mpsd.atomic import write_atomic
 from mpsd.config import Config, default_config_text, load_config
 from mpsd.env import projects, pyhooks
 from mpsd.errors import EXIT_ABSENT, EXIT_USAGE, MpsdError
+from mpsd.files import UnsafeFileError
 from mpsd.locks import exclusive
 
 
@@ -151,6 +152,8 @@ def _write(path: Path, data: bytes) -> None:
 
 
 def _unwritable(path: Path, exc: OSError) -> MpsdError:
+    if isinstance(exc, UnsafeFileError):  # a link or a FIFO where the file goes
+        return MpsdError(f"cannot write {path}: {exc.strerror}.")
     return MpsdError(f"cannot write {path} ({exc.strerror}); check that its directory is yours.")
 
 

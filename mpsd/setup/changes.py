@@ -13,8 +13,10 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from mpsd import paths
 from mpsd.atomic import write_atomic
 from mpsd.errors import MpsdError
+from mpsd.files import UnsafeFileError
 
 
 @dataclass(frozen=True)
@@ -80,7 +82,12 @@ def apply(change: FileChange) -> bool:
                 os.unlink(change.path)
             return True
         mode = None if change.old is not None else change.mode
-        return write_atomic(change.path, change.new, mode=mode, follow_links=True)
+        # The user's files (rc files, a dotfile-managed config) are written through their
+        # links; mpsd's own (the hook copies in its data dir) never are.
+        own = change.path.parent in (paths.data_dir(), paths.state_dir())
+        return write_atomic(change.path, change.new, mode=mode, follow_links=not own)
+    except UnsafeFileError as exc:  # a link or a FIFO where the file goes: its own advice
+        raise MpsdError(f"cannot write {change.path}: {exc.strerror}.") from None
     except OSError as exc:
         action = "remove" if change.new is None else "write"
         raise MpsdError(
