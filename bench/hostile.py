@@ -753,10 +753,15 @@ def _readonly_case(which: str) -> Callable[[Sandbox, Sizes], None]:
         one_sentence(sb.mpsd("daemon", "--once"), ok=True)
         target = sb.state if which == "state" else sb.config
         saved = {p.name: p.read_bytes() for p in target.iterdir() if p.is_file()}
-        mount = sb.tmpfs(sb.root / f"ro-{which}")
-        for name, data in saved.items():
-            (mount / name).write_bytes(data)
-        sb.remount_readonly(mount)
+        if os.geteuid() == 0:  # root writes through permissions: a read-only mount it is
+            mount = sb.tmpfs(sb.root / f"ro-{which}")
+            for name, data in saved.items():
+                (mount / name).write_bytes(data)
+            sb.remount_readonly(mount)
+        else:
+            mount = target
+            mount.chmod(0o555)
+            sb.note(f"chmod 555 {mount}")
         key = "MPSD_STATE_DIR" if which == "state" else "MPSD_CONFIG_DIR"
         sb.env[key] = str(mount)
         for argv in (("enable", str(other)), ("disable", str(project))):
