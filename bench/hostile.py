@@ -141,6 +141,7 @@ class Sandbox:
         self.timings: dict[str, float] = {}
         self._procs: list[subprocess.Popen[bytes]] = []
         self._mounts: list[Path] = []
+        self.cleanups: list[Callable[[], None]] = []
 
     # -- files ----------------------------------------------------------------------------
     @property
@@ -300,6 +301,9 @@ class Sandbox:
                 proc.communicate(timeout=10)
         for path in reversed(self._mounts):
             subprocess.run(["umount", "-l", str(path)], capture_output=True, check=False)
+        for cleanup in self.cleanups:
+            with contextlib.suppress(OSError):
+                cleanup()
 
 
 _child_rss: dict[int, float] = {}
@@ -761,6 +765,7 @@ def _readonly_case(which: str) -> Callable[[Sandbox, Sizes], None]:
         else:
             mount = target
             mount.chmod(0o555)
+            sb.cleanups.append(lambda: mount.chmod(0o700))
             sb.note(f"chmod 555 {mount}")
         key = "MPSD_STATE_DIR" if which == "state" else "MPSD_CONFIG_DIR"
         sb.env[key] = str(mount)
