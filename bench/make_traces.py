@@ -7,7 +7,9 @@ pressure`` (one row a minute), plus ``bench/traces/MANIFEST.csv`` giving each
 trace's machine (total RAM, Metal's recommended max). The model: the Mac has
 ``free(t)`` bytes free with the user's usual apps; a PyTorch job holding ``ml``
 bytes leaves ``available = free - ml`` (never below 0.3 GiB: beyond that the Mac
-swaps, pressure rises and the swap-out counter grows).
+swaps, pressure rises and the swap-out counter grows). Jobs may run side by side:
+``ml_bytes`` is then the total they hold (a notebook keeping a model loaded for hours
+while training runs start beside it).
 Deterministic (fixed seeds).
 """
 
@@ -161,6 +163,29 @@ def main() -> None:
         awake=lambda t: 7 <= hour_of(t) < 23,
         noise_gib=0.2,
         seed=7,
+    )
+    add(
+        "notebook_beside_training",
+        big,
+        "30 GiB free; a notebook holds a 6 GiB model 09:00-19:00 while 12 GiB training "
+        "runs start beside it at 11:00 (3 h) and 15:00 (2 h); a run alone at 21:00",
+        free=lambda t: 30.0,
+        jobs=[
+            *daily_jobs(days, 9, 10, 6, skip=1),
+            *daily_jobs(days, 11, 3, 12, skip=1),
+            *daily_jobs(days, 15, 2, 12, skip=1),
+            *daily_jobs(days, 21, 2, 16, skip=1),
+        ],
+        seed=8,
+    )
+    add(
+        "two_training_runs",
+        big,
+        "34 GiB free at night, 24 GiB in working hours; a 14 GiB run 10:00-16:00 and "
+        "an 8 GiB run 13:00-18:00 overlapping it",
+        free=lambda t: 29 - 5 * math.tanh(3 * math.sin((hour_of(t) - 7.5) / 24 * 2 * math.pi)),
+        jobs=[*daily_jobs(days, 10, 6, 14, skip=1), *daily_jobs(days, 13, 5, 8, skip=1)],
+        seed=9,
     )
     with (out / "MANIFEST.csv").open("w", newline="") as handle:
         writer = csv.writer(handle)

@@ -62,7 +62,7 @@ def main() -> int:
         print(
             f"ALL TRACES: {len(shares)} jobs; limit above really free at a job's start: "
             f"{exceeded} (goal 0); share of really free used: median "
-            f"{statistics.median(shares):.0%}, min {min(shares):.0%} (goal >= 70% median)"
+            f"{statistics.median(shares):.0%}, min {min(shares):.0%} (goal >= 75% median)"
         )
     return 0
 

@@ -93,7 +93,7 @@ def build_parser(chosen: str | None = None, only: bool = False) -> _Parser:
         prog=PROG,
         description="mpsd keeps PyTorch on Apple Silicon from pushing your Mac into swap.",
     )
-    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
+    parser.add_argument("-V", "--version", action="version", version=f"{PROG} {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name, (_, help_text) in COMMANDS.items():
         if only and name != chosen:
@@ -102,6 +102,8 @@ def build_parser(chosen: str | None = None, only: bool = False) -> _Parser:
         parser.commands[name] = command
         if name == chosen:
             _load(name).configure(command)
+    if not only:  # listed in the help; `main` answers it before argparse sees it
+        sub.add_parser("help", help="show the help of mpsd, or of a command: mpsd help COMMAND")
     return parser
 
 
@@ -129,21 +131,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         if extra:
             # Reported by the command's own parser, so the usage shown is the command's.
             where = parser.commands.get(args.command or "", parser)
-            where.error(f"unrecognized arguments: {' '.join(extra)}")
+            where.error(f"unrecognized arguments: {' '.join(extra)}{_did_you_mean(where, extra)}")
     except SystemExit as exc:
         return int(exc.code or 0) if not isinstance(exc.code, str) else EXIT_USAGE
     if args.command is None:
-        parser.print_help()
-        return 0
+        # `mpsd` alone: the usage and the commands, as uv does, and exit 2 (nothing was run).
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
     try:
-        return int(_load(args.command).run(args))
+        code = int(_load(args.command).run(args))
+        sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's exit
+        return code
     except MpsdError as exc:
         _report(str(exc))
         return exc.exit_code
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:
-        # The reader went away (`mpsd status | head`): not an error of ours.
+        # The reader went away (`mpsd status | head`): not an error of ours. What is left
+        # in stdout's buffer goes to /dev/null, so the exit flush stays quiet too; exit 0,
+        # as the reader took what it wanted (`set -o pipefail` scripts keep working).
         _silence_stdout()
         return 0
     except Exception as exc:
@@ -154,6 +161,19 @@ def main(argv: Sequence[str] | None = None) -> int:
             "run again with MPSD_DEBUG=1 for the details and report it."
         )
         return EXIT_USAGE
+
+
+def _did_you_mean(parser: argparse.ArgumentParser, extra: Sequence[str]) -> str:
+    """ "; did you mean --json?" for a mistyped option (the first one that is close)."""
+    from difflib import get_close_matches
+
+    known = [o for o in parser._option_string_actions if o.startswith("--")]
+    for word in extra:
+        if word.startswith("-"):
+            close = get_close_matches(word.split("=", 1)[0], known, n=1, cutoff=0.6)
+            if close:
+                return f"; did you mean {close[0]}?"
+    return ""
 
 
 def _report(message: str) -> None:

@@ -187,10 +187,12 @@ MOST_PROBLEMS_SHOWN = 10
 class ConfigError(MpsdError):
     """config.toml is unreadable or invalid; ``problems`` lists every one of them."""
 
-    def __init__(self, path: str | Path, problems: list[str]) -> None:
+    def __init__(self, path: str | Path, problems: list[str], whole: str | None = None) -> None:
         self.path = path
         self.problems = problems
-        if len(problems) == 1:
+        if whole is not None:  # one sentence of its own, not about the file's content
+            message = whole
+        elif len(problems) == 1:
             message = f"{path}: {problems[0]}"
         else:
             shown = problems[:MOST_PROBLEMS_SHOWN]
@@ -243,6 +245,11 @@ def load_config(path: str | Path) -> Config:
     except FileNotFoundError:
         return Config()
     except OSError as exc:
+        from mpsd.paths import in_the_way_sentence
+
+        blocked = in_the_way_sentence(path)
+        if blocked:
+            raise ConfigError(path, [blocked], whole=f"{blocked}.") from None
         raise ConfigError(path, [f"cannot be read ({exc.strerror})"]) from None
     if sys.version_info >= (3, 11):  # noqa: UP036  (tomllib is 3.11+; mpsd runs on 3.9)
         import tomllib

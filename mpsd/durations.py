@@ -29,10 +29,18 @@ def parse_duration(value: object) -> float:
     raise ValueError(f"{shown} is not a duration: use seconds or a string like {_EXAMPLES}")
 
 
-def format_duration(seconds: float) -> str:
-    """The shortest exact string form: 604800 -> "1w", 90 -> "90s"."""
-    for unit in ("w", "d", "h", "m"):
+def format_duration(seconds: float, about: bool = False) -> str:
+    """A duration the one way mpsd writes them, the form config.toml takes: "30s", "5m",
+    "2h", "7d" (never weeks: a window reads as "7d" wherever it shows).
+
+    Exact by default (the largest unit that divides it: 90 -> "90s", 604800 -> "7d");
+    ``about`` rounds to the largest unit that fits twice (an age: 150 -> "3m", 5400 ->
+    "90m", 9000 -> "2h")."""
+    seconds = max(0.0, seconds)
+    for unit in ("d", "h", "m"):
         size = _UNITS[unit]
-        if seconds >= size and seconds % size == 0:
+        if about and seconds >= 2 * size:
+            return f"{round(seconds / size)}{unit}"
+        if not about and seconds >= size and seconds % size == 0:
             return f"{int(seconds // size)}{unit}"
-    return f"{seconds:g}s"
+    return f"{round(seconds)}s" if about else f"{seconds:g}s"

@@ -163,7 +163,8 @@ def read_file(path: str | Path | None = None) -> LimitsFile:
     except FileNotFoundError:
         return LimitsFile(found=False)
     except OSError as exc:
-        return LimitsFile(found=True, problem=f"{path} cannot be read ({exc.strerror})")
+        blocked = paths.in_the_way_sentence(path)  # ~/.config/mps is a file, say
+        return LimitsFile(found=True, problem=blocked or f"{path} cannot be read ({exc.strerror})")
     if not stat.S_ISREG(os.fstat(fd).st_mode):
         os.close(fd)
         return LimitsFile(found=True, problem=f"{path} is not a regular file")

@@ -130,3 +130,27 @@ def resource_dir(name: str) -> Path:
     if packaged.is_dir():
         return packaged
     return here.parent / name
+
+
+def file_in_the_way(path: str | Path) -> str | None:
+    """The first parent of ``path`` that exists and is not a directory (``~/.config/mps``
+    made a file by mistake), or None: an ENOTDIR/EEXIST is then named as that, not as a
+    permissions problem."""
+    parent = os.path.dirname(os.path.abspath(path))
+    while parent and parent != os.path.dirname(parent):
+        if os.path.lexists(parent):
+            return None if os.path.isdir(parent) else parent
+        parent = os.path.dirname(parent)
+    return None
+
+
+def in_the_way_sentence(path: str | Path) -> str | None:
+    """``"~/.config/mps is a file, not a directory: ..."`` when a file blocks ``path``."""
+    blocker = file_in_the_way(path)
+    if blocker is None:
+        return None
+    return (
+        f"{blocker} is a file, not a directory, so {os.path.basename(path)} cannot be kept "
+        "in it: move that file away (or point MPSD_CONFIG_DIR, MPSD_STATE_DIR or "
+        "MPSD_DATA_DIR elsewhere)"
+    )

@@ -70,3 +70,44 @@ def run_mpsd(
         timeout=timeout,
         check=False,
     )
+
+
+# -- the suite leaves nothing in the checkout ------------------------------------------
+def _checkout_status() -> set[str] | None:
+    """``git status --porcelain`` of the checkout (untracked files one by one), or None
+    where there is no git or no repository."""
+    try:
+        done = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=all"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return set(done.stdout.splitlines()) if done.returncode == 0 else None
+
+
+_STATUS_BEFORE: set[str] | None = None
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    global _STATUS_BEFORE
+    _STATUS_BEFORE = _checkout_status()
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """A test that writes into the checkout (not tmp_path) fails the session, naming what
+    it left."""
+    if _STATUS_BEFORE is None:
+        return
+    after = _checkout_status()
+    left = sorted((after or set()) - _STATUS_BEFORE)
+    if left:
+        session.exitstatus = 1
+        sys.stderr.write(
+            "\nThe tests left these in the checkout (write to tmp_path instead):\n"
+            + "".join(f"  {line}\n" for line in left)
+        )

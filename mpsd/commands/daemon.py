@@ -38,11 +38,14 @@ def run(args: argparse.Namespace) -> int:
         limits = daemon.run_once()
     finally:
         lock.release()
+    from mpsd.term import plural
+
     print(
         f"{paths.limits_file()}: high {limits.high_watermark_ratio:.2f}, "
         f"low {limits.low_watermark_ratio:.2f} (limit {gib(limits.limit_bytes)} of the "
         f"recommended max {gib(limits.recommended_max_bytes)} [{limits.recommended_max_source}], "
-        f"baseline free {gib(limits.baseline_free_bytes)} from {limits.sample_count} sample(s))."
+        f"baseline free {gib(limits.baseline_free_bytes)} from "
+        f"{plural(limits.sample_count, 'sample')})."
     )
     return 0
 

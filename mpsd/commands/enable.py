@@ -55,6 +55,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"It lies inside the project {change.covered_by}, which covers it already.")
     if not args.no_python_hook:
         _python_hooks(change.path, explicit)
+    note = _this_shell_note(str(change.path))
+    if note:
+        print(note)
     return 0
 
 
@@ -88,3 +91,34 @@ def _shown(prefix: str, project: str) -> str:
     if prefix.startswith(project.rstrip("/") + "/"):
         return prefix[len(project.rstrip("/")) + 1 :] + "/"
     return prefix
+
+
+def _this_shell_note(directory: str) -> str | None:
+    """Whether a python started from this very shell gets the variables: the hook sets them
+    at the next prompt, or this shell has no hook yet (then what a new terminal gets)."""
+    import os
+
+    from mpsd.env.here import decide_here, hook_copy_command, hook_here
+    from mpsd.setup import thisshell
+
+    here = decide_here(directory)
+    if not here.wanted or here.hand_set:
+        return None
+    if hook_here(here, os.environ):
+        return "This shell's mpsd hook sets them at its next prompt."
+    load = hook_copy_command()
+    if load is None:
+        return (
+            "No shell has the mpsd hook yet: run `mpsd install`, or start python with "
+            "`mpsd run -- python ...`."
+        )
+    if thisshell.predates_hook() is not True:
+        return (
+            "A shell with the mpsd hook sets them at its next prompt (`mpsd status` there "
+            "says whether this one has it)."
+        )
+    how = f"open a new terminal, or run `{load}` here"
+    return (
+        "This shell has no mpsd hook yet (it was started before `mpsd install` hooked its rc "
+        f"file), so it gives a python neither variable: {how}."
+    )

@@ -127,13 +127,11 @@ def _stdin() -> BinaryIO:
 
 
 def use_color(stream: Any) -> bool:
-    """Colour only on a terminal, and never with NO_COLOR set (https://no-color.org)."""
-    if os.environ.get("NO_COLOR"):
-        return False
-    if os.environ.get("TERM") == "dumb":
-        return False
-    isatty = getattr(stream, "isatty", None)
-    return bool(isatty and isatty())
+    """Colour only on a terminal, and never with NO_COLOR set: the rule status and doctor
+    follow too (``mpsd.term.use_color``)."""
+    from mpsd.term import use_color as terminal_use_color
+
+    return terminal_use_color(stream)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from mpsd.errors import EXIT_OK, MpsdError
 
 if TYPE_CHECKING:
+    from mpsd.setup import binlink
     from mpsd.setup.changes import FileChange
     from mpsd.setup.installer import Plan
 
@@ -44,11 +45,16 @@ def configure(parser: argparse.ArgumentParser) -> None:
         )
         return
     parser.add_argument(
+        "--verbose",
+        action="store_true",
+        help="with --dry-run: also print the new config.toml and hook scripts in full",
+    )
+    parser.add_argument(
         "--shell",
         default=None,
         metavar="zsh,bash,fish",
-        help="the shells to hook (comma-separated; default: zsh and bash, and fish when it is "
-        "installed)",
+        help="the shells to hook (comma-separated; default: zsh and bash, each when it is on "
+        "PATH or has an rc file, and fish when it is installed)",
     )
     parser.add_argument(
         "--no-agent",
@@ -81,15 +87,16 @@ def _daemon_command() -> str:
 
 def run_install(args: argparse.Namespace) -> int:
     from mpsd import limits, paths
-    from mpsd.setup import changes, installer, launchd
+    from mpsd.setup import binlink, changes, installer, launchd
 
-    shells = installer.parse_shells(args.shell)
+    shells = installer.parse_shells(args.shell) if args.shell else installer.default_shells()
     use_launchd = not args.no_agent and launchd.available()
     plan = installer.install_plan(shells, agent=use_launchd, python=sys.executable)
+    link = binlink.plan(sys.executable)
     needs_sample = limits.read() is None
 
     if args.dry_run:
-        return _dry_run_install(plan, use_launchd, args.no_agent, needs_sample)
+        return _dry_run_install(plan, link, use_launchd, args, needs_sample)
 
     # Each change is reported as soon as it is made: if a later step fails, the user still
     # sees what was done.
@@ -103,6 +110,8 @@ def run_install(args: argparse.Namespace) -> int:
     for change in plan.files:
         if changes.apply(change):
             report(_describe(change))
+    if binlink.apply(link):
+        report(_describe_link(link))
     for directory in (paths.config_dir(), paths.state_dir()):
         if not directory.is_dir():
             from mpsd.files import ensure_dir
@@ -146,10 +155,7 @@ def run_install(args: argparse.Namespace) -> int:
         print(f"warning: {warning}", file=sys.stderr)
     print()
     _summary()
-    if rc_changed:
-        print()
-        print("Open a new terminal (or run `exec $SHELL`) so that the hook takes effect,")
-        print("then opt a project in with `mpsd enable` in its directory.")
+    _next_steps(link, shells, rc_changed)
     if agent_error is not None:
         sys.stdout.flush()
         raise agent_error
@@ -171,12 +177,84 @@ def _describe(change: FileChange) -> str:
     return f"{change.verb} {_tilde(change.path)} ({change.what})"
 
 
+def _describe_link(link: binlink.Link) -> str:
+    return f"linked {_tilde(link.path)} -> {_tilde(link.target or '')} (the mpsd command)"
+
+
+def _next_steps(link: binlink.Link, shells: tuple[str, ...], rc_changed: bool) -> None:
+    """How to reach `mpsd` from a new terminal, then what to do next: every command shown
+    works as printed once the steps before it are done."""
+    from mpsd.setup import binlink
+
+    steps: list[str] = []
+    command = "mpsd"
+    if link.state == binlink.NO_SCRIPT:
+        command = f"{sys.executable} -m mpsd"
+    elif link.state == binlink.BLOCKED:
+        command = _tilde(link.target or "mpsd")
+        steps.append(
+            f"{_tilde(link.path)} is a file of yours, not mpsd's link, so it was left alone: "
+            f"run mpsd as `{command}` (or move that file away and run `{command} install` again)."
+        )
+    elif not link.reachable:
+        if link.on_path:
+            steps.append(
+                f"Another `mpsd` comes first on your PATH ({_tilde(link.found or '')}): "
+                f"put {_tilde(link.path.parent)} before it, or run mpsd as `{_tilde(link.path)}`."
+            )
+        else:
+            steps.append(
+                f"{_tilde(link.path.parent)} is not on your PATH, so a new terminal will not "
+                "find the mpsd command yet. Add it:"
+            )
+            for line in _path_lines(link, shells):
+                steps.append(f"    {line}")
+    if rc_changed or link.state == binlink.CREATE:
+        steps.append(
+            "Open a new terminal (or run `exec $SHELL`) so that the hook takes effect, then "
+            f"opt a project in with `{command} enable` in its directory."
+        )
+    if steps:
+        from mpsd.term import fill
+
+        print()
+        for step in steps:
+            # A command to copy (indented) stays one line; sentences wrap to the terminal.
+            print(step if step.startswith("    ") else fill(step))
+
+
+def _path_lines(link: binlink.Link, shells: tuple[str, ...]) -> list[str]:
+    """The commands that add the link's directory to PATH, for the user's shell (else for
+    every shell hooked)."""
+    from mpsd.setup import binlink, rcfile
+    from mpsd.setup.installer import home
+
+    login = os.path.basename(os.environ.get("SHELL", ""))
+    wanted = (login,) if login in ("zsh", "bash", "fish") else shells
+    lines = []
+    for shell in wanted:
+        line = binlink.path_line(link.path.parent, shell)
+        if shell == "fish":
+            lines.append(f"{line}    # fish, once")
+            continue
+        for rc in rcfile.rc_files(shell, home()):
+            lines.append(f"echo '{line}' >> {_tilde(rc)}")
+    return lines
+
+
 def _no_agent_note(asked: bool) -> None:
+    from mpsd.term import fill
+
     if asked:
-        print("No launchd agent (--no-agent): keep the daemon running yourself:")
+        print(fill("No launchd agent (--no-agent): keep the daemon running yourself:"))
     else:
-        print("There is no launchd here (`launchctl` is not on PATH), so no agent was installed.")
-        print("Keep the daemon running yourself (a terminal, tmux, or a systemd user service):")
+        print(
+            fill(
+                "There is no launchd here (`launchctl` is not on PATH), so no agent was "
+                "installed. Keep the daemon running yourself (a terminal, tmux, or a systemd "
+                "user service):"
+            )
+        )
     print(f"    {_daemon_command()}")
 
 
@@ -241,25 +319,62 @@ def _summary() -> None:
     print(f"  limit {gib:.2f} GiB of {current.recommended_max_bytes / 2**30:.2f} GiB")
 
 
-def _dry_run_install(plan: Plan, use_launchd: bool, no_agent: bool, needs_sample: bool) -> int:
+def _dry_run_install(
+    plan: Plan, link: binlink.Link, use_launchd: bool, args: argparse.Namespace, needs_sample: bool
+) -> int:
+    """The summary of what a real run would do (in its words and paths), then the diffs of
+    the files of yours it would edit (rc files) and of the plist; the new config.toml and
+    hook scripts are named only (``--verbose`` prints them too)."""
     from mpsd import paths
-    from mpsd.setup import changes, launchd
+    from mpsd.setup import binlink, changes, launchd
 
-    lines: list[str] = []
+    summary: list[str] = []
+    diffs: list[str] = []
     for change in plan.changed:
-        lines.append(changes.diff(change))
+        summary.append(_planned(_describe(change)))
+        if args.verbose or change.what.endswith("startup") or change is plan.agent:
+            diffs.append(changes.diff(change, name=_tilde(change.path)))
+    if link.state == binlink.CREATE:
+        summary.append(_planned(_describe_link(link)))
     for directory in (paths.config_dir(), paths.state_dir()):
-        if not directory.is_dir():
-            lines.append(f"would create {directory}\n")
+        made = any(c.path.parent == directory and c.old is None for c in plan.changed)
+        if not directory.is_dir() and not made:
+            summary.append(f"create {_tilde(directory)}")
     if use_launchd and plan.agent is not None and plan.agent.new is not None:
         for command in launchd.planned_commands(plan.agent.path, plan.agent.new):
-            lines.append(f"would run: {command}\n")
+            summary.append(f"run: {command}")
     if needs_sample:
-        lines.append("would run: mpsd daemon --once (limits.toml does not exist yet)\n")
+        summary.append("run: mpsd daemon --once (limits.toml does not exist yet)")
     notes = []
-    if not use_launchd and not no_agent:
+    if not use_launchd and not args.no_agent:
         notes.append("no launchd here (`launchctl` is not on PATH): no agent would be installed\n")
-    return _print_dry_run(lines, notes, "Everything is already in place: nothing would change.")
+    if not summary:
+        return _print_dry_run([], notes, "Everything is already in place: nothing would change.")
+    from mpsd.term import wrap
+
+    lines = ["".join(f"{part}\n" for line in summary for part in wrap(line, None, "  ", "    "))]
+    hidden = [
+        c
+        for c in plan.changed
+        if not args.verbose
+        and c.new is not None
+        and not (c.what.endswith("startup") or c is plan.agent)
+    ]
+    if diffs:
+        lines.append("\n" + "".join(diffs))
+    if hidden:
+        lines.append(
+            f"\n({', '.join(_tilde(c.path.name) for c in hidden)} not shown: --verbose "
+            "prints them)\n"
+        )
+    return _print_dry_run(lines, notes, "")
+
+
+def _planned(described: str) -> str:
+    """A line of the real run's report ("created X") as what it would do ("create X")."""
+    verb, _, rest = described.partition(" ")
+    base = {"created": "create", "updated": "update", "removed": "remove", "added": "add"}
+    return f"{base.get(verb, verb.removesuffix('ed'))} {rest}"
 
 
 def _print_dry_run(lines: list[str], notes: list[str], nothing: str) -> int:
@@ -268,7 +383,7 @@ def _print_dry_run(lines: list[str], notes: list[str], nothing: str) -> int:
     if not lines:
         print(nothing)
     else:
-        print("Dry run: nothing was changed. A real run would make these changes:\n")
+        print("Dry run: nothing was changed. A real run would:")
         sys.stdout.write("".join(lines))
     sys.stdout.write("".join(notes))
     return EXIT_OK
@@ -280,17 +395,20 @@ def _print_dry_run(lines: list[str], notes: list[str], nothing: str) -> int:
 def run_uninstall(args: argparse.Namespace) -> int:
     from mpsd import paths
     from mpsd.locks import PidLock
-    from mpsd.setup import changes, installer, launchd
+    from mpsd.setup import binlink, changes, installer, launchd
 
     plan = installer.uninstall_plan()
     purge = installer.purge_dirs() if args.purge else []
     has_launchctl = launchd.available()
 
     if args.dry_run:
-        lines = [changes.diff(change) for change in plan.changed]
+        lines = [changes.diff(change, name=_tilde(change.path)) for change in plan.changed]
         job = launchd.loaded() if has_launchctl else None
         if job is not None:
             lines.insert(0, f"would run: launchctl bootout {job.domain}/{launchd.LABEL}\n")
+        link = binlink.planned_removal()
+        if link is not None:
+            lines.append(f"would remove {_tilde(link)} (the mpsd command)\n")
         for directory in purge:
             others = installer.foreign_entries(directory)
             if others:
@@ -318,6 +436,9 @@ def run_uninstall(args: argparse.Namespace) -> int:
             report(_describe(change))
     _python_hook_bytecode(plan.files)
     _remove_empty_parents([c.path for c in plan.files if c.changed and c.what in OWN_FILES])
+    removed_link = binlink.remove()
+    if removed_link is not None:
+        report(f"removed {_tilde(removed_link)} (the mpsd command)")
     if any(c.what == "hook copy" and c.changed for c in plan.files):
         _remove_empty_dir(paths.data_dir(), report)
     for directory in purge:
@@ -334,9 +455,13 @@ def run_uninstall(args: argparse.Namespace) -> int:
         else:
             print("mpsd is not installed here: nothing to remove.")
     elif not args.purge:
+        from mpsd.term import fill
+
         print(
-            f"Kept your config and history ({_tilde(paths.config_dir())}, "
-            f"{_tilde(paths.state_dir())}); `mpsd uninstall --purge` removes them."
+            fill(
+                f"Kept your config and history ({_tilde(paths.config_dir())}, "
+                f"{_tilde(paths.state_dir())}); `mpsd uninstall --purge` removes them."
+            )
         )
     for warning in warnings:
         print(f"warning: {warning}", file=sys.stderr)

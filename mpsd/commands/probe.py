@@ -39,7 +39,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--python",
         metavar="PATH",
         help="the interpreter that has torch, e.g. your project's .venv/bin/python "
-        "(default: the one running mpsd)",
+        "(default: the python this shell runs here: the active venv's, else the project's "
+        ".venv, else python3 on PATH)",
     )
     parser.add_argument("--json", action="store_true", help="print the facts as JSON on stdout")
     parser.add_argument(
@@ -88,6 +89,14 @@ def _interpreter(text: str) -> str:
     if os.sep in text:
         return os.path.expanduser(text)
     return shutil.which(text) or text
+
+
+def _project_python() -> str:
+    """The python this shell would run here (where the project's torch is); the report and
+    every error name it."""
+    from mpsd.env import project_python
+
+    return project_python.find()[0]
 
 
 def _raise_exit(signum: int, _frame: FrameType | None) -> None:
@@ -157,7 +166,7 @@ def run(args: argparse.Namespace) -> int:
 
     ratio = _ratio(args.ratio) if args.ratio is not None else None
     step = _step(args.step)
-    python = _interpreter(args.python) if args.python else sys.executable
+    python = _interpreter(args.python) if args.python else _project_python()
     current = limits_mod.read()
     if ratio is None and current is None and not args.calibrate:
         raise MpsdError(

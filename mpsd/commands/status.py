@@ -17,6 +17,8 @@ TYPE_CHECKING = False  # typing costs start-up; mypy still reads the block below
 if TYPE_CHECKING:
     from typing import Any
 
+    from mpsd.term import Style
+
 GIB = 1 << 30
 CHART_WIDTH = 48
 CHART_ROWS = 8
@@ -36,7 +38,9 @@ def run(args: argparse.Namespace) -> int:
         json.dump(facts, sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
-        sys.stdout.write(render(facts))
+        from mpsd.term import use_color
+
+        sys.stdout.write(render(facts, color=use_color(sys.stdout)))
     return 0
 
 
@@ -60,6 +64,10 @@ def collect(now: float | None = None) -> dict[str, Any]:
     facts["state_problem"] = facts["daemon"].pop("problem", None)
     facts.update(_limits_facts())
     facts.update(_history_facts(now, config))
+    if facts["next_job"] is not None and facts["high_watermark_ratio"] is not None:
+        # What the next job really gets is what limits.toml holds (the hooks export it).
+        facts["next_job"]["limit_bytes"] = facts["limit_bytes"]
+        facts["next_job"]["ratio"] = facts["high_watermark_ratio"]
     facts["here"] = _here_facts()
     return facts
 
@@ -147,6 +155,7 @@ def _history_facts(now: float, config: Any) -> dict[str, Any]:
         "samples_in_window": 0,
         "reasons": [],
         "chart": None,
+        "next_job": None,
     }
     try:
         store = Store.open_readonly(paths.history_path())
@@ -187,8 +196,10 @@ def _read_history(store: Any, now: float, config: Any, facts: dict[str, Any]) ->
     decision = store.get_meta("decision")
     if isinstance(decision, dict):
         facts["baseline_free_bytes"] = decision.get("baseline_free_bytes")
+        facts["decided_ratio"] = decision.get("high_watermark_ratio")
         facts["reasons"] = list(decision.get("reasons", []))
         facts["decided_at"] = _iso(float(decision.get("t", 0)))
+        facts["next_job"] = _next_job(decision, now)
     series = store.free_series(since, now, CHART_WIDTH)
     if any(value is not None for _, value in series):
         facts["chart"] = {
@@ -197,6 +208,56 @@ def _read_history(store: Any, now: float, config: Any, facts: dict[str, Any]) ->
             "bucket_seconds": (now - since) / CHART_WIDTH,
             "free_bytes": [value for _, value in series],
         }
+
+
+def _next_job(decision: dict[str, Any], now: float) -> dict[str, Any] | None:
+    """What the running PyTorch jobs hold and what that leaves the next one (docs/policy.md),
+    as the daemon's last decision saw it; None from a daemon that did not record it."""
+    if "held_bytes" not in decision:
+        return None
+    try:
+        return {
+            "jobs_running": int(decision.get("jobs", 0)),
+            "jobs_hold_bytes": int(decision["held_bytes"]),
+            "limit_bytes": int(decision["limit_bytes"]),
+            "ratio": float(decision["high_watermark_ratio"]),
+            "limit_once_they_end_bytes": int(decision["limit_once_they_end_bytes"]),
+            "ratio_once_they_end": float(decision["ratio_once_they_end"]),
+            "floored": bool(decision["floored"]),
+            "min_ratio": float(decision["min_ratio"]),
+            "age_seconds": round(now - float(decision.get("t", now)), 1),
+        }
+    except (KeyError, TypeError, ValueError):  # a hand-edited or damaged history
+        return None
+
+
+def next_job_words(next_job: dict[str, Any], interval: float) -> str:
+    """``2 PyTorch jobs hold 14.2 GiB now: the next job gets 15.0 GiB (ratio 0.40); 26.4 GiB
+    once they end``, and whether the floor (min_ratio), not free memory, set the ratio."""
+    held, count = next_job["jobs_hold_bytes"], next_job["jobs_running"]
+    age = next_job["age_seconds"]
+    when = "now" if age <= 3 * interval + 10 else f"at the last decision, {_ago(age)}"
+    gets = f"the next job gets {_gib(next_job['limit_bytes'])} (ratio {next_job['ratio']:.2f})"
+    if held > 0:
+        if count == 1:
+            who = "1 PyTorch job holds"
+        elif count > 1:
+            who = f"{count} PyTorch jobs hold"
+        else:
+            who = "running PyTorch jobs hold"
+        text = (
+            f"{who} {_gib(held)} {when}: {gets}; "
+            f"{_gib(next_job['limit_once_they_end_bytes'])} once "
+            f"{'it ends' if count == 1 else 'they end'}"
+        )
+    else:
+        text = f"no PyTorch job running: {gets}"
+    if next_job["floored"]:
+        text += (
+            f". The floor min_ratio {next_job['min_ratio']:g} set the ratio, not free memory "
+            f"(free memory alone gives less)"
+        )
+    return text
 
 
 def _iso(t: float) -> str:
@@ -216,6 +277,11 @@ def _gib(value: float | None) -> str:
     return "?" if value is None else f"{value / GIB:.1f} GiB"
 
 
+def _gib2(value: float | None) -> str:
+    """Limits and the recommended max: two decimals, as limits.toml's ratios have."""
+    return "?" if value is None else f"{value / GIB:.2f} GiB"
+
+
 def _ago(seconds: float) -> str:
     if seconds < 0:
         return f"{_span(-seconds)} in the future (the clock moved back)"
@@ -223,14 +289,18 @@ def _ago(seconds: float) -> str:
 
 
 def _span(seconds: float) -> str:
-    for size, unit in ((86400, "d"), (3600, "h"), (60, "min")):
-        if seconds >= size:
-            return f"{seconds / size:.0f} {unit}"
-    return f"{seconds:.0f} s"
+    from mpsd.durations import format_duration
+
+    return format_duration(seconds, about=True)
 
 
-def render(facts: dict[str, Any]) -> str:
+def render(facts: dict[str, Any], width: int | None = None, color: bool = False) -> str:
+    """The facts as text, wrapped to ``width`` (default: the terminal's), styled when
+    ``color``."""
+    from mpsd.term import Style, columns, plural
 
+    width = columns() - 1 if width is None else width
+    style = Style(color)
     lines: list[str] = []
     daemon = facts["daemon"]
     if daemon["running"]:
@@ -252,47 +322,104 @@ def render(facts: dict[str, Any]) -> str:
                 "                 (older than 3 intervals: the daemon may be stuck; "
                 f"see {daemon['log_file']})"
             )
-    if facts.get("limits_problem"):
+    from mpsd.paths import file_in_the_way
+
+    if facts.get("limits_problem") and file_in_the_way(facts["limits_file"]):
+        lines.append(f"limits:          {facts['limits_problem']}")
+    elif facts.get("limits_problem"):
         lines.append(
             f"limits:          unreadable ({facts['limits_problem']}); "
             "run `mpsd daemon --once` to rewrite it"
         )
     elif facts["high_watermark_ratio"] is None:
-        lines.append(f"limits:          none yet ({facts['limits_file']} does not exist)")
+        lines.append(
+            f"limits:          none yet ({facts['limits_file']} does not exist: the daemon "
+            "writes it at its first sample, or run `mpsd daemon --once`)"
+        )
     else:
         lines.append(
             f"baseline free:   {_gib(facts['baseline_free_bytes'])} "
-            f"({facts['samples_in_window']} samples in the window)"
+            f"({plural(facts['samples_in_window'], 'sample')} in the window)"
         )
         lines.append(
             f"ratio:           high {facts['high_watermark_ratio']:.2f}, "
             f"low {facts['low_watermark_ratio']:.2f}"
         )
-        lines.append(f"limit:           {facts['limit_gib']:.2f} GiB")
+        lines.append(f"limit:           {_gib2(facts['limit_bytes'])}")
         source = facts["recommended_max_source"]
         if source == "estimate":  # errs high on purpose: docs/macos-and-pytorch.md
             source = "an estimate: 0.85 x RAM, nothing real was readable"
-        lines.append(f"recommended max: {_gib(facts['recommended_max_bytes'])} ({source})")
+        lines.append(f"recommended max: {_gib2(facts['recommended_max_bytes'])} ({source})")
+    next_job = facts.get("next_job")
+    if next_job is not None and (next_job["jobs_hold_bytes"] > 0 or next_job["floored"]):
+        words = next_job_words(next_job, facts["interval_seconds"])
+        lines.extend(_wrap(words, width, "next job:        ", " " * 17))
     if facts.get("here") is not None:
         from mpsd.env.here import render_optin
 
         lines.extend(render_optin(facts["here"]))
-    for reason in facts["reasons"]:
-        lines.extend(_wrap(reason, 79, "  why: ", " " * 7))
+    reasons = list(facts["reasons"])
+    if reasons and facts["high_watermark_ratio"] is not None:
+        reasons.extend(_reconcile(facts))
+    for reason in reasons:
+        lines.extend(_wrap(reason, width, "  why: ", " " * 7))
     for problem in ("config_problem", "state_problem", "history_problem"):
         if facts.get(problem):
             lines.append(f"problem: {facts[problem]}")
+    lines = [
+        wrapped
+        for line in lines
+        for wrapped in (
+            _wrap(line[17:], width, line[:17], " " * 17)
+            if len(line) > width and line[:17].rstrip().endswith(":") and line[16] == " "
+            else [line]
+        )
+    ]
+    if color:
+        lines = [_styled(line, style) for line in lines]
     if facts["chart"] is not None:
         lines.append("")
         lines.extend(
             chart(
                 facts["chart"]["free_bytes"],
                 facts["baseline_free_bytes"],
-                facts["limit_bytes"],
+                facts["limit_bytes"] if facts["high_watermark_ratio"] is not None else None,
                 facts["window_seconds"],
             )
         )
     return "\n".join(lines) + "\n"
+
+
+def _reconcile(facts: dict[str, Any]) -> list[str]:
+    """Why the limit shown differs from the figure in the daemon's reasons: the ratio is
+    rounded down to two decimals, and limits.toml keeps its ratio through small moves."""
+    high, rec_max = facts["high_watermark_ratio"], facts["recommended_max_bytes"]
+    lines = []
+    decided = facts.get("decided_ratio")
+    if isinstance(decided, (int, float)) and abs(decided - high) > 1e-9:
+        lines.append(
+            f"the daemon's latest figure is {decided:.2f}; limits.toml keeps {high:.2f}, as it "
+            "is rewritten only when the ratio moves by more than 0.015 (so that a running "
+            "job's neighbours see no churn)"
+        )
+    lines.append(
+        f"limit = ratio {high:.2f} x recommended max {_gib2(rec_max)} = "
+        f"{_gib2(facts['limit_bytes'])} (the ratio is rounded down to two decimals)"
+    )
+    return lines
+
+
+def _styled(line: str, style: Style) -> str:
+    """Labels bold, problems in the warning colour, `commands` in the command colour (the
+    styles explain and doctor use)."""
+    import re
+
+    line = re.sub(r"`([^`]+)`", lambda m: "`" + style.cmd(m.group(1)) + "`", line)
+    label, sep, rest = line.partition(":")
+    if sep and label and not label.startswith(" ") and len(label) < 17:
+        paint = style.warn if label.upper() == label else style.title
+        return paint(label + sep) + rest
+    return line
 
 
 def chart(
@@ -315,7 +442,9 @@ def chart(
         return min(rows - 1, max(0, math.floor(value / unit)))
 
     baseline_row, limit_row = row_of(baseline), row_of(limit)
-    out = [f"free memory over the last {_span(window_seconds)} (lowest per column)"]
+    from mpsd.durations import format_duration
+
+    out = [f"free memory over the last {format_duration(window_seconds)} (lowest per column)"]
     for r in range(rows - 1, -1, -1):
         cells = []
         for value in values:
@@ -329,30 +458,20 @@ def chart(
             cells.append(char)
         label = ""
         if r == baseline_row and r == limit_row:
-            label = f" baseline {_gib(baseline)}, limit {_gib(limit)}"
+            label = f" baseline {_gib(baseline)}, limit {_gib2(limit)}"
         elif r == baseline_row:
             label = f" baseline {_gib(baseline)}"
         elif r == limit_row:
-            label = f" limit {_gib(limit)}"
+            label = f" limit {_gib2(limit)}"
         axis = f"{top / GIB:.1f} GiB" if r == rows - 1 else ""
         out.append(f"{axis:>10}┤{''.join(cells)}{label}")
-    span = _span(window_seconds)
-    left = f"{span} ago"
+    left = f"{format_duration(window_seconds)} ago"
     out.append(f"{'0 GiB':>10}└" + left + "now".rjust(len(values) - len(left)))
     return out
 
 
 def _wrap(text: str, width: int, first: str, rest: str) -> list[str]:
-    """Greedy word wrap (what ``textwrap.wrap`` does here, without its regex start-up cost)."""
-    lines: list[str] = []
-    line = first
-    for word in text.split():
-        fresh = line in (first, rest)
-        if not fresh and len(line) + 1 + len(word) > width:
-            lines.append(line)
-            line = rest + word
-        else:
-            line = line + word if fresh else f"{line} {word}"
-    if line not in (first, rest):
-        lines.append(line)
-    return lines
+    """Word wrap that keeps a `command` whole (``mpsd.term.wrap``)."""
+    from mpsd.term import wrap
+
+    return wrap(text, width, first, rest)

@@ -25,7 +25,10 @@ def estimated_limits(
     projects: Iterable[str],
     now: dt.datetime,
 ) -> Limits:
-    """Limits from one reading: limit = headroom x free now; ratios by ``mpsd.ratio``."""
+    """Limits from one reading: limit = headroom x free now; ratios by ``mpsd.ratio``.
+
+    Free now is net of what running PyTorch jobs hold: like the policy's, the value is for
+    the next job (docs/policy.md)."""
     limit = config.headroom * available_bytes
     high = ratio.high_ratio(limit, recommended_max_bytes, config.min_ratio, config.max_ratio)
     low = ratio.low_ratio(high, config.low_ratio)

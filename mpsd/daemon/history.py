@@ -46,11 +46,15 @@ MIGRATIONS: tuple[str, ...] = (
         value TEXT NOT NULL
     );
     """,
+    # 2 -> 3: how many PyTorch jobs held ``ml`` (0: not known, as in older rows).
+    """
+    ALTER TABLE samples ADD COLUMN jobs INTEGER NOT NULL DEFAULT 0;
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
-_COLUMNS = "t, available, total, ml, swapouts, pressure, source"
-_INSERT = f"INSERT INTO samples ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)"
+_COLUMNS = "t, available, total, ml, swapouts, pressure, source, jobs"
+_INSERT = f"INSERT INTO samples ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
 # Rows every reader skips: a stamp that is not a number or lies outside the years 1970-9999
 # (a clock set far off, a hand edit), sizes that are not integers. One bad row must not
 # make the history unreadable.
@@ -81,6 +85,7 @@ if TYPE_CHECKING:
         swapouts: int | None
         pressure: int | None
         source: str
+        ml_jobs: int
 
     Thinnable = TypeVar("Thinnable", Sample, Row)
 else:  # the same tuple, without importing typing
@@ -97,6 +102,7 @@ def _values(sample: Sample) -> tuple[Any, ...]:
         sample.swapouts,
         sample.pressure,
         sample.source,
+        sample.ml_jobs,
     )
 
 
@@ -114,6 +120,7 @@ def _row_to_sample(row: tuple[Any, ...]) -> Sample:
         swapouts=None if row[4] is None else int(row[4]),
         pressure=None if row[5] is None else int(row[5]),
         source=str(row[6]),
+        ml_jobs=int(row[7] or 0),
     )
 
 
@@ -124,6 +131,7 @@ class Store:
     def __init__(self, connection: sqlite3.Connection, path: str | Path) -> None:
         self._db = connection
         self.path = path
+        self._columns = _COLUMNS  # what a read selects (0 for columns an old schema lacks)
 
     # -- opening -------------------------------------------------------------------
     @classmethod
@@ -171,6 +179,8 @@ class Store:
         except sqlite3.DatabaseError as exc:
             db.close()
             raise HistoryError(f"the history {path} cannot be read ({exc}).") from None
+        if version < 3:  # a daemon not yet restarted after an upgrade keeps the old schema
+            store._columns = _COLUMNS.replace("jobs", "0")
         return store
 
     def _check_tables(self) -> None:
@@ -258,7 +268,8 @@ class Store:
     def last(self, until: float = float("inf")) -> Sample | None:
         """The latest sample stamped at or before ``until``."""
         row = self._db.execute(
-            f"SELECT {_COLUMNS} FROM samples WHERE t <= ? AND {_VALID} ORDER BY t DESC LIMIT 1",
+            f"SELECT {self._columns} FROM samples WHERE t <= ? AND {_VALID} "
+            "ORDER BY t DESC LIMIT 1",
             (until,),
         ).fetchone()
         return None if row is None else _row_to_sample(row)
@@ -275,19 +286,20 @@ class Store:
             return []
         if self.count(since, until) <= max_rows:
             rows = self._db.execute(
-                f"SELECT {_COLUMNS} FROM samples WHERE t >= ? AND t <= ? AND {_VALID} ORDER BY t",
+                f"SELECT {self._columns} FROM samples WHERE t >= ? AND t <= ? AND {_VALID} "
+                "ORDER BY t",
                 (since, until),
             ).fetchall()
             return list(map(Row._make, rows))
         width = max((until - since) / max_rows, 1e-6)
         # SQLite: with a single MIN() aggregate, the bare columns come from that row.
         rows = self._db.execute(
-            "SELECT t, available, total, ml, swapouts, pressure, source, "
+            f"SELECT {self._columns}, "
             f"MIN(available + ml) FROM samples WHERE t >= ? AND t <= ? AND {_VALID} "
             "GROUP BY CAST((t - ?) / ? AS INTEGER) ORDER BY t",
             (since, until, since, width),
         ).fetchall()
-        return [Row._make(row[:7]) for row in rows]
+        return [Row._make(row[:8]) for row in rows]
 
     def free_series(
         self, since: float, until: float, buckets: int

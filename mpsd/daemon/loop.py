@@ -9,7 +9,12 @@
 - config.toml is watched through its directory (``mpsd.daemon.config_watch``), debounced, and
   checked by mtime every few seconds as a backstop. A bad file is logged and the
   last good config kept (the defaults if there never was one).
-- limits.toml is rewritten only when its values change (``Limits.same_values``).
+- limits.toml is rewritten only when its values change (``Limits.same_values``); a change
+  of 0.01 is churn, except when PyTorch jobs started or ended, or running ones took more:
+  then the next job's value is written as it is. The policy runs every 10 minutes, and its
+  next-job step alone at every sample where what running PyTorch jobs hold changed
+  (docs/policy.md), so the next job's share falls when a job starts and comes back at the
+  first sample after they end.
 
 The sample source and the recommended-max source are parameters: the CLI wires
 the real ones, tests inject their own.
@@ -64,6 +69,7 @@ CONFIG_POLL = 5.0  # the mtime backstop behind the directory watch
 DEBOUNCE = 0.2
 # Ratios are multiples of 0.01: a change of 0.01 (one step) is churn, not news.
 CHURN_TOLERANCE = 0.015
+EXACT = 0.01  # same_values' tolerance for "the same ratios, to the hundredth"
 LOG_BYTES = 1_000_000
 LOG_BACKUPS = 3
 
@@ -174,6 +180,12 @@ class Daemon:
     total_bytes: int | None = None
     _config_sig: _FileSig | None = None
     lock: PidLock | None = None  # checked every CONFIG_POLL: one daemon, always
+    # (bytes, count) of running PyTorch jobs the policy last saw; (running?, count) behind
+    # the limits.toml last written or kept.
+    _jobs_seen: tuple[int, int] | None = None
+    _jobs_written: tuple[bool, int] | None = None
+    _last: policy.Recommendation | None = None  # the last run, and its (config, max)
+    _last_key: tuple[Config, tuple[int, str]] | None = None
     _queue: queue.SimpleQueue[tuple[str, Any]] = field(default_factory=queue.SimpleQueue)
 
     # -- config -----------------------------------------------------------------------
@@ -313,8 +325,16 @@ class Daemon:
         current = limits_mod.read()
         return current.projects if current else ()
 
-    def evaluate(self) -> Limits | None:
-        """Run the policy over the window and write limits.toml if a value changed.
+    def jobs_changed(self, sample: Sample | None) -> bool:
+        """True when what running PyTorch jobs hold differs from what the policy last saw:
+        the next job's share must follow at once, down as well as up."""
+        return sample is not None and (sample.ml_bytes, sample.ml_jobs) != self._jobs_seen
+
+    def evaluate(self, jobs: Sample | None = None) -> Limits | None:
+        """Run the policy over the window and write limits.toml if a value changed; with
+        ``jobs`` (a sample where only the running jobs changed), only the next job's share
+        on the last run's baseline (``policy.for_next_job``), when config and recommended
+        max are the same as then.
 
         Returns the limits now in force, or None when there is nothing to go on yet."""
         if self.recommended is None:
@@ -322,15 +342,24 @@ class Daemon:
         now = self.wall()
         try:
             store = self.open_store()
-            samples = self.policy_window(now)
+            key = (self.config, self.recommended)
+            if jobs is not None and self._last is not None and self._last_key == key:
+                decision: policy.Recommendation | None = policy.for_next_job(
+                    self._last, jobs.ml_bytes, jobs.ml_jobs, self.config
+                )
+            else:
+                samples = self.policy_window(now)
+                decision = policy.recommend(samples, self.config, self.recommended[0], now=now)
         except Exception as exc:
             log.error("cannot read the history: %s", exc)
             self._drop_store()
             return None
         max_bytes, source = self.recommended
-        decision = policy.decide(samples, self.config, max_bytes, now=now)
         if decision is None:
             return None
+        self._last, self._last_key = decision, key
+        self._jobs_seen = (decision.held_bytes, decision.jobs)
+        jobs_now = (decision.held_bytes > 0, decision.jobs)
         new = Limits(
             high_watermark_ratio=decision.high_watermark_ratio,
             low_watermark_ratio=decision.low_watermark_ratio,
@@ -354,18 +383,34 @@ class Daemon:
                     "limit_bytes": decision.limit_bytes,
                     "swap_factor": decision.swap_factor,
                     "sample_count": decision.sample_count,
+                    "jobs": decision.jobs,
+                    "held_bytes": decision.held_bytes,
+                    "limit_once_they_end_bytes": decision.limit_once_they_end_bytes,
+                    "ratio_once_they_end": decision.ratio_once_they_end,
+                    "floored": decision.floored,
+                    "min_ratio": self.config.min_ratio,
                     "reasons": list(decision.reasons),
                     "config_good": self.config_good,
                 },
             )
         current = limits_mod.read()
-        if current is not None and new.same_values(current, CHURN_TOLERANCE):
+        # Jobs started or ended, or running ones took more: the next job's value exactly,
+        # not within the churn tolerance.
+        exact = jobs_now != self._jobs_written or (
+            decision.held_bytes > 0
+            and current is not None
+            and new.high_watermark_ratio < current.high_watermark_ratio
+        )
+        tolerance = EXACT if exact else CHURN_TOLERANCE
+        if current is not None and new.same_values(current, tolerance):
+            self._jobs_written = jobs_now
             return current
         try:
             limits_mod.write(new)
         except (OSError, MpsdError) as exc:
             log.error("cannot write %s: %s", paths.limits_file(), exc)
             return None
+        self._jobs_written = jobs_now
         old = f"{current.high_watermark_ratio:.2f}" if current else "none"
         log.info(
             "limits.toml: high %s -> %.2f, low %.2f (%s)",
@@ -423,6 +468,7 @@ class Daemon:
         last_eval: float | None = None
         reload_at: float | None = None
         pending = True
+        moved: Sample | None = None  # a sample where only the running PyTorch jobs changed
         retry_at = start  # after a failed update, the next try waits for the next tick
         try:
             while True:
@@ -464,7 +510,8 @@ class Daemon:
                     pending, retry_at = True, now
                     next_tick = min(next_tick, (self.last_mono or now) + self.config.interval)
                 if now >= next_tick:
-                    if self.tick() is not None and self.recommended is None and not probing:
+                    sample = self.tick()
+                    if sample is not None and self.recommended is None and not probing:
                         probing = True
                         next_probe = now + RECOMMENDED_EVERY
                         self._start_probe()
@@ -474,6 +521,8 @@ class Daemon:
                     next_tick = min(next_tick, now + self.config.interval)
                     if last_eval is None or now - last_eval >= POLICY_EVERY:
                         pending = True
+                    elif self.jobs_changed(sample):
+                        moved = sample
                 if next_probe is not None and now >= next_probe and not probing:
                     probing = True
                     next_probe = now + RECOMMENDED_EVERY
@@ -481,6 +530,9 @@ class Daemon:
                 if now >= next_prune:
                     more = self.prune()
                     next_prune = now + (1.0 if more else PRUNE_EVERY)
+                if moved is not None and not pending:
+                    self.evaluate(jobs=moved)  # a failure is logged; the next run retries
+                moved = None
                 if pending and self.recommended is not None and now >= retry_at:
                     last_eval = now
                     pending = self.evaluate() is None

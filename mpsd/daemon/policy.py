@@ -1,50 +1,64 @@
-"""The policy: samples + config + recommended max -> baseline, limit, ratios, and why.
+"""The policy: samples + config + recommended max -> the next PyTorch job's ratio, and why.
 
-A pure function: no clock (``now`` is the last sample's time unless given), no I/O.
+Pure functions, no clock (``now`` is the last sample's time unless given), no I/O.
+``recommend()`` runs the steps in order; each step is a function of its own, tested
+on its own (docs/policy.md, "How the ratio is computed"):
 
-- **free** of a sample = available + ml: the memory that running PyTorch jobs hold
-  is added back, so a training run does not teach mpsd that the Mac has none.
-- percentiles are shares of *time*: each sample weighs the gap since the one
-  before (at most 3 sampling steps), so thinned history and sleep don't skew them.
-- **calm** samples: memory pressure normal (or unknown) and swap-outs not growing
-  since the previous sample. Only calm samples shape the baseline (unless there
-  are none at all), so a Mac under pressure cannot drag it down.
-- **baseline** = the lower of
-  * the ``baseline_percentile`` (5th) percentile of calm free memory over ``window``:
-    slow, robust, rides out short spikes and recovers slowly after a drop;
-  * the 75th percentile of calm free memory over the last 2 hours of *awake*
-    time (gaps longer than 3 sampling steps, such as sleep, count as 3 steps): a
-    lasting drop (a new memory-hungry app) pulls it down once it fills three
-    quarters of those 2 hours (90 minutes), while a spike shorter than that (an
-    hour) never does.
-- **swap penalty**: when swap-outs grew while a PyTorch job ran (by 2048 pages or
-  more over the job: a few pages now and then are normal on macOS), the limit is
-  multiplied by ``swap_penalty``. It holds until a clean job (no swap) that
-  started at least 12 hours after the swap has ended (so the job the next day
-  still gets the lower value), then climbs back linearly over ``swap_recovery``.
-  With no such job, it starts climbing back ``window - swap_recovery`` after the
-  swap (at least 12 hours), so it is gone, smoothly, when the swap leaves the window.
-  Penalties of several swapping jobs multiply (never below 0.5 together).
-- **limit** = headroom x baseline x swap factor; the ratio is that over the
-  recommended max, floored to 2 decimals and clamped to [min_ratio, max_ratio]
-  (never 0.0); ``limit_bytes`` = high x recommended max as written to
-  limits.toml; low = low_ratio x high, never above high.
+1. ``read_window``: the samples of the window, each with its weight, whether it was
+   calm, and the runs of PyTorch jobs.
+   - **free** of a sample = available + ml: the memory that running PyTorch jobs hold
+     is added back, so a training run does not teach mpsd that the Mac has none.
+   - weights make percentiles shares of *time*: each sample weighs the gap since the
+     one before (at most 3 sampling steps), so thinned history and sleep don't skew them.
+   - **calm** samples: memory pressure normal (or unknown) and swap-outs not growing
+     since the previous sample.
+2. ``baseline``: the lower of
+   * the ``baseline_percentile`` (5th) percentile of calm free memory over ``window``:
+     slow, robust, rides out short spikes and recovers slowly after a drop;
+   * the 75th percentile of calm free memory over the last 2 hours of *awake* time
+     (gaps longer than 3 sampling steps, such as sleep, count as 3 steps): a lasting
+     drop (a new memory-hungry app) pulls it down once it fills three quarters of
+     those 2 hours (90 minutes), while a spike shorter than that (an hour) never does.
+   Only calm samples shape it (unless there are none at all).
+3. ``swap_factor``: when swap-outs grew while a PyTorch job ran (by 2048 pages or more
+   over the job: a few pages now and then are normal on macOS), the limit is multiplied
+   by ``swap_penalty``. It holds until a clean job (no swap) that started at least 12
+   hours after the swap has ended (so the job the next day still gets the lower value),
+   then climbs back linearly over ``swap_recovery``. With no such job, it starts climbing
+   back ``window - swap_recovery`` after the swap (at least 12 hours), so it is gone,
+   smoothly, when the swap leaves the window. Penalties of several swapping jobs
+   multiply (never below 0.5 together).
+4. ``next_job_share``: the value is for the *next* job. PyTorch's cap is per process,
+   so jobs side by side share the memory, first come, first served: what the running
+   jobs hold now (the last sample's ml) is taken off the baseline before the headroom
+   is applied: share = headroom x swap factor x (baseline - held). A running job keeps
+   the cap it read at its start; the next job gets what they left; the full share comes
+   back at the first sample after they end.
+5. ``clamp_ratio``: ratio = share / recommended max, rounded down to 2 decimals and
+   clamped to [min_ratio, max_ratio] (never 0.0); ``floored`` when min_ratio, not free
+   memory, set it. ``limit_bytes`` = high x recommended max as written to limits.toml;
+   low = low_ratio x high, never above high.
+6. ``why``: the reasons in plain words.
+
+``for_next_job`` runs steps 4 to 6 alone on an earlier recommendation, for what jobs hold
+now: the daemon's step at a sample where only the running jobs changed.
 """
 
 from __future__ import annotations
 
 import bisect
-import itertools
+import dataclasses
 import math
+import operator
 from collections.abc import Sequence
-from dataclasses import dataclass
-from operator import itemgetter
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from mpsd import ratio
 from mpsd.config import Config
 from mpsd.durations import format_duration
 from mpsd.machine.sample import PRESSURE_WARN
+from mpsd.term import plural
 
 GIB = 1 << 30
 RECENT_SPAN = 2 * 3600.0
@@ -72,14 +86,25 @@ class SampleLike(Protocol):
 
 
 @dataclass(frozen=True)
-class Decision:
-    """What the policy recommends now, with the reasons in plain words."""
+class Recommendation:
+    """What the policy recommends for the next PyTorch job, with the reasons in plain words.
+
+    ``held_bytes``/``jobs``: what the running PyTorch jobs hold at the last sample, and how
+    many they are (0 where the samples do not say). ``limit_bytes``/``high_watermark_ratio``
+    are the next job's; ``limit_once_they_end_bytes``/``ratio_once_they_end`` what it would
+    be with nothing running (equal to them when nothing runs). ``floored``: min_ratio, not
+    free memory, set the ratio."""
 
     baseline_free_bytes: int
+    held_bytes: int
+    jobs: int
     target_bytes: int
     limit_bytes: int
     high_watermark_ratio: float
     low_watermark_ratio: float
+    limit_once_they_end_bytes: int
+    ratio_once_they_end: float
+    floored: bool
     recommended_max_bytes: int
     swap_factor: float
     sample_count: int
@@ -87,12 +112,38 @@ class Decision:
 
 
 @dataclass
-class _Job:
+class Job:
+    """A run of samples with PyTorch jobs holding memory (jobs side by side make one run)."""
+
     start: float
     end: float
     ongoing: bool = False
     swapped_at: float | None = None
     swapped_pages: int = 0
+
+
+@dataclass
+class Timeline:
+    """Step 1's result: per sample of the window its free memory (ml added back), weight
+    and calm flag; the runs of PyTorch jobs; what jobs hold at the last sample."""
+
+    frees: list[int] = field(default_factory=list)
+    weights: list[float] = field(default_factory=list)
+    calm: list[bool] = field(default_factory=list)
+    jobs: list[Job] = field(default_factory=list)
+    held_bytes: int = 0
+    job_count: int = 0
+
+
+@dataclass(frozen=True)
+class Ratio:
+    """Step 5's result: the ratio of a share, and whether a bound set it."""
+
+    high: float
+    low: float
+    limit_bytes: int
+    floored: bool
+    capped: bool
 
 
 def percentile(sorted_values: Sequence[int], pct: float) -> int:
@@ -103,7 +154,7 @@ def percentile(sorted_values: Sequence[int], pct: float) -> int:
 
 def weighted_percentile(pairs: list[tuple[int, float]], pct: float) -> int:
     """The value below which ``pct`` percent of the total weight lies; ``pairs`` non-empty."""
-    ordered = sorted(pairs, key=itemgetter(0))
+    ordered = sorted(pairs, key=operator.itemgetter(0))
     total = sum(w for _, w in ordered)
     if total <= 0:
         return percentile([v for v, _ in ordered], pct)
@@ -120,42 +171,37 @@ def gib(value: float) -> str:
     return f"{value / GIB:.1f} GiB"
 
 
-def decide(
-    samples: Sequence[SampleLike],
-    config: Config,
-    recommended_max_bytes: int,
-    now: float | None = None,
-) -> Decision | None:
-    """The recommendation from ``samples`` (any order); None when there is no sample
-    in the window ending at ``now`` (default: the last sample's time)."""
-    if recommended_max_bytes <= 0:
-        raise ValueError("recommended_max_bytes must be positive")
+# -- the steps ---------------------------------------------------------------------------
+def window_of(samples: Sequence[SampleLike], window: float, now: float | None) -> list[SampleLike]:
+    """The samples stamped in [now - window, now], oldest first (``now``: the last one's)."""
     ordered = list(samples)
     stamps = [s.t for s in ordered]
-    if any(a > b for a, b in itertools.pairwise(stamps)):
+    if not all(map(operator.le, stamps, stamps[1:])):
         ordered.sort(key=lambda s: s.t)
         stamps.sort()
     if not ordered:
-        return None
+        return []
     end = stamps[-1] if now is None else now
-    since = end - config.window
-    window = ordered[bisect.bisect_left(stamps, since) : bisect.bisect_right(stamps, end)]
-    if not window:
-        return None
+    return ordered[bisect.bisect_left(stamps, end - window) : bisect.bisect_right(stamps, end)]
 
+
+def read_window(window: Sequence[SampleLike], interval: float) -> Timeline:
+    """Step 1: free memory (ml added back), weights, calm flags and job runs of ``window``
+    (oldest first, non-empty). ``job_count`` comes from the samples' ``ml_jobs`` where
+    they have it."""
     # Each sample stands for the time since the one before (its weight): percentiles are
     # shares of time, not of sample counts, so thinned history, missed samples and
     # sleep do not skew them. A gap counts in full up to 3 sampling steps; a longer one
     # (sleep) counts as 3 steps.
     step = (window[-1].t - window[0].t) / (len(window) - 1) if len(window) > 1 else 0.0
-    max_gap = 3.0 * max(config.interval, step, 1.0)
+    max_gap = 3.0 * max(interval, step, 1.0)
     frees: list[int] = []
     weights: list[float] = []
     calm: list[bool] = []
-    jobs: list[_Job] = []
+    jobs: list[Job] = []
     was_running = False
     last_swap: int | None = None
-    previous_t = window[0].t - min(max(step, config.interval), max_gap)
+    previous_t = window[0].t - min(max(step, interval), max_gap)
     for s in window:
         t = s.t
         weights.append(min(max(t - previous_t, 0.0), max_gap))
@@ -176,7 +222,7 @@ def decide(
             if was_running:
                 jobs[-1].end = t
             else:
-                jobs.append(_Job(start=t, end=t))
+                jobs.append(Job(start=t, end=t))
         if grew and (running or was_running):
             job = jobs[-1]
             job.swapped_pages += growth
@@ -185,67 +231,245 @@ def decide(
         was_running = running
     if was_running:
         jobs[-1].ongoing = True
+    last = window[-1]
+    held = max(0, last.ml_bytes)
+    count = int(getattr(last, "ml_jobs", 0) or 0) if held else 0
+    return Timeline(frees, weights, calm, jobs, held, count)
 
-    reasons: list[str] = []
-    pool = [(f, w) for f, w, ok in zip(frees, weights, calm, strict=True) if ok]
+
+def baseline(timeline: Timeline, percentile_: float) -> tuple[int, int, int | None, int]:
+    """Step 2: (baseline, the window's percentile, the last 2 hours' value or None,
+    samples left out as not calm). The baseline is the lower of the two values."""
+    frees, weights, calm = timeline.frees, timeline.weights, timeline.calm
+    pool = [(frees[i], weights[i]) for i in range(len(frees)) if calm[i]]
     left_out = len(frees) - len(pool)
     if not pool:
-        pool = list(zip(frees, weights, strict=True))
+        pool = [(frees[i], weights[i]) for i in range(len(frees))]
+    window_value = weighted_percentile(pool, percentile_)
+    recent = _recent(frees, weights, calm)
+    recent_value = weighted_percentile(recent, RECENT_PERCENTILE) if recent else None
+    value = window_value if recent_value is None else min(window_value, recent_value)
+    return value, window_value, recent_value, left_out
+
+
+def next_job_share(baseline_bytes: int, held_bytes: int, headroom: float, factor: float) -> int:
+    """Step 4: what the next job may take: headroom x swap factor x (baseline - what the
+    running jobs hold now), never below 0 (the ratio's floor comes after)."""
+    return int(headroom * factor * max(0, baseline_bytes - held_bytes))
+
+
+def clamp_ratio(share_bytes: int, recommended_max_bytes: int, config: Config) -> Ratio:
+    """Step 5: share / recommended max, rounded down to 2 decimals, clamped to
+    [min_ratio, max_ratio] (never 0.0); low = low_ratio x high."""
+    if recommended_max_bytes <= 0:
+        raise ValueError("recommended_max_bytes must be positive")
+    low_bound, high_bound = _bounds(config)
+    high = ratio.high_ratio(share_bytes, recommended_max_bytes, low_bound, high_bound)
+    raw = ratio.floor2(share_bytes / recommended_max_bytes)
+    return Ratio(
+        high=high,
+        low=ratio.low_ratio(high, config.low_ratio),
+        limit_bytes=int(high * recommended_max_bytes),
+        floored=raw < low_bound,
+        capped=raw > high_bound,
+    )
+
+
+def why(
+    *,
+    config: Config,
+    sample_count: int,
+    timeline: Timeline,
+    window_value: int,
+    recent_value: int | None,
+    left_out: int,
+    base: int,
+    factor: float,
+    swap_reason: str,
+    share: int,
+    chosen: Ratio,
+    after: Ratio,
+    recommended_max_bytes: int,
+) -> tuple[str, ...]:
+    """Step 6: the reasons, in plain words, in the order of the steps."""
+    reasons: list[str] = []
+    if left_out == len(timeline.frees):
         reasons.append(
             "every sample was taken under memory pressure or while swapping; using them anyway"
         )
-    window_value = weighted_percentile(pool, config.baseline_percentile)
-    span = format_duration(config.window)
     text = (
-        f"percentile {config.baseline_percentile:g} of free memory over {span} "
-        f"({len(window)} samples) is {gib(window_value)}"
+        f"percentile {config.baseline_percentile:g} of free memory over "
+        f"{format_duration(config.window, about=True)} ({plural(sample_count, 'sample')}) "
+        f"is {gib(window_value)}"
     )
-    if left_out and len(pool) < len(frees):
+    if 0 < left_out < len(timeline.frees):
         text += f"; {left_out} taken under memory pressure or while swapping left out"
     reasons.append(text)
-
-    recent = _recent(frees, weights, calm)
-    baseline = window_value
-    if recent:
-        recent_value = weighted_percentile(recent, RECENT_PERCENTILE)
-        if recent_value < window_value:
-            baseline = recent_value
-            reasons.append(
-                f"free memory stayed lower over the last 2 hours: the baseline follows it "
-                f"down to {gib(recent_value)}"
-            )
-
-    factor, swap_reason = _swap_factor(jobs, end, config)
+    if recent_value is not None and recent_value < window_value:
+        reasons.append(
+            f"free memory stayed lower over the last 2 hours: the baseline follows it "
+            f"down to {gib(recent_value)}"
+        )
     if swap_reason:
         reasons.append(swap_reason)
-
-    target = int(config.headroom * baseline * factor)
-    high = ratio.high_ratio(target, recommended_max_bytes, *_bounds(config))
-    low = ratio.low_ratio(high, config.low_ratio)
-    limit = int(high * recommended_max_bytes)
-    text = (
-        f"limit = headroom {config.headroom:g} x baseline {gib(baseline)}"
-        + (f" x swap factor {factor:.2f}" if factor < 1.0 else "")
-        + f" = {gib(target)}; ratio = {high:.2f} of the recommended max "
-        f"{gib(recommended_max_bytes)}"
+    reasons.append(
+        share_words(
+            config=config,
+            held=timeline.held_bytes,
+            jobs=timeline.job_count,
+            base=base,
+            factor=factor,
+            share=share,
+            chosen=chosen,
+            after=after,
+            recommended_max_bytes=recommended_max_bytes,
+        )
     )
-    raw = target / recommended_max_bytes
-    if raw < config.min_ratio:
-        text += f" (raised to min_ratio {config.min_ratio:g})"
-    elif raw > config.max_ratio:
+    return tuple(reasons)
+
+
+def share_words(
+    *,
+    config: Config,
+    held: int,
+    jobs: int,
+    base: int,
+    factor: float,
+    share: int,
+    chosen: Ratio,
+    after: Ratio,
+    recommended_max_bytes: int,
+) -> str:
+    """Step 6 for steps 4 and 5: the next job's share and its ratio, in words (the last
+    reason)."""
+    if held:
+        text = (
+            f"{_jobs_words(jobs)} {gib(held)} now; the next job gets headroom {config.headroom:g}"
+            + (f" x swap factor {factor:.2f}" if factor < 1.0 else "")
+            + f" x (baseline {gib(base)} - {gib(held)}) = {gib(share)}"
+        )
+    else:
+        text = (
+            f"limit = headroom {config.headroom:g}"
+            + (f" x swap factor {factor:.2f}" if factor < 1.0 else "")
+            + f" x baseline {gib(base)} = {gib(share)}"
+        )
+    text += f"; ratio = {chosen.high:.2f} of the recommended max {gib(recommended_max_bytes)}"
+    if chosen.floored:
+        text += f" (the floor: raised to min_ratio {config.min_ratio:g}, not set by free memory)"
+    elif chosen.capped:
         text += f" (capped at max_ratio {config.max_ratio:g})"
-    reasons.append(text)
-    return Decision(
-        baseline_free_bytes=int(baseline),
-        target_bytes=target,
-        limit_bytes=limit,
-        high_watermark_ratio=high,
-        low_watermark_ratio=low,
+    if held:
+        they = "it ends" if jobs == 1 else "they end"
+        text += f"; {gib(after.limit_bytes)} (ratio {after.high:.2f}) once {they}"
+    return text
+
+
+def recommend(
+    samples: Sequence[SampleLike],
+    config: Config,
+    recommended_max_bytes: int,
+    now: float | None = None,
+) -> Recommendation | None:
+    """The recommendation for the next job from ``samples`` (any order); None when there
+    is no sample in the window ending at ``now`` (default: the last sample's time)."""
+    if recommended_max_bytes <= 0:
+        raise ValueError("recommended_max_bytes must be positive")
+    window = window_of(samples, config.window, now)
+    if not window:
+        return None
+    end = window[-1].t if now is None else now
+    timeline = read_window(window, config.interval)
+    base, window_value, recent_value, left_out = baseline(timeline, config.baseline_percentile)
+    factor, swap_reason = swap_factor(timeline.jobs, end, config)
+    share = next_job_share(base, timeline.held_bytes, config.headroom, factor)
+    chosen = clamp_ratio(share, recommended_max_bytes, config)
+    after = chosen
+    if timeline.held_bytes:
+        after = clamp_ratio(
+            next_job_share(base, 0, config.headroom, factor), recommended_max_bytes, config
+        )
+    reasons = why(
+        config=config,
+        sample_count=len(window),
+        timeline=timeline,
+        window_value=window_value,
+        recent_value=recent_value,
+        left_out=left_out,
+        base=base,
+        factor=factor,
+        swap_reason=swap_reason,
+        share=share,
+        chosen=chosen,
+        after=after,
+        recommended_max_bytes=recommended_max_bytes,
+    )
+    return Recommendation(
+        baseline_free_bytes=int(base),
+        held_bytes=timeline.held_bytes,
+        jobs=timeline.job_count,
+        target_bytes=share,
+        limit_bytes=chosen.limit_bytes,
+        high_watermark_ratio=chosen.high,
+        low_watermark_ratio=chosen.low,
+        limit_once_they_end_bytes=after.limit_bytes,
+        ratio_once_they_end=after.high,
+        floored=chosen.floored,
         recommended_max_bytes=recommended_max_bytes,
         swap_factor=factor,
         sample_count=len(window),
-        reasons=tuple(reasons),
+        reasons=reasons,
     )
+
+
+def for_next_job(
+    previous: Recommendation, held_bytes: int, jobs: int, config: Config
+) -> Recommendation:
+    """Steps 4 to 6 again on ``previous``'s baseline and swap factor, for what running jobs
+    hold now (``jobs``: how many, 0 when not known). The baseline adds the jobs' memory back,
+    so it does not move with them: the daemon runs this cheap step at a sample where only
+    the jobs changed, and the whole policy every 10 minutes."""
+    held = max(0, held_bytes)
+    jobs = jobs if held else 0
+    base, factor = previous.baseline_free_bytes, previous.swap_factor
+    recommended_max_bytes = previous.recommended_max_bytes
+    share = next_job_share(base, held, config.headroom, factor)
+    chosen = clamp_ratio(share, recommended_max_bytes, config)
+    after = clamp_ratio(
+        next_job_share(base, 0, config.headroom, factor), recommended_max_bytes, config
+    )
+    words = share_words(
+        config=config,
+        held=held,
+        jobs=jobs,
+        base=base,
+        factor=factor,
+        share=share,
+        chosen=chosen,
+        after=after,
+        recommended_max_bytes=recommended_max_bytes,
+    )
+    return dataclasses.replace(
+        previous,
+        held_bytes=held,
+        jobs=jobs,
+        target_bytes=share,
+        limit_bytes=chosen.limit_bytes,
+        high_watermark_ratio=chosen.high,
+        low_watermark_ratio=chosen.low,
+        limit_once_they_end_bytes=after.limit_bytes,
+        ratio_once_they_end=after.high,
+        floored=chosen.floored,
+        reasons=(*previous.reasons[:-1], words),
+    )
+
+
+def _jobs_words(count: int) -> str:
+    if count == 1:
+        return "1 PyTorch job holds"
+    if count > 1:
+        return f"{count} PyTorch jobs hold"
+    return "running PyTorch jobs hold"
 
 
 def _bounds(config: Config) -> tuple[float, float]:
@@ -268,7 +492,8 @@ def _recent(frees: list[int], weights: list[float], calm: list[bool]) -> list[tu
     return out
 
 
-def _swap_factor(jobs: list[_Job], now: float, config: Config) -> tuple[float, str]:
+def swap_factor(jobs: list[Job], now: float, config: Config) -> tuple[float, str]:
+    """Step 3: the swap penalty's factor on the share (1.0: none) and its reason ("")."""
     factor = 1.0
     held = 0
     recovering = 0
@@ -305,7 +530,7 @@ def _swap_factor(jobs: list[_Job], now: float, config: Config) -> tuple[float, s
     parts = []
     if held:
         parts.append(
-            f"swap-outs grew during {held} PyTorch job(s): the limit is held lower until a "
+            f"swap-outs grew during {plural(held, 'PyTorch job')}: the limit is held lower until a "
             "clean job the next day has run"
         )
     if recovering:

@@ -48,14 +48,49 @@ def optin_facts(
     """The opt-in facts for ``mpsd status``: is this directory opted in (and by which project),
     what a ``python`` started here from a hooked shell gets, and whether the user set the
     variables by hand. JSON-ready."""
+    from mpsd.env import watermarks
+
     env = os.environ if environ is None else environ
-    facts = decision_facts(decide_here(directory, env), env)
+    decision = decide_here(directory, env)
+    facts = decision_facts(decision, env)
     facts["current"] = {name: env.get(name) for name in VARIABLES}
     facts["set_by_hook"] = [n for n in VARIABLES if n in env and env.get(MARKS[n]) == env[n]]
+    facts["hook_here"] = hook_here(decision, env)
+    facts["new_shell_gets"] = decision.python_gets({})
+    gets = {name: value for name, value in facts["python_gets"].items() if value is not None}
+    # A pair PyTorch refuses (say the user's HIGH 0.5 beside the LOW 1.17 the hook exported).
+    facts["problems"] = watermarks.problems(gets)
     from mpsd.env.pyhooks import facts_for
 
     facts["python_hooks"] = facts_for(facts["project"])
     return facts
+
+
+def hook_here(decision: Decision, environ: Mapping[str, str]) -> bool | None:
+    """Does the shell this runs in have the mpsd hook? True when its marks are in
+    ``environ``; False in an opted-in directory where a hooked shell would have exported
+    the variables and nothing is set; None where it cannot be told (the hook sets nothing
+    outside projects, and leaves values set by hand alone). The same rule as doctor's."""
+    if any(environ.get(mark) for mark in (*MARKS.values(), "MPSD_HOOK")):
+        return True
+    if decision.project is None or not decision.wanted or decision.hand_set:
+        return None
+    return False
+
+
+def hook_copy_command(environ: Mapping[str, str] | None = None) -> str | None:
+    """``. ~/.local/share/mps/mpsd.zsh``: what loads the hook into this shell now (for the
+    shell in $SHELL), when install put a copy there; None otherwise."""
+    env = os.environ if environ is None else environ
+    shell = os.path.basename(env.get("SHELL", ""))
+    if shell not in ("zsh", "bash", "fish"):
+        return None
+    copy = os.path.join(str(paths.data_dir()), f"mpsd.{shell}")
+    if not os.path.isfile(copy):
+        return None
+    home = (env.get("HOME") or "").rstrip("/")
+    shown = "~" + copy[len(home) :] if home and copy.startswith(home + "/") else copy
+    return f"source {shown}" if shell == "fish" else f". {shown}"
 
 
 def decision_facts(decision: Decision, environ: Mapping[str, str]) -> dict[str, Any]:
@@ -89,12 +124,19 @@ def render_optin(facts: Mapping[str, Any]) -> list[str]:
         lines.append(f"{'this directory:':<17}opted in (project {facts['project']})")
     else:
         lines.append(f"{'this directory:':<17}not opted in (run `mpsd enable` to opt it in)")
-    gets = facts["python_gets"]
-    if any(value is not None for value in gets.values()):
-        shown = ", ".join(
-            f"{name}={'(unset)' if value is None else value}" for name, value in gets.items()
+    if facts.get("hook_here") is False:
+        # What a python started from this very shell gets is nothing: say so, and what a
+        # new terminal (whose shell has the hook) will give it.
+        lines.append(
+            f"{'python here:':<17}gets neither variable from this shell: it has no mpsd hook yet"
         )
-        lines.append(f"{'python here:':<17}gets {shown}")
+        load = hook_copy_command()
+        how = f"open one, or run `{load}` here" if load else "open one"
+        lines.append(
+            f"{'new terminal:':<17}a python here gets {_pairs(facts['new_shell_gets'])} ({how})"
+        )
+    elif any(value is not None for value in facts["python_gets"].values()):
+        lines.append(f"{'python here:':<17}gets {_pairs(facts['python_gets'])}")
     else:
         lines.append(f"{'python here:':<17}gets neither variable (PyTorch's defaults)")
     for env in facts.get("python_hooks", ()):
@@ -102,4 +144,15 @@ def render_optin(facts: Mapping[str, Any]) -> list[str]:
     if facts["hand_set"]:
         names = " and ".join(facts["hand_set"])
         lines.append(f"{'set by hand:':<17}{names}; your values win and the hook leaves both alone")
+    if facts.get("problems"):
+        lines.append(
+            f"{'PROBLEM:':<17}PyTorch will refuse this pair: {'; '.join(facts['problems'])}. "
+            f"Unset both (`unset {' '.join(VARIABLES)}`) and let the hook set them."
+        )
     return lines
+
+
+def _pairs(values: Mapping[str, str | None]) -> str:
+    return ", ".join(
+        f"{name}={'(unset)' if value is None else value}" for name, value in values.items()
+    )

@@ -15,7 +15,8 @@ class Sample(Record):
     ``available_bytes``: free memory as sampled (macOS: free + file-backed +
     purgeable pages; elsewhere psutil's ``available``), with
     nothing added back. ``ml_bytes``: memory held by running PyTorch jobs at that
-    moment (a job runs while it is above 0); the policy adds it back.
+    moment (a job runs while it is above 0); the policy adds it back to the baseline and
+    takes it off the next job's share. ``ml_jobs``: how many jobs hold it (0: not known).
     ``swapouts``: the cumulative swap-out counter (None where unknown).
     ``pressure``: 1 normal, 2 warning, 4 critical (None where unknown).
     """
@@ -28,6 +29,7 @@ class Sample(Record):
         "swapouts",
         "pressure",
         "source",
+        "ml_jobs",
     )
     __slots__ = _fields
 
@@ -40,6 +42,7 @@ class Sample(Record):
         swapouts: int | None = None,
         pressure: int | None = None,
         source: str = "psutil",
+        ml_jobs: int = 0,
     ) -> None:
         self.t = t
         self.available_bytes = available_bytes
@@ -48,3 +51,4 @@ class Sample(Record):
         self.swapouts = swapouts
         self.pressure = pressure
         self.source = source
+        self.ml_jobs = ml_jobs

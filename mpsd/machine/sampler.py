@@ -309,6 +309,7 @@ def take_sample_and_parts(
         swapouts=memory.swapouts,
         pressure=memory.pressure,
         source=memory.source,
+        ml_jobs=len(jobs),
     )
     return sample, parts_of(t, memory, capped)
 

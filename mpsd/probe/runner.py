@@ -28,6 +28,7 @@ from mpsd.machine.sample import PRESSURE_CRITICAL
 from mpsd.probe.swapwatch import Watch
 from mpsd.probe.verdict import NEVER, OOM, PRESSURE, SWAP, ProbeResult, parse_oom
 from mpsd.sizes import format_gib
+from mpsd.term import plural
 
 CHILD_SOURCE = Path(__file__).with_name("child.py")
 HIGH_VAR = "PYTORCH_MPS_HIGH_WATERMARK_RATIO"
@@ -268,7 +269,9 @@ def _child_failed(
             how = f"killed by signal {-returncode}"
     else:
         how = f"exited with status {returncode}"
-    where = f" after {result.steps} steps ({format_gib(result.allocated_bytes)} allocated)"
+    where = (
+        f" after {plural(result.steps, 'step')} ({format_gib(result.allocated_bytes)} allocated)"
+    )
     detail = f"; its last words: {stderr_tail}" if stderr_tail else ""
     raise MpsdError(
         f"the probe's child ({python}) {how}{where} without PyTorch's error, so there is no "

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from mpsd.machine.sample import PRESSURE_CRITICAL
 from mpsd.ratio import floor2
 from mpsd.sizes import format_gib
+from mpsd.term import plural
 
 if TYPE_CHECKING:
     from mpsd.limits import Limits
@@ -245,7 +246,8 @@ def report_lines(result: ProbeResult, advice: Advice) -> list[str]:
     if result.outcome == OOM:
         at = result.error_at_bytes or 0
         lines.append(
-            f"Clean error at {format_gib(at)} held, {limit_text}, after {result.steps} steps."
+            f"Clean error at {format_gib(at)} held, {limit_text}, "
+            f"after {plural(result.steps, 'step')}."
         )
     elif result.outcome in (SWAP, PRESSURE):
         cause = "Swap started" if result.outcome == SWAP else "Memory pressure turned critical"

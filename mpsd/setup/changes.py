@@ -53,9 +53,10 @@ def _lines(data: bytes | None) -> list[str]:
     return lines
 
 
-def diff(change: FileChange) -> str:
-    """The change as a unified diff (``/dev/null`` for a created or removed file)."""
-    name = str(change.path)
+def diff(change: FileChange, name: str | None = None) -> str:
+    """The change as a unified diff (``/dev/null`` for a created or removed file), the file
+    called ``name`` (default: its path)."""
+    name = str(change.path) if name is None else name
     return "".join(
         difflib.unified_diff(
             _lines(change.old),
@@ -89,6 +90,11 @@ def apply(change: FileChange) -> bool:
     except UnsafeFileError as exc:  # a link or a FIFO where the file goes: its own advice
         raise MpsdError(f"cannot write {change.path}: {exc.strerror}.") from None
     except OSError as exc:
+        from mpsd.paths import in_the_way_sentence
+
+        blocked = in_the_way_sentence(change.path)
+        if blocked:
+            raise MpsdError(f"{blocked}; then run the command again") from None
         action = "remove" if change.new is None else "write"
         raise MpsdError(
             f"cannot {action} {change.path} ({exc.strerror}); fix the permissions of it and "

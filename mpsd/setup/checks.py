@@ -58,6 +58,8 @@ def check_config() -> Check:
     try:
         load_config(path)
     except MpsdError as exc:
+        if paths.file_in_the_way(path):
+            return Check("config", PROBLEM, str(exc), f"move {paths.file_in_the_way(path)} away")
         return Check("config", PROBLEM, str(exc), f"edit {path} (every key is explained in it)")
     if not path.exists():
         return Check("config", OK, f"no {path}: the defaults apply")
@@ -70,6 +72,9 @@ def check_limits() -> Check:
     path = paths.limits_file()
     read = limits.read_file(path)
     fix = "run `mpsd daemon --once` to rewrite it (the daemon keeps it current)"
+    blocker = paths.file_in_the_way(path)
+    if blocker:
+        return Check("limits", PROBLEM, f"{read.problem}", f"move {blocker} away")
     if not read.found:
         return Check("limits", PROBLEM, f"{path} does not exist", fix)
     if read.limits is None:
@@ -286,14 +291,9 @@ def check_daemon(now: float | None = None) -> list[Check]:
 
 
 def _age(seconds: float) -> str:
-    seconds = max(0.0, seconds)
-    if seconds < 120:
-        return f"{seconds:.0f}s"
-    if seconds < 7200:
-        return f"{seconds / 60:.0f} min"
-    if seconds < 2 * 86400:
-        return f"{seconds / 3600:.1f} h"
-    return f"{seconds / 86400:.1f} days"
+    from mpsd.durations import format_duration
+
+    return format_duration(seconds, about=True)
 
 
 def check_hook_files() -> list[Check]:
@@ -459,7 +459,12 @@ def check_variables(env: Mapping[str, str]) -> Check:
 
 
 TORCH_PROBE = (
-    "import json, torch\n"
+    "import json\n"
+    "try:\n"
+    "    import torch\n"
+    "except ModuleNotFoundError as exc:\n"
+    "    if exc.name != 'torch': raise\n"
+    "    print('null'); raise SystemExit(0)\n"
     "mps = getattr(torch.backends, 'mps', None)\n"
     "print(json.dumps({'version': torch.__version__,\n"
     "  'built': bool(mps and mps.is_built()),\n"
@@ -482,6 +487,8 @@ def torch_info(python: str = sys.executable, timeout: float = 180.0) -> dict[str
         )
     except subprocess.TimeoutExpired:
         return {"error": f"importing torch took more than {timeout:g}s"}
+    except OSError as exc:
+        return {"error": f"{python} cannot be run ({exc.strerror})"}
     if done.returncode != 0:
         lines = done.stderr.strip().splitlines()
         return {"error": lines[-1] if lines else f"exit status {done.returncode}"}
@@ -489,37 +496,52 @@ def torch_info(python: str = sys.executable, timeout: float = 180.0) -> dict[str
         data = json.loads(done.stdout.strip().splitlines()[-1])
     except (ValueError, IndexError):
         return {"error": "unreadable answer from torch"}
+    if data is None:
+        return None
     return data if isinstance(data, dict) else {"error": "unreadable answer from torch"}
 
 
 def check_torch(
-    info: Callable[[], dict[str, object] | None] | None = None, platform: str | None = None
+    info: Callable[[], dict[str, object] | None] | None = None,
+    platform: str | None = None,
+    python: tuple[str, str] | None = None,
 ) -> Check:
-    data = (info or torch_info)()
+    """torch in ``python`` (a path and how it was found; default: mpsd's own)."""
+    path, how = python or (sys.executable, "mpsd's own python")
+    data = info() if info is not None else torch_info(path)
     platform = sys.platform if platform is None else platform
+    where = f"{path} ({how})"
     if data is None:
-        return Check("torch", SKIPPED, f"torch is not installed for {sys.executable}")
+        return Check(
+            "torch",
+            SKIPPED,
+            f"torch is not installed for {where}",
+            "check your project's python with `mpsd doctor --python PATH`",
+        )
     if "error" in data:
         return Check(
             "torch",
             PROBLEM,
-            f"importing torch fails: {data['error']}",
+            f"importing torch in {where} fails: {data['error']}",
             "reinstall it: `pip install --force-reinstall torch`",
         )
     version = str(data.get("version", "?"))
     if data.get("available"):
-        return Check("torch", OK, f"torch {version}, MPS available")
+        return Check("torch", OK, f"torch {version}, MPS available, in {where}")
     if platform != "darwin":
-        return Check("torch", SKIPPED, f"torch {version}; no MPS here (not a Mac)")
+        return Check("torch", SKIPPED, f"torch {version} in {where}; no MPS here (not a Mac)")
     return Check(
         "torch",
         PROBLEM,
-        f"torch {version} cannot use MPS (built with MPS: {bool(data.get('built'))})",
+        f"torch {version} in {where} cannot use MPS (built with MPS: {bool(data.get('built'))})",
         "use an arm64 Python on Apple Silicon with macOS 12.3 or later and torch 2.0 or later",
     )
 
 
-def run_all(env: Mapping[str, str] | None = None) -> list[Check]:
+def run_all(
+    env: Mapping[str, str] | None = None, python: tuple[str, str] | None = None
+) -> list[Check]:
+    """Every check; torch's in ``python`` (path, how found), mpsd's own by default."""
     env = os.environ if env is None else env
     checks = [check_config(), check_limits()]
     checks.extend(check_agent())
@@ -528,5 +550,5 @@ def run_all(env: Mapping[str, str] | None = None) -> list[Check]:
     checks.extend(check_python_hooks())
     checks.append(check_hook_active(env))
     checks.append(check_variables(env))
-    checks.append(check_torch())
+    checks.append(check_torch(python=python))
     return checks

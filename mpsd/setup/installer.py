@@ -51,9 +51,9 @@ INSTALL_SHELLS = (*rcfile.SHELLS, "fish")
 
 def parse_shells(text: str | None) -> tuple[str, ...]:
     """``"zsh,bash"`` -> ("zsh", "bash"); one sentence naming the choices otherwise. None (no
-    ``--shell``): zsh and bash, and fish when it is installed."""
+    ``--shell``): ``default_shells()``."""
     if text is None:
-        return (*rcfile.SHELLS, "fish") if fish_present() else rcfile.SHELLS
+        return default_shells()
     names = [part.strip() for part in text.split(",") if part.strip()]
     unknown = [name for name in names if name not in INSTALL_SHELLS]
     if unknown or not names:
@@ -143,6 +143,26 @@ def completion_change(shell: str) -> FileChange:
         new = COMPLETION_HEADER + text
     old = mpsd_file(path, COMPLETION_HEADER) if shell == "fish" else read_or_none(path)
     return FileChange(path, old, new, "completion")
+
+
+def default_shells() -> tuple[str, ...]:
+    """The shells install hooks when ``--shell`` names none: each of zsh and bash that is
+    on PATH or already has an rc file (a Mac without zsh gets no new ``~/.zshrc``), and
+    fish when it is installed."""
+    from mpsd.setup.binlink import which
+
+    found = tuple(
+        shell
+        for shell in rcfile.SHELLS
+        if which(shell) is not None or any(rc.exists() for rc in rcfile.rc_files(shell, home()))
+    ) + (("fish",) if fish_present() else ())
+    if not found:
+        raise MpsdError(
+            "neither zsh, bash nor fish is on PATH here, so there is no shell to hook; "
+            "name one with --shell zsh, --shell bash or --shell fish",
+            EXIT_USAGE,
+        )
+    return found
 
 
 def hook_source(shell: str) -> Path:

@@ -36,9 +36,9 @@ def test_an_unknown_command_is_one_sentence_and_exit_2():
     )
 
 
-def test_no_command_prints_help_and_exits_0():
+def test_no_command_prints_the_usage_and_exits_2_as_uv_does():
     result = run_mpsd()
-    assert result.returncode == 0 and "COMMAND" in result.stdout
+    assert result.returncode == 2 and "COMMAND" in result.stderr and result.stdout == ""
 
 
 def test_cli_start_imports_nothing_heavy():

@@ -42,7 +42,7 @@ def test_once_writes_limits_and_status_shows_them() -> None:
     assert facts["baseline_free_bytes"] > 0
     assert facts["reasons"]
     assert len(facts["chart"]["free_bytes"]) == 48
-    text = run_mpsd("status").stdout
+    text = run_mpsd("status", env={"COLUMNS": "80"}).stdout  # an 80-column terminal
     assert "ratio:           high" in text
     assert "recommended max:" in text
     assert "(an estimate: 0.85 x RAM, nothing real was readable)" in text
@@ -119,7 +119,7 @@ def test_status_chart_draws_free_memory_baseline_and_limit() -> None:
         window_seconds=7 * 86400,
     )
     assert any("baseline 10.0 GiB" in line for line in lines)
-    assert any("limit 8.0 GiB" in line for line in lines)
+    assert any("limit 8.00 GiB" in line for line in lines)
     assert any("█" in line for line in lines)
     assert all(len(line) <= 80 for line in lines)
     facts = json.loads(run_mpsd("status", "--json").stdout)

@@ -37,7 +37,7 @@ def healthy(
     """A fully set-up Mac (stand-in launchctl): installed, daemon lock held, a fresh sample,
     and doctor run from an opted-in project in a hooked shell."""
     monkeypatch.setattr(
-        doctor_checks, "torch_info", lambda: {"version": "2.13.0", "available": True}
+        doctor_checks, "torch_info", lambda *_: {"version": "2.13.0", "available": True}
     )
     assert main(["install"]) == 0
     project = tmp_path / "project"
@@ -214,7 +214,7 @@ def test_a_stopped_daemon_and_a_stale_sample_are_problems(
     assert checks["daemon"]["status"] == "problem"
     assert "launchctl kickstart -k" in checks["daemon"]["fix"]
     assert checks["sampling"]["status"] == "problem"
-    assert "days old" in checks["sampling"]["detail"]
+    assert "10d old" in checks["sampling"]["detail"]
 
 
 @pytest.mark.usefixtures("healthy")
@@ -283,7 +283,7 @@ def test_variables_set_by_hand_in_a_project_are_reported_as_the_users(
 def test_without_launchd_doctor_says_so_and_checks_the_rest(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setattr(doctor_checks, "torch_info", lambda: None)
+    monkeypatch.setattr(doctor_checks, "torch_info", lambda *_: None)
     code = main(["doctor"])
     out = capsys.readouterr().out
     assert code == 1

@@ -179,18 +179,33 @@ def test_a_symlinked_bashrc_stays_a_link_and_its_target_gets_the_block(
 
 @pytest.mark.usefixtures("hook_sources", "no_launchctl")
 def test_dry_run_prints_the_changes_as_diffs_and_touches_nothing(
-    isolated_dirs: dict[str, Path], capsys: pytest.CaptureFixture[str]
+    isolated_dirs: dict[str, Path],
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    monkeypatch.setenv("COLUMNS", "400")  # long temporary paths stay on their lines
     (isolated_dirs["home"] / ".bashrc").write_text("export A=1\n")
     before = _everything(isolated_dirs)
     code, out, _ = _install(capsys, "--dry-run")
     assert code == 0
     assert _everything(isolated_dirs) == before
     assert not paths.config_dir().exists()
-    assert f"--- {isolated_dirs['home'] / '.bashrc'}" in out
+    assert out.startswith("Dry run: nothing was changed. A real run would:\n")
+    summary = out.split("\n\n")[0]
+    # The summary first, in the real run's words and paths; then the rc files' diffs.
+    assert "  add the mpsd block to ~/.bashrc\n" in summary
+    assert f"  create {paths.config_file()} (config)\n" in summary
+    assert "--- ~/.bashrc\n+++ ~/.bashrc\n" in out
     assert "+# >>> mpsd >>>" in out
+    # The new config.toml and the hook scripts are named, not printed...
+    assert "+++ " + str(paths.config_file()) not in out
+    assert "# mpsd hook for bash" not in out
+    assert "--verbose prints them" in out
+    # ...unless asked for.
+    out = _install(capsys, "--dry-run", "--verbose")[1]
     assert f"+++ {paths.config_file()}" in out
-    assert "Dry run: nothing was changed." in out
+    assert "+# mpsd hook for bash" in out
+    assert _everything(isolated_dirs) == before
 
 
 @pytest.mark.usefixtures("hook_sources", "no_launchctl")
@@ -471,15 +486,20 @@ def test_error_5_right_after_booting_out_the_old_copy_says_it_was_still_going(
 
 @pytest.mark.usefixtures("hook_sources")
 def test_dry_run_with_launchd_shows_the_launchctl_commands_and_runs_none_that_change(
-    isolated_dirs: dict[str, Path], launchctl: StandinLaunchctl, capsys: pytest.CaptureFixture[str]
+    isolated_dirs: dict[str, Path],
+    launchctl: StandinLaunchctl,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    monkeypatch.setenv("COLUMNS", "400")  # long temporary paths stay on their lines
     before = _everything(isolated_dirs)
     code, out, _ = _install(capsys, "--dry-run")
     assert code == 0
     assert _everything(isolated_dirs) == before
     assert {call[0] for call in launchctl.calls()} == {"print"}
-    assert f"would run: launchctl bootstrap gui/{UID} {launchd.agent_file()}" in out
-    assert f"+++ {launchd.agent_file()}" in out
+    assert f"  run: launchctl bootstrap gui/{UID} {launchd.agent_file()}\n" in out
+    shown = "~/" + str(launchd.agent_file().relative_to(isolated_dirs["home"]))
+    assert f"+++ {shown}\n" in out
 
 
 @pytest.mark.usefixtures("hook_sources")
@@ -591,7 +611,7 @@ def test_dry_run_shows_the_bootout_of_a_different_loaded_copy(
     launchctl.clear_calls()
     code, out, _ = _install(capsys, "--dry-run")
     assert code == 0
-    assert f"would run: launchctl bootout gui/{UID}/{LABEL}" in out
+    assert f"  run: launchctl bootout gui/{UID}/{LABEL}\n" in out
     assert "+\t\t<string>" + str(tmp_path / "moved-data") + "</string>" in out
     assert {call[0] for call in launchctl.calls()} == {"print"}
     assert launchctl.loaded() is not None

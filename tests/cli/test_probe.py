@@ -43,6 +43,13 @@ def _limits(high: float, headroom: float = 0.8) -> None:
     )
 
 
+@pytest.fixture(autouse=True)
+def in_the_venv(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The tests run as from a shell with this venv active: its python (with torch) is the
+    one probe uses by default."""
+    monkeypatch.setenv("VIRTUAL_ENV", sys.prefix)
+
+
 @pytest.fixture
 def fake(tmp_path: Path) -> dict[str, str]:
     """The stand-ins: a 40 MiB "recommended max" and a swap counter file at 0, pressure normal."""
@@ -247,9 +254,9 @@ def test_calibration_steps_down_then_writes_the_headroom_keeping_comments(
     assert done.returncode == 0, done.stderr
     assert "WARNING: calibration fills the GPU memory" in done.stderr
     assert "Start the calibration? [y/N]" in done.stderr
-    # The swap counter is polled: on a loaded machine it is seen a step later (at 40 MiB).
+    # The swap counter is polled: on a loaded machine it is seen a step off (36 to 40 MiB).
     swapped = re.search(r"calibrate: ratio 1\.00: swapped at (\d+\.\d+) MiB", done.stderr)
-    assert swapped and 38.0 <= float(swapped.group(1)) <= 40.0, done.stderr
+    assert swapped and 36.0 <= float(swapped.group(1)) <= 40.0, done.stderr
     assert "calibrate: ratio 0.95: clean error at 36.44 MiB" in done.stderr
     assert "Ratio 0.95 gave a clean error; ratio 1.00 swapped." in done.stdout
     assert f"Write `headroom = 0.76` to {config}? [y/N]" in done.stderr
@@ -263,7 +270,7 @@ def test_calibration_under_a_swap_penalty_writes_a_headroom_that_stays_clean_aft
     fake: dict[str, str], isolated_dirs: dict[str, Path]
 ) -> None:
     from mpsd.config import load_config
-    from mpsd.daemon.policy import decide
+    from mpsd.daemon.policy import recommend
     from mpsd.machine.sample import Sample
 
     # The daemon holds the ratio at 1.0 only because of a swap penalty (0.8): headroom 0.8 x
@@ -280,7 +287,7 @@ def test_calibration_under_a_swap_penalty_writes_a_headroom_that_stays_clean_aft
     assert "Ratio 0.95 gave a clean error; ratio 1.00 swapped." in done.stdout
     config = load_config(isolated_dirs["config"] / "config.toml")
     steady = [Sample(t=float(t), available_bytes=baseline, total_bytes=GIB) for t in range(99)]
-    after = decide(steady, config, 40 * MIB)
+    after = recommend(steady, config, 40 * MIB)
     assert after is not None and after.high_watermark_ratio <= 0.95
 
 

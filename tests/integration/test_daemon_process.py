@@ -10,10 +10,12 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 
 from mpsd import limits, paths
+from mpsd.daemon.history import Store
 from mpsd.limits import Limits
 from tests.conftest import run_mpsd
 
@@ -72,14 +74,38 @@ def daemon() -> Iterator[subprocess.Popen[str]]:
             proc.stderr.close()
 
 
-def assert_sane(current: Limits, headroom: float) -> None:
+def decision_of(current: Limits, headroom: float) -> dict[str, Any] | None:
+    """The daemon's record of its last policy run when it agrees with ``current`` (the ratio
+    within the churn tolerance); None while they are a run apart."""
+    store = Store.open_readonly(paths.history_file())
+    if store is None:
+        return None
+    with store:
+        decision = store.get_meta("decision")
+    if not isinstance(decision, dict) or current.headroom != headroom:
+        return None
+    if abs(decision["high_watermark_ratio"] - current.high_watermark_ratio) >= 0.011:
+        return None
+    return decision
+
+
+def assert_sane(current: Limits, headroom: float) -> dict[str, Any]:
     assert 0 < current.low_watermark_ratio <= current.high_watermark_ratio <= 2
     assert current.high_watermark_ratio != 0.0
     assert current.limit_bytes == int(current.high_watermark_ratio * current.recommended_max_bytes)
     assert current.recommended_max_source in ("torch", "metal", "iogpu", "estimate")
     assert current.headroom == headroom
-    expected = int(headroom * current.baseline_free_bytes) / current.recommended_max_bytes
-    assert current.high_watermark_ratio == pytest.approx(min(2.0, max(0.1, expected)), abs=0.011)
+    # The ratio is the next job's: headroom x (baseline - what running PyTorch jobs hold
+    # now), docs/policy.md. Jobs on this machine come and go: check the formula on the
+    # daemon's own record of the run behind this limits.toml.
+    decision = wait_for(lambda: decision_of(limits.read() or current, headroom))
+    assert isinstance(decision, dict)
+    free = max(0, decision["baseline_free_bytes"] - decision["held_bytes"])
+    expected = int(headroom * decision["swap_factor"] * free) / current.recommended_max_bytes
+    assert decision["high_watermark_ratio"] == pytest.approx(
+        min(2.0, max(0.1, expected)), abs=0.011
+    )
+    return decision
 
 
 def test_daemon_writes_sane_limits_and_follows_an_edit_of_the_config(
@@ -87,18 +113,20 @@ def test_daemon_writes_sane_limits_and_follows_an_edit_of_the_config(
 ) -> None:
     first = wait_for(limits.read)
     assert isinstance(first, Limits)
-    assert_sane(first, 0.8)
+    before = assert_sane(first, 0.8)
     write_config("interval = 1\nheadroom = 0.4\n")
     edited = time.monotonic()
     second = wait_for(lambda: (c := limits.read()) and c.headroom == 0.4 and c, timeout=10)
     assert isinstance(second, Limits)
     assert time.monotonic() - edited < 3.0
-    assert_sane(second, 0.4)
-    # The baseline is this machine's real free memory and may move between the two:
-    # at the same baseline, headroom 0.4 is half the ratio of 0.8.
-    moved = second.baseline_free_bytes / first.baseline_free_bytes
-    assert second.high_watermark_ratio == pytest.approx(
-        first.high_watermark_ratio * moved / 2, abs=0.02
+    after = assert_sane(second, 0.4)
+    # The baseline and what jobs hold are this machine's and may move between the two: with
+    # the same free memory for the next job, headroom 0.4 is half the ratio of 0.8.
+    moved = (after["baseline_free_bytes"] - after["held_bytes"]) / (
+        before["baseline_free_bytes"] - before["held_bytes"]
+    )
+    assert after["high_watermark_ratio"] == pytest.approx(
+        before["high_watermark_ratio"] * moved / 2, abs=0.02
     )
     assert daemon.poll() is None
 

@@ -518,7 +518,11 @@ def test_the_hook_finds_limits_toml_where_paths_py_puts_it(kind: str, tmp_path: 
             os.environ.update(saved)
         where.parent.mkdir(parents=True, exist_ok=True)
         where.write_text(limits_text("0.42", "0.42", (str(project),)))
-        out = subprocess.run([*argv, script], env=full, capture_output=True, text=True)
+        # In tmp_path: fish makes its config dir under a relative XDG_CONFIG_HOME too, which
+        # would otherwise land in the checkout.
+        out = subprocess.run(
+            [*argv, script], env=full, capture_output=True, text=True, cwd=tmp_path
+        )
         where.unlink()
         assert (out.stdout.strip(), out.stderr) == ("0.42", ""), env
 

@@ -21,7 +21,7 @@ def test_durations_accept_seconds_and_suffixed_strings():
     assert parse_duration("30s") == 30
     assert parse_duration("2h") == 7200
     assert parse_duration("7d") == 7 * 86400
-    assert format_duration(7 * 86400) == "1w" and format_duration(90) == "90s"
+    assert format_duration(7 * 86400) == "7d" and format_duration(90) == "90s"
     with pytest.raises(ValueError):
         parse_duration("soon")
     with pytest.raises(ValueError):

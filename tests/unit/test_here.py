@@ -16,14 +16,28 @@ def project(tmp_path: Path) -> Path:
     return opted_in_project(tmp_path)
 
 
-def test_inside_a_project_a_python_gets_both(project: Path) -> None:
-    facts = optin_facts(str(project / "src"), {})
+def test_inside_a_project_a_python_from_a_hooked_shell_gets_both(project: Path) -> None:
+    hooked = {HIGH_VAR: "0.77", LOW_VAR: "0.7", MARK_HIGH: "0.77", MARK_LOW: "0.7"}
+    facts = optin_facts(str(project / "src"), hooked)
     assert facts["opted_in"] is True and facts["project"] == str(project)
     assert facts["python_gets"] == {HIGH_VAR: "0.77", LOW_VAR: "0.7"}
-    assert facts["hand_set"] == []
+    assert facts["hand_set"] == [] and facts["hook_here"] is True
     lines = render_optin(facts)
     assert lines[0] == f"this directory:  opted in (project {project})"
     assert lines[1] == f"python here:     gets {HIGH_VAR}=0.77, {LOW_VAR}=0.7"
+
+
+def test_inside_a_project_a_shell_without_the_hook_is_told_so(project: Path) -> None:
+    facts = optin_facts(str(project / "src"), {})
+    assert facts["hook_here"] is False
+    lines = render_optin(facts)
+    assert (
+        lines[1]
+        == "python here:     gets neither variable from this shell: it has no mpsd hook yet"
+    )
+    assert lines[2].startswith(
+        f"new terminal:    a python here gets {HIGH_VAR}=0.77, {LOW_VAR}=0.7 (open one"
+    )
 
 
 def test_outside_nothing_and_a_hint(project: Path, tmp_path: Path) -> None:
@@ -60,7 +74,8 @@ def test_a_missing_limits_file_is_in_the_facts(tmp_path: Path) -> None:
 def test_mpsd_status_shows_the_opt_in_facts(project: Path) -> None:
     from tests.conftest import run_mpsd
 
-    result = run_mpsd("status", cwd=project / "src", env={LOW_VAR: "0.5"})
+    # Wide enough that the long temporary path stays on its line.
+    result = run_mpsd("status", cwd=project / "src", env={LOW_VAR: "0.5", "COLUMNS": "400"})
     assert result.returncode == 0, result.stderr
     assert f"this directory:  opted in (project {project})" in result.stdout
     assert f"python here:     gets {HIGH_VAR}=(unset), {LOW_VAR}=0.5" in result.stdout

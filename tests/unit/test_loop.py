@@ -266,3 +266,130 @@ def test_a_limits_file_that_cannot_be_written_is_retried_once_a_tick_not_at_ever
         assert daemon.run_forever() == 0
     assert len(ticks) > 10
     assert 1 <= caplog.text.count("cannot write") <= len(ticks)
+
+
+class JobsMachine(Machine):
+    """Free memory 20 GiB with the usual apps; ``jobs`` PyTorch jobs holding ``held_gib``."""
+
+    def __init__(self) -> None:
+        super().__init__(20.0)
+        self.held_gib = 0.0
+        self.jobs = 0
+
+    def sample(self, now: float) -> Sample:
+        self.calls += 1
+        held = int(self.held_gib * GIB)
+        return Sample(
+            t=now,
+            available_bytes=int(self.free_gib * GIB) - held,
+            total_bytes=32 * GIB,
+            ml_bytes=held,
+            ml_jobs=self.jobs,
+        )
+
+
+def test_the_next_jobs_value_falls_when_a_job_starts_and_comes_back_one_sample_after_it_ends(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The loop itself: no waiting for the 10-minute policy run, up or down."""
+    import signal
+
+    clock, machine = Clock(), JobsMachine()
+    seen: list[float | None] = []  # limits.toml's ratio as each sample is taken
+
+    def mono() -> float:
+        clock.advance(1.0)
+        return clock.m
+
+    def sample(now: float) -> Sample:
+        current = limits.read()
+        seen.append(current.high_watermark_ratio if current else None)
+        n = len(seen)
+        machine.held_gib, machine.jobs = (10.0, 2) if 6 <= n < 10 else (0.0, 0)
+        if n == 14:
+            daemon._queue.put(("signal", signal.SIGTERM))
+        return machine.sample(now)
+
+    monkeypatch.setattr(signal, "signal", lambda *args: None)
+    from mpsd.daemon import policy
+
+    whole_runs: list[float] = []
+    recommend = policy.recommend
+
+    def counted(*args: object, **kwargs: object) -> object:
+        whole_runs.append(clock.t)
+        return recommend(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(policy, "recommend", counted)
+    daemon = Daemon(
+        sample_source=sample,
+        recommended_source=lambda total: (RECMAX, "estimate"),
+        wall=clock.wall,
+        mono=mono,
+    )
+    daemon.set_recommended((RECMAX, "estimate"))
+    for _ in range(5000):  # wake-ups, so that the loop never really waits
+        daemon._queue.put(("", None))
+    assert daemon.run_forever() == 0
+    # Samples 6-9 see two jobs holding 10 GiB: 0.8 x (20 - 10) / 24 = 0.333 -> 0.33; the
+    # sample after each change already finds limits.toml changed (0.8 x 20 / 24 -> 0.66).
+    assert seen[1:6] == [0.66] * 5
+    assert seen[6:10] == [0.33] * 4
+    assert seen[10:14] == [0.66] * 4  # (the stop waits behind the wake-ups)
+    # Between the 10-minute runs of the whole policy, only the next-job step ran.
+    assert [t for t in whole_runs if t < whole_runs[0] + 600] == whole_runs[:1]
+    with Store.open(paths.history_file()) as store:
+        decision = store.get_meta("decision")
+    assert decision["jobs"] == 0 and decision["held_bytes"] == 0
+    assert decision["limit_once_they_end_bytes"] == int(0.66 * RECMAX)
+
+
+def test_when_jobs_end_a_value_one_hundredth_away_is_still_written() -> None:
+    """The churn tolerance keeps 0.01 moves out of limits.toml, but not when jobs end: the
+    full value comes back exactly."""
+    machine, clock = JobsMachine(), Clock()
+    daemon = make(machine, clock)
+    daemon.sample_source = machine.sample
+    daemon.run_once()
+    assert limits.read().high_watermark_ratio == 0.66  # type: ignore[union-attr]
+    daemon.set_recommended((RECMAX, "estimate"))
+    machine.held_gib, machine.jobs = 0.2, 1  # 0.8 x 19.8 / 24 = 0.66: no change
+    clock.advance(30)
+    daemon.tick()
+    daemon.evaluate()
+    assert limits.read().high_watermark_ratio == 0.66  # type: ignore[union-attr]
+    machine.held_gib, machine.jobs = 0.5, 2  # 0.8 x 19.5 / 24 = 0.65: a job started
+    clock.advance(30)
+    daemon.tick()
+    daemon.evaluate()
+    assert limits.read().high_watermark_ratio == 0.65  # type: ignore[union-attr]
+    machine.held_gib, machine.jobs = 0.0, 0  # they ended: 0.66 again, one hundredth away
+    clock.advance(30)
+    daemon.tick()
+    daemon.evaluate()
+    assert limits.read().high_watermark_ratio == 0.66  # type: ignore[union-attr]
+    machine.free_gib = 19.7  # no jobs: 0.65 is churn, kept out
+    clock.advance(30)
+    daemon.tick()
+    daemon.evaluate()
+    assert limits.read().high_watermark_ratio == 0.66  # type: ignore[union-attr]
+
+
+def test_a_running_job_that_takes_more_lowers_the_next_jobs_value_even_by_one_hundredth() -> None:
+    machine, clock = JobsMachine(), Clock()
+    daemon = make(machine, clock)
+    daemon.sample_source = machine.sample
+    machine.held_gib, machine.jobs = 2.0, 1  # 0.8 x 18 / 24 = 0.6
+    daemon.run_once()
+    daemon.set_recommended((RECMAX, "estimate"))
+    assert limits.read().high_watermark_ratio == 0.6  # type: ignore[union-attr]
+    machine.held_gib = 2.3  # 0.8 x 17.7 / 24 = 0.59: the same job, holding more
+    clock.advance(30)
+    daemon.tick()
+    daemon.evaluate()
+    assert limits.read().high_watermark_ratio == 0.59  # type: ignore[union-attr]
+    machine.held_gib = 2.0  # it gave some back: 0.60 is within the churn tolerance
+    clock.advance(30)
+    daemon.tick()
+    daemon.evaluate()
+    assert limits.read().high_watermark_ratio == 0.59  # type: ignore[union-attr]

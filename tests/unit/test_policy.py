@@ -8,13 +8,28 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from mpsd import ratio as ratio_mod
 from mpsd.config import Config
-from mpsd.daemon.policy import decide, percentile
+from mpsd.daemon.policy import (
+    SWAP_PAGES_MIN,
+    Job,
+    baseline,
+    clamp_ratio,
+    for_next_job,
+    next_job_share,
+    percentile,
+    read_window,
+    recommend,
+    swap_factor,
+    why,
+    window_of,
+)
 from mpsd.machine.sample import Sample
 
 GIB = 1 << 30
 HOUR = 3600.0
 DAY = 86400.0
+HALF_HOUR = 1800.0
 TOTAL = 48 * GIB
 RECMAX = 36 * GIB
 STEP = 60.0
@@ -50,15 +65,16 @@ def series(
 
 
 def baseline_gib(samples: list[Sample], now: float, config: Config = CONFIG) -> float:
-    decision = decide([s for s in samples if s.t <= now], config, RECMAX, now=now)
+    decision = recommend([s for s in samples if s.t <= now], config, RECMAX, now=now)
     assert decision is not None
     return decision.baseline_free_bytes / GIB
 
 
 def high(samples: list[Sample], now: float, config: Config = CONFIG) -> float:
-    decision = decide([s for s in samples if s.t <= now], config, RECMAX, now=now)
+    """The ratio once the jobs running at ``now`` end (the next job's when none runs)."""
+    decision = recommend([s for s in samples if s.t <= now], config, RECMAX, now=now)
     assert decision is not None
-    return decision.high_watermark_ratio
+    return decision.ratio_once_they_end
 
 
 def test_percentile_takes_the_nearest_rank_below() -> None:
@@ -68,13 +84,13 @@ def test_percentile_takes_the_nearest_rank_below() -> None:
     assert percentile([7], 5) == 7
 
 
-def test_no_samples_means_no_decision() -> None:
-    assert decide([], CONFIG, RECMAX) is None
+def test_no_samples_means_no_recommendation() -> None:
+    assert recommend([], CONFIG, RECMAX) is None
 
 
 def test_steady_machine_gets_headroom_times_free_memory() -> None:
     samples = series(0, 2 * DAY, lambda t: 30)
-    decision = decide(samples, CONFIG, RECMAX)
+    decision = recommend(samples, CONFIG, RECMAX)
     assert decision is not None
     assert decision.baseline_free_bytes == 30 * GIB
     # 0.8 x 30 GiB / 36 GiB = 0.666.. -> 0.66
@@ -89,7 +105,7 @@ def test_lasting_drop_lowers_the_baseline_within_two_hours() -> None:
     samples = series(0, drop + 3 * HOUR, lambda t: 30 if t < drop else 22)
     assert baseline_gib(samples, drop + 0.5 * HOUR) == pytest.approx(30)
     assert baseline_gib(samples, drop + 2 * HOUR) == pytest.approx(22)
-    reasons = decide(samples, CONFIG, RECMAX, now=drop + 2 * HOUR).reasons  # type: ignore[union-attr]
+    reasons = recommend(samples, CONFIG, RECMAX, now=drop + 2 * HOUR).reasons  # type: ignore[union-attr]
     assert any("last 2 hours" in reason for reason in reasons)
 
 
@@ -122,7 +138,7 @@ def test_samples_under_pressure_do_not_drag_the_baseline_down() -> None:
     )
     assert baseline_gib(samples, end - STEP) == pytest.approx(30)
     assert baseline_gib(samples, 3 * DAY - STEP) == pytest.approx(30)
-    decision = decide(samples, CONFIG, RECMAX)
+    decision = recommend(samples, CONFIG, RECMAX)
     assert decision is not None
     assert any("pressure" in reason for reason in decision.reasons)
 
@@ -172,7 +188,7 @@ def test_swap_during_a_job_lowers_the_ratio() -> None:
     after = high(samples, marks["swap"] + STEP)
     assert before == 0.66
     assert after <= 0.55
-    decision = decide(samples, CONFIG, RECMAX, now=marks["swap"] + STEP)
+    decision = recommend(samples, CONFIG, RECMAX, now=marks["swap"] + STEP)
     assert decision is not None
     assert decision.swap_factor == pytest.approx(0.8)
     assert any("swap-outs grew" in reason for reason in decision.reasons)
@@ -199,7 +215,7 @@ def test_ratio_recovers_slowly_after_the_clean_job_the_next_day() -> None:
 
 def test_swap_without_a_job_does_not_lower_the_ratio() -> None:
     samples = series(0, 3 * DAY, lambda t: 30, swap=lambda t: int(t))
-    decision = decide(samples, CONFIG, RECMAX)
+    decision = recommend(samples, CONFIG, RECMAX)
     assert decision is not None
     assert decision.swap_factor == 1.0
 
@@ -228,19 +244,19 @@ def test_a_spike_before_sleep_is_still_ridden_out_after_wake() -> None:
 
 def test_ratio_is_clamped_to_the_configured_bounds() -> None:
     samples = series(0, DAY, lambda t: 1)
-    decision = decide(samples, CONFIG.replace(min_ratio=0.3), RECMAX)
+    decision = recommend(samples, CONFIG.replace(min_ratio=0.3), RECMAX)
     assert decision is not None
     assert decision.high_watermark_ratio == 0.3
     assert any("min_ratio" in reason for reason in decision.reasons)
     huge = series(0, DAY, lambda t: 200)
-    decision = decide(huge, CONFIG.replace(max_ratio=1.5), RECMAX)
+    decision = recommend(huge, CONFIG.replace(max_ratio=1.5), RECMAX)
     assert decision is not None
     assert decision.high_watermark_ratio == 1.5
 
 
 def test_low_ratio_scales_low_and_never_exceeds_high() -> None:
     samples = series(0, DAY, lambda t: 30)
-    decision = decide(samples, CONFIG.replace(low_ratio=0.5), RECMAX)
+    decision = recommend(samples, CONFIG.replace(low_ratio=0.5), RECMAX)
     assert decision is not None
     assert decision.low_watermark_ratio == 0.33
     assert decision.low_watermark_ratio <= decision.high_watermark_ratio
@@ -282,7 +298,7 @@ def test_ratios_are_always_valid_for_pytorch(
         headroom=headroom, low_ratio=low_ratio, min_ratio=min_ratio, swap_penalty=penalty
     )
     recmax = recmax_gib * GIB
-    decision = decide(samples, config, recmax)
+    decision = recommend(samples, config, recmax)
     assert decision is not None
     assert 0 < decision.low_watermark_ratio <= decision.high_watermark_ratio <= 2.0
     assert decision.high_watermark_ratio >= min(min_ratio, 2.0) - 0.01
@@ -319,7 +335,7 @@ def test_a_few_swapped_pages_during_a_job_are_not_a_swap_event() -> None:
         ml=lambda t: 20 if job <= t < end else 0,
         swap=lambda t: 100 if t >= job + HOUR else 0,
     )
-    decision = decide(samples, CONFIG, RECMAX, now=end - STEP)
+    decision = recommend(samples, CONFIG, RECMAX, now=end - STEP)
     assert decision is not None
     assert decision.swap_factor == 1.0
 
@@ -341,3 +357,248 @@ def test_without_a_later_job_the_penalty_wears_off_before_the_swap_leaves_the_wi
     halfway = high(samples, swap_at + 5.5 * DAY, config)
     assert lowered < halfway < full
     assert high(samples, swap_at + 7 * DAY - HOUR, config) == full
+
+
+# -- the steps, one by one -------------------------------------------------------------
+def test_window_of_sorts_the_samples_and_keeps_only_the_window() -> None:
+    samples = series(0, 3 * DAY, lambda t: 30)
+    shuffled = samples[::-1]
+    window = window_of(shuffled, DAY, None)
+    assert [s.t for s in window] == sorted(s.t for s in window)
+    assert window[0].t == 3 * DAY - STEP - DAY
+    assert window[-1].t == 3 * DAY - STEP
+    assert window_of(samples, DAY, now=-1.0) == []
+    assert window_of([], DAY, None) == []
+
+
+def test_read_window_adds_what_jobs_hold_back_and_finds_their_runs() -> None:
+    samples = series(0, 6 * HOUR, lambda t: 30, ml=lambda t: 10 if HOUR <= t < 2 * HOUR else 0)
+    timeline = read_window(samples, STEP)
+    assert set(timeline.frees) == {30 * GIB}
+    assert len(timeline.jobs) == 1
+    assert timeline.jobs[0].start == HOUR and timeline.jobs[0].end == 2 * HOUR - STEP
+    assert not timeline.jobs[0].ongoing
+    assert timeline.held_bytes == 0 and timeline.job_count == 0
+    assert sum(timeline.weights) == pytest.approx(6 * HOUR)
+
+
+def test_read_window_takes_what_jobs_hold_from_the_last_sample() -> None:
+    samples = series(0, HOUR, lambda t: 30, ml=lambda t: 14.2)
+    samples[-1] = samples[-1].replace(ml_jobs=2)
+    timeline = read_window(samples, STEP)
+    assert timeline.held_bytes == int(14.2 * GIB)
+    assert timeline.job_count == 2
+    assert timeline.jobs[-1].ongoing
+
+
+def test_baseline_is_the_lower_of_the_window_percentile_and_the_last_two_hours() -> None:
+    drop = 3 * DAY
+    samples = series(0, drop + 2 * HOUR, lambda t: 30 if t < drop else 22)
+    value, window_value, recent_value, left_out = baseline(read_window(samples, STEP), 5.0)
+    assert window_value == 30 * GIB
+    assert recent_value == 22 * GIB
+    assert value == 22 * GIB
+    assert left_out == 0
+
+
+def test_baseline_leaves_out_samples_under_pressure_but_uses_them_when_there_is_nothing_else() -> (
+    None
+):
+    calm_then_not = series(0, DAY, lambda t: 30 if t < 20 * HOUR else 5, pressure=lambda t: 1)
+    pressed = [s.replace(pressure=2) if s.t >= 20 * HOUR else s for s in calm_then_not]
+    value, _, _, left_out = baseline(read_window(pressed, STEP), 5.0)
+    assert value == 30 * GIB
+    assert left_out == 4 * 60
+    all_pressed = series(0, DAY, lambda t: 5, pressure=lambda t: 4)
+    value, _, _, left_out = baseline(read_window(all_pressed, STEP), 5.0)
+    assert value == 5 * GIB
+    assert left_out == len(all_pressed)
+
+
+def test_swap_factor_without_a_swapping_job_is_one_and_says_nothing() -> None:
+    assert swap_factor([], DAY, CONFIG) == (1.0, "")
+    clean = Job(start=0.0, end=HOUR)
+    assert swap_factor([clean], DAY, CONFIG) == (1.0, "")
+
+
+def test_swap_factor_holds_the_penalty_after_a_job_that_swapped() -> None:
+    swapped = Job(start=0.0, end=HOUR, swapped_at=HALF_HOUR, swapped_pages=SWAP_PAGES_MIN)
+    factor, reason = swap_factor([swapped], 2 * HOUR, CONFIG)
+    assert factor == pytest.approx(CONFIG.swap_penalty)
+    assert "swap-outs grew during 1 PyTorch job:" in reason
+
+
+def test_next_job_share_takes_what_running_jobs_hold_off_before_the_headroom() -> None:
+    # 0.8 x (30 - 14.2) GiB
+    held = int(14.2 * GIB)
+    assert next_job_share(30 * GIB, held, 0.8, 1.0) == int(0.8 * (30 * GIB - held))
+    assert next_job_share(30 * GIB, held, 0.8, 1.0) / GIB == pytest.approx(0.8 * 15.8)
+    assert next_job_share(30 * GIB, 0, 0.8, 1.0) == int(0.8 * 30 * GIB)
+    assert next_job_share(30 * GIB, 0, 0.8, 0.5) == int(0.4 * 30 * GIB)
+
+
+def test_next_job_share_is_never_negative() -> None:
+    assert next_job_share(10 * GIB, 12 * GIB, 0.8, 1.0) == 0
+
+
+def test_clamp_ratio_rounds_down_to_two_decimals() -> None:
+    chosen = clamp_ratio(int(0.8 * 30 * GIB), RECMAX, CONFIG)
+    assert chosen.high == 0.66  # 0.666.. rounded down
+    assert chosen.low == 0.66
+    assert chosen.limit_bytes == int(0.66 * RECMAX)
+    assert not chosen.floored and not chosen.capped
+
+
+def test_clamp_ratio_says_when_the_floor_not_free_memory_set_it() -> None:
+    chosen = clamp_ratio(0, RECMAX, CONFIG)
+    assert chosen.high == CONFIG.min_ratio == 0.1  # never 0.0: that removes the cap
+    assert chosen.floored
+    assert not clamp_ratio(int(0.1 * RECMAX) + GIB, RECMAX, CONFIG).floored
+
+
+def test_clamp_ratio_caps_at_max_ratio() -> None:
+    chosen = clamp_ratio(200 * GIB, RECMAX, CONFIG.replace(max_ratio=1.5))
+    assert chosen.high == 1.5 and chosen.capped and not chosen.floored
+
+
+# -- jobs side by side ---------------------------------------------------------------------
+def _two_jobs_now() -> list[Sample]:
+    """A week at 30 GiB free; the last hour two jobs hold 14.2 GiB together."""
+    samples = series(0, 7 * DAY, lambda t: 30, ml=lambda t: 14.2 if t >= 7 * DAY - HOUR else 0)
+    samples[-1] = samples[-1].replace(ml_jobs=2)
+    return samples
+
+
+def test_the_next_job_gets_what_the_running_jobs_left() -> None:
+    decision = recommend(_two_jobs_now(), CONFIG, RECMAX)
+    assert decision is not None
+    assert decision.baseline_free_bytes == 30 * GIB  # un-poisoned: their memory added back
+    assert decision.held_bytes == int(14.2 * GIB)
+    assert decision.jobs == 2
+    # 0.8 x (30 - 14.2) GiB = 12.64 GiB; / 36 GiB = 0.351 -> 0.35
+    assert decision.high_watermark_ratio == 0.35
+    assert decision.limit_bytes == int(0.35 * RECMAX)
+    # Once they end: 0.8 x 30 / 36 = 0.666 -> 0.66
+    assert decision.ratio_once_they_end == 0.66
+    assert decision.limit_once_they_end_bytes == int(0.66 * RECMAX)
+    assert not decision.floored
+    assert any("2 PyTorch jobs hold 14.2 GiB now" in reason for reason in decision.reasons)
+    assert any("once they end" in reason for reason in decision.reasons)
+
+
+def test_the_full_share_comes_back_at_the_first_sample_after_the_jobs_end() -> None:
+    samples = _two_jobs_now()
+    after = series(7 * DAY, 7 * DAY + STEP, lambda t: 30)
+    decision = recommend(samples + after, CONFIG, RECMAX)
+    assert decision is not None
+    assert decision.held_bytes == 0 and decision.jobs == 0
+    assert decision.high_watermark_ratio == 0.66
+
+
+def test_the_share_falls_at_the_first_sample_with_a_job() -> None:
+    samples = series(0, 7 * DAY, lambda t: 30)
+    before = recommend(samples, CONFIG, RECMAX)
+    started = series(7 * DAY, 7 * DAY + STEP, lambda t: 30, ml=lambda t: 20)
+    after = recommend(samples + started, CONFIG, RECMAX)
+    assert before is not None and after is not None
+    assert before.high_watermark_ratio == 0.66
+    # 0.8 x (30 - 20) / 36 = 0.222 -> 0.22
+    assert after.high_watermark_ratio == 0.22
+    assert after.baseline_free_bytes == before.baseline_free_bytes
+
+
+def test_jobs_holding_nearly_everything_leave_the_floor_and_status_can_say_so() -> None:
+    samples = series(0, 2 * DAY, lambda t: 30, ml=lambda t: 29 if t >= 2 * DAY - HOUR else 0)
+    decision = recommend(samples, CONFIG, RECMAX)
+    assert decision is not None
+    assert decision.high_watermark_ratio == CONFIG.min_ratio
+    assert decision.floored
+    assert decision.ratio_once_they_end == 0.66
+    assert any("the floor" in reason and "min_ratio 0.1" in reason for reason in decision.reasons)
+
+
+@settings(deadline=None, max_examples=150)
+@given(
+    free_gib=st.integers(1, 200),
+    held=st.lists(st.integers(0, 200), min_size=2, max_size=2),
+    headroom=st.floats(0.05, 1.0),
+    min_ratio=st.floats(0.01, 1.0),
+)
+def test_more_held_by_running_jobs_never_gives_the_next_job_more(
+    free_gib: int, held: list[int], headroom: float, min_ratio: float
+) -> None:
+    config = CONFIG.replace(headroom=headroom, min_ratio=min_ratio)
+    less, more = sorted(held)
+    results = []
+    for h in (less, more):
+        samples = series(0, HOUR, lambda t: free_gib, ml=lambda t, h=h: min(h, free_gib))
+        decision = recommend(samples, config, RECMAX)
+        assert decision is not None
+        assert decision.high_watermark_ratio >= ratio_mod.MIN_RATIO
+        share = headroom * max(0, free_gib - min(h, free_gib)) * GIB
+        if not decision.floored:
+            assert decision.limit_bytes <= share + 1
+        results.append(decision.high_watermark_ratio)
+        assert decision.ratio_once_they_end >= decision.high_watermark_ratio
+    assert results[0] >= results[1]
+
+
+def test_why_says_each_step_in_words() -> None:
+    samples = _two_jobs_now()
+    timeline = read_window(samples, STEP)
+    chosen = clamp_ratio(next_job_share(30 * GIB, timeline.held_bytes, 0.8, 0.8), RECMAX, CONFIG)
+    after = clamp_ratio(next_job_share(30 * GIB, 0, 0.8, 0.8), RECMAX, CONFIG)
+    reasons = why(
+        config=CONFIG,
+        sample_count=len(samples),
+        timeline=timeline,
+        window_value=30 * GIB,
+        recent_value=28 * GIB,
+        left_out=3,
+        base=28 * GIB,
+        factor=0.8,
+        swap_reason="swap-outs grew during 1 PyTorch job (factor 0.80)",
+        share=next_job_share(28 * GIB, timeline.held_bytes, 0.8, 0.8),
+        chosen=chosen,
+        after=after,
+        recommended_max_bytes=RECMAX,
+    )
+    assert reasons[0] == (
+        f"percentile 5 of free memory over 7d ({len(samples)} samples) is 30.0 GiB; "
+        "3 taken under memory pressure or while swapping left out"
+    )
+    assert reasons[1].endswith("the baseline follows it down to 28.0 GiB")
+    assert reasons[2] == "swap-outs grew during 1 PyTorch job (factor 0.80)"
+    assert reasons[3].startswith(
+        "2 PyTorch jobs hold 14.2 GiB now; the next job gets headroom 0.8 x swap factor 0.80 x "
+        "(baseline 28.0 GiB - 14.2 GiB) = 8.8 GiB; ratio = "
+    )
+    assert reasons[3].endswith("once they end")
+
+
+def test_for_next_job_gives_what_the_whole_policy_gives_when_only_the_jobs_changed() -> None:
+    quiet = series(0, 7 * DAY, lambda t: 30)
+    earlier = recommend(quiet, CONFIG, RECMAX)
+    assert earlier is not None
+    for held_gib, jobs in ((14.2, 2), (29.0, 1), (0.0, 0)):
+        now = series(7 * DAY, 7 * DAY + STEP, lambda t: 30, ml=lambda t, h=held_gib: h)
+        now[-1] = now[-1].replace(ml_jobs=jobs)
+        whole = recommend(quiet + now, CONFIG, RECMAX)
+        step = for_next_job(earlier, now[-1].ml_bytes, jobs, CONFIG)
+        assert whole is not None
+        for name in (
+            "baseline_free_bytes",
+            "held_bytes",
+            "jobs",
+            "target_bytes",
+            "limit_bytes",
+            "high_watermark_ratio",
+            "low_watermark_ratio",
+            "limit_once_they_end_bytes",
+            "ratio_once_they_end",
+            "floored",
+            "swap_factor",
+        ):
+            assert getattr(step, name) == getattr(whole, name), (held_gib, name)
+        assert step.reasons[-1] == whole.reasons[-1]
+        assert step.reasons[:-1] == earlier.reasons[:-1]

@@ -20,7 +20,7 @@ def test_records_compare_hash_and_print_by_their_fields() -> None:
     assert len({a, Sample(t=1.0, available_bytes=2, total_bytes=3)}) == 1
     assert repr(a) == (
         "Sample(t=1.0, available_bytes=2, total_bytes=3, ml_bytes=0, swapouts=None, "
-        "pressure=None, source='psutil')"
+        "pressure=None, source='psutil', ml_jobs=0)"
     )
 
 

@@ -150,3 +150,45 @@ def test_readonly_open_finds_the_history_whatever_its_directory_is_called(
         with readonly:
             assert readonly.count() == 1
     assert not (tmp_path / "a").exists() and not (tmp_path / "eAf").exists()
+
+
+def test_samples_keep_how_many_pytorch_jobs_held_their_memory(tmp_path: Path) -> None:
+    two = sample(1.0, ml_gib=14.2).replace(ml_jobs=2)
+    with Store.open(tmp_path / "h.sqlite3") as store:
+        store.add(sample(0.5, free_gib=30))
+        store.add(two)
+        assert store.last() == two
+        assert [row.ml_jobs for row in store.samples(0, 2)] == [0, 2]
+        # Thinned to one bucket: its lowest-free sample (the one with the jobs), count kept.
+        assert [row.ml_jobs for row in store.samples(0, 2, max_rows=1)] == [2]
+
+
+def _version_2_history(path: Path) -> None:
+    db = sqlite3.connect(path)
+    db.executescript(MIGRATIONS[0] + MIGRATIONS[1])
+    db.execute(
+        "INSERT INTO samples (t, available, total, ml, swapouts, pressure, source) "
+        "VALUES (5, 100, 200, 50, NULL, NULL, 'psutil'), (6, 900, 200, 0, NULL, NULL, 'psutil')"
+    )
+    db.execute("PRAGMA user_version = 2")
+    db.commit()
+    db.close()
+
+
+def test_a_version_2_history_reads_as_jobs_not_known_and_migrates(tmp_path: Path) -> None:
+    """Status reads a history an old daemon still writes (not restarted after an upgrade)."""
+    path = tmp_path / "h.sqlite3"
+    _version_2_history(path)
+    store = Store.open_readonly(path)
+    assert store is not None
+    with store:
+        assert store.version == 2
+        last = store.last()
+        assert last is not None and (last.t, last.ml_jobs) == (6.0, 0)
+        assert [row.ml_jobs for row in store.samples(0, 10)] == [0, 0]
+        assert [row.ml_bytes for row in store.samples(0, 10, max_rows=1)] == [50]
+    with Store.open(path) as store:
+        assert store.version == SCHEMA_VERSION
+        assert store.last().ml_jobs == 0  # type: ignore[union-attr]
+        store.add(sample(6.0, ml_gib=1).replace(ml_jobs=1))
+        assert store.last().ml_jobs == 1  # type: ignore[union-attr]

@@ -1,0 +1,66 @@
+"""The ``python`` a project runs: what ``doctor`` and ``probe`` check, rather than mpsd's own.
+
+mpsd often lives in a venv (or pipx's) apart from the project's, where torch is. The
+python this shell would run here is, in order: the active venv's (``$VIRTUAL_ENV``), the
+project's ``.venv`` or ``venv`` (in this directory or one above it), then ``python3`` or
+``python`` on PATH. ``--python`` chooses another.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+VENV_NAMES = (".venv", "venv")
+
+
+def _bin_python(venv: str) -> str | None:
+    for name in ("python", "python3"):
+        candidate = os.path.join(venv, "bin", name)
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+    return None
+
+
+def _on_path(name: str, path: str) -> str | None:
+    for directory in path.split(os.pathsep):
+        candidate = os.path.join(directory, name)
+        if directory and os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+    return None
+
+
+def find(directory: str | None = None, environ: Mapping[str, str] | None = None) -> tuple[str, str]:
+    """The python a ``python`` typed in ``directory`` (default: here) would most likely be,
+    and how it was found ("the active venv", "the project's .venv", "python3 on PATH")."""
+    env = os.environ if environ is None else environ
+    venv = env.get("VIRTUAL_ENV", "")
+    if venv and _bin_python(venv):
+        return str(_bin_python(venv)), "the active venv"
+    here = os.path.abspath(directory or os.getcwd())
+    while True:
+        for name in VENV_NAMES:
+            found = _bin_python(os.path.join(here, name))
+            if found:
+                return found, f"the project's {name}"
+        parent = os.path.dirname(here)
+        if parent == here:
+            break
+        here = parent
+    for name in ("python3", "python"):
+        found = _on_path(name, env.get("PATH", ""))
+        if found:
+            return found, f"{name} on PATH"
+    return sys.executable, "mpsd's own python"
+
+
+def given(text: str) -> str:
+    """``--python``: a path as given (a venv's python is often a symlink: keep it), or a
+    command name found on PATH."""
+    if os.sep in text:
+        return os.path.expanduser(text)
+    return _on_path(text, os.environ.get("PATH", "")) or text
