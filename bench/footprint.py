@@ -131,7 +131,8 @@ def main() -> int:
     from mpsd.config import Config
     from mpsd.daemon import policy
     from mpsd.daemon.history import Store
-    from mpsd.daemon.loop import POLICY_EVERY, POLICY_ROWS, WINDOW_RELOAD
+    from mpsd.daemon.loop import POLICY_ROWS, WINDOW_RELOAD
+    from mpsd.daemon.schedule import POLICY_EVERY
 
     config = Config()
     loads, decides = [], []

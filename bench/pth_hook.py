@@ -20,7 +20,7 @@ _virtualenv.pth, an editable install) pays already; then the first import from s
 It prints the median wall time and the median CPU time (user + system of the child, which a busy
 machine disturbs less) of each case, the differences against "without" and their ratios, and the
 hook's own line of `python -X importtime` (self and cumulative µs, median of the runs).
-Contract (issue 11, SPEC.md "Beyond the shell"): at most 1 ms of start-up.
+Contract (issue 11, docs/architecture.md): at most 1 ms of start-up.
 """
 
 from __future__ import annotations

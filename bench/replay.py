@@ -31,6 +31,7 @@ import json
 import statistics
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -134,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.config is None or "interval" not in args.config.read_text():
         gaps = sorted(samples[k + 1].t - samples[k].t for k in range(len(samples) - 1))
         if gaps:
-            config = config.replace(interval=max(1.0, gaps[len(gaps) // 2]))
+            config = replace(config, interval=max(1.0, gaps[len(gaps) // 2]))
     times = [s.t for s in samples]
     thinned = thin(samples, times[0], config.window / POLICY_ROWS)
     thin_times = [s.t for s in thinned]

@@ -6,10 +6,9 @@ code, so it imports nothing heavy: the API functions load their modules lazily.
 
 from __future__ import annotations
 
-TYPE_CHECKING = False  # importing typing costs every command's start-up
-if TYPE_CHECKING:
-    from typing import Any
+from typing import TYPE_CHECKING, Any
 
+if TYPE_CHECKING:  # the API modules load when their function is called
     from mpsd.env.inprocess import Applied
 
 __version__ = "0.1.0"

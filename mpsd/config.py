@@ -8,76 +8,40 @@ the file.
 from __future__ import annotations
 
 import math
-import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
+from mpsd._toml import tomllib
 from mpsd.durations import parse_duration
 from mpsd.errors import MpsdError
-from mpsd.record import Record
-
-TYPE_CHECKING = False  # typing costs `mpsd status` its start-up; mypy still reads the block
-if TYPE_CHECKING:
-    from collections.abc import Callable
-    from pathlib import Path
-    from typing import Any
 
 
-class Config(Record):
-    """The validated settings (seconds for durations); ``Config()`` holds the defaults."""
-
-    _fields = (
-        "headroom",
-        "interval",
-        "window",
-        "retention",
-        "low_ratio",
-        "projects",
-        "baseline_percentile",
-        "min_ratio",
-        "max_ratio",
-        "swap_penalty",
-        "swap_recovery",
-    )
-    __slots__ = _fields
-
-    def __init__(
-        self,
-        headroom: float = 0.8,
-        interval: float = 30.0,
-        window: float = 7 * 86400.0,
-        retention: float = 90 * 86400.0,
-        low_ratio: float = 1.0,
-        projects: tuple[str, ...] = (),
-        baseline_percentile: float = 5.0,
-        min_ratio: float = 0.1,
-        max_ratio: float = 2.0,
-        swap_penalty: float = 0.8,
-        swap_recovery: float = 3 * 86400.0,
-    ) -> None:
-        self.headroom = headroom
-        self.interval = interval
-        self.window = window
-        self.retention = retention
-        self.low_ratio = low_ratio
-        self.projects = projects
-        self.baseline_percentile = baseline_percentile
-        self.min_ratio = min_ratio
-        self.max_ratio = max_ratio
-        self.swap_penalty = swap_penalty
-        self.swap_recovery = swap_recovery
-
-
+@dataclass(frozen=True)
 class Key:
-    """One key of the schema: its name, help line, default as written, and its check."""
+    """One key of the schema: its name, help line, default as TOML has it, and its check.
 
-    __slots__ = ("check", "default_text", "help", "name")
+    ``default`` is the one home of the key's default: ``Config()`` holds it checked, the
+    config.toml that ``mpsd install`` writes shows it as written."""
 
-    def __init__(
-        self, name: str, help: str, default_text: str, check: Callable[[object], Any]
-    ) -> None:
-        self.name = name
-        self.help = help
-        self.default_text = default_text
-        self.check = check
+    name: str
+    help: str
+    default: float | str | list[str]
+    check: Callable[[object], Any]
+
+    @property
+    def default_text(self) -> str:
+        """The default as config.toml writes it: ``0.8``, ``"7d"``, ``[]``."""
+        if isinstance(self.default, str):
+            return f'"{self.default}"'
+        if isinstance(self.default, list):
+            return "[" + ", ".join(f'"{item}"' for item in self.default) + "]"
+        return str(self.default)
+
+    @property
+    def default_value(self) -> Any:
+        return self.check(self.default)
 
 
 def _number(low: float, high: float, low_open: bool, high_open: bool) -> Callable[[object], float]:
@@ -132,47 +96,47 @@ SCHEMA: tuple[Key, ...] = (
     Key(
         "headroom",
         "share of the baseline free memory given to MPS",
-        "0.8",
+        0.8,
         _number(0, 1, low_open=True, high_open=False),
     ),
-    Key("interval", 'seconds between memory samples (or "30s", "1m")', "30", _duration(1, DAY)),
-    Key("window", 'how far back the baseline looks ("7d")', '"7d"', _duration(60, 10 * YEAR)),
-    Key("retention", 'how long samples are kept ("90d")', '"90d"', _duration(3600, 10 * YEAR)),
+    Key("interval", 'seconds between memory samples (or "30s", "1m")', 30, _duration(1, DAY)),
+    Key("window", 'how far back the baseline looks ("7d")', "7d", _duration(60, 10 * YEAR)),
+    Key("retention", 'how long samples are kept ("90d")', "90d", _duration(3600, 10 * YEAR)),
     Key(
         "low_ratio",
         "low watermark = low_ratio x high watermark",
-        "1.0",
+        1.0,
         _number(0, 1, low_open=True, high_open=False),
     ),
-    Key("projects", "opted-in directories (use `mpsd enable`/`mpsd disable`)", "[]", _projects),
+    Key("projects", "opted-in directories (use `mpsd enable`/`mpsd disable`)", [], _projects),
     Key(
         "baseline_percentile",
         "percentile of free-memory samples taken as the baseline",
-        "5",
+        5,
         _number(0, 50, low_open=False, high_open=False),
     ),
     Key(
         "min_ratio",
         "the ratio never goes below this",
-        "0.1",
+        0.1,
         _number(0, 2, low_open=True, high_open=False),
     ),
     Key(
         "max_ratio",
         "the ratio never goes above this",
-        "2.0",
+        2.0,
         _number(0, 2, low_open=True, high_open=False),
     ),
     Key(
         "swap_penalty",
         "factor on the limit after swap-outs grew during a PyTorch job (1 turns it off)",
-        "0.8",
+        0.8,
         _number(0, 1, low_open=True, high_open=False),
     ),
     Key(
         "swap_recovery",
         'how long the limit takes to climb back after a swap penalty ("3d")',
-        '"3d"',
+        "3d",
         _duration(0, YEAR),
     ),
 )
@@ -184,10 +148,31 @@ CONFIG_LIMIT = 1 << 20
 MOST_PROBLEMS_SHOWN = 10
 
 
+def _default(name: str) -> Any:
+    return field(default=KEYS[name].default_value)
+
+
+@dataclass(frozen=True)
+class Config:
+    """The validated settings (seconds for durations); ``Config()`` holds SCHEMA's defaults."""
+
+    headroom: float = _default("headroom")
+    interval: float = _default("interval")
+    window: float = _default("window")
+    retention: float = _default("retention")
+    low_ratio: float = _default("low_ratio")
+    projects: tuple[str, ...] = _default("projects")
+    baseline_percentile: float = _default("baseline_percentile")
+    min_ratio: float = _default("min_ratio")
+    max_ratio: float = _default("max_ratio")
+    swap_penalty: float = _default("swap_penalty")
+    swap_recovery: float = _default("swap_recovery")
+
+
 class ConfigError(MpsdError):
     """config.toml is unreadable or invalid; ``problems`` lists every one of them."""
 
-    def __init__(self, path: str | Path, problems: list[str], whole: str | None = None) -> None:
+    def __init__(self, path: Path, problems: list[str], whole: str | None = None) -> None:
         self.path = path
         self.problems = problems
         if whole is not None:  # one sentence of its own, not about the file's content
@@ -203,7 +188,7 @@ class ConfigError(MpsdError):
         super().__init__(message)
 
 
-def validate(data: dict[str, Any], path: str | Path) -> Config:
+def validate(data: dict[str, Any], path: Path) -> Config:
     """Check every key of a parsed config.toml; raise ConfigError listing all problems."""
     problems: list[str] = []
     values: dict[str, Any] = {}
@@ -232,7 +217,7 @@ def validate(data: dict[str, Any], path: str | Path) -> Config:
     return config
 
 
-def load_config(path: str | Path) -> Config:
+def load_config(path: Path) -> Config:
     """The config in ``path``; the defaults when the file does not exist.
 
     Whatever the file holds, the only exception is ``ConfigError``: a FIFO or directory in its
@@ -251,11 +236,6 @@ def load_config(path: str | Path) -> Config:
         if blocked:
             raise ConfigError(path, [blocked], whole=f"{blocked}.") from None
         raise ConfigError(path, [f"cannot be read ({exc.strerror})"]) from None
-    if sys.version_info >= (3, 11):  # noqa: UP036  (tomllib is 3.11+; mpsd runs on 3.9)
-        import tomllib
-    else:
-        import tomli as tomllib
-
     try:
         data = tomllib.loads(raw.decode("utf-8"))
     except UnicodeDecodeError:
@@ -287,7 +267,3 @@ def default_config_text() -> str:
     lines.append("# " + KEYS["projects"].help)
     lines.append("projects = []")
     return "\n".join(lines) + "\n"
-
-
-def field_names() -> list[str]:
-    return list(Config._fields)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-# Exit codes of every command (SPEC.md): 0 success; 1 the thing asked about is
+# Exit codes of every command (docs/commands.md): 0 success; 1 the thing asked about is
 # absent or wrong; 2 usage or environment error.
 EXIT_OK = 0
 EXIT_ABSENT = 1

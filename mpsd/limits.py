@@ -55,12 +55,6 @@ class Limits:
     baseline_source: str = "samples"
     sample_count: int = 0
 
-    def replace(self, **changes: Any) -> Limits:
-        return dataclasses.replace(self, **changes)
-
-    def as_dict(self) -> dict[str, Any]:
-        return {field.name: getattr(self, field.name) for field in dataclasses.fields(self)}
-
     def same_values(self, other: Limits, tolerance: float = 0.01) -> bool:
         """True when writing ``self`` over ``other`` would be churn: ratios within
         ``tolerance`` and everything else a user relies on unchanged."""
@@ -109,7 +103,7 @@ def render(limits: Limits) -> str:
     """The file's text. tomli-w writes exactly the form the hooks read; tests pin it."""
     import tomli_w  # only writers pay for it
 
-    data = limits.as_dict()
+    data = dataclasses.asdict(limits)
     data["projects"] = list(limits.projects)
     return tomli_w.dumps(data)
 
@@ -148,13 +142,13 @@ def update_locked(
 
 
 def with_projects(limits: Limits, projects: tuple[str, ...]) -> Limits:
-    return limits.replace(projects=projects)
+    return dataclasses.replace(limits, projects=projects)
 
 
 # --- reading --------------------------------------------------------------------------------
 
 
-def read_file(path: str | Path | None = None) -> LimitsFile:
+def read_file(path: Path | None = None) -> LimitsFile:
     """limits.toml as the hooks and every command see it. Never raises for the file's sake."""
     path = Path(path) if path is not None else paths.limits_file()
     try:
@@ -179,7 +173,7 @@ def read_file(path: str | Path | None = None) -> LimitsFile:
     return parse_text(data.decode("utf-8", "replace"))
 
 
-def read(path: str | Path | None = None) -> Limits | None:
+def read(path: Path | None = None) -> Limits | None:
     """The current limits, or None when the file is missing or not in mpsd's form."""
     return read_file(path).limits
 

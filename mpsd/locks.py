@@ -6,15 +6,12 @@ import contextlib
 import fcntl
 import os
 import time
+from collections.abc import Iterator
+from pathlib import Path
 
 from mpsd import files
 from mpsd.errors import MpsdError
 from mpsd.files import UnsafeFileError, ensure_dir, open_regular
-
-TYPE_CHECKING = False  # pathlib and typing cost `mpsd status` its start-up
-if TYPE_CHECKING:
-    from collections.abc import Iterator
-    from pathlib import Path
 
 
 @contextlib.contextmanager
@@ -72,7 +69,7 @@ class PidLock:
     file or the whole directory was deleted or replaced and takes the new one.
     """
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: Path) -> None:
         self.path = path
         self._fd: int | None = None
         self._dir_fd: int | None = None

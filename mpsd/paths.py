@@ -9,92 +9,52 @@ change of the environment in a test takes effect at once.
 from __future__ import annotations
 
 import os
-
-TYPE_CHECKING = False  # pathlib costs `mpsd env` and `mpsd explain` start-up: see limits_path()
-if TYPE_CHECKING:
-    from pathlib import Path
+from pathlib import Path
 
 LABEL = "io.github.mpsd.daemon"
-
-
-def _path(path: str) -> Path:
-    from pathlib import Path
-
-    return Path(path)
 
 
 def _home() -> str:
     return os.environ.get("HOME") or os.path.expanduser("~")
 
 
-def _dir(override: str, xdg: str, fallback: tuple[str, ...]) -> str:
+def _dir(override: str, xdg: str, fallback: tuple[str, ...]) -> Path:
     value = os.environ.get(override)
     if value:
-        return os.path.expanduser(value)
+        return Path(os.path.expanduser(value))
     base = os.environ.get(xdg)
     # The XDG spec says a relative XDG_* path is invalid and must be ignored.
     if base and os.path.isabs(base):
-        return os.path.join(base, "mps")
-    return os.path.join(_home(), *fallback, "mps")
-
-
-def _config_dir() -> str:
-    return _dir("MPSD_CONFIG_DIR", "XDG_CONFIG_HOME", (".config",))
+        return Path(base, "mps")
+    return Path(_home(), *fallback, "mps")
 
 
 def config_dir() -> Path:
     """``$MPSD_CONFIG_DIR``, else ``$XDG_CONFIG_HOME/mps``, else ``~/.config/mps``."""
-    return _path(_config_dir())
-
-
-def _state_dir() -> str:
-    return _dir("MPSD_STATE_DIR", "XDG_STATE_HOME", (".local", "state"))
+    return _dir("MPSD_CONFIG_DIR", "XDG_CONFIG_HOME", (".config",))
 
 
 def state_dir() -> Path:
     """``$MPSD_STATE_DIR``, else ``$XDG_STATE_HOME/mps``, else ``~/.local/state/mps``."""
-    return _path(_state_dir())
+    return _dir("MPSD_STATE_DIR", "XDG_STATE_HOME", (".local", "state"))
 
 
 def data_dir() -> Path:
     """``$MPSD_DATA_DIR``, else ``$XDG_DATA_HOME/mps``, else ``~/.local/share/mps``."""
-    return _path(_dir("MPSD_DATA_DIR", "XDG_DATA_HOME", (".local", "share")))
+    return _dir("MPSD_DATA_DIR", "XDG_DATA_HOME", (".local", "share"))
 
 
-# The ``*_path()`` functions give the same locations as the ``*_file()`` ones, as strings,
-# without importing pathlib: for the commands whose start-up is a contract (``mpsd env``,
-# ``mpsd explain``, ``mpsd status``) and which only read these files.
-def limits_path() -> str:
-    return os.path.join(_config_dir(), "limits.toml")
-
-
-def config_path() -> str:
-    return os.path.join(_config_dir(), "config.toml")
-
-
-def daemon_lock_path() -> str:
-    return os.path.join(_state_dir(), "daemon.lock")
-
-
-def history_path() -> str:
-    return os.path.join(_state_dir(), "history.sqlite3")
-
-
-def log_path() -> str:
-    return os.path.join(_state_dir(), "daemon.log")
-
-
-def free_memory_path() -> str:
+def free_memory_file() -> Path:
     """The last sample's free-memory sum and its parts (``mpsd status --json`` shows them)."""
-    return os.path.join(_state_dir(), "free-memory.json")
+    return state_dir() / "free-memory.json"
 
 
 def config_file() -> Path:
-    return _path(config_path())
+    return config_dir() / "config.toml"
 
 
 def limits_file() -> Path:
-    return _path(limits_path())
+    return config_dir() / "limits.toml"
 
 
 def limits_lock_file() -> Path:
@@ -104,15 +64,15 @@ def limits_lock_file() -> Path:
 
 def daemon_lock_file() -> Path:
     """Held for its whole life by the one running daemon; holds its pid."""
-    return _path(daemon_lock_path())
+    return state_dir() / "daemon.lock"
 
 
 def history_file() -> Path:
-    return _path(history_path())
+    return state_dir() / "history.sqlite3"
 
 
 def log_file() -> Path:
-    return _path(log_path())
+    return state_dir() / "daemon.log"
 
 
 def recommended_max_cache() -> Path:
@@ -125,7 +85,7 @@ def resource_dir(name: str) -> Path:
     In a wheel they live at ``mpsd/_data/<name>``; in a source checkout (editable
     install, tests) at ``<repo>/<name>``.
     """
-    here = _path(__file__).resolve().parent
+    here = Path(__file__).resolve().parent
     packaged = here / "_data" / name
     if packaged.is_dir():
         return packaged

@@ -1,10 +1,15 @@
-"""Pure arithmetic of the watermark ratio (SPEC.md, "The ratio"). No I/O, no clock."""
+"""Pure arithmetic of the watermark ratio (docs/policy.md). No I/O, no clock."""
 
 from __future__ import annotations
 
 import math
 
 GIB = 1 << 30
+
+# The variables PyTorch reads the two ratios from, when MPS starts (the one home of the names;
+# shell/ and mpsd/oom, which import nothing of mpsd, keep their own copies).
+HIGH_VAR = "PYTORCH_MPS_HIGH_WATERMARK_RATIO"
+LOW_VAR = "PYTORCH_MPS_LOW_WATERMARK_RATIO"
 
 # PyTorch accepts 0 <= ratio <= 2, but 0.0 removes the cap: mpsd never hands it out.
 MIN_RATIO = 0.01

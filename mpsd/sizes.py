@@ -22,6 +22,12 @@ def parse_size(text: str) -> int:
     return int(value)
 
 
+def gib(size: float, decimals: int = 1) -> str:
+    """Bytes as GiB, always, with one decimal ("23.3 GiB") or ``decimals``: the daemon's
+    reasons, ``status``."""
+    return f"{size / (1 << 30):.{decimals}f} GiB"
+
+
 def format_gib(size: int | float) -> str:
     """Bytes as GiB with two decimals ("18.72 GiB"), or MiB below 1 GiB ("20.00 MiB")."""
     if abs(size) >= 1 << 30:

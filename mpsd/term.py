@@ -1,18 +1,21 @@
 """What the commands share about the terminal: colour (the same styles in explain, status and
 doctor, off when not a terminal or with NO_COLOR), the width text wraps to, and plurals.
 
-Kept to ``os`` and ``sys``: ``textwrap`` and ``shutil`` cost start-up (``mpsd status`` is
-on a budget), and greedy wrapping of plain words is all mpsd needs.
+The width comes from ``$COLUMNS`` or the terminal (not ``shutil``, which imports more);
+wrapping is ``textwrap``'s, with a `command in backticks` kept whole.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import sys
+import textwrap
+from typing import Any
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
+from mpsd.words import plural
+
+__all__ = ["UNLIMITED", "Style", "columns", "fill", "plural", "style", "use_color", "wrap"]
 
 
 def use_color(stream: Any = None) -> bool:
@@ -84,26 +87,21 @@ def wrap(text: str, width: int | None = None, first: str = "", rest: str = "") -
     the first line led by ``first``, the others by ``rest``. A word longer than a line (a
     path, a `command`) stays whole on its own line."""
     width = columns() - 1 if width is None else width
-    lines: list[str] = []
-    line, empty = first, True
-    for word in _words(text):
-        if not empty and len(line) + 1 + len(word) > width:
-            lines.append(line)
-            line = rest + word
-        else:
-            line = line + word if empty else f"{line} {word}"
-        empty = False
-    if not empty:
-        lines.append(line)
-    return lines  # no words, no lines (as textwrap.wrap)
+    # A `command` is one word: its spaces are NULs while textwrap breaks the lines.
+    words = [word.replace(" ", "\0") for word in _words(text)]
+    lines = textwrap.wrap(
+        " ".join(words),
+        width,
+        initial_indent=first,
+        subsequent_indent=rest,
+        break_long_words=False,
+        break_on_hyphens=False,
+    )
+    return [line.replace("\0", " ") for line in lines]
 
 
 def _words(text: str) -> list[str]:
     """The words of ``text``; a `command in backticks` is one word (it is copied whole)."""
-    if "`" not in text:
-        return text.split()
-    import re
-
     return re.findall(r"\S*`[^`]*`\S*|\S+", text)
 
 
@@ -113,8 +111,3 @@ def fill(text: str, width: int | None = None, indent: str = "") -> str:
         "\n".join(wrap(paragraph, width, indent, indent)) if paragraph.strip() else ""
         for paragraph in text.split("\n")
     )
-
-
-def plural(count: int, word: str, many: str | None = None) -> str:
-    """``1 sample``, ``2 samples``, ``0 problems`` (``many`` for irregular plurals)."""
-    return f"{count} {word if count == 1 else (many or word + 's')}"

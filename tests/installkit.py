@@ -30,7 +30,7 @@ def sample_limits(projects: tuple[str, ...] = ()) -> limits.Limits:
         recommended_max_source="torch",
         baseline_free_bytes=39192717312,
         headroom=0.8,
-        updated_at=dt.datetime(2026, 11, 30, 5, 0, tzinfo=dt.UTC),
+        updated_at=dt.datetime(2026, 11, 30, 5, 0, tzinfo=dt.timezone.utc),
         projects=projects,
     )
 

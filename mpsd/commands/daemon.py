@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from mpsd.machine.sample import Sample
+from mpsd import paths
+from mpsd.daemon import loop
+from mpsd.locks import PidLock
+from mpsd.machine.recommended import recommended_max
+from mpsd.machine.sample import Sample
+from mpsd.machine.sampler import take_sample_and_parts, write_parts
+from mpsd.sizes import gib
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -19,11 +23,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from mpsd import paths
-    from mpsd.daemon import loop
-    from mpsd.daemon.policy import gib
-    from mpsd.locks import PidLock
-
     lock = loop.acquire_lock(once=args.once)
     loop.setup_logging(warnings_to_stderr=args.once)
     if lock is None:
@@ -32,7 +31,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"A daemon{who} is running and keeps {paths.limits_file()} up to date.")
         return 0
     try:
-        daemon = loop.Daemon(sample_source=_sample, recommended_source=_recommended, lock=lock)
+        daemon = loop.Daemon(sample_source=_sample, recommended_source=recommended_max, lock=lock)
         if not args.once:
             return daemon.run_forever()
         limits = daemon.run_once()
@@ -51,15 +50,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _sample(now: float) -> Sample:
-    from mpsd import paths
-    from mpsd.machine.sampler import take_sample_and_parts, write_parts
-
+    """One sample, its free-memory parts kept for ``mpsd status --json``."""
     sample, parts = take_sample_and_parts(now)
-    write_parts(parts, paths.free_memory_path())
+    write_parts(parts, paths.free_memory_file())
     return sample
-
-
-def _recommended(total_bytes: int) -> tuple[int, str]:
-    from mpsd.machine.recommended import recommended_max
-
-    return recommended_max(total_bytes)

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import argparse
 
+from mpsd.env.optin import disable
+from mpsd.env.pyhooks import tear_down
+
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
@@ -16,9 +19,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from mpsd.env.optin import disable
-    from mpsd.env.pyhooks import tear_down
-
     change = disable(args.directory)
     if change.covered_by is None:
         print(

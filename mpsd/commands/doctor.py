@@ -11,6 +11,10 @@ import argparse
 import json
 import sys
 
+from mpsd.env import project_python
+from mpsd.setup import checks as doctor_checks
+from mpsd.term import plural, style, wrap
+
 _MARKS = {"ok": "ok", "problem": "PROBLEM", "warning": "warning", "skipped": "--"}
 
 
@@ -25,10 +29,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from mpsd.env import project_python
-    from mpsd.setup import checks as doctor_checks
-    from mpsd.term import plural, style, wrap
-
     if args.python:
         python = (project_python.given(args.python), "--python")
     else:

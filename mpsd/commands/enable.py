@@ -4,10 +4,15 @@ below it, in; and put the interpreter start-up hook into its environments."""
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from mpsd.env.pyhooks import Target
+from mpsd.env import pyhooks
+from mpsd.env.here import exports_here, hook_copy_command, hook_here
+from mpsd.env.optin import enable
+from mpsd.env.pyhooks import Target
+from mpsd.errors import EXIT_USAGE, MpsdError
+from mpsd.setup import thisshell
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -30,17 +35,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from mpsd.env.optin import enable
-    from mpsd.errors import EXIT_USAGE, MpsdError
-
     if args.no_python_hook and args.python:
         raise MpsdError(
             "--python and --no-python-hook contradict each other; give one.", EXIT_USAGE
         )
     explicit: list[Target] = []
     if args.python:
-        from mpsd.env import pyhooks
-
         # Asked before anything changes: a wrong --python changes nothing.
         explicit = [pyhooks.ask(python) for python in args.python]
     change = enable(args.directory)
@@ -62,10 +62,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _python_hooks(project: str, explicit: list[Target]) -> None:
-    import sys
-
-    from mpsd.env import pyhooks
-
     result = pyhooks.set_up(project, explicit)
     for target, changed in result.done:
         where = _shown(target.prefix, project)
@@ -96,12 +92,7 @@ def _shown(prefix: str, project: str) -> str:
 def _this_shell_note(directory: str) -> str | None:
     """Whether a python started from this very shell gets the variables: the hook sets them
     at the next prompt, or this shell has no hook yet (then what a new terminal gets)."""
-    import os
-
-    from mpsd.env.here import decide_here, hook_copy_command, hook_here
-    from mpsd.setup import thisshell
-
-    here = decide_here(directory)
+    here = exports_here(directory)
     if not here.wanted or here.hand_set:
         return None
     if hook_here(here, os.environ):

@@ -4,6 +4,11 @@ decision as the shell hooks, for scripts (``eval "$(mpsd env)"``)."""
 from __future__ import annotations
 
 import argparse
+import os
+import sys
+
+from mpsd.env.decision import MARKS, Exports
+from mpsd.env.here import exports_facts, exports_here
 
 FORMATS = ("sh", "zsh", "bash", "fish", "json")
 
@@ -17,10 +22,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def render(decision: object, fmt: str) -> str:
-    from mpsd.env.decision import MARKS, Decision
-
-    assert isinstance(decision, Decision)
+def render(decision: Exports, fmt: str) -> str:
     lines: list[str] = []
     unsets = [name for var in decision.unsets for name in (var, MARKS[var])]
     # The marks too, as the hook sets them: a later `mpsd env` elsewhere takes the values back
@@ -38,16 +40,11 @@ def render(decision: object, fmt: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    import os
-    import sys
-
-    from mpsd.env.here import decide_here, decision_facts
-
-    decision = decide_here(args.directory)
+    decision = exports_here(args.directory)
     if args.shell == "json":
-        import json
+        import json  # only for this format: `eval "$(mpsd env)"` runs at every cd in scripts
 
-        data = decision_facts(decision, os.environ)
+        data = exports_facts(decision, os.environ)
         data["export"] = decision.exports
         data["unset"] = list(decision.unsets)
         print(json.dumps(data, indent=2, ensure_ascii=False))

@@ -14,13 +14,10 @@ import errno
 import os
 import stat
 import sys
+from collections.abc import Iterable, Iterator
+from typing import Any, BinaryIO
 
 from mpsd.errors import EXIT_ABSENT, EXIT_OK, EXIT_USAGE, MpsdError
-
-TYPE_CHECKING = False  # typing costs start-up; mypy still reads the block below
-if TYPE_CHECKING:
-    from collections.abc import Iterable, Iterator
-    from typing import Any, BinaryIO
 
 MAX_BYTES = 1 << 30  # a paste larger than this is not a paste
 

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
-from mpsd.setup.shells import SHELLS
+from mpsd.setup.shells import SHELLS, hook_text
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -12,9 +13,5 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import sys
-
-    from mpsd.setup.shells import hook_text
-
     sys.stdout.write(hook_text(args.shell))
     return 0

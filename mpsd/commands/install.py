@@ -262,7 +262,6 @@ def _first_sample(agent_started: bool, warnings: list[str]) -> None:
     """Make sure limits.toml exists: the agent's first sample if it comes within a few
     seconds, else one sample taken here (``mpsd daemon --once``)."""
     from mpsd import limits, paths
-    from mpsd.commands import COMMANDS
     from mpsd.locks import PidLock
 
     if agent_started:
@@ -275,12 +274,6 @@ def _first_sample(agent_started: bool, warnings: list[str]) -> None:
             if time.monotonic() - started > AGENT_START_WAIT and not lock.is_held_elsewhere():
                 break
             time.sleep(0.1)
-    if "daemon" not in COMMANDS:
-        warnings.append(
-            "this mpsd has no daemon command yet, so limits.toml was not written; "
-            "upgrade mpsd and run mpsd install again"
-        )
-        return
     print("taking a first memory sample (mpsd daemon --once)...")
     done = subprocess.run(
         [sys.executable, "-m", "mpsd", "daemon", "--once"],
@@ -298,25 +291,9 @@ def _first_sample(agent_started: bool, warnings: list[str]) -> None:
 
 
 def _summary() -> None:
-    """The status summary: ``mpsd status`` when this mpsd has it, else the limits."""
-    from mpsd import limits, paths
-    from mpsd.commands import COMMANDS
-
-    if "status" in COMMANDS:
-        from mpsd.cli import main
-
-        sys.stdout.flush()
-        main(["status"])
-        return
-    current = limits.read()
-    if current is None:
-        print(f"{_tilde(paths.limits_file())} does not exist yet.")
-        return
-    gib = current.limit_bytes / 2**30
-    print(f"Limits ({_tilde(paths.limits_file())}):")
-    print(f"  PYTORCH_MPS_HIGH_WATERMARK_RATIO={current.high_watermark_ratio}")
-    print(f"  PYTORCH_MPS_LOW_WATERMARK_RATIO={current.low_watermark_ratio}")
-    print(f"  limit {gib:.2f} GiB of {current.recommended_max_bytes / 2**30:.2f} GiB")
+    """What ``mpsd status`` says now (run as its own process: a command imports no other)."""
+    sys.stdout.flush()
+    subprocess.run([sys.executable, "-m", "mpsd", "status"], check=False)
 
 
 def _dry_run_install(

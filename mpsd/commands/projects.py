@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import json
+
+from mpsd.env.optin import listing
 
 _HOOK_STATES = {
     "installed": "start-up hook in",
@@ -16,10 +19,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import json
-
-    from mpsd.env.optin import listing
-
     data = listing()
     if args.json:
         print(json.dumps(data, indent=2, ensure_ascii=False))

@@ -7,6 +7,13 @@ this process (same pid; its exit code is the exit code).
 from __future__ import annotations
 
 import argparse
+import os
+import shutil
+import sys
+
+from mpsd.env.here import exports_here
+from mpsd.env.watermarks import problems
+from mpsd.errors import MpsdError
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -16,27 +23,18 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import os
-    import shutil
-    import sys
-
-    from mpsd.env.here import decide_here
-    from mpsd.errors import MpsdError
-
     command = list(args.argv)
     if command and command[0] == "--":
         command = command[1:]
     if not command:
         raise MpsdError("give the command to run, e.g. `mpsd run -- python train.py`.")
-    decision = decide_here(anywhere=True)
+    decision = exports_here(anywhere=True)
     env = decision.environment_after(os.environ, marks=False)
     if not decision.exports and not decision.hand_set:
         sys.stderr.write(
             f"mpsd: {decision.reason}; running {command[0]} without the watermark variables.\n"
         )
     if decision.hand_set:
-        from mpsd.env.watermarks import problems
-
         for problem in problems(env):
             sys.stderr.write(f"mpsd: warning: {problem} (your own values are kept).\n")
     program = command[0]

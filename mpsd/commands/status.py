@@ -8,16 +8,24 @@ turns that dict into text. New facts join ``collect()`` and get a renderer in
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import math
-import os
+import re
 import sys
 import time
+from dataclasses import fields
+from typing import Any
 
-TYPE_CHECKING = False  # typing costs start-up; mypy still reads the block below
-if TYPE_CHECKING:
-    from typing import Any
-
-    from mpsd.term import Style
+from mpsd import limits, paths
+from mpsd.config import Config, ConfigError, load_config
+from mpsd.daemon.history import HistoryError, Store
+from mpsd.durations import format_duration
+from mpsd.env.here import optin_facts, render_optin
+from mpsd.errors import MpsdError
+from mpsd.locks import PidLock
+from mpsd.paths import file_in_the_way
+from mpsd.sizes import gib
+from mpsd.term import Style, columns, plural, use_color, wrap
 
 GIB = 1 << 30
 CHART_WIDTH = 48
@@ -38,8 +46,6 @@ def run(args: argparse.Namespace) -> int:
         json.dump(facts, sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
-        from mpsd.term import use_color
-
         sys.stdout.write(render(facts, color=use_color(sys.stdout)))
     return 0
 
@@ -47,13 +53,10 @@ def run(args: argparse.Namespace) -> int:
 # -- facts -------------------------------------------------------------------------------
 def collect(now: float | None = None) -> dict[str, Any]:
     """Every fact status shows, as plain JSON values."""
-    from mpsd import paths
-    from mpsd.config import Config, ConfigError, load_config
-
     now = time.time() if now is None else now
     facts: dict[str, Any] = {"now": now}
     try:
-        config = load_config(paths.config_path())
+        config = load_config(paths.config_file())
         facts["config_problem"] = None
     except ConfigError as exc:
         config = Config()
@@ -74,9 +77,6 @@ def collect(now: float | None = None) -> dict[str, Any]:
 
 def _here_facts() -> dict[str, Any] | None:
     """Is this directory opted in, what a `python` here gets, variables set by hand."""
-    from mpsd.env.here import optin_facts
-    from mpsd.errors import MpsdError
-
     try:
         return optin_facts()
     except MpsdError:  # the current directory was removed under us
@@ -88,11 +88,10 @@ def _free_memory_facts() -> dict[str, Any] | None:
     in ``free-memory.json``); None before the first sample or when the file is unreadable."""
     import json
 
-    from mpsd import paths
     from mpsd.files import read_bytes  # a FIFO there must not hang status
 
     try:
-        data = json.loads(read_bytes(paths.free_memory_path(), limit=64 * 1024, follow=False))
+        data = json.loads(read_bytes(paths.free_memory_file(), limit=64 * 1024, follow=False))
     except (OSError, ValueError, RecursionError):
         return None
     if not isinstance(data, dict):
@@ -103,39 +102,34 @@ def _free_memory_facts() -> dict[str, Any] | None:
 
 
 def _daemon_facts() -> dict[str, Any]:
-    from mpsd import paths
-    from mpsd.locks import PidLock
-
-    lock = PidLock(paths.daemon_lock_path())
+    lock = PidLock(paths.daemon_lock_file())
     try:
         running = lock.is_held_elsewhere()
     except OSError as exc:  # the state dir is a file, or unreadable: no daemon can run there
         return {
             "running": False,
             "pid": None,
-            "log_file": paths.log_path(),
-            "problem": f"the state dir {os.path.dirname(paths.daemon_lock_path())} cannot be "
+            "log_file": str(paths.log_file()),
+            "problem": f"the state dir {paths.state_dir()} cannot be "
             f"used ({exc.strerror}); "
             "make it a writable directory or point MPSD_STATE_DIR elsewhere.",
         }
     return {
         "running": running,
         "pid": lock.holder() if running else None,
-        "log_file": paths.log_path(),
+        "log_file": str(paths.log_file()),
     }
 
 
 def _limits_facts() -> dict[str, Any]:
-    from mpsd import limits, paths
-
     read = limits.read_file()
     current = read.limits
     facts: dict[str, Any] = {
-        "limits_file": paths.limits_path(),
+        "limits_file": str(paths.limits_file()),
         "limits_found": read.found,
         "limits_problem": read.problem,
     }
-    names = list(limits.Limits.__dataclass_fields__)
+    names = [f.name for f in fields(limits.Limits)]
     keys = names[: names.index("updated_at")]
     for key in keys:
         facts[key] = getattr(current, key) if current else None
@@ -145,11 +139,8 @@ def _limits_facts() -> dict[str, Any]:
 
 
 def _history_facts(now: float, config: Any) -> dict[str, Any]:
-    from mpsd import paths
-    from mpsd.daemon.history import HistoryError, Store
-
     facts: dict[str, Any] = {
-        "history_file": paths.history_path(),
+        "history_file": str(paths.history_file()),
         "history_problem": None,
         "last_sample": None,
         "samples_in_window": 0,
@@ -158,7 +149,7 @@ def _history_facts(now: float, config: Any) -> dict[str, Any]:
         "next_job": None,
     }
     try:
-        store = Store.open_readonly(paths.history_path())
+        store = Store.open_readonly(paths.history_file())
     except HistoryError as exc:
         facts["history_problem"] = str(exc)
         return facts
@@ -168,7 +159,7 @@ def _history_facts(now: float, config: Any) -> dict[str, Any]:
         _read_history(store, now, config, facts)
     except Exception as exc:  # a damaged page, a garbled row: one sentence, never a traceback
         facts["history_problem"] = (
-            f"the history {paths.history_path()} cannot be read ({type(exc).__name__}: {exc}); "
+            f"the history {paths.history_file()} cannot be read ({type(exc).__name__}: {exc}); "
             "move it aside and restart the daemon."
         )
     finally:
@@ -263,23 +254,22 @@ def next_job_words(next_job: dict[str, Any], interval: float) -> str:
 def _iso(t: float) -> str:
     """``t`` in ISO form; a stamp outside the years 1-9999 (a clock set far off) is clamped
     there rather than crash status."""
-    import datetime as dt
     import math
 
     t = min(max(t, -62135596800.0), 253402300799.0) if math.isfinite(t) else 0.0
-    return (dt.datetime(1970, 1, 1, tzinfo=dt.UTC) + dt.timedelta(seconds=int(t))).isoformat(
-        timespec="seconds"
-    )
+    return (
+        dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc) + dt.timedelta(seconds=int(t))
+    ).isoformat(timespec="seconds")
 
 
 # -- text ----------------------------------------------------------------------------------
 def _gib(value: float | None) -> str:
-    return "?" if value is None else f"{value / GIB:.1f} GiB"
+    return "?" if value is None else gib(value)
 
 
 def _gib2(value: float | None) -> str:
     """Limits and the recommended max: two decimals, as limits.toml's ratios have."""
-    return "?" if value is None else f"{value / GIB:.2f} GiB"
+    return "?" if value is None else gib(value, 2)
 
 
 def _ago(seconds: float) -> str:
@@ -289,16 +279,12 @@ def _ago(seconds: float) -> str:
 
 
 def _span(seconds: float) -> str:
-    from mpsd.durations import format_duration
-
     return format_duration(seconds, about=True)
 
 
 def render(facts: dict[str, Any], width: int | None = None, color: bool = False) -> str:
     """The facts as text, wrapped to ``width`` (default: the terminal's), styled when
     ``color``."""
-    from mpsd.term import Style, columns, plural
-
     width = columns() - 1 if width is None else width
     style = Style(color)
     lines: list[str] = []
@@ -322,8 +308,6 @@ def render(facts: dict[str, Any], width: int | None = None, color: bool = False)
                 "                 (older than 3 intervals: the daemon may be stuck; "
                 f"see {daemon['log_file']})"
             )
-    from mpsd.paths import file_in_the_way
-
     if facts.get("limits_problem") and file_in_the_way(facts["limits_file"]):
         lines.append(f"limits:          {facts['limits_problem']}")
     elif facts.get("limits_problem"):
@@ -353,16 +337,14 @@ def render(facts: dict[str, Any], width: int | None = None, color: bool = False)
     next_job = facts.get("next_job")
     if next_job is not None and (next_job["jobs_hold_bytes"] > 0 or next_job["floored"]):
         words = next_job_words(next_job, facts["interval_seconds"])
-        lines.extend(_wrap(words, width, "next job:        ", " " * 17))
+        lines.extend(wrap(words, width, "next job:        ", " " * 17))
     if facts.get("here") is not None:
-        from mpsd.env.here import render_optin
-
         lines.extend(render_optin(facts["here"]))
     reasons = list(facts["reasons"])
     if reasons and facts["high_watermark_ratio"] is not None:
         reasons.extend(_reconcile(facts))
     for reason in reasons:
-        lines.extend(_wrap(reason, width, "  why: ", " " * 7))
+        lines.extend(wrap(reason, width, "  why: ", " " * 7))
     for problem in ("config_problem", "state_problem", "history_problem"):
         if facts.get(problem):
             lines.append(f"problem: {facts[problem]}")
@@ -370,7 +352,7 @@ def render(facts: dict[str, Any], width: int | None = None, color: bool = False)
         wrapped
         for line in lines
         for wrapped in (
-            _wrap(line[17:], width, line[:17], " " * 17)
+            wrap(line[17:], width, line[:17], " " * 17)
             if len(line) > width and line[:17].rstrip().endswith(":") and line[16] == " "
             else [line]
         )
@@ -412,8 +394,6 @@ def _reconcile(facts: dict[str, Any]) -> list[str]:
 def _styled(line: str, style: Style) -> str:
     """Labels bold, problems in the warning colour, `commands` in the command colour (the
     styles explain and doctor use)."""
-    import re
-
     line = re.sub(r"`([^`]+)`", lambda m: "`" + style.cmd(m.group(1)) + "`", line)
     label, sep, rest = line.partition(":")
     if sep and label and not label.startswith(" ") and len(label) < 17:
@@ -442,8 +422,6 @@ def chart(
         return min(rows - 1, max(0, math.floor(value / unit)))
 
     baseline_row, limit_row = row_of(baseline), row_of(limit)
-    from mpsd.durations import format_duration
-
     out = [f"free memory over the last {format_duration(window_seconds)} (lowest per column)"]
     for r in range(rows - 1, -1, -1):
         cells = []
@@ -468,10 +446,3 @@ def chart(
     left = f"{format_duration(window_seconds)} ago"
     out.append(f"{'0 GiB':>10}└" + left + "now".rjust(len(values) - len(left)))
     return out
-
-
-def _wrap(text: str, width: int, first: str, rest: str) -> list[str]:
-    """Word wrap that keeps a `command` whole (``mpsd.term.wrap``)."""
-    from mpsd.term import wrap
-
-    return wrap(text, width, first, rest)

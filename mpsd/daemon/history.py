@@ -12,16 +12,12 @@ import contextlib
 import json
 import os
 import sqlite3
-from collections import namedtuple
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any, NamedTuple, TypeVar
 
 from mpsd.errors import MpsdError
 from mpsd.machine.sample import Sample
-
-TYPE_CHECKING = False  # typing costs `mpsd status` its start-up; mypy still reads the block
-if TYPE_CHECKING:
-    from collections.abc import Iterable, Iterator
-    from pathlib import Path
-    from typing import Any, NamedTuple, TypeVar
 
 # One entry per schema version: MIGRATIONS[n] takes version n to n + 1.
 # Never edit a released entry; append a new one.
@@ -73,23 +69,20 @@ class HistoryError(MpsdError):
         self.corrupt = corrupt
 
 
-if TYPE_CHECKING:
+class Row(NamedTuple):
+    """A stored sample as the policy reads it: ``Sample``'s fields, built at C speed."""
 
-    class Row(NamedTuple):
-        """A stored sample as the policy reads it: ``Sample``'s fields, built at C speed."""
+    t: float
+    available_bytes: int
+    total_bytes: int
+    ml_bytes: int
+    swapouts: int | None
+    pressure: int | None
+    source: str
+    ml_jobs: int
 
-        t: float
-        available_bytes: int
-        total_bytes: int
-        ml_bytes: int
-        swapouts: int | None
-        pressure: int | None
-        source: str
-        ml_jobs: int
 
-    Thinnable = TypeVar("Thinnable", Sample, Row)
-else:  # the same tuple, without importing typing
-    Row = namedtuple("Row", Sample._fields)
+Thinnable = TypeVar("Thinnable", Sample, Row)
 
 
 def _values(sample: Sample) -> tuple[Any, ...]:
@@ -128,7 +121,7 @@ class Store:
     """The history in one SQLite file. Open with ``Store.open`` (read-write, migrates)
     or ``Store.open_readonly`` (never creates or changes anything)."""
 
-    def __init__(self, connection: sqlite3.Connection, path: str | Path) -> None:
+    def __init__(self, connection: sqlite3.Connection, path: Path) -> None:
         self._db = connection
         self.path = path
         self._columns = _COLUMNS  # what a read selects (0 for columns an old schema lacks)
@@ -157,7 +150,7 @@ class Store:
         return store
 
     @classmethod
-    def open_readonly(cls, path: str | Path) -> Store | None:
+    def open_readonly(cls, path: Path) -> Store | None:
         """The history for reading only; None when there is none yet."""
         if not os.path.lexists(path):
             return None
@@ -317,9 +310,6 @@ class Store:
         values: dict[int, int] = {int(b): int(v) for b, v in rows}
         return [(since + i * width, values.get(i)) for i in range(buckets)]
 
-    def integrity(self) -> str:
-        return str(self._db.execute("PRAGMA integrity_check").fetchone()[0])
-
 
 def thin(samples: Iterable[Thinnable], since: float, width: float) -> list[Thinnable]:
     """The pure twin of ``Store.samples`` when it thins: per bucket of ``width`` seconds
@@ -363,14 +353,14 @@ def _statements(script: str) -> Iterator[str]:
             yield part.strip()
 
 
-def _uri(path: str | Path) -> str:
-    """``path`` as an SQLite file URI (``Path.as_uri`` without importing pathlib): SQLite
-    decodes %HH escapes in it and ends the path at ``?`` or ``#``; nothing else is special."""
+def _uri(path: Path) -> str:
+    """``path`` as an SQLite file URI: SQLite decodes %HH escapes in it and ends the path at
+    ``?`` or ``#``; nothing else is special."""
     escaped = os.path.abspath(path).replace("%", "%25").replace("?", "%3F").replace("#", "%23")
     return f"file:{escaped}"
 
 
-def _newer(path: str | Path, version: int) -> str:
+def _newer(path: Path, version: int) -> str:
     return (
         f"the history {path} has schema version {version}, newer than this mpsd knows "
         f"({SCHEMA_VERSION}); upgrade mpsd."

@@ -3,8 +3,8 @@
 - Only one daemon runs: a ``PidLock`` (flock, so a kill -9 never leaves it stuck).
 - Signal handlers only enqueue; the loop blocks on the queue with the time to the
   next tick as timeout, so SIGTERM/SIGINT end it at once (exit 0).
-- Ticks are scheduled on the monotonic clock; the wall clock only stamps
-  samples. A wall-clock jump (sleep, a clock change, even backwards) is logged
+- Ticks are scheduled on the monotonic clock (``mpsd.daemon.schedule``); the wall clock
+  only stamps samples. A wall-clock jump (sleep, a clock change, even backwards) is logged
   and changes nothing else: the policy sees samples by their stamps.
 - config.toml is watched through its directory (``mpsd.daemon.config_watch``), debounced, and
   checked by mtime every few seconds as a backstop. A bad file is logged and the
@@ -44,6 +44,7 @@ from mpsd import paths
 from mpsd.config import Config, ConfigError, load_config
 from mpsd.daemon import policy
 from mpsd.daemon.history import HistoryError, Row, Store, row_of
+from mpsd.daemon.schedule import CONFIG_POLL, Schedule
 from mpsd.errors import EXIT_ABSENT, MpsdError
 from mpsd.files import ensure_dir, open_regular
 from mpsd.limits import Limits
@@ -55,18 +56,13 @@ log = logging.getLogger("mpsd")
 SampleSource = Callable[[float], Sample]
 RecommendedSource = Callable[[int], tuple[int, str]]
 
-POLICY_EVERY = 600.0  # seconds between policy runs (also after a config change or a new max)
 # The window the policy reads is kept in memory: loaded from the history with at most
 # POLICY_ROWS rows (a longer window is cut into buckets, each represented by its
 # lowest-free sample: 7 days at 30 s gives 2-minute buckets), then each new sample
 # appended; reloaded every WINDOW_RELOAD seconds so it stays that small.
 POLICY_ROWS = 5000
 WINDOW_RELOAD = 6 * 3600.0
-PRUNE_EVERY = 3600.0
 PRUNE_BATCH = 20_000  # rows a prune deletes at most (a big cut goes in steps between ticks)
-RECOMMENDED_EVERY = 3600.0  # re-ask (cheap when cached; re-probes after a reboot or update)
-CONFIG_POLL = 5.0  # the mtime backstop behind the directory watch
-DEBOUNCE = 0.2
 # Ratios are multiples of 0.01: a change of 0.01 (one step) is churn, not news.
 CHURN_TOLERANCE = 0.015
 EXACT = 0.01  # same_values' tolerance for "the same ratios, to the hundredth"
@@ -142,7 +138,7 @@ def _stamp(t: float) -> dt.datetime:
     year 9999 or beyond must not crash the daemon)."""
     top = 253402300799.0  # 9999-12-31T23:59:59Z
     t = t if math.isfinite(t) else 0.0
-    return dt.datetime.fromtimestamp(int(min(max(t, 0.0), top)), dt.UTC)
+    return dt.datetime.fromtimestamp(int(min(max(t, 0.0), top)), dt.timezone.utc)
 
 
 @dataclass
@@ -452,95 +448,67 @@ class Daemon:
         """The loop, until SIGTERM or SIGINT (exit 0)."""
         for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             signal.signal(signum, self._enqueue_signal)
-        from mpsd.daemon.config_watch import ConfigWatcher
+        from mpsd.daemon.config_watch import ConfigWatcher  # watchdog: not for `daemon --once`
 
         watcher = ConfigWatcher(paths.config_file(), lambda: self._queue.put(("config", None)))
         watcher.start()
         clean_temps()
         self.reload_config(force=True)
         log.info("daemon started (pid %d, interval %gs)", os.getpid(), self.config.interval)
-        start = self.mono()
-        next_tick = start
-        next_poll = start + CONFIG_POLL
-        next_prune = start
-        next_probe: float | None = None
-        probing = False
-        last_eval: float | None = None
-        reload_at: float | None = None
-        pending = True
-        moved: Sample | None = None  # a sample where only the running PyTorch jobs changed
-        retry_at = start  # after a failed update, the next try waits for the next tick
+        schedule = Schedule(self.config.interval, self.mono())
+        lock_check = self.mono() + CONFIG_POLL  # the loop wakes at least this often
         try:
             while True:
-                deadlines = [next_tick, next_poll]
-                if reload_at is not None:
-                    deadlines.append(reload_at)
-                timeout = max(0.0, min(deadlines) - self.mono())
                 try:
-                    kind, value = self._queue.get(timeout=timeout)
+                    kind, value = self._queue.get(timeout=schedule.timeout(self.mono()))
                 except queue.Empty:
                     kind, value = "", None
                 if kind == "signal":
-                    if value == signal.SIGHUP:
-                        reload_at = self.mono()
-                    else:
+                    if value != signal.SIGHUP:
                         log.info("stopping on %s", signal.Signals(value).name)
                         return 0
-                elif kind == "config" and reload_at is None:
-                    reload_at = self.mono() + DEBOUNCE
+                    schedule.reload_requested(self.mono())
+                elif kind == "config":
+                    schedule.config_touched(self.mono())
                 elif kind == "recommended":
-                    probing = False
+                    schedule.probe_finished()
                     if self.set_recommended(value):
-                        pending, retry_at = True, self.mono()
+                        schedule.recommended_changed(self.mono())
                 elif kind == "recommended-failed":
-                    probing = False
+                    schedule.probe_finished()
                     log.error("cannot find the recommended max: %s", value)
                 now = self.mono()
-                reloaded = False
-                if reload_at is not None and now >= reload_at:
-                    reload_at = None
-                    next_poll = now + CONFIG_POLL
-                    reloaded = self.reload_config()
-                if now >= next_poll:
-                    next_poll = now + CONFIG_POLL
+                if now >= lock_check:
+                    lock_check = now + CONFIG_POLL
                     if not self.check_lock():
                         return EXIT_ABSENT
-                    reloaded = self.reload_config() or reloaded
-                if reloaded:
-                    pending, retry_at = True, now
-                    next_tick = min(next_tick, (self.last_mono or now) + self.config.interval)
-                if now >= next_tick:
-                    sample = self.tick()
-                    if sample is not None and self.recommended is None and not probing:
-                        probing = True
-                        next_probe = now + RECOMMENDED_EVERY
-                        self._start_probe()
-                    next_tick += self.config.interval
-                    if next_tick <= now:  # fell behind (slept, or a slow sample)
-                        next_tick = now + self.config.interval
-                    next_tick = min(next_tick, now + self.config.interval)
-                    if last_eval is None or now - last_eval >= POLICY_EVERY:
-                        pending = True
-                    elif self.jobs_changed(sample):
-                        moved = sample
-                if next_probe is not None and now >= next_probe and not probing:
-                    probing = True
-                    next_probe = now + RECOMMENDED_EVERY
-                    self._start_probe()
-                if now >= next_prune:
-                    more = self.prune()
-                    next_prune = now + (1.0 if more else PRUNE_EVERY)
-                if moved is not None and not pending:
-                    self.evaluate(jobs=moved)  # a failure is logged; the next run retries
-                moved = None
-                if pending and self.recommended is not None and now >= retry_at:
-                    last_eval = now
-                    pending = self.evaluate() is None
-                    if pending:  # logged; what could fix it is time or a config change
-                        retry_at = next_tick
+                self._due(schedule, now)
         finally:
             watcher.stop()
             self._drop_store()
+
+    def _due(self, schedule: Schedule, now: float) -> None:
+        """Do what ``schedule`` says is due at ``now``."""
+        if schedule.reload_due(now) and self.reload_config():
+            schedule.config_changed(self.config.interval, self.last_mono, now)
+        moved = None  # a sample where only the running PyTorch jobs changed
+        if schedule.tick_due(now):
+            sample = self.tick()
+            if sample is not None and self.recommended is None and not schedule.probing:
+                schedule.probe_started(now)
+                self._start_probe()
+            schedule.ticked(now)
+            if not schedule.pending and self.jobs_changed(sample):
+                moved = sample
+        if schedule.probe_due(now):
+            schedule.probe_started(now)
+            self._start_probe()
+        if schedule.prune_due(now):
+            schedule.pruned(now, more=self.prune())
+        if moved is not None:
+            self.evaluate(jobs=moved)  # a failure is logged; the next run retries
+        if schedule.evaluate_due(now, have_max=self.recommended is not None):
+            schedule.evaluated(now, ok=self.evaluate() is not None)
 
     def run_once(self, attempts: int = 3) -> Limits:
         """One sample, one update of limits.toml."""

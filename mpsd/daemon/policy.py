@@ -52,13 +52,16 @@ import math
 import operator
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from mpsd import ratio
-from mpsd.config import Config
 from mpsd.durations import format_duration
 from mpsd.machine.sample import PRESSURE_WARN
-from mpsd.term import plural
+from mpsd.sizes import gib
+from mpsd.words import plural
+
+if TYPE_CHECKING:  # the settings' shape only: mpsd.config also loads the file (I/O)
+    from mpsd.config import Config
 
 GIB = 1 << 30
 RECENT_SPAN = 2 * 3600.0
@@ -165,10 +168,6 @@ def weighted_percentile(pairs: list[tuple[int, float]], pct: float) -> int:
         if acc >= target:
             return value
     return ordered[-1][0]
-
-
-def gib(value: float) -> str:
-    return f"{value / GIB:.1f} GiB"
 
 
 # -- the steps ---------------------------------------------------------------------------

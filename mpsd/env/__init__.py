@@ -1,1 +1,2 @@
-"""What a python gets where: the decision, opt-in, ``apply()``, ``budget()``."""
+"""What a python gets where: the exports decision, opt-in (and enable's first estimate),
+``apply()``, ``budget()``."""

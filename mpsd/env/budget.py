@@ -21,8 +21,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from mpsd.errors import MpsdError
+from mpsd.ratio import HIGH_VAR
 
-HIGH_VAR = "PYTORCH_MPS_HIGH_WATERMARK_RATIO"
 _STRTOD_PREFIX = re.compile(r"^\s*[+-]?(?:\d+\.?\d*(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?)")
 
 
@@ -32,7 +32,7 @@ class BudgetError(MpsdError, RuntimeError):
 
 def default_high_ratio(torch_version: str) -> float:
     """PyTorch's high watermark when the variable is unset: 0.0 (no cap) before 2.0, 1.7 since
-    (on Apple Silicon's unified memory; MACOS.md)."""
+    (on Apple Silicon's unified memory; docs/macos-and-pytorch.md)."""
     match = re.match(r"(\d+)", torch_version)
     major = int(match.group(1)) if match else 2
     return 0.0 if major < 2 else 1.7

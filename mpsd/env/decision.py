@@ -15,16 +15,18 @@ hooked shell gets. The rules:
 
 from __future__ import annotations
 
-TYPE_CHECKING = False  # typing, dataclasses and collections cost `mpsd env` its start-up
-if TYPE_CHECKING:
-    from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
+from mpsd.ratio import HIGH_VAR, LOW_VAR
+
+if TYPE_CHECKING:  # the reader does I/O; this module only reads what it returns
     from mpsd.limits import LimitsFile
 
-HIGH_VAR = "PYTORCH_MPS_HIGH_WATERMARK_RATIO"
-LOW_VAR = "PYTORCH_MPS_LOW_WATERMARK_RATIO"
 MARK_HIGH = "_MPSD_EXPORTED_HIGH"
 MARK_LOW = "_MPSD_EXPORTED_LOW"
+__all__ = ["HIGH_VAR", "LOW_VAR", "MARKS", "VARIABLES", "Exports", "decide_exports"]
 VARIABLES = (HIGH_VAR, LOW_VAR)
 MARKS = {HIGH_VAR: MARK_HIGH, LOW_VAR: MARK_LOW}
 
@@ -47,59 +49,30 @@ def hand_set(environ: Mapping[str, str]) -> tuple[str, ...]:
     )
 
 
-class Decision:
-    """What applies in ``directory``.
+@dataclass(frozen=True)
+class Exports:
+    """What mpsd gives a ``python`` in ``directory``, and the change to the environment.
 
     ``wanted``: the values mpsd would give a ``python`` here (empty when none apply).
     ``exports``/``unsets``: the change to make to the environment it was decided for (both
     empty when the user's own values stand). ``reason``: one sentence for people.
     """
 
-    __slots__ = (
-        "directory",
-        "exports",
-        "hand_set",
-        "limits_found",
-        "limits_problem",
-        "limits_valid",
-        "project",
-        "reason",
-        "unsets",
-        "wanted",
-    )
-
-    def __init__(
-        self,
-        directory: str,
-        project: str | None,
-        limits_found: bool,
-        limits_valid: bool,
-        limits_problem: str | None,
-        hand_set: tuple[str, ...],
-        wanted: dict[str, str],
-        exports: dict[str, str],
-        unsets: tuple[str, ...],
-        reason: str,
-    ) -> None:
-        self.directory = directory
-        self.project = project
-        self.limits_found = limits_found
-        self.limits_valid = limits_valid
-        self.limits_problem = limits_problem
-        self.hand_set = hand_set
-        self.wanted = wanted
-        self.exports = exports
-        self.unsets = unsets
-        self.reason = reason
-
-    def __repr__(self) -> str:
-        fields = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__)
-        return f"Decision({fields})"
+    directory: str
+    project: str | None
+    limits_found: bool
+    limits_valid: bool
+    limits_problem: str | None
+    hand_set: tuple[str, ...]
+    wanted: dict[str, str]
+    exports: dict[str, str]
+    unsets: tuple[str, ...]
+    reason: str
 
     def environment_after(
         self, environ: Mapping[str, str], *, marks: bool = True
     ) -> dict[str, str]:
-        """``environ`` with the decision applied; ``marks`` records the values as mpsd's own
+        """``environ`` with the change applied; ``marks`` records the values as mpsd's own
         (what the hooks do), so that a later change by hand can be told apart."""
         result = dict(environ)
         for name in self.unsets:
@@ -119,14 +92,14 @@ class Decision:
         return {name: after.get(name) for name in VARIABLES}
 
 
-def decide(
+def decide_exports(
     limits_file: LimitsFile,
     directory: str,
     environ: Mapping[str, str],
     *,
     anywhere: bool = False,
-) -> Decision:
-    """The decision for the physical ``directory`` given limits.toml as read.
+) -> Exports:
+    """What applies in the physical ``directory`` given limits.toml as read.
 
     ``anywhere``: apply the values outside projects too (``mpsd run``, an explicit request).
     """
@@ -155,7 +128,7 @@ def decide(
             reason = "limits.toml holds no valid pair of ratios, so nothing is exported"
         else:
             reason = "not inside an opted-in project (run `mpsd enable` to opt this directory in)"
-    return Decision(
+    return Exports(
         directory=directory,
         project=project,
         limits_found=view.found,

@@ -1,40 +1,38 @@
-"""What applies here: the decision of ``mpsd.env.decision`` with its inputs read from this machine
+"""What applies here: ``mpsd.env.decision``'s exports with its inputs read from this machine
 (limits.toml, the physical directory, the environment), and the opt-in facts ``mpsd status``
 shows about them."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
+from typing import Any
 
 from mpsd import limits, paths
-from mpsd.env.decision import MARKS, VARIABLES, Decision, decide
+from mpsd.env import watermarks
+from mpsd.env.decision import MARKS, VARIABLES, Exports, decide_exports
+from mpsd.env.projects import current_directory
+from mpsd.env.pyhooks import facts_for
 from mpsd.errors import MpsdError
-
-TYPE_CHECKING = False  # typing costs `mpsd env` its start-up
-if TYPE_CHECKING:
-    from collections.abc import Mapping
-    from typing import Any
 
 
 def directory_of(directory: str | None) -> str:
     """The physical form of ``directory`` (default: the current one); it must be a directory."""
-    from mpsd.env.projects import current_directory
-
     path = os.path.realpath(os.path.expanduser(directory)) if directory else current_directory()
     if not os.path.isdir(path):
         raise MpsdError(f"{path} is not a directory; give an existing directory.")
     return os.path.realpath(path)
 
 
-def decide_here(
+def exports_here(
     directory: str | None = None,
     environ: Mapping[str, str] | None = None,
     *,
     anywhere: bool = False,
-) -> Decision:
+) -> Exports:
     """The decision for ``directory`` (default: the current one) and ``environ`` (default:
     this process's environment)."""
-    return decide(
+    return decide_exports(
         limits.read_file(),
         directory_of(directory),
         os.environ if environ is None else environ,
@@ -48,11 +46,9 @@ def optin_facts(
     """The opt-in facts for ``mpsd status``: is this directory opted in (and by which project),
     what a ``python`` started here from a hooked shell gets, and whether the user set the
     variables by hand. JSON-ready."""
-    from mpsd.env import watermarks
-
     env = os.environ if environ is None else environ
-    decision = decide_here(directory, env)
-    facts = decision_facts(decision, env)
+    decision = exports_here(directory, env)
+    facts = exports_facts(decision, env)
     facts["current"] = {name: env.get(name) for name in VARIABLES}
     facts["set_by_hook"] = [n for n in VARIABLES if n in env and env.get(MARKS[n]) == env[n]]
     facts["hook_here"] = hook_here(decision, env)
@@ -60,13 +56,11 @@ def optin_facts(
     gets = {name: value for name, value in facts["python_gets"].items() if value is not None}
     # A pair PyTorch refuses (say the user's HIGH 0.5 beside the LOW 1.17 the hook exported).
     facts["problems"] = watermarks.problems(gets)
-    from mpsd.env.pyhooks import facts_for
-
     facts["python_hooks"] = facts_for(facts["project"])
     return facts
 
 
-def hook_here(decision: Decision, environ: Mapping[str, str]) -> bool | None:
+def hook_here(decision: Exports, environ: Mapping[str, str]) -> bool | None:
     """Does the shell this runs in have the mpsd hook? True when its marks are in
     ``environ``; False in an opted-in directory where a hooked shell would have exported
     the variables and nothing is set; None where it cannot be told (the hook sets nothing
@@ -93,14 +87,14 @@ def hook_copy_command(environ: Mapping[str, str] | None = None) -> str | None:
     return f"source {shown}" if shell == "fish" else f". {shown}"
 
 
-def decision_facts(decision: Decision, environ: Mapping[str, str]) -> dict[str, Any]:
+def exports_facts(decision: Exports, environ: Mapping[str, str]) -> dict[str, Any]:
     """What ``decision`` means for a ``python`` started with ``environ``, JSON-ready: the facts
     ``mpsd status`` and ``mpsd env --shell json`` share."""
     return {
         "directory": decision.directory,
         "opted_in": decision.project is not None,
         "project": decision.project,
-        "limits_file": paths.limits_path(),
+        "limits_file": str(paths.limits_file()),
         "limits_found": decision.limits_found,
         "limits_valid": decision.limits_valid,
         "limits_problem": decision.limits_problem,

@@ -72,9 +72,9 @@ def apply(directory: str | None = None, *, anywhere: bool = False) -> Applied:
     hook would: only inside an opted-in project unless ``anywhere``; the user's own values
     win. Best called before ``import torch``; after it, the high limit is also set through
     torch (see the module's docstring)."""
-    from mpsd.env.here import decide_here
+    from mpsd.env.here import exports_here
 
-    decision = decide_here(directory, os.environ, anywhere=anywhere)
+    decision = exports_here(directory, os.environ, anywhere=anywhere)
     if decision.hand_set:
         return Applied(
             KEPT,

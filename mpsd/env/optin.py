@@ -10,13 +10,13 @@ the other's change; the daemon need not be running.
 from __future__ import annotations
 
 import os
-import tomllib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from mpsd import limits, paths
+from mpsd._toml import tomllib
 from mpsd.atomic import write_atomic
 from mpsd.config import Config, default_config_text, load_config
 from mpsd.env import projects, pyhooks
@@ -99,7 +99,7 @@ def _edit(change: Callable[[tuple[str, ...]], tuple[str, ...]]) -> tuple[Config,
     # probed in a subprocess, and the daemon must not wait on that.
     estimate = None
     if limits.read() is None:
-        from mpsd.daemon.estimate import current_limits
+        from mpsd.env.estimate import current_limits
 
         estimate = current_limits(load_config(config_file), ())
     with exclusive(paths.limits_lock_file()):
@@ -108,16 +108,16 @@ def _edit(change: Callable[[tuple[str, ...]], tuple[str, ...]]) -> tuple[Config,
         config_changed = entries != config.projects
         if config_changed:
             _write(config_file, _edited_text(config_file, entries).encode("utf-8"))
-            config = config.replace(projects=entries)
+            config = replace(config, projects=entries)
         mirrored = projects.for_limits(config.projects)
 
         def mirror(current: limits.Limits | None) -> limits.Limits:
             if current is None:
-                from mpsd.daemon.estimate import current_limits
+                from mpsd.env.estimate import current_limits
 
                 base = estimate if estimate is not None else current_limits(config, ())
-                return base.replace(projects=mirrored)
-            return current.replace(projects=mirrored)
+                return replace(base, projects=mirrored)
+            return replace(current, projects=mirrored)
 
         try:
             written = limits.update_locked(mirror)

@@ -10,10 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from collections.abc import Mapping
+from collections.abc import Mapping
 
 VENV_NAMES = (".venv", "venv")
 

@@ -19,14 +19,12 @@ from __future__ import annotations
 
 import contextlib
 import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
 
 from mpsd import paths
 from mpsd.errors import MpsdError
-
-TYPE_CHECKING = False  # typing and pathlib cost `mpsd status` its start-up
-if TYPE_CHECKING:
-    from collections.abc import Iterable
-    from typing import Any
 
 MODULE = "_mpsd_startup"
 MODULE_FILE = MODULE + ".py"
@@ -75,9 +73,9 @@ def module_source() -> bytes:
         return f.read()
 
 
-def record_path() -> str:
-    """Where the list is (in the state dir), as a string: status may not import pathlib."""
-    return os.path.join(os.path.dirname(paths.daemon_lock_path()), RECORD_NAME)
+def record_path() -> Path:
+    """Where the list is (in the state dir)."""
+    return paths.state_dir() / RECORD_NAME
 
 
 def record() -> list[Entry]:
@@ -97,8 +95,6 @@ def record() -> list[Entry]:
 
 
 def _write_record(entries: Iterable[Entry]) -> None:
-    from pathlib import Path
-
     from mpsd.atomic import write_atomic
 
     unique = list(dict.fromkeys(entries))
@@ -231,8 +227,6 @@ def put(site: str, python: str | None = None) -> bool:
     """Write both files into ``site``; True when something changed. With ``python``, it
     compiles the module's bytecode too (a python run with PYTHONDONTWRITEBYTECODE would
     otherwise compile it at every start)."""
-    from pathlib import Path
-
     from mpsd.atomic import write_atomic
 
     try:

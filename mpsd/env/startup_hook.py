@@ -26,7 +26,7 @@ when absolute, else ``~/.config/mps``); a test holds the two to the same answers
 import os
 import sys
 
-TYPE_CHECKING = False
+TYPE_CHECKING = False  # not `typing`: this file may import only what start-up has (above)
 if TYPE_CHECKING:
     from collections.abc import Mapping, MutableMapping
 

@@ -11,8 +11,10 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-HIGH = "PYTORCH_MPS_HIGH_WATERMARK_RATIO"
-LOW = "PYTORCH_MPS_LOW_WATERMARK_RATIO"
+from mpsd.ratio import HIGH_VAR as HIGH
+from mpsd.ratio import LOW_VAR as LOW
+
+__all__ = ["HIGH", "LOW", "problems"]
 # What C ``strtod`` takes from the start of a string (decimal forms; nan/inf apart).
 _STRTOD = re.compile(r"[ \t\n\r\f\v]*([+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)")
 _NONFINITE = re.compile(r"[ \t\n\r\f\v]*[+-]?(?:nan|inf)", re.IGNORECASE)

@@ -1,4 +1,4 @@
-"""Which running processes are PyTorch jobs, and how much memory they hold (SPEC.md).
+"""Which running processes are PyTorch jobs, and how much memory they hold (docs/policy.md).
 
 A PyTorch job is a process of the current user that
 
@@ -36,8 +36,9 @@ from dataclasses import dataclass
 import psutil
 
 from mpsd.machine.sysctl import libsystem
+from mpsd.ratio import HIGH_VAR, LOW_VAR
 
-WATERMARK_VARS = ("PYTORCH_MPS_HIGH_WATERMARK_RATIO", "PYTORCH_MPS_LOW_WATERMARK_RATIO")
+WATERMARK_VARS = (HIGH_VAR, LOW_VAR)
 TORCH_MARKERS = ("libtorch", "torch/_C")
 ENV = "env"
 TORCH = "torch"

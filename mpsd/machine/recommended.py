@@ -28,7 +28,7 @@ import sys
 import tempfile
 import time
 from dataclasses import asdict, dataclass
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -210,7 +210,7 @@ def recommended_max(total_ram: int, *, refresh: bool = False) -> tuple[int, str]
         bytes=0,
         source="",
         # Clamped: a clock set past the year 9999 must not crash the daemon.
-        date=datetime.fromtimestamp(min(max(time.time(), 0), 253402300799), UTC).isoformat(
+        date=datetime.fromtimestamp(min(max(time.time(), 0), 253402300799), timezone.utc).isoformat(
             timespec="seconds"
         ),
         boot_time=boot_time(),

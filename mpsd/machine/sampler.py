@@ -30,6 +30,7 @@ import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Protocol
 
 import psutil
@@ -336,7 +337,7 @@ def parts_of(t: float, memory: Memory, capped: bool = False) -> dict[str, object
     }
 
 
-def write_parts(parts: Mapping[str, object], path: str) -> None:
+def write_parts(parts: Mapping[str, object], path: Path) -> None:
     """Keep ``parts`` in ``path`` (JSON) for ``mpsd status``: a temp file renamed over it, not
     synced (a view of the last sample, rewritten every interval: after a crash the next
     sample rewrites it, and a torn file reads as none). A state dir that cannot be written

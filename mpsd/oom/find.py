@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from functools import cache
 
 from mpsd.oom.finding import Finding
 from mpsd.oom.normalize import CHUNK, blocks, likely, prepare
 from mpsd.oom.readers import HEADS, Head
 from mpsd.oom.scan import Seeds, find_phrase
-
-TYPE_CHECKING = False  # typing costs start-up; mypy still reads the block below
-if TYPE_CHECKING:
-    from collections.abc import Iterable
 
 
 @cache

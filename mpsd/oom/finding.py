@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import math
-
-TYPE_CHECKING = False  # typing costs start-up; mypy still reads the block below
-if TYPE_CHECKING:
-    from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 MPS_OOM = "mps_oom"
 MPS_INVALID_HIGH = "mps_invalid_high_watermark"
@@ -16,7 +14,7 @@ CUDA_OOM = "cuda_oom"
 CPU_OOM = "cpu_oom"
 KINDS = (MPS_OOM, MPS_INVALID_HIGH, MPS_INVALID_LOW, MPS_OTHER, CUDA_OOM, CPU_OOM)
 
-# The keys SPEC.md promises for each kind (null when the message lacks the number).
+# The keys docs/commands.md promises for each kind (null when the message lacks the number).
 KEYS: dict[str, tuple[str, ...]] = {
     MPS_OOM: ("allocated_bytes", "other_bytes", "max_allowed_bytes", "requested_bytes", "pool"),
     MPS_INVALID_HIGH: ("ratio",),
@@ -32,7 +30,7 @@ KEYS: dict[str, tuple[str, ...]] = {
     ),
     CPU_OOM: ("requested_bytes",),
 }
-# Added where the message has them (SPEC.md: "Other keys may be added").
+# Added where the message has them (docs/commands.md: "other keys may be added").
 EXTRA_KEYS = ("in_use_bytes", "allowed_bytes")
 _NUMBERS = (
     "allocated_bytes",
@@ -66,6 +64,7 @@ _FIELDS = (
 )
 
 
+@dataclass(eq=False)
 class Finding:
     """One error found in a paste.
 
@@ -75,35 +74,29 @@ class Finding:
     ``binary_units`` is True when the message spelt sizes ``GiB`` (PyTorch 2.8+).
     ``alloc_conf``: the PYTORCH_CUDA_ALLOC_CONF setting a CUDA message itself suggests
     (``"expandable_segments"`` or ``"max_split_size_mb"``), not in ``to_json``.
-    (A plain class, not a dataclass: ``dataclasses`` costs ``mpsd explain`` start-up.)
+    Two findings are equal when they are the same error seen as often (``count``);
+    how its sizes were spelt does not count.
     """
 
-    __slots__ = ("binary_units", "count", "kind", "rounding", *_FIELDS)
-
-    def __init__(self, kind: str, detail: str = "", **values: Any) -> None:
-        self.kind = kind
-        self.detail = detail
-        self.allocated_bytes: int | None = None
-        self.other_bytes: int | None = None
-        self.max_allowed_bytes: int | None = None
-        self.requested_bytes: int | None = None
-        self.pool: str | None = None
-        self.total_bytes: int | None = None
-        self.free_bytes: int | None = None
-        self.reserved_bytes: int | None = None
-        self.device: int | None = None
-        self.ratio: float | None = None
-        self.backend: str | None = None
-        self.in_use_bytes: int | None = None
-        self.allowed_bytes: int | None = None
-        self.alloc_conf: str | None = None
-        self.count = 1
-        self.binary_units = True
-        self.rounding: dict[str, int] = {}
-        for key, value in values.items():
-            if key not in _FIELDS:
-                raise TypeError(f"Finding has no field {key!r}")
-            setattr(self, key, value)
+    kind: str
+    detail: str = ""
+    allocated_bytes: int | None = None
+    other_bytes: int | None = None
+    max_allowed_bytes: int | None = None
+    requested_bytes: int | None = None
+    pool: str | None = None
+    total_bytes: int | None = None
+    free_bytes: int | None = None
+    reserved_bytes: int | None = None
+    device: int | None = None
+    ratio: float | None = None
+    backend: str | None = None
+    in_use_bytes: int | None = None
+    allowed_bytes: int | None = None
+    alloc_conf: str | None = None
+    count: int = 1
+    binary_units: bool = True
+    rounding: dict[str, int] = field(default_factory=dict)
 
     def __repr__(self) -> str:
         shown = ", ".join(f"{k}={getattr(self, k)!r}" for k in _FIELDS if getattr(self, k))
@@ -117,11 +110,7 @@ class Finding:
     __hash__ = None  # type: ignore[assignment]  # mutable, like a dataclass with eq
 
     def copy(self) -> Finding:
-        twin = Finding(self.kind)
-        for name in (*_FIELDS, "count", "binary_units"):
-            setattr(twin, name, getattr(self, name))
-        twin.rounding = dict(self.rounding)
-        return twin
+        return replace(self, rounding=dict(self.rounding))
 
     def values(self) -> dict[str, Any]:
         """The fields that tell one error from another (kind, detail and every number)."""
@@ -143,7 +132,7 @@ class Finding:
         return sum(getattr(self, name) is not None for name in (*_NUMBERS, "ratio", "device"))
 
     def to_json(self) -> dict[str, Any]:
-        """The object ``mpsd explain --json`` prints for this finding (SPEC.md)."""
+        """The object ``mpsd explain --json`` prints for this finding (docs/commands.md)."""
         out: dict[str, Any] = {"kind": self.kind}
         for key in KEYS[self.kind]:
             value = getattr(self, key)

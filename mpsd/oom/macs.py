@@ -1,11 +1,13 @@
 """What mpsd knows about Macs and PyTorch's defaults, for guessing the ratio in force.
 
-Pure data and arithmetic; the sources are in /work/shared/MACOS.md (and the real
+Pure data and arithmetic; the sources are in docs/macos-and-pytorch.md (and the real
 messages in the fixtures): Metal's ``recommendedMaxWorkingSetSize`` per RAM size,
 and PyTorch's default watermark ratios per version.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 GIB = 1 << 30
 
@@ -45,18 +47,13 @@ LARGEST_MAC = 512 * GIB
 MIN_GUESS = 0.5  # below this, a "round" ratio fits almost any cap by chance
 
 
+@dataclass(frozen=True)
 class Guess:
     """``max_allowed ~= ratio x working_set`` on a Mac with ``ram_gb`` of memory."""
 
-    __slots__ = ("ram_gb", "ratio", "working_set")
-
-    def __init__(self, ratio: float, working_set: int, ram_gb: int) -> None:
-        self.ratio = ratio
-        self.working_set = working_set
-        self.ram_gb = ram_gb
-
-    def __repr__(self) -> str:
-        return f"Guess(ratio={self.ratio}, working_set={self.working_set}, ram_gb={self.ram_gb})"
+    ratio: float
+    working_set: int
+    ram_gb: int
 
     @property
     def is_default(self) -> bool:

@@ -13,17 +13,16 @@ glued in the middle, are all read.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Optional
+
 from mpsd.oom import finding as fk
 from mpsd.oom.finding import Finding
 from mpsd.oom.labels import SIZE, Labels, read_sizes
 from mpsd.oom.normalize import compiled
 from mpsd.oom.scan import find_phrase
 
-TYPE_CHECKING = False  # typing costs start-up; mypy still reads the block below
-if TYPE_CHECKING:
-    from collections.abc import Callable
-
-    Extract = Callable[[str], Finding | None]
+Extract = Callable[[str], Optional[Finding]]  # not `Finding | None`: evaluated at run time on 3.9
 
 
 class Head:

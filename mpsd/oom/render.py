@@ -6,18 +6,15 @@ text for each family lives in ``render_mps`` and ``render_other``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import ClassVar
+
 from mpsd.oom import finding as fk
 from mpsd.oom.finding import Finding
+from mpsd.oom.known import Known
 from mpsd.oom.render_base import Style
 from mpsd.oom.render_mps import MpsText
 from mpsd.oom.render_other import OtherText
-
-TYPE_CHECKING = False  # typing costs start-up; mypy still reads the block below
-if TYPE_CHECKING:
-    from collections.abc import Callable
-    from typing import ClassVar
-
-    from mpsd.oom.known import Known
 
 
 class Renderer(MpsText, OtherText):

@@ -4,12 +4,10 @@ from __future__ import annotations
 
 from mpsd.oom import macs
 from mpsd.oom.finding import Finding
+from mpsd.oom.known import Known
 from mpsd.oom.units import format_size
 
-TYPE_CHECKING = False  # typing costs start-up; mypy still reads the block below
-if TYPE_CHECKING:
-    from mpsd.oom.known import Known
-
+# The names' home is mpsd.ratio; explain's engine imports nothing of mpsd, so it keeps a copy.
 HIGH = "PYTORCH_MPS_HIGH_WATERMARK_RATIO"
 LOW = "PYTORCH_MPS_LOW_WATERMARK_RATIO"
 

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from mpsd.oom import finding as fk
 from mpsd.oom import macs
 from mpsd.oom.finding import Finding
 from mpsd.oom.render_base import HIGH, LOW, Base, mac_name, ratio_text, table
 from mpsd.oom.units import format_size
-
-TYPE_CHECKING = False  # typing costs start-up; mypy still reads the block below
-if TYPE_CHECKING:
-    from typing import ClassVar
 
 
 class MpsText(Base):

@@ -27,17 +27,11 @@ from mpsd.errors import EXIT_ABSENT, EXIT_USAGE, MpsdError
 from mpsd.machine.sample import PRESSURE_CRITICAL
 from mpsd.probe.swapwatch import Watch
 from mpsd.probe.verdict import NEVER, OOM, PRESSURE, SWAP, ProbeResult, parse_oom
+from mpsd.ratio import HIGH_VAR, LOW_VAR
 from mpsd.sizes import format_gib
-from mpsd.term import plural
+from mpsd.words import plural
 
 CHILD_SOURCE = Path(__file__).with_name("child.py")
-HIGH_VAR = "PYTORCH_MPS_HIGH_WATERMARK_RATIO"
-LOW_VAR = "PYTORCH_MPS_LOW_WATERMARK_RATIO"
-
-# The child's exit codes for a missing torch / MPS / another torch error (see child.py).
-CHILD_NO_TORCH = 3
-CHILD_NO_MPS = 4
-CHILD_TORCH = 5
 
 
 @dataclass(frozen=True)

@@ -14,8 +14,10 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import Optional
 
-Reading = tuple[int | None, int | None]
+# Not `int | None`: an alias is evaluated at run time, and Python 3.9 has no `|` of types.
+Reading = tuple[Optional[int], Optional[int]]
 Watch = Callable[[], Reading]
 
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from mpsd.machine.sample import PRESSURE_CRITICAL
 from mpsd.ratio import floor2
 from mpsd.sizes import format_gib
-from mpsd.term import plural
+from mpsd.words import plural
 
 if TYPE_CHECKING:
     from mpsd.limits import Limits

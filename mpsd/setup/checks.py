@@ -17,8 +17,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from mpsd import files, paths
-from mpsd.env import watermarks
+from mpsd import files, limits, paths
+from mpsd.config import Config, load_config
+from mpsd.daemon.history import HistoryError, Store
+from mpsd.env import pyhooks, watermarks
+from mpsd.env.decision import containing_project
+from mpsd.errors import MpsdError
+from mpsd.locks import PidLock
 from mpsd.setup import launchd, rcfile
 from mpsd.setup.installer import (
     FISH_HEADER,
@@ -28,6 +33,7 @@ from mpsd.setup.installer import (
     hook_source,
     rc_candidates,
 )
+from mpsd.sizes import format_gib
 
 OK, PROBLEM, WARNING, SKIPPED = "ok", "problem", "warning", "skipped"
 
@@ -51,9 +57,6 @@ def _daemon_command() -> str:
 
 
 def check_config() -> Check:
-    from mpsd.config import load_config
-    from mpsd.errors import MpsdError
-
     path = paths.config_file()
     try:
         load_config(path)
@@ -67,8 +70,6 @@ def check_config() -> Check:
 
 
 def check_limits() -> Check:
-    from mpsd import limits
-
     path = paths.limits_file()
     read = limits.read_file(path)
     fix = "run `mpsd daemon --once` to rewrite it (the daemon keeps it current)"
@@ -85,7 +86,7 @@ def check_limits() -> Check:
         )
         return Check("limits", PROBLEM, f"{read.problem}: {gets}", f"move it aside and {fix}")
     current = read.limits
-    recommended = f"{current.recommended_max_bytes / 2**30:.2f} GiB recommended max"
+    recommended = f"{format_gib(current.recommended_max_bytes)} recommended max"
     if current.recommended_max_source == "estimate":
         # 0.85 x RAM errs high on purpose (docs/macos-and-pytorch.md, "recommended max").
         recommended += ", an estimate: 0.85 x RAM, nothing real was readable"
@@ -95,7 +96,7 @@ def check_limits() -> Check:
         "limits",
         OK,
         f"high {current.high_watermark_ratio}, low {current.low_watermark_ratio} "
-        f"({current.limit_bytes / 2**30:.2f} GiB of {recommended})",
+        f"({format_gib(current.limit_bytes)} of {recommended})",
     )
 
 
@@ -225,8 +226,6 @@ def _now() -> float:
 def last_sample_time() -> float | None:
     """When the daemon took its newest sample (from the history), or None when there is none.
     Raises ``HistoryError`` when the history cannot be read."""
-    from mpsd.daemon.history import Store
-
     store = Store.open_readonly(paths.history_file())
     if store is None:
         return None
@@ -236,10 +235,6 @@ def last_sample_time() -> float | None:
 
 
 def check_daemon(now: float | None = None) -> list[Check]:
-    from mpsd.config import Config, load_config
-    from mpsd.errors import MpsdError
-    from mpsd.locks import PidLock
-
     lock = PidLock(paths.daemon_lock_file())
     if launchd.available():
         job = launchd.loaded()
@@ -258,8 +253,6 @@ def check_daemon(now: float | None = None) -> list[Check]:
         interval = load_config(paths.config_file()).interval
     except MpsdError:
         interval = Config().interval
-    from mpsd.daemon.history import HistoryError
-
     try:
         last = last_sample_time()
     except HistoryError as exc:
@@ -364,8 +357,6 @@ def check_hook_files() -> list[Check]:
 
 def check_python_hooks() -> list[Check]:
     """Each start-up hook copy ``mpsd enable`` listed is there and current."""
-    from mpsd.env import pyhooks
-
     checks = []
     current = []
     for entry in pyhooks.record():
@@ -395,14 +386,6 @@ def check_python_hooks() -> list[Check]:
     return checks
 
 
-def in_project(directory: str, projects: tuple[str, ...]) -> bool:
-    """True when the physical ``directory`` is an opted-in project or inside one (pure)."""
-    return any(
-        directory == project or directory.startswith(project.rstrip("/") + "/")
-        for project in projects
-    )
-
-
 def check_hook_active(env: Mapping[str, str], cwd: str | None = None) -> Check:
     """Is the hook loaded in the shell doctor was started from?
 
@@ -410,14 +393,12 @@ def check_hook_active(env: Mapping[str, str], cwd: str | None = None) -> Check:
     inside one: there the hook has exported the variables (and its own ``_MPSD_EXPORTED_*``
     record of them), or the user set them by hand (the hook then leaves them alone).
     """
-    from mpsd import limits
-
     for marker in HOOK_MARKERS:
         if env.get(marker):
             return Check("hook active", OK, f"this shell has the hook (${marker} is set)")
     projects = limits.read_file().projects
     here = os.path.realpath(cwd or os.getcwd())
-    if not in_project(here, projects):
+    if containing_project(here, projects) is None:
         return Check(
             "hook active",
             SKIPPED,

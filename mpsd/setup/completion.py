@@ -81,6 +81,8 @@ def _arg(action: argparse.Action) -> Arg:
 def commands(parser: argparse.ArgumentParser | None = None) -> tuple[list[Arg], list[Command]]:
     """The top-level options and every command, read from the full parser."""
     if parser is None:
+        # Against the layering, on purpose (pyproject's import contracts name it): only cli
+        # builds the full parser, and completion must follow it.
         from mpsd.cli import full_parser
 
         parser = full_parser()

@@ -309,7 +309,7 @@ def python_hook_removals() -> list[FileChange]:
     from mpsd.env import pyhooks
 
     removals = []
-    for name in [*pyhooks.copy_files(pyhooks.record()), pyhooks.record_path()]:
+    for name in [*pyhooks.copy_files(pyhooks.record()), str(pyhooks.record_path())]:
         old = _read_quietly(Path(name))
         if old is not None:
             removals.append(FileChange(Path(name), old, None, "python start-up hook"))

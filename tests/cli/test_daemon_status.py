@@ -73,7 +73,7 @@ def test_status_json_shows_a_macs_page_counts_so_the_sum_can_be_redone() -> None
 
     text = output_by_id("vm_stat-ansible-silicon-m1pro-32gb")["text"]
     memory = DarwinSource(readers=[{"hw.memsize": 34359738368}.get], vm_stat=lambda: text).read()
-    write_parts(parts_of(1_800_000_000.0, memory), paths.free_memory_path())
+    write_parts(parts_of(1_800_000_000.0, memory), paths.free_memory_file())
     free = json.loads(run_mpsd("status", "--json").stdout)["free_memory"]
     assert free["time"] == "2027-01-15T08:00:00+00:00"
     pages = free["free_pages"] + free["file_backed_pages"] + free["purgeable_pages"]
@@ -84,8 +84,8 @@ def test_status_json_shows_a_macs_page_counts_so_the_sum_can_be_redone() -> None
 
 def test_status_json_without_a_sample_or_with_a_broken_parts_file_has_none() -> None:
     assert json.loads(run_mpsd("status", "--json").stdout)["free_memory"] is None
-    Path(paths.free_memory_path()).parent.mkdir(parents=True, exist_ok=True)
-    Path(paths.free_memory_path()).write_text("{not json")
+    paths.free_memory_file().parent.mkdir(parents=True, exist_ok=True)
+    paths.free_memory_file().write_text("{not json")
     result = run_mpsd("status", "--json")
     assert result.returncode == 0 and json.loads(result.stdout)["free_memory"] is None
 
@@ -169,17 +169,24 @@ def test_once_outside_a_terminal_still_shows_a_config_problem_on_stderr() -> Non
     assert "INFO" not in done.stderr  # only warnings and errors, outside a terminal
 
 
-def test_status_wraps_its_reasons_as_textwrap_would() -> None:
-    import textwrap
-
-    from mpsd.commands.status import _wrap
-
+def test_status_wraps_a_long_reason_to_79_columns_and_keeps_a_path_whole() -> None:
+    assert run_mpsd("daemon", "--once").returncode == 0
+    long_path = "/Users/me/" + "a-very-long-directory-name" * 4
     reason = (
         "limit = headroom 0.8 x baseline 23.3 GiB = 18.7 GiB; ratio = 1.18 of the recommended "
-        "max 15.7 GiB, lowered after swap during a PyTorch job yesterday"
+        f"max 15.7 GiB, lowered after swap during a PyTorch job in {long_path} yesterday"
     )
-    for text in (reason, "short", "", reason * 3):
-        expected = textwrap.wrap(
-            text, width=79, initial_indent="  why: ", subsequent_indent=" " * 7
-        )
-        assert _wrap(text, 79, "  why: ", " " * 7) == expected
+    with Store.open(paths.history_file()) as store:
+        decision = store.get_meta("decision")
+        assert isinstance(decision, dict)
+        store.set_meta("decision", {**decision, "reasons": [reason]})
+    lines = run_mpsd("status").stdout.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("  why: "))
+    why = [lines[start]]
+    for line in lines[start + 1 :]:
+        if not (line.startswith(" " * 7) and line[7] != " "):
+            break
+        why.append(line)
+    assert len(why) > 2
+    assert " ".join(line.strip() for line in why).removeprefix("why: ") == reason
+    assert [line.strip() for line in why if len(line) > 79] == [long_path]

@@ -8,6 +8,7 @@ import plistlib
 import sys
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -42,7 +43,7 @@ def healthy(
     assert main(["install"]) == 0
     project = tmp_path / "project"
     project.mkdir()
-    limits.write(sample_limits().replace(projects=(str(project.resolve()),)))
+    limits.write(replace(sample_limits(), projects=(str(project.resolve()),)))
     monkeypatch.chdir(project)
     assert doctor_checks.last_sample_time() is not None, "install took a first sample"
     lock = PidLock(paths.daemon_lock_file())
@@ -171,8 +172,10 @@ def test_doctor_says_when_the_recommended_max_is_an_estimate(
 ) -> None:
     limits.write(sample_limits())
     assert "from torch" in doctor_checks.check_limits().detail
-    estimated = sample_limits().replace(
-        recommended_max_source="estimate", recommended_max_bytes=48 * (1 << 30) * 85 // 100
+    estimated = replace(
+        sample_limits(),
+        recommended_max_source="estimate",
+        recommended_max_bytes=48 * (1 << 30) * 85 // 100,
     )
     limits.write(estimated)
     detail = doctor_checks.check_limits().detail

@@ -59,7 +59,7 @@ def test_json_has_the_spec_shape_for_every_kind() -> None:
     assert list(data) == ["findings"]
     kinds = [f["kind"] for f in data["findings"]]
     assert kinds == ["mps_oom", "cuda_oom", "cpu_oom", "mps_invalid_low_watermark", "mps_other"]
-    for finding, ident in zip(data["findings"], ids, strict=True):
+    for finding, ident in zip(data["findings"], ids):
         assert has_match([finding], by_id(ident)["expected"])
         for key in KEYS[finding["kind"]]:
             assert key in finding
@@ -182,7 +182,7 @@ def _write_limits(high: float, recommended: int, baseline: int, source: str = "t
             recommended_max_source=source,
             baseline_free_bytes=baseline,
             headroom=0.8,
-            updated_at=dt.datetime(2026, 11, 30, 5, 0, tzinfo=dt.UTC),
+            updated_at=dt.datetime(2026, 11, 30, 5, 0, tzinfo=dt.timezone.utc),
         )
     )
 

@@ -6,12 +6,12 @@ import json
 import os
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
 
 import pytest
 
 from mpsd import limits, paths
+from mpsd._toml import tomllib
 from tests.conftest import run_mpsd
 from tests.integration.shells import limits_text
 

@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import psutil
@@ -38,7 +39,7 @@ def _limits(high: float, headroom: float = 0.8) -> None:
             recommended_max_source="torch",
             baseline_free_bytes=int(high * 40 * MIB / headroom),
             headroom=headroom,
-            updated_at=dt.datetime(2026, 11, 30, 5, 0, tzinfo=dt.UTC),
+            updated_at=dt.datetime(2026, 11, 30, 5, 0, tzinfo=dt.timezone.utc),
         )
     )
 
@@ -280,7 +281,7 @@ def test_calibration_under_a_swap_penalty_writes_a_headroom_that_stays_clean_aft
     _limits(1.0, headroom=0.8)
     penalised = limits_mod.read()
     assert penalised is not None
-    limits_mod.write(penalised.replace(baseline_free_bytes=baseline))
+    limits_mod.write(replace(penalised, baseline_free_bytes=baseline))
     env = {**fake, "MPSD_PROBE_FAKE_SWAP_AT": "36M"}
     done = run_mpsd("probe", "--calibrate", "--yes", "--step", "2M", env=env)
     assert done.returncode == 0, done.stderr

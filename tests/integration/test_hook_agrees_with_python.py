@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from mpsd.env.decision import HIGH_VAR, LOW_VAR, MARK_HIGH, MARK_LOW, decide
+from mpsd.env.decision import HIGH_VAR, LOW_VAR, MARK_HIGH, MARK_LOW, decide_exports
 from mpsd.limits import parse_text
 from tests.integration.shells import HOOKS, SCRIPT_ARGV, available, limits_text
 
@@ -142,8 +142,8 @@ def test_the_hook_and_the_python_decision_agree(variant: str, tmp_path: Path) ->
     got = [line.split("|") for line in out.stdout.splitlines()]
     assert len(got) == len(all_cases)
     mismatches = []
-    for (index, high, low), (text, directory, env) in zip(got, all_cases, strict=True):
-        after = decide(parse_text(text), str(directory), env).environment_after(env)
+    for (index, high, low), (text, directory, env) in zip(got, all_cases):
+        after = decide_exports(parse_text(text), str(directory), env).environment_after(env)
         expected = (after.get(HIGH_VAR, "unset"), after.get(LOW_VAR, "unset"))
         if (high, low) != expected:
             mismatches.append((index, text, str(directory), env, (high, low), expected))

@@ -1,10 +1,10 @@
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
 
 import pytest
 
+from mpsd._toml import tomllib
 from mpsd.config import Config, ConfigError, default_config_text, load_config, validate
 from mpsd.durations import format_duration, parse_duration
 

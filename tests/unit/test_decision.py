@@ -12,7 +12,7 @@ from mpsd.env.decision import (
     MARK_HIGH,
     MARK_LOW,
     containing_project,
-    decide,
+    decide_exports,
     hand_set,
 )
 from mpsd.limits import LimitsFile, parse_text, ratio_value
@@ -86,7 +86,7 @@ def test_a_value_differing_from_what_mpsd_exported_is_set_by_hand() -> None:
 
 
 def test_inside_a_project_both_are_exported() -> None:
-    decision = decide(TEXT, PROJECT + "/src", {})
+    decision = decide_exports(TEXT, PROJECT + "/src", {})
     assert decision.project == PROJECT
     assert decision.exports == {HIGH_VAR: "0.77", LOW_VAR: "0.7"}
     after = decision.environment_after({})
@@ -96,7 +96,7 @@ def test_inside_a_project_both_are_exported() -> None:
 
 def test_outside_what_mpsd_exported_is_taken_back() -> None:
     env = {HIGH_VAR: "0.77", LOW_VAR: "0.7", MARK_HIGH: "0.77", MARK_LOW: "0.7", "X": "1"}
-    decision = decide(TEXT, "/Users/me/code/diffusion-old", env)
+    decision = decide_exports(TEXT, "/Users/me/code/diffusion-old", env)
     assert decision.project is None and decision.exports == {}
     assert decision.environment_after(env) == {"X": "1"}
     assert "mpsd enable" in decision.reason
@@ -105,18 +105,21 @@ def test_outside_what_mpsd_exported_is_taken_back() -> None:
 def test_values_set_by_hand_stand_inside_and_outside() -> None:
     env = {HIGH_VAR: "0.5"}
     for directory in (PROJECT, "/elsewhere"):
-        decision = decide(TEXT, directory, env)
+        decision = decide_exports(TEXT, directory, env)
         assert decision.hand_set == (HIGH_VAR,)
         assert decision.environment_after(env) == env
         assert "by hand" in decision.reason
 
 
 def test_anywhere_applies_outside_projects_but_not_over_the_users_values() -> None:
-    assert decide(TEXT, "/tmp", {}, anywhere=True).exports == {HIGH_VAR: "0.77", LOW_VAR: "0.7"}
-    assert decide(TEXT, "/tmp", {LOW_VAR: "1"}, anywhere=True).exports == {}
+    assert decide_exports(TEXT, "/tmp", {}, anywhere=True).exports == {
+        HIGH_VAR: "0.77",
+        LOW_VAR: "0.7",
+    }
+    assert decide_exports(TEXT, "/tmp", {LOW_VAR: "1"}, anywhere=True).exports == {}
 
 
 def test_no_file_or_a_broken_one_exports_nothing_and_says_why() -> None:
-    assert "no limits.toml" in decide(LimitsFile(found=False), PROJECT, {}).reason
-    broken = decide(parse_text(limits_text("0.5", "0.9", (PROJECT,))), PROJECT, {})
+    assert "no limits.toml" in decide_exports(LimitsFile(found=False), PROJECT, {}).reason
+    broken = decide_exports(parse_text(limits_text("0.5", "0.9", (PROJECT,))), PROJECT, {})
     assert broken.exports == {} and "nothing is exported" in broken.reason

@@ -152,7 +152,7 @@ def test_several_errors_in_one_paste_come_out_in_order() -> None:
     text = "\n\nsome other log line, step 12\n\n".join(message(i) for i in picks)
     results = found(text)
     assert len(results) == len(picks)
-    for got, ident in zip(results, picks, strict=True):
+    for got, ident in zip(results, picks):
         assert has_match([got], by_id(ident)["expected"]), ident
 
 
@@ -160,7 +160,7 @@ def test_several_errors_glued_on_one_line_are_all_read() -> None:
     picks = ["audioldm2-20", "comfy-8984", "pinokio-941"]
     results = found(" ".join(message(i) for i in picks))
     assert len(results) == 3
-    for got, ident in zip(results, picks, strict=True):
+    for got, ident in zip(results, picks):
         assert has_match([got], by_id(ident)["expected"])
 
 

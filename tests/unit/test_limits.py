@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -27,7 +28,7 @@ def test_rendered_limits_have_the_line_form_the_hooks_rely_on():
 
 
 def test_no_projects_render_as_an_empty_list_on_one_line():
-    assert "projects = []" in limits.render(SAMPLE.replace(projects=())).splitlines()
+    assert "projects = []" in limits.render(replace(SAMPLE, projects=())).splitlines()
 
 
 @pytest.mark.parametrize(
@@ -36,7 +37,7 @@ def test_no_projects_render_as_an_empty_list_on_one_line():
 )
 def test_parse_refuses_ratios_pytorch_would_reject_or_that_remove_the_cap(change):
     with pytest.raises(limits.LimitsError):
-        limits.parse(limits.render(SAMPLE.replace(**change)))
+        limits.parse(limits.render(replace(SAMPLE, **change)))
 
 
 def test_read_returns_none_for_a_missing_or_broken_file(tmp_path: Path):
@@ -57,10 +58,10 @@ def test_write_is_atomic_and_skips_unchanged_content():
 
 
 def test_same_values_ignores_ratio_moves_under_a_hundredth():
-    moved = SAMPLE.replace(high_watermark_ratio=0.775, updated_at=dt.datetime.now(dt.UTC))
+    moved = replace(SAMPLE, high_watermark_ratio=0.775, updated_at=dt.datetime.now(dt.timezone.utc))
     assert moved.same_values(SAMPLE)
-    assert not SAMPLE.replace(high_watermark_ratio=0.76).same_values(SAMPLE)
-    assert not SAMPLE.replace(projects=()).same_values(SAMPLE)
+    assert not replace(SAMPLE, high_watermark_ratio=0.76).same_values(SAMPLE)
+    assert not replace(SAMPLE, projects=()).same_values(SAMPLE)
 
 
 def test_atomic_write_through_a_symlink_keeps_the_link_and_the_mode(tmp_path: Path):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -56,7 +57,8 @@ paths = st.lists(
 )
 def test_whatever_the_writer_writes_the_hooks_read_in_full(high, low_share, projects, source):
     low = max(0.01, int(high * low_share) / 100)
-    value = SAMPLE.replace(
+    value = replace(
+        SAMPLE,
         high_watermark_ratio=high,
         low_watermark_ratio=min(low, high),
         projects=tuple(projects),
@@ -138,6 +140,8 @@ def test_a_file_larger_than_mpsd_ever_writes_is_ignored(tmp_path: Path):
 
 def test_read_and_write_round_trip_through_the_file(tmp_path: Path):
     path = tmp_path / "limits.toml"
-    value = SAMPLE.replace(updated_at=dt.datetime(2026, 12, 1, 18, 0, 5, 123456, tzinfo=dt.UTC))
+    value = replace(
+        SAMPLE, updated_at=dt.datetime(2026, 12, 1, 18, 0, 5, 123456, tzinfo=dt.timezone.utc)
+    )
     assert limits.write(value, path)
     assert limits.read(path) == value

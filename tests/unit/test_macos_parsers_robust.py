@@ -52,11 +52,11 @@ def test_vm_stat_reads_back_what_any_padding_printed(
 ) -> None:
     label_width, number_width = width
     lines = [f"Mach Virtual Memory Statistics: (page size of {page} bytes)"]
-    for (label, _), value in zip(COUNTERS.items(), values, strict=True):
+    for (label, _), value in zip(COUNTERS.items(), values):
         lines.append(f"{label + ':':<{label_width}}{value:>{number_width}}.")
     vm = macos.parse_vm_stat("\n".join(lines) + "\n")
     assert vm.page_size == page
-    assert dict(vm.counters) == dict(zip(COUNTERS.values(), values, strict=True))
+    assert dict(vm.counters) == dict(zip(COUNTERS.values(), values))
 
 
 def test_pastes_built_to_be_slow_are_read_quickly() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 import pytest
 from hypothesis import given, settings
@@ -123,7 +124,7 @@ def test_baseline_recovers_slowly_after_a_lasting_drop_ends() -> None:
     # An hour after the app is closed the baseline still remembers the drop...
     assert baseline_gib(samples, back + HOUR) == pytest.approx(22)
     # ...and once the drop is a small share of the window it is forgotten.
-    assert baseline_gib(samples, back + 7 * DAY - HOUR, CONFIG.replace(window=7 * DAY)) == (
+    assert baseline_gib(samples, back + 7 * DAY - HOUR, replace(CONFIG, window=7 * DAY)) == (
         pytest.approx(30)
     )
 
@@ -244,19 +245,19 @@ def test_a_spike_before_sleep_is_still_ridden_out_after_wake() -> None:
 
 def test_ratio_is_clamped_to_the_configured_bounds() -> None:
     samples = series(0, DAY, lambda t: 1)
-    decision = recommend(samples, CONFIG.replace(min_ratio=0.3), RECMAX)
+    decision = recommend(samples, replace(CONFIG, min_ratio=0.3), RECMAX)
     assert decision is not None
     assert decision.high_watermark_ratio == 0.3
     assert any("min_ratio" in reason for reason in decision.reasons)
     huge = series(0, DAY, lambda t: 200)
-    decision = recommend(huge, CONFIG.replace(max_ratio=1.5), RECMAX)
+    decision = recommend(huge, replace(CONFIG, max_ratio=1.5), RECMAX)
     assert decision is not None
     assert decision.high_watermark_ratio == 1.5
 
 
 def test_low_ratio_scales_low_and_never_exceeds_high() -> None:
     samples = series(0, DAY, lambda t: 30)
-    decision = recommend(samples, CONFIG.replace(low_ratio=0.5), RECMAX)
+    decision = recommend(samples, replace(CONFIG, low_ratio=0.5), RECMAX)
     assert decision is not None
     assert decision.low_watermark_ratio == 0.33
     assert decision.low_watermark_ratio <= decision.high_watermark_ratio
@@ -294,8 +295,8 @@ def test_ratios_are_always_valid_for_pytorch(
         )
         for i, free in enumerate(frees)
     ]
-    config = CONFIG.replace(
-        headroom=headroom, low_ratio=low_ratio, min_ratio=min_ratio, swap_penalty=penalty
+    config = replace(
+        CONFIG, headroom=headroom, low_ratio=low_ratio, min_ratio=min_ratio, swap_penalty=penalty
     )
     recmax = recmax_gib * GIB
     decision = recommend(samples, config, recmax)
@@ -349,7 +350,7 @@ def test_without_a_later_job_the_penalty_wears_off_before_the_swap_leaves_the_wi
         ml=lambda t: 20 if 2 * DAY <= t < job_end else 0,
         swap=lambda t: 100_000 if t >= swap_at else 0,
     )
-    config = CONFIG.replace(window=7 * DAY, swap_recovery=3 * DAY)
+    config = replace(CONFIG, window=7 * DAY, swap_recovery=3 * DAY)
     full = high(samples, 2 * DAY - STEP, config)
     lowered = high(samples, swap_at + STEP, config)
     assert lowered < full
@@ -384,7 +385,7 @@ def test_read_window_adds_what_jobs_hold_back_and_finds_their_runs() -> None:
 
 def test_read_window_takes_what_jobs_hold_from_the_last_sample() -> None:
     samples = series(0, HOUR, lambda t: 30, ml=lambda t: 14.2)
-    samples[-1] = samples[-1].replace(ml_jobs=2)
+    samples[-1] = replace(samples[-1], ml_jobs=2)
     timeline = read_window(samples, STEP)
     assert timeline.held_bytes == int(14.2 * GIB)
     assert timeline.job_count == 2
@@ -405,7 +406,7 @@ def test_baseline_leaves_out_samples_under_pressure_but_uses_them_when_there_is_
     None
 ):
     calm_then_not = series(0, DAY, lambda t: 30 if t < 20 * HOUR else 5, pressure=lambda t: 1)
-    pressed = [s.replace(pressure=2) if s.t >= 20 * HOUR else s for s in calm_then_not]
+    pressed = [replace(s, pressure=2) if s.t >= 20 * HOUR else s for s in calm_then_not]
     value, _, _, left_out = baseline(read_window(pressed, STEP), 5.0)
     assert value == 30 * GIB
     assert left_out == 4 * 60
@@ -457,7 +458,7 @@ def test_clamp_ratio_says_when_the_floor_not_free_memory_set_it() -> None:
 
 
 def test_clamp_ratio_caps_at_max_ratio() -> None:
-    chosen = clamp_ratio(200 * GIB, RECMAX, CONFIG.replace(max_ratio=1.5))
+    chosen = clamp_ratio(200 * GIB, RECMAX, replace(CONFIG, max_ratio=1.5))
     assert chosen.high == 1.5 and chosen.capped and not chosen.floored
 
 
@@ -465,7 +466,7 @@ def test_clamp_ratio_caps_at_max_ratio() -> None:
 def _two_jobs_now() -> list[Sample]:
     """A week at 30 GiB free; the last hour two jobs hold 14.2 GiB together."""
     samples = series(0, 7 * DAY, lambda t: 30, ml=lambda t: 14.2 if t >= 7 * DAY - HOUR else 0)
-    samples[-1] = samples[-1].replace(ml_jobs=2)
+    samples[-1] = replace(samples[-1], ml_jobs=2)
     return samples
 
 
@@ -527,7 +528,7 @@ def test_jobs_holding_nearly_everything_leave_the_floor_and_status_can_say_so() 
 def test_more_held_by_running_jobs_never_gives_the_next_job_more(
     free_gib: int, held: list[int], headroom: float, min_ratio: float
 ) -> None:
-    config = CONFIG.replace(headroom=headroom, min_ratio=min_ratio)
+    config = replace(CONFIG, headroom=headroom, min_ratio=min_ratio)
     less, more = sorted(held)
     results = []
     for h in (less, more):
@@ -582,7 +583,7 @@ def test_for_next_job_gives_what_the_whole_policy_gives_when_only_the_jobs_chang
     assert earlier is not None
     for held_gib, jobs in ((14.2, 2), (29.0, 1), (0.0, 0)):
         now = series(7 * DAY, 7 * DAY + STEP, lambda t: 30, ml=lambda t, h=held_gib: h)
-        now[-1] = now[-1].replace(ml_jobs=jobs)
+        now[-1] = replace(now[-1], ml_jobs=jobs)
         whole = recommend(quiet + now, CONFIG, RECMAX)
         step = for_next_job(earlier, now[-1].ml_bytes, jobs, CONFIG)
         assert whole is not None

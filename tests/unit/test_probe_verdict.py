@@ -33,7 +33,7 @@ def _current(ratio: float, headroom: float, recommended: int = int(37.44 * GIB))
         recommended_max_source="torch",
         baseline_free_bytes=int(ratio * recommended / headroom),
         headroom=headroom,
-        updated_at=dt.datetime(2026, 11, 30, 5, 0, tzinfo=dt.UTC),
+        updated_at=dt.datetime(2026, 11, 30, 5, 0, tzinfo=dt.timezone.utc),
     )
 
 

@@ -17,7 +17,7 @@ from mpsd.machine import recommended
 from mpsd.ratio import GIB, estimate_recommended_max
 
 MAC_48 = 48 * GIB
-TORCH_48 = 40200893440  # what SPEC.md shows for the article's 48 GB Mac
+TORCH_48 = 40200893440  # what docs/file-formats.md shows for the article's 48 GB Mac
 
 
 class FakeMac:

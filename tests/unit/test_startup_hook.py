@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from mpsd import paths
 from mpsd.env import startup_hook
-from mpsd.env.decision import containing_project, decide
+from mpsd.env.decision import containing_project, decide_exports
 from mpsd.limits import parse_text, ratio_value
 from tests.integration.shells import limits_text
 
@@ -68,7 +68,7 @@ def test_the_hook_reads_limits_toml_as_the_shared_decision_does(lines: list[str]
         Path(config, "limits.toml").write_text(text)
         environ = {"MPSD_CONFIG_DIR": config}
         for directory in (PROJECT, PROJECT + "/src", "/Users/me/code", "/Users/me/other2"):
-            wanted = decide(view, directory, {}).wanted
+            wanted = decide_exports(view, directory, {}).wanted
             got = startup_hook.decide(environ, directory, "/nowhere")
             assert {k: v for k, v in got.items() if k.startswith("PYTORCH")} == wanted
     for directory in (PROJECT, PROJECT + "/src", "/Users/me/code", "/Users/me/other2"):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -153,7 +154,7 @@ def test_readonly_open_finds_the_history_whatever_its_directory_is_called(
 
 
 def test_samples_keep_how_many_pytorch_jobs_held_their_memory(tmp_path: Path) -> None:
-    two = sample(1.0, ml_gib=14.2).replace(ml_jobs=2)
+    two = replace(sample(1.0, ml_gib=14.2), ml_jobs=2)
     with Store.open(tmp_path / "h.sqlite3") as store:
         store.add(sample(0.5, free_gib=30))
         store.add(two)
@@ -190,5 +191,5 @@ def test_a_version_2_history_reads_as_jobs_not_known_and_migrates(tmp_path: Path
     with Store.open(path) as store:
         assert store.version == SCHEMA_VERSION
         assert store.last().ml_jobs == 0  # type: ignore[union-attr]
-        store.add(sample(6.0, ml_gib=1).replace(ml_jobs=1))
+        store.add(replace(sample(6.0, ml_gib=1), ml_jobs=1))
         assert store.last().ml_jobs == 1  # type: ignore[union-attr]

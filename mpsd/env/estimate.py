@@ -7,13 +7,13 @@ export at once; the daemon replaces them with learned ones at its first sample.
 from __future__ import annotations
 
 import datetime as dt
-import importlib
 import os
 from collections.abc import Iterable
 
 from mpsd import ratio
 from mpsd.config import Config
 from mpsd.limits import Limits
+from mpsd.machine.recommended import recommended_max
 
 
 def estimated_limits(
@@ -55,31 +55,20 @@ def _memory() -> tuple[int, int]:
 
         memory = psutil.virtual_memory()
         return int(memory.total), int(memory.available)
-    except Exception:  # psutil 7.2 raises RuntimeError on macOS 26 (MACOS.md)
+    except Exception:  # psutil 7.2 raises RuntimeError on macOS 26 (docs/macos-and-pytorch.md)
         total = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
         return total, total // 2
-
-
-def _recommended(total: int) -> tuple[int, str]:
-    # mpsd.machine.recommended (Metal's value, probed once and cached) comes with the daemon;
-    # until it is there, the estimate from RAM.
-    try:
-        module = importlib.import_module("mpsd.machine.recommended")
-    except ImportError:
-        return ratio.estimate_recommended_max(total), "estimate"
-    value, source = module.recommended_max(total)
-    return int(value), str(source)
 
 
 def current_limits(config: Config, projects: Iterable[str]) -> Limits:
     """``estimated_limits`` for this machine, now."""
     total, available = _memory()
-    recommended, source = _recommended(total)
+    recommended, source = recommended_max(total)
     return estimated_limits(
         config=config,
         available_bytes=available,
         recommended_max_bytes=recommended,
         recommended_max_source=source,
         projects=projects,
-        now=dt.datetime.now(dt.UTC).replace(microsecond=0),
+        now=dt.datetime.now(dt.timezone.utc).replace(microsecond=0),
     )

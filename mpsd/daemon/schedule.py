@@ -1,0 +1,126 @@
+"""When the daemon does what: the deadlines of its loop, on the monotonic clock. Pure.
+
+Every method takes ``now`` (a monotonic reading, which the loop takes from its injected
+clock), so a test drives the schedule through hours, a suspend or a config change with plain
+numbers. The loop (``mpsd.daemon.loop``) asks what is due, does it, and reports back:
+
+- a tick (one sample) every ``interval``; after a sleep or a slow sample, one tick and then
+  the rhythm again, never a burst of catch-up ticks;
+- config.toml re-read after a watch event (debounced), a SIGHUP (at once), and every
+  ``CONFIG_POLL`` seconds as a backstop; a changed interval takes effect from the last tick;
+- the policy run when something changed (the first sample, a new config, a new recommended
+  max) or ``POLICY_EVERY`` after the last run; after a failed run, again at the next tick;
+- the recommended max asked for after the first sample, then every ``RECOMMENDED_EVERY``;
+- the history pruned every ``PRUNE_EVERY``, or a second later while a big cut goes on.
+"""
+
+from __future__ import annotations
+
+POLICY_EVERY = 600.0  # seconds between policy runs (also after a config change or a new max)
+PRUNE_EVERY = 3600.0
+PRUNE_AGAIN = 1.0  # while a prune left rows to delete
+RECOMMENDED_EVERY = 3600.0  # re-ask (cheap when cached; re-probes after a reboot or update)
+CONFIG_POLL = 5.0  # the mtime backstop behind the directory watch
+DEBOUNCE = 0.2
+
+
+class Schedule:
+    """The loop's deadlines (monotonic seconds) and what is pending."""
+
+    def __init__(self, interval: float, now: float) -> None:
+        self.interval = interval
+        self.next_tick = now
+        self.next_poll = now + CONFIG_POLL
+        self.next_prune = now
+        self.next_probe: float | None = None
+        self.probing = False
+        self.reload_at: float | None = None
+        self.last_eval: float | None = None
+        self.pending = True  # the policy should run (as soon as there is a recommended max)
+        self.retry_at = now
+
+    def timeout(self, now: float) -> float:
+        """How long the loop may wait for an event before something is due."""
+        deadlines = [self.next_tick, self.next_poll]
+        if self.reload_at is not None:
+            deadlines.append(self.reload_at)
+        return max(0.0, min(deadlines) - now)
+
+    # -- events ------------------------------------------------------------------------------
+    def config_touched(self, now: float) -> None:
+        """The watch saw config.toml change: re-read it after ``DEBOUNCE`` (an editor's
+        several writes are one change)."""
+        if self.reload_at is None:
+            self.reload_at = now + DEBOUNCE
+
+    def reload_requested(self, now: float) -> None:
+        """SIGHUP: re-read config.toml at once."""
+        self.reload_at = now
+
+    def recommended_changed(self, now: float) -> None:
+        """A new recommended max: run the policy at once."""
+        self.pending, self.retry_at = True, now
+
+    def probe_finished(self) -> None:
+        self.probing = False
+
+    # -- config.toml ---------------------------------------------------------------------------
+    def reload_due(self, now: float) -> bool:
+        """Whether to re-read config.toml now (a debounced event, a SIGHUP or the poll)."""
+        due = False
+        if self.reload_at is not None and now >= self.reload_at:
+            self.reload_at = None
+            self.next_poll = now + CONFIG_POLL
+            due = True
+        if now >= self.next_poll:
+            self.next_poll = now + CONFIG_POLL
+            due = True
+        return due
+
+    def config_changed(self, interval: float, last_tick: float | None, now: float) -> None:
+        """The config in use changed: run the policy, and tick ``interval`` after the last tick
+        if that is sooner than the tick planned."""
+        self.interval = interval
+        self.pending, self.retry_at = True, now
+        self.next_tick = min(self.next_tick, (now if last_tick is None else last_tick) + interval)
+
+    # -- ticks ------------------------------------------------------------------------------
+    def tick_due(self, now: float) -> bool:
+        return now >= self.next_tick
+
+    def ticked(self, now: float) -> None:
+        """A tick was taken at ``now``: plan the next one, and the policy when it is time."""
+        self.next_tick += self.interval
+        if self.next_tick <= now:  # fell behind (slept, or a slow sample): no burst
+            self.next_tick = now + self.interval
+        self.next_tick = min(self.next_tick, now + self.interval)
+        if self.last_eval is None or now - self.last_eval >= POLICY_EVERY:
+            self.pending = True
+
+    # -- the recommended max ---------------------------------------------------------------------
+    def probe_due(self, now: float) -> bool:
+        return self.next_probe is not None and now >= self.next_probe and not self.probing
+
+    def probe_started(self, now: float) -> None:
+        self.probing = True
+        self.next_probe = now + RECOMMENDED_EVERY
+
+    # -- the history ------------------------------------------------------------------------------
+    def prune_due(self, now: float) -> bool:
+        return now >= self.next_prune
+
+    def pruned(self, now: float, more: bool) -> None:
+        self.next_prune = now + (PRUNE_AGAIN if more else PRUNE_EVERY)
+
+    # -- the policy ----------------------------------------------------------------------------
+    def evaluate_due(self, now: float, have_max: bool) -> bool:
+        """Whether to run the policy now (``have_max``: the recommended max is known)."""
+        return self.pending and have_max and now >= self.retry_at
+
+    def evaluated(self, now: float, ok: bool) -> None:
+        """The policy ran at ``now``; when it could not update limits.toml (logged), the next
+        try waits for the next tick: what could fix it is time or a config change."""
+        self.last_eval = now
+        self.pending = not ok
+        if not ok:
+            self.retry_at = self.next_tick
