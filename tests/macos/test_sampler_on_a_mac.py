@@ -156,7 +156,7 @@ def _torch_with_mps() -> bool:
 
 
 def test_an_mps_job_is_found_by_lsof_and_its_gpu_memory_counts_in_its_footprint() -> None:
-    """docs/macos-and-pytorch.md: MPS memory counts in phys_footprint, not in RSS (verified here)."""
+    """MPS memory counts in phys_footprint, not in RSS (docs/macos-and-pytorch.md)."""
     if not _torch_with_mps():
         pytest.skip("needs torch with MPS in this venv")
     code = (
