@@ -446,7 +446,10 @@ def expect(condition: object, message: str) -> None:
 
 def parses(sb: Sandbox) -> dict[str, object]:
     """limits.toml as tomllib reads it; Failed when it is missing or torn."""
-    import tomllib
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # Python 3.9 and 3.10
+        import tomli as tomllib
 
     try:
         return tomllib.loads(sb.limits.read_text())
