@@ -95,13 +95,23 @@ _mpsd_parse() {
   # UTF-8 locales count U+2028 and U+2029 as control characters, and mpsd accepts them).
   _mpsd_wanted="$_mpsd_nl    \"/\",$_mpsd_nl"
   _mpsd_dir=$_MPSD_PHYS
-  while [[ -n $_mpsd_dir ]]; do
-    case $_mpsd_dir in
-      *[\"\\]* | *["$_MPSD_CONTROL"]*) ;;
-      *) _mpsd_wanted="$_mpsd_wanted    \"$_mpsd_dir\",$_mpsd_nl" ;;
-    esac
-    _mpsd_dir=${_mpsd_dir%/*}
-  done
+  case $_mpsd_dir in
+    *[\"\\]* | *["$_MPSD_CONTROL"]*)
+      while [[ -n $_mpsd_dir ]]; do
+        case $_mpsd_dir in
+          *[\"\\]* | *["$_MPSD_CONTROL"]*) ;;
+          *) _mpsd_wanted="$_mpsd_wanted    \"$_mpsd_dir\",$_mpsd_nl" ;;
+        esac
+        _mpsd_dir=${_mpsd_dir%/*}
+      done
+      ;;
+    *)
+      while [[ -n $_mpsd_dir ]]; do
+        _mpsd_wanted="$_mpsd_wanted    \"$_mpsd_dir\",$_mpsd_nl"
+        _mpsd_dir=${_mpsd_dir%/*}
+      done
+      ;;
+  esac
   # Split into lines under `set -f`: a line is never globbed (`*`, `[` in a path). Empty lines
   # are dropped, which changes nothing: none is a key, a project or the end of the list.
   IFS=$_mpsd_nl
@@ -114,17 +124,24 @@ _mpsd_parse() {
   if [[ -z $_mpsd_noglob ]]; then
     \builtin set +f
   fi
-  # _mpsd_block: '' before the list, 1 in it, 2 after it. Done as soon as nothing can change.
+  # _mpsd_block: '' before the list, 1 in it, 2 after it. Done as soon as nothing can change:
+  # inside, or past the list, with both ratios seen.
   for _mpsd_line in ${_mpsd_lines[@]+"${_mpsd_lines[@]}"}; do
     case $_mpsd_line in
       '    "'*)
         if [[ $_mpsd_block == 1 && $_mpsd_wanted == *"$_mpsd_nl$_mpsd_line$_mpsd_nl"* ]]; then
           _mpsd_inside=1
+          if [[ -n $_mpsd_have_high && -n $_mpsd_have_low ]]; then
+            break
+          fi
         fi
         ;;
       ']')
         if [[ $_mpsd_block == 1 ]]; then
           _mpsd_block=2
+          if [[ -n $_mpsd_have_high && -n $_mpsd_have_low ]]; then
+            break
+          fi
         fi
         ;;
       'projects = [')
@@ -143,9 +160,6 @@ _mpsd_parse() {
         fi
         ;;
     esac
-    if [[ -n $_mpsd_have_high && -n $_mpsd_have_low && (-n $_mpsd_inside || $_mpsd_block == 2) ]]; then
-      break
-    fi
   done
   if [[ -z $_mpsd_inside ]]; then
     \builtin return 0
@@ -161,13 +175,14 @@ _mpsd_parse() {
 _mpsd_hook() {
   # $? first, into a global: under `set -k`, `local x=$?` would not assign x.
   _MPSD_STATUS=$?
-  \builtin local _mpsd_text _mpsd_nocase _mpsd_allexport
-  _mpsd_text='' _mpsd_nocase='' _mpsd_allexport=''
+  # _mpsd_restore: the user's options to put back at the end (a: allexport, n: nocasematch).
+  \builtin local _mpsd_text _mpsd_restore
+  _mpsd_text='' _mpsd_restore=''
   case $- in
-    *a*) \builtin set +a && \builtin export -n _MPSD_STATUS && _mpsd_allexport=1 ;;
+    *a*) \builtin set +a && \builtin export -n _MPSD_STATUS && _mpsd_restore=a ;;
   esac
   if \builtin shopt -q nocasematch; then
-    _mpsd_nocase=1
+    _mpsd_restore=${_mpsd_restore}n
     \builtin shopt -u nocasematch
   fi
   # limits.toml: where paths.py puts it ($MPSD_CONFIG_DIR, $XDG_CONFIG_HOME/mps, ~/.config/mps),
@@ -188,20 +203,23 @@ _mpsd_hook() {
     _MPSD_FILE=$_MPSD_FILE/limits.toml
   fi
   # bash has no builtin that tells a file's size, so the read itself is bounded: at most one
-  # byte past the 256 KiB cap (-n counts bytes under LC_ALL=C, characters otherwise). At the end
-  # of the file `read` fails; it succeeds only when it stopped early, at the byte past the cap
-  # or at a NUL (the -d '' delimiter): a file mpsd did not write, ignored like a broken one.
-  # A 100 MB file costs what 256 KiB do, and one with a NUL near the start costs nothing.
-  # From bash 5.1 on this `read` takes the file in blocks; before, one byte per system call (a
-  # few hundred for the file mpsd writes: still well under a millisecond).
-  if [[ -f $_MPSD_FILE && -r $_MPSD_FILE ]]; then
-    if LC_ALL=C IFS='' \builtin read -r -d '' -n 262145 _mpsd_text 2>/dev/null <"$_MPSD_FILE"; then
+  # character past the 256 KiB cap. At the end of the file `read` fails; it succeeds only when
+  # it stopped early, past the cap or at a NUL (the -d '' delimiter): a file mpsd did not write,
+  # ignored like a broken one. A 100 MB file costs what 256 KiB do; one with a NUL near the
+  # start costs nothing. From bash 5.1 on, this `read` takes the file in blocks; before, one
+  # byte per system call (a few hundred for the file mpsd writes: well under a millisecond).
+  if [[ -f $_MPSD_FILE && -r $_MPSD_FILE ]] &&
+    IFS='' \builtin read -r -d '' -n 262145 _mpsd_text 2>/dev/null <"$_MPSD_FILE"; then
+    _mpsd_text=''
+  fi
+  if [[ -z ${_MPSD_PWD+x} || ${PWD-} != "$_MPSD_PWD" || $_mpsd_text != "${_MPSD_TEXT-}" ]]; then
+    # -n counts characters, of up to 4 bytes in a UTF-8 locale: past 64 Ki of them, a new text
+    # is read again under LC_ALL=C, where -n counts bytes. Not at every prompt: switching the
+    # locale there and back costs more than the rest of a steady prompt.
+    if [[ ${#_mpsd_text} -gt 65536 ]] &&
+      LC_ALL=C IFS='' \builtin read -r -d '' -n 262145 _mpsd_text 2>/dev/null <"$_MPSD_FILE"; then
       _mpsd_text=''
     fi
-  fi
-  # `test`, not `[[ ]]`, to compare the texts: `[[ == ]]` matches the right side as a pattern.
-  if [[ -z ${_MPSD_PWD+x} || ${PWD-} != "$_MPSD_PWD" ]] ||
-    \builtin test "$_mpsd_text" != "${_MPSD_TEXT-}"; then
     if [[ ${PWD-} != "${_MPSD_PWD-}" || -z ${_MPSD_PHYS-} ]]; then
       _mpsd_physical
     fi
@@ -225,11 +243,13 @@ _mpsd_hook() {
     \builtin unset PYTORCH_MPS_HIGH_WATERMARK_RATIO PYTORCH_MPS_LOW_WATERMARK_RATIO \
       _MPSD_EXPORTED_HIGH _MPSD_EXPORTED_LOW
   fi
-  if [[ -n $_mpsd_nocase ]]; then
-    \builtin shopt -s nocasematch
-  fi
-  if [[ -n $_mpsd_allexport ]]; then
-    \builtin set -a
+  if [[ -n $_mpsd_restore ]]; then
+    case $_mpsd_restore in
+      *n*) \builtin shopt -s nocasematch ;;
+    esac
+    case $_mpsd_restore in
+      *a*) \builtin set -a ;;
+    esac
   fi
   # Keep $? for what runs after us in PROMPT_COMMAND, except under `set -e`, where a non-zero
   # return from a prompt command would end the shell.

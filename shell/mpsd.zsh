@@ -115,15 +115,16 @@ _mpsd_hook() {
   # itself; `-` follows a symlink, `.` wants a plain file, `L-262145` at most 256 KiB; (N): no
   # match, no words. Larger, the file is not one mpsd wrote: ignored, never read (a 100 MB
   # file cost 2 s a prompt). Replaced by a larger one between the stat and the read, it is
-  # read once and ignored from the next prompt on. A NUL byte: not mpsd's either.
+  # read once and ignored from the next prompt on.
   local -a _mpsd_fit
   _mpsd_fit=( ${~_MPSD_GLOB}(N-.L-262145) )
   if (( $#_mpsd_fit )) && [[ -r $_MPSD_FILE ]]; then
     _mpsd_text=$(<$_MPSD_FILE)
-    [[ $_mpsd_text != *$'\0'* ]] || _mpsd_text=''
   fi
   if [[ -z ${_MPSD_PWD+x} || $PWD != "$_MPSD_PWD" || $_mpsd_text != "${_MPSD_TEXT-}" ]]; then
     typeset -g _MPSD_PWD=$PWD _MPSD_TEXT=$_mpsd_text _MPSD_PHYS=${PWD:A}
+    # A NUL byte: not mpsd's file either (checked once per new text).
+    [[ $_mpsd_text != *$'\0'* ]] || _mpsd_text=''
     _mpsd_parse "$_mpsd_text"
   fi
   # Set by hand: present but not what the hook exported last. Then both are the user's.
