@@ -68,12 +68,14 @@ LIMITS_CAP = 256 * 1024  # the largest limits.toml the hooks read; mpsd never wr
 
 def padded_limits(size: int, project: str, *, filler: str = "projects") -> str:
     """limits.toml of exactly ``size`` bytes opting ``project`` in (listed last), the rest taken
-    by other projects (``filler="projects"``) or by comment lines at the end ("comments")."""
+    by other projects (``filler="projects"``) or by comment lines at the end ("comments", or
+    "wide comments": of two-byte characters, 100 bytes and 50 characters a line)."""
     base = limits_text(projects=("/x", project))
-    if filler == "comments":
+    if filler in ("comments", "wide comments"):
         lines, rest = divmod(size - len(base.encode()), 100)
         assert lines >= 1, size
-        return base + ("#" + "x" * 98 + "\n") * (lines - 1) + "#" + "x" * (98 + rest) + "\n"
+        line = "#" + ("é" * 49 if filler == "wide comments" else "x" * 98) + "\n"
+        return base + line * (lines - 1) + "#" + "x" * (98 + rest) + "\n"
     head, _, tail = base.partition('    "/x",\n')
     others, used, i = [], len(base.encode()) - len('    "/x",\n'), 0
     while True:

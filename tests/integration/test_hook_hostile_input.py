@@ -112,6 +112,13 @@ def test_a_limits_toml_larger_than_mpsd_writes_is_ignored_quietly_and_cheaply(
     sh.quiet("")
     assert sh.values() == ("unset", "unset")
     assert sh.exported() == {}
+    # Bytes, not characters: the same with two-byte characters (fewer than the cap of them).
+    write_limits(tree["config"], padded_limits(LIMITS_CAP, project, filler="wide comments"))
+    sh.quiet("")
+    assert sh.values() == ("0.77", "0.7")
+    write_limits(tree["config"], padded_limits(LIMITS_CAP + 1, project, filler="wide comments"))
+    sh.quiet("")
+    assert sh.values() == ("unset", "unset")
     # 100 MB (it cost bash 7 s and zsh 2 s a prompt; fish printed "Too much data emitted by
     # command substitution" at each): nothing printed, nothing exported, at builtin cost.
     write_limits(tree["config"], padded_limits(100 * 10**6, project, filler="comments"))
