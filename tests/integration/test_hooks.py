@@ -497,6 +497,8 @@ def test_the_hook_finds_limits_toml_where_paths_py_puts_it(kind: str, tmp_path: 
     home = tmp_path / "h"
     cases = [
         {"MPSD_CONFIG_DIR": str(tmp_path / "direct")},
+        # Pattern characters in the name: zsh checks the size with a glob of it.
+        {"MPSD_CONFIG_DIR": str(tmp_path / "we [i]rd #(x|y)<1-2>^~*?=dir")},
         {"MPSD_CONFIG_DIR": "~/tilde"},
         {"XDG_CONFIG_HOME": str(tmp_path / "xdg")},
         {"XDG_CONFIG_HOME": "relative/ignored"},
