@@ -16,11 +16,13 @@ from tests.integration.shells import (
     ARGV,
     HIGH,
     HOOKS,
+    LIMITS_CAP,
     LOW,
     SCRIPT_ARGV,
     Shell,
     available,
     limits_text,
+    padded_limits,
 )
 
 pytestmark = pytest.mark.slow
@@ -428,6 +430,13 @@ def test_no_subprocess_at_any_prompt(
     write_limits(tree["config"], limits_text("0.5", "0.5", (str(tree["project"]),)))
     sh.quiet("")
     sh.quiet(f"cd '{tree['sub']}'")
+    # Files the hooks ignore: past the cap (in bytes, in two-byte characters), with a NUL.
+    project = str(tree["project"])
+    for filler in ("comments", "wide comments"):
+        write_limits(tree["config"], padded_limits(LIMITS_CAP + 1, project, filler=filler))
+        sh.quiet("")
+    (tree["config"] / "limits.toml").write_bytes(limits_text(projects=(project,)).encode() + b"\0#")
+    sh.quiet(f"cd '{tree['project']}'")
     sh.quiet(f"cd '{tree['sibling']}'")
     sh.quiet(f"cd '{marks / 'end'}'")
     deadline = time.monotonic() + 10
