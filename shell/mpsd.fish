@@ -5,10 +5,11 @@
 # Each prompt (and each change of directory) runs builtins only, never a subprocess: fish runs
 # builtins in command substitutions itself. limits.toml is parsed again only when its text or
 # $PWD changed, with list builtins (time linear in the file). A file larger than mpsd ever
-# writes (256 KiB), or with a NUL byte and more after it, is ignored. Values must be plain decimals in (0, 2] with low <= high to be exported (PyTorch
-# reads garbage as 0.0, which removes the cap); nothing read is ever evaluated. A value the user
-# set by hand (anything but what the hook last exported, which it keeps in _MPSD_EXPORTED_HIGH and
-# _MPSD_EXPORTED_LOW) is the user's: both are left alone.
+# writes (256 KiB), or with a NUL byte and more after it, is ignored. Values must be plain
+# decimals in (0, 2] with low <= high to be exported (PyTorch reads garbage as 0.0, which
+# removes the cap); nothing read is ever evaluated. A value the user set by hand (anything but
+# what the hook last exported, which it keeps in _MPSD_EXPORTED_HIGH and _MPSD_EXPORTED_LOW) is
+# the user's: both are left alone.
 
 # Parse limits.toml's text ($argv[1]) for the physical directory ($argv[2]): _mpsd_want_high
 # and _mpsd_want_low get both values when it is inside a project and both are valid, else none.
