@@ -193,6 +193,9 @@ BASH_OPTIONS = [
     "set -k",
     "set -a",
     "set -f",
+    "set -o posix",
+    # An ERR trap that reaches into functions: the hook runs no failing command outside a test.
+    "set -E; trap 'echo ERR' ERR",
     "set -euk -o pipefail; shopt -s nocasematch extglob failglob nullglob",
 ]
 ZSH_OPTIONS = [
@@ -202,6 +205,7 @@ ZSH_OPTIONS = [
     "setopt sh_word_split",
     "setopt all_export",
     "setopt warn_create_global",
+    "TRAPZERR() { print ZERR; }",
     "setopt ksh_arrays no_unset err_exit sh_word_split",
 ]
 
