@@ -97,7 +97,7 @@ def test_parsing_costs_time_linear_in_the_file(
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_a_limits_toml_larger_than_mpsd_writes_is_ignored_quietly_and_cheaply(
+def test_a_limits_toml_larger_than_mpsd_writes_is_ignored_from_the_first_byte_past_the_cap(
     kind: str, tree: dict[str, Path], shells: list[Shell]
 ) -> None:
     project = str(tree["project"])
@@ -119,9 +119,23 @@ def test_a_limits_toml_larger_than_mpsd_writes_is_ignored_quietly_and_cheaply(
     write_limits(tree["config"], padded_limits(LIMITS_CAP + 1, project, filler="wide comments"))
     sh.quiet("")
     assert sh.values() == ("unset", "unset")
-    # 100 MB (it cost bash 7 s and zsh 2 s a prompt; fish printed "Too much data emitted by
-    # command substitution" at each): nothing printed, nothing exported, at builtin cost.
-    write_limits(tree["config"], padded_limits(100 * 10**6, project, filler="comments"))
+    write_limits(tree["config"], limits_text(projects=(project,)))
+    sh.quiet("")
+    assert sh.values() == ("0.77", "0.7")
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_100_mb_limits_toml_is_ignored_quietly_at_builtin_cost(
+    kind: str, tree: dict[str, Path], shells: list[Shell]
+) -> None:
+    # 100 MB cost bash 7 s and zsh 2 s a prompt; fish printed "Too much data emitted by command
+    # substitution" at each (just past its 100 MiB read limit, as here). Nothing printed,
+    # nothing exported, a prompt's usual cost.
+    project = str(tree["project"])
+    sh = start(shells, kind, tree)
+    sh.quiet(f"cd '{tree['project']}'")
+    assert sh.values() == ("0.77", "0.7")
+    write_limits(tree["config"], padded_limits(101 * 2**20, project, filler="comments"))
     spent = sh.quiet_timed(f"cd '{tree['outside']}'; cd '{tree['project']}'", timeout=120)
     for _ in range(4):
         spent += sh.quiet_timed("", timeout=120)
