@@ -33,17 +33,7 @@ AREAS = list(dict.fromkeys(case.area for case in catalogue.CASES))
 # Cases whose fix belongs to another branch (issue 12's shell and explain parts). Each must
 # fail today; once the fix is merged the case survives and this test fails until its entry
 # is removed here: a fixed case is then guarded like every other.
-PENDING = {
-    "shells/directory name: U+2028": "shell-hardening: the bash hook exports nothing there",
-    "shells/directory name: U+2029": "shell-hardening: the bash hook exports nothing there",
-    "shells/bash under `set -k`": "shell-hardening: 'return: : numeric argument required'",
-    "shells/bash prompt: limits.toml the largest accepted (256 KiB)": (
-        "shell-hardening: bash parses a 256 KiB limits.toml in seconds"
-    ),
-    "shells/bash prompt: a huge limits.toml is ignored": "shell-hardening: the 256 KiB cap",
-    "shells/zsh prompt: a huge limits.toml is ignored": "shell-hardening: the 256 KiB cap",
-    "shells/fish prompt: a huge limits.toml is ignored": "shell-hardening: the 256 KiB cap",
-}
+PENDING: dict[str, str] = {}  # case -> the fix it waits for (none: every case holds)
 
 pytestmark = pytest.mark.slow
 
