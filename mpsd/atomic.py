@@ -4,29 +4,58 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
+import stat
 import tempfile
+import time
 from pathlib import Path
 
+from mpsd.files import UnsafeFileError, ensure_dir, not_regular, read_bytes, symlink_refused
 
-def write_atomic(path: Path, data: bytes, mode: int | None = None) -> bool:
+# A temp file left by a kill -9 between write and rename is removed once it is this old:
+# younger ones may belong to a writer that is still at work.
+STALE_TEMP_SECONDS = 10.0
+
+
+def write_atomic(
+    path: Path, data: bytes, mode: int | None = None, *, follow_links: bool = False
+) -> bool:
     """Replace ``path`` with ``data``: temp file in the same directory, fsync, rename.
 
     Returns False (and writes nothing) when the file already holds exactly ``data``.
-    ``mode`` defaults to the existing file's mode, else 0o644. ``path`` may be a
-    symlink: the file it points to is replaced, the link stays a link.
+    ``mode`` defaults to the existing file's mode, else 0o644.
+
+    ``follow_links`` is for the user's own files (rc files, config.toml a dotfile manager
+    links): the file a symlink points to is replaced and the link stays a link, and a file
+    with other hard links is rewritten in place so its twins keep seeing it. Without it (mpsd's
+    own files) a symlink is refused with ``UnsafeFileError``: nothing is written through a link
+    someone planted. Whatever is not a regular file (a FIFO, a directory) is refused too.
     """
-    target = Path(os.path.realpath(path))
+    if follow_links:
+        target = Path(os.path.realpath(path))
+    else:
+        target = Path(path)
+        if os.path.islink(target):
+            raise symlink_refused(target)
     try:
-        if target.read_bytes() == data:
-            return False
-    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
-        pass
-    if mode is None:
+        st: os.stat_result | None = os.stat(target, follow_symlinks=False)
+    except FileNotFoundError:
+        st = None
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        raise not_regular(target, st.st_mode)
+    if st is not None:
         try:
-            mode = target.stat().st_mode & 0o7777
+            if st.st_size == len(data) and read_bytes(target, follow=False) == data:
+                return False
         except FileNotFoundError:
-            mode = 0o644
-    target.parent.mkdir(parents=True, exist_ok=True)
+            st = None
+    if mode is None:
+        mode = st.st_mode & 0o7777 if st is not None else 0o644
+    ensure_dir(target.parent)
+    clean_stale_temps(target)
+    if follow_links and st is not None and st.st_nlink > 1:
+        _write_in_place(target, data)
+        return True
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
         with os.fdopen(fd, "wb") as handle:
@@ -41,6 +70,56 @@ def write_atomic(path: Path, data: bytes, mode: int | None = None) -> bool:
         raise
     _fsync_dir(target.parent)
     return True
+
+
+def _write_in_place(target: Path, data: bytes) -> None:
+    """Rewrite a hard-linked file through its own inode: a rename would split it from its
+    twins (the other names would keep the old text). Not atomic, so it is only for files
+    the user linked that way; the new bytes are fsynced before returning."""
+    fd = os.open(target, os.O_WRONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise UnsafeFileError(target, "it is not a regular file")
+        os.set_blocking(fd, True)
+        view = memoryview(data)
+        while view:
+            written = os.write(fd, view)
+            view = view[written:]
+        os.ftruncate(fd, len(data))
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def temp_pattern(name: str) -> re.Pattern[str]:
+    """The names ``write_atomic`` gives its temp files for ``name`` (tempfile's 8 characters)."""
+    return re.compile(rf"\.{re.escape(name)}\.[a-z0-9_]{{8}}\.tmp")
+
+
+def clean_stale_temps(path: Path, older_than: float = STALE_TEMP_SECONDS) -> list[str]:
+    """Remove the temp files a killed ``write_atomic`` of ``path`` left behind: mpsd's own
+    name pattern only, regular files only, and only when older than ``older_than`` seconds.
+    The names removed; never raises."""
+    directory = path.parent
+    pattern = temp_pattern(path.name)
+    removed: list[str] = []
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return removed
+    now = time.time()
+    for name in names:
+        if not pattern.fullmatch(name):
+            continue
+        full = os.path.join(directory, name)
+        try:
+            st = os.stat(full, follow_symlinks=False)
+            if stat.S_ISREG(st.st_mode) and now - st.st_mtime >= older_than:
+                os.unlink(full)
+                removed.append(name)
+        except OSError:
+            continue
+    return removed
 
 
 def _fsync_dir(directory: Path) -> None:

@@ -50,9 +50,14 @@ def _number(low: float, high: float, low_open: bool, high_open: bool) -> Callabl
     allowed = f"a number in {left}{low:g}, {high:g}{right}"
 
     def check(value: object) -> float:
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise ValueError(f"must be {allowed}")
-        number = float(value)
+        try:
+            number = float(value)
+        except OverflowError:  # an integer of 309+ digits
+            raise ValueError(f"must be {allowed}, not a number that large") from None
+        if math.isnan(number):
+            raise ValueError(f"must be {allowed}")
         too_low = number <= low if low_open else number < low
         too_high = number >= high if high_open else number > high
         if too_low or too_high:
@@ -62,11 +67,17 @@ def _number(low: float, high: float, low_open: bool, high_open: bool) -> Callabl
     return check
 
 
-def _duration(minimum: float) -> Callable[[object], float]:
+def _duration(minimum: float, maximum: float) -> Callable[[object], float]:
+    from mpsd.durations import format_duration
+
     def check(value: object) -> float:
         seconds = parse_duration(value)
         if not math.isfinite(seconds) or seconds < minimum:
             raise ValueError(f"must be at least {minimum:g} seconds, not {value!r}")
+        # A bound above: the daemon waits `interval` seconds on a queue and adds durations
+        # to the clock; 1e308 seconds would overflow both.
+        if seconds > maximum:
+            raise ValueError(f"must be at most {format_duration(maximum)}, not {value!r}")
         return seconds
 
     return check
@@ -78,6 +89,9 @@ def _projects(value: object) -> tuple[str, ...]:
     return tuple(value)
 
 
+DAY = 86400.0
+YEAR = 365 * DAY
+
 SCHEMA: tuple[Key, ...] = (
     Key(
         "headroom",
@@ -85,9 +99,9 @@ SCHEMA: tuple[Key, ...] = (
         0.8,
         _number(0, 1, low_open=True, high_open=False),
     ),
-    Key("interval", 'seconds between memory samples (or "30s", "1m")', 30, _duration(1)),
-    Key("window", 'how far back the baseline looks ("7d")', "7d", _duration(60)),
-    Key("retention", 'how long samples are kept ("90d")', "90d", _duration(3600)),
+    Key("interval", 'seconds between memory samples (or "30s", "1m")', 30, _duration(1, DAY)),
+    Key("window", 'how far back the baseline looks ("7d")', "7d", _duration(60, 10 * YEAR)),
+    Key("retention", 'how long samples are kept ("90d")', "90d", _duration(3600, 10 * YEAR)),
     Key(
         "low_ratio",
         "low watermark = low_ratio x high watermark",
@@ -123,10 +137,15 @@ SCHEMA: tuple[Key, ...] = (
         "swap_recovery",
         'how long the limit takes to climb back after a swap penalty ("3d")',
         "3d",
-        _duration(0),
+        _duration(0, YEAR),
     ),
 )
 KEYS = {key.name: key for key in SCHEMA}
+
+
+# config.toml is a page of settings: a bigger file is refused at once, never parsed for a minute.
+CONFIG_LIMIT = 1 << 20
+MOST_PROBLEMS_SHOWN = 10
 
 
 def _default(name: str) -> Any:
@@ -161,7 +180,11 @@ class ConfigError(MpsdError):
         elif len(problems) == 1:
             message = f"{path}: {problems[0]}"
         else:
-            message = f"{path} has {len(problems)} problems: " + "; ".join(problems)
+            shown = problems[:MOST_PROBLEMS_SHOWN]
+            more = len(problems) - len(shown)
+            message = f"{path} has {len(problems)} problems: " + "; ".join(shown)
+            if more:
+                message += f"; and {more} more"
         super().__init__(message)
 
 
@@ -169,15 +192,19 @@ def validate(data: dict[str, Any], path: Path) -> Config:
     """Check every key of a parsed config.toml; raise ConfigError listing all problems."""
     problems: list[str] = []
     values: dict[str, Any] = {}
+    unknown = [name for name in data if name not in KEYS]
+    if unknown:
+        shown = ", ".join(f"'{_short(name, 40)}'" for name in unknown[:5])
+        more = f" and {len(unknown) - 5} more" if len(unknown) > 5 else ""
+        plural = "s" if len(unknown) > 1 else ""
+        problems.append(f"unknown key{plural} {shown}{more} (known keys: {', '.join(KEYS)})")
     for name, value in data.items():
         key = KEYS.get(name)
         if key is None:
-            known = ", ".join(KEYS)
-            problems.append(f"unknown key '{name}' (known keys: {known})")
             continue
         try:
             values[name] = key.check(value)
-        except ValueError as exc:
+        except (ValueError, OverflowError, TypeError, RecursionError) as exc:
             problems.append(f"at '{name}': {exc}")
     config = Config(**values) if not problems else Config()
     if not problems and config.min_ratio > config.max_ratio:
@@ -191,10 +218,15 @@ def validate(data: dict[str, Any], path: Path) -> Config:
 
 
 def load_config(path: Path) -> Config:
-    """The config in ``path``; the defaults when the file does not exist."""
+    """The config in ``path``; the defaults when the file does not exist.
+
+    Whatever the file holds, the only exception is ``ConfigError``: a FIFO or directory in its
+    place, a file over ``CONFIG_LIMIT`` (refused unread), arrays nested thousands deep, numbers
+    of hundreds of digits."""
+    from mpsd.files import read_bytes
+
     try:
-        with open(path, "rb") as handle:
-            raw = handle.read()
+        raw = read_bytes(path, limit=CONFIG_LIMIT)
     except FileNotFoundError:
         return Config()
     except OSError as exc:
@@ -209,8 +241,14 @@ def load_config(path: Path) -> Config:
     except UnicodeDecodeError:
         raise ConfigError(path, ["is not UTF-8 text"]) from None
     except ValueError as exc:  # tomllib.TOMLDecodeError
-        raise ConfigError(path, [f"is not valid TOML ({exc})"]) from None
+        raise ConfigError(path, [f"is not valid TOML ({_short(str(exc))})"]) from None
+    except (RecursionError, MemoryError):
+        raise ConfigError(path, ["is not valid TOML (nested too deeply)"]) from None
     return validate(data, path)
+
+
+def _short(text: str, most: int = 80) -> str:
+    return text if len(text) <= most else text[: most - 3] + "..."
 
 
 def default_config_text() -> str:

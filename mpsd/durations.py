@@ -6,7 +6,10 @@ import re
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 _EXAMPLES = '"30s", "2h", "7d"'
-_PATTERN = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*$")
+# Matched against the stripped string, so no two parts of the pattern can match the same
+# characters: linear, whatever the input (``\s*`` at both ends backtracked quadratically).
+_PATTERN = re.compile(r"(\d+(?:\.\d+)?)\s*([smhdw]?)")
+_LONGEST = 64  # characters: no duration is longer; a longer string is refused unread
 
 
 def parse_duration(value: object) -> float:
@@ -14,12 +17,16 @@ def parse_duration(value: object) -> float:
     if isinstance(value, bool):
         raise ValueError(f"must be seconds or a string like {_EXAMPLES}")
     if isinstance(value, (int, float)):
-        return float(value)
-    if isinstance(value, str):
-        match = _PATTERN.match(value.lower())
+        try:
+            return float(value)
+        except OverflowError:  # an integer of 309+ digits
+            raise ValueError("is too large a number of seconds") from None
+    if isinstance(value, str) and len(value) <= _LONGEST:
+        match = _PATTERN.fullmatch(value.strip().lower())
         if match:
             return float(match.group(1)) * _UNITS[match.group(2) or "s"]
-    raise ValueError(f"{value!r} is not a duration: use seconds or a string like {_EXAMPLES}")
+    shown = repr(value) if not isinstance(value, str) or len(value) <= _LONGEST else "this string"
+    raise ValueError(f"{shown} is not a duration: use seconds or a string like {_EXAMPLES}")
 
 
 def format_duration(seconds: float, about: bool = False) -> str:

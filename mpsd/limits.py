@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from mpsd import paths
+from mpsd.errors import MpsdError
 from mpsd.locks import exclusive
 
 SOURCES = ("torch", "metal", "iogpu", "estimate")
@@ -114,7 +115,7 @@ def write(limits: Limits, path: Path | None = None) -> bool:
 
     path = path or paths.limits_file()
     with exclusive(paths.limits_lock_file()):
-        return write_atomic(path, render(limits).encode("utf-8"), mode=0o644)
+        return write_atomic(path, _encoded(limits), mode=0o644)
 
 
 def update(change: Callable[[Limits | None], Limits | None], path: Path | None = None) -> bool:
@@ -138,7 +139,19 @@ def update_locked(
     new = change(read(path))
     if new is None:
         return False
-    return write_atomic(path, render(new).encode("utf-8"), mode=0o644)
+    return write_atomic(path, _encoded(new), mode=0o644)
+
+
+def _encoded(limits: Limits) -> bytes:
+    """The file's bytes; never more than the hooks read (they ignore a larger file)."""
+    data = render(limits).encode("utf-8")
+    if len(data) > MAX_BYTES:
+        raise MpsdError(
+            f"limits.toml would be {len(data) // 1024} KiB with {len(limits.projects)} projects, "
+            f"more than the {MAX_BYTES // 1024} KiB the shell hooks read; "
+            "take some out with `mpsd disable DIR`."
+        )
+    return data
 
 
 def with_projects(limits: Limits, projects: tuple[str, ...]) -> Limits:
@@ -188,6 +201,8 @@ def parse(text: str) -> Limits:
 
 def parse_text(text: str) -> LimitsFile:
     """Read limits.toml's text the way the hooks do, and check it is in the writer's form."""
+    if "\x00" in text:  # the hooks' read stops at a NUL: they ignore such a file
+        return LimitsFile(True, problem="limits.toml holds a NUL byte, so the hooks ignore it")
     high, low, projects = _hook_view(text)
     try:
         limits = _strict(text)

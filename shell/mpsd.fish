@@ -4,10 +4,12 @@
 #
 # Each prompt (and each change of directory) runs builtins only, never a subprocess: fish runs
 # builtins in command substitutions itself. limits.toml is parsed again only when its text or
-# $PWD changed. Values must be plain decimals in (0, 2] with low <= high to be exported (PyTorch
-# reads garbage as 0.0, which removes the cap); nothing read is ever evaluated. A value the user
-# set by hand (anything but what the hook last exported, which it keeps in _MPSD_EXPORTED_HIGH and
-# _MPSD_EXPORTED_LOW) is the user's: both are left alone.
+# $PWD changed, with list builtins (time linear in the file). A file larger than mpsd ever
+# writes (256 KiB), or with a NUL byte and more after it, is ignored. Values must be plain
+# decimals in (0, 2] with low <= high to be exported (PyTorch reads garbage as 0.0, which
+# removes the cap); nothing read is ever evaluated. A value the user set by hand (anything but
+# what the hook last exported, which it keeps in _MPSD_EXPORTED_HIGH and _MPSD_EXPORTED_LOW) is
+# the user's: both are left alone.
 
 # Parse limits.toml's text ($argv[1]) for the physical directory ($argv[2]): _mpsd_want_high
 # and _mpsd_want_low get both values when it is inside a project and both are valid, else none.
@@ -78,9 +80,20 @@ function _mpsd_hook --on-event fish_prompt --on-variable PWD
         end
         set _mpsd_file "$_mpsd_file/limits.toml"
     end
+    # fish has no builtin that tells a file's size: `read` is bounded instead, by a local
+    # fish_read_limit (bytes): past it, read stops, fails (status 122) and sets nothing, quietly
+    # (a command substitution printed "Too much data emitted" at every prompt for a 100 MB
+    # file, which it read whole). `read -z` stops at a NUL, and a second read finds what follows
+    # it: such a file is not mpsd's either. Both read in blocks (the file is seekable).
     set -l text ''
     if test -f "$_mpsd_file" -a -r "$_mpsd_file"
-        set text (string collect -- < "$_mpsd_file" 2>/dev/null)
+        set -l fish_read_limit 262144
+        set -l IFS
+        set -l rest
+        begin
+            builtin read -z text; or set text ''
+            builtin read -z -n 1 rest; and set text ''
+        end <"$_mpsd_file" 2>/dev/null
     end
     if test -z "$_mpsd_seen" -o "$PWD" != "$_mpsd_pwd" -o "$text" != "$_mpsd_text"
         set -g _mpsd_seen 1

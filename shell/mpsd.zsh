@@ -2,12 +2,15 @@
 # PYTORCH_MPS_HIGH_WATERMARK_RATIO and PYTORCH_MPS_LOW_WATERMARK_RATIO as limits.toml holds them;
 # outside, takes back what it exported. Load it with `eval "$(mpsd hook zsh)"` or by sourcing it.
 #
-# Each prompt (and each cd) runs builtins only, never a subprocess: `$(<file)` is read by zsh
-# itself, the physical directory is ${PWD:A}, and the file is parsed again only when its text or
-# $PWD changed. Values must be plain decimals in (0, 2] with low <= high to be exported (PyTorch
-# reads garbage as 0.0, which removes the cap); nothing read is ever evaluated. A value the user
-# set by hand (anything but what the hook last exported, which it keeps in _MPSD_EXPORTED_HIGH and
-# _MPSD_EXPORTED_LOW) is the user's: both are left alone.
+# Each prompt (and each cd) runs builtins only, never a subprocess: a glob qualifier checks the
+# file's size, `$(<file)` is read by zsh itself, the physical directory is ${PWD:A}, and the file
+# is parsed again only when its text or $PWD changed. A file larger than mpsd ever writes
+# (256 KiB), or with a NUL byte, is ignored. Values must be plain decimals in (0, 2] with
+# low <= high to be exported (PyTorch reads garbage as 0.0, which removes the cap); nothing read
+# is ever evaluated. A value the user set by hand (anything but what the hook last exported,
+# which it keeps in _MPSD_EXPORTED_HIGH and _MPSD_EXPORTED_LOW) is the user's: both are left
+# alone. `emulate -L zsh` in each function: the user's options (ksh_arrays, no_unset, err_exit,
+# sh_word_split...) do not reach the code here.
 
 # A ratio as the file holds it -> _mpsd_num, fixed point with 9 decimals; empty unless it is a
 # plain decimal in (0, 2].
@@ -51,7 +54,9 @@ _mpsd_parse() {
   _mpsd_block="${_mpsd_block%%"$_mpsd_nl]$_mpsd_nl"*}$_mpsd_nl"
   _mpsd_dir=$_MPSD_PHYS
   while [[ -n $_mpsd_dir ]]; do
-    if [[ $_mpsd_dir != *[\"\\[:cntrl:]]* &&
+    # The control characters listed, not [[:cntrl:]]: glibc's UTF-8 locales count U+2028 and
+    # U+2029 as control characters, and mpsd accepts them in a path.
+    if [[ $_mpsd_dir != *[\"\\]* && $_mpsd_dir != *["$_MPSD_CONTROL"]* &&
       $_mpsd_block == *"$_mpsd_nl    \"$_mpsd_dir\",$_mpsd_nl"* ]]; then
       _mpsd_inside=1
       break
@@ -84,7 +89,8 @@ _mpsd_hook() {
   local _mpsd_text=''
   # limits.toml: where paths.py puts it ($MPSD_CONFIG_DIR, $XDG_CONFIG_HOME/mps, ~/.config/mps),
   # worked out again only when one of these changed.
-  if [[ ${MPSD_CONFIG_DIR-}:${XDG_CONFIG_HOME-}:${HOME-} != "${_MPSD_FILE_KEY-}" ]]; then
+  if [[ ${MPSD_CONFIG_DIR-}:${XDG_CONFIG_HOME-}:${HOME-} != "${_MPSD_FILE_KEY-}" ||
+    -z ${_MPSD_GLOB-} ]]; then
     typeset -g _MPSD_FILE_KEY=${MPSD_CONFIG_DIR-}:${XDG_CONFIG_HOME-}:${HOME-}
     typeset -g _MPSD_FILE=${MPSD_CONFIG_DIR-}
     if [[ -z $_MPSD_FILE ]]; then
@@ -99,12 +105,26 @@ _mpsd_hook() {
       ('~/'*) _MPSD_FILE=${HOME-}/${_MPSD_FILE#'~/'} ;;
     esac
     _MPSD_FILE=$_MPSD_FILE/limits.toml
+    # For the size check: the name as a pattern that matches only itself, from ./ when relative
+    # (a leading `~` or `=` would be expanded).
+    typeset -g _MPSD_GLOB=${(b)_MPSD_FILE}
+    [[ $_MPSD_FILE == /* ]] || _MPSD_GLOB=./$_MPSD_GLOB
   fi
-  if [[ -f $_MPSD_FILE && -r $_MPSD_FILE ]]; then
+  # The size first, with a glob qualifier: one stat(2), no module to load (zsh/stat's zstat
+  # would do as well, at a zmodload and its failure modes). The (b)-quoted name globs only
+  # itself; `-` follows a symlink, `.` wants a plain file, `L-262145` at most 256 KiB; (N): no
+  # match, no words. Larger, the file is not one mpsd wrote: ignored, never read (a 100 MB
+  # file cost 2 s a prompt). Replaced by a larger one between the stat and the read, it is
+  # read once and ignored from the next prompt on.
+  local -a _mpsd_fit
+  _mpsd_fit=( ${~_MPSD_GLOB}(N-.L-262145) )
+  if (( $#_mpsd_fit )) && [[ -r $_MPSD_FILE ]]; then
     _mpsd_text=$(<$_MPSD_FILE)
   fi
   if [[ -z ${_MPSD_PWD+x} || $PWD != "$_MPSD_PWD" || $_mpsd_text != "${_MPSD_TEXT-}" ]]; then
     typeset -g _MPSD_PWD=$PWD _MPSD_TEXT=$_mpsd_text _MPSD_PHYS=${PWD:A}
+    # A NUL byte: not mpsd's file either (checked once per new text).
+    [[ $_mpsd_text != *$'\0'* ]] || _mpsd_text=''
     _mpsd_parse "$_mpsd_text"
   fi
   # Set by hand: present but not what the hook exported last. Then both are the user's.
@@ -124,6 +144,13 @@ _mpsd_hook() {
       _MPSD_EXPORTED_HIGH _MPSD_EXPORTED_LOW
   fi
   return $_mpsd_status
+}
+
+# The ASCII control characters, which a project path may not hold (as mpsd.decision has it).
+# Set in a function under `emulate -L zsh`: with the user's all_export, it would be exported.
+() {
+  emulate -L zsh
+  typeset -g _MPSD_CONTROL=$'\001\002\003\004\005\006\007\010\011\012\013\014\015\016\017\020\021\022\023\024\025\026\027\030\031\032\033\034\035\036\037\177'
 }
 
 # Register once, however often this file is sourced: add-zsh-hook adds a function only once.

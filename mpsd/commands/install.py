@@ -114,7 +114,9 @@ def run_install(args: argparse.Namespace) -> int:
         report(_describe_link(link))
     for directory in (paths.config_dir(), paths.state_dir()):
         if not directory.is_dir():
-            directory.mkdir(parents=True, exist_ok=True)
+            from mpsd.files import ensure_dir
+
+            ensure_dir(directory)  # 0700 whatever the umask
             report(f"created {_tilde(directory)}")
 
     agent_started = False

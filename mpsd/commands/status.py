@@ -88,10 +88,11 @@ def _free_memory_facts() -> dict[str, Any] | None:
     in ``free-memory.json``); None before the first sample or when the file is unreadable."""
     import json
 
+    from mpsd.files import read_bytes  # a FIFO there must not hang status
+
     try:
-        with open(paths.free_memory_file(), encoding="utf-8") as handle:
-            data = json.load(handle)
-    except (OSError, ValueError):
+        data = json.loads(read_bytes(paths.free_memory_file(), limit=64 * 1024, follow=False))
+    except (OSError, ValueError, RecursionError):
         return None
     if not isinstance(data, dict):
         return None
@@ -154,38 +155,50 @@ def _history_facts(now: float, config: Any) -> dict[str, Any]:
         return facts
     if store is None:
         return facts
-    with store:
-        last = store.last()
-        if last is not None:
-            facts["last_sample"] = {
-                "t": last.t,
-                "time": _iso(last.t),
-                "age_seconds": round(now - last.t, 1),
-                "available_bytes": last.available_bytes,
-                "ml_bytes": last.ml_bytes,
-                "total_bytes": last.total_bytes,
-                "swapouts": last.swapouts,
-                "pressure": last.pressure,
-                "source": last.source,
-            }
-        since = now - config.window
-        facts["samples_in_window"] = store.count(since, now)
-        decision = store.get_meta("decision")
-        if isinstance(decision, dict):
-            facts["baseline_free_bytes"] = decision.get("baseline_free_bytes")
-            facts["decided_ratio"] = decision.get("high_watermark_ratio")
-            facts["reasons"] = list(decision.get("reasons", []))
-            facts["decided_at"] = _iso(float(decision.get("t", 0)))
-            facts["next_job"] = _next_job(decision, now)
-        series = store.free_series(since, now, CHART_WIDTH)
-        if any(value is not None for _, value in series):
-            facts["chart"] = {
-                "since": since,
-                "until": now,
-                "bucket_seconds": (now - since) / CHART_WIDTH,
-                "free_bytes": [value for _, value in series],
-            }
+    try:
+        _read_history(store, now, config, facts)
+    except Exception as exc:  # a damaged page, a garbled row: one sentence, never a traceback
+        facts["history_problem"] = (
+            f"the history {paths.history_file()} cannot be read ({type(exc).__name__}: {exc}); "
+            "move it aside and restart the daemon."
+        )
+    finally:
+        store.close()
     return facts
+
+
+def _read_history(store: Any, now: float, config: Any, facts: dict[str, Any]) -> None:
+    """The history facts ``collect`` shows, read from ``store`` into ``facts``."""
+    last = store.last()
+    if last is not None:
+        facts["last_sample"] = {
+            "t": last.t,
+            "time": _iso(last.t),
+            "age_seconds": round(now - last.t, 1),
+            "available_bytes": last.available_bytes,
+            "ml_bytes": last.ml_bytes,
+            "total_bytes": last.total_bytes,
+            "swapouts": last.swapouts,
+            "pressure": last.pressure,
+            "source": last.source,
+        }
+    since = now - config.window
+    facts["samples_in_window"] = store.count(since, now)
+    decision = store.get_meta("decision")
+    if isinstance(decision, dict):
+        facts["baseline_free_bytes"] = decision.get("baseline_free_bytes")
+        facts["decided_ratio"] = decision.get("high_watermark_ratio")
+        facts["reasons"] = list(decision.get("reasons", []))
+        facts["decided_at"] = _iso(float(decision.get("t", 0)))
+        facts["next_job"] = _next_job(decision, now)
+    series = store.free_series(since, now, CHART_WIDTH)
+    if any(value is not None for _, value in series):
+        facts["chart"] = {
+            "since": since,
+            "until": now,
+            "bucket_seconds": (now - since) / CHART_WIDTH,
+            "free_bytes": [value for _, value in series],
+        }
 
 
 def _next_job(decision: dict[str, Any], now: float) -> dict[str, Any] | None:
@@ -239,7 +252,14 @@ def next_job_words(next_job: dict[str, Any], interval: float) -> str:
 
 
 def _iso(t: float) -> str:
-    return dt.datetime.fromtimestamp(t, dt.timezone.utc).isoformat(timespec="seconds")
+    """``t`` in ISO form; a stamp outside the years 1-9999 (a clock set far off) is clamped
+    there rather than crash status."""
+    import math
+
+    t = min(max(t, -62135596800.0), 253402300799.0) if math.isfinite(t) else 0.0
+    return (
+        dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc) + dt.timedelta(seconds=int(t))
+    ).isoformat(timespec="seconds")
 
 
 # -- text ----------------------------------------------------------------------------------

@@ -51,7 +51,9 @@ class ConfigWatcher:
 
         directory = self.path.parent
         try:
-            directory.mkdir(parents=True, exist_ok=True)
+            from mpsd.files import ensure_dir
+
+            ensure_dir(directory)
             observer = Observer()
             observer.daemon = True
             observer.schedule(_Handler(), str(directory), recursive=False)

@@ -51,6 +51,14 @@ SCHEMA_VERSION = len(MIGRATIONS)
 
 _COLUMNS = "t, available, total, ml, swapouts, pressure, source, jobs"
 _INSERT = f"INSERT INTO samples ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+# Rows every reader skips: a stamp that is not a number or lies outside the years 1970-9999
+# (a clock set far off, a hand edit), sizes that are not integers. One bad row must not
+# make the history unreadable.
+_VALID = (
+    "typeof(t) IN ('integer', 'real') AND t >= 0 AND t <= 253402300799 "
+    "AND typeof(available) = 'integer' AND typeof(total) = 'integer' "
+    "AND typeof(ml) = 'integer'"
+)
 
 
 class HistoryError(MpsdError):
@@ -122,13 +130,17 @@ class Store:
     @classmethod
     def open(cls, path: Path) -> Store:
         """Open (creating if needed) and migrate to the current schema."""
-        path.parent.mkdir(parents=True, exist_ok=True)
+        from mpsd.files import ensure_dir
+
+        ensure_dir(path.parent)
+        _check_files(path)
         try:
             db = sqlite3.connect(str(path), timeout=10.0, isolation_level=None)
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")
             store = cls(db, path)
             store._migrate()
+            store._check_tables()
         except sqlite3.DatabaseError as exc:
             # OperationalError is "locked", "unable to open", I/O: the file may be fine.
             raise HistoryError(
@@ -140,8 +152,9 @@ class Store:
     @classmethod
     def open_readonly(cls, path: Path) -> Store | None:
         """The history for reading only; None when there is none yet."""
-        if not os.path.exists(path):
+        if not os.path.lexists(path):
             return None
+        _check_files(path)
         try:
             db = sqlite3.connect(f"{_uri(path)}?mode=ro", uri=True, timeout=5.0)
             version = db.execute("PRAGMA user_version").fetchone()[0]
@@ -154,9 +167,24 @@ class Store:
             db.close()
             raise HistoryError(_newer(path, version))
         store = cls(db, path)
+        try:
+            store._check_tables()
+        except sqlite3.DatabaseError as exc:
+            db.close()
+            raise HistoryError(f"the history {path} cannot be read ({exc}).") from None
         if version < 3:  # a daemon not yet restarted after an upgrade keeps the old schema
             store._columns = _COLUMNS.replace("jobs", "0")
         return store
+
+    def _check_tables(self) -> None:
+        """Raise sqlite3.DatabaseError (not an OperationalError: the file is damaged, not
+        busy) when a table the schema version promises is missing."""
+        names = {row[0] for row in self._db.execute("SELECT name FROM sqlite_master")}
+        missing = sorted({"samples", "meta"} - names)
+        if missing:
+            raise sqlite3.DatabaseError(
+                f"schema version {self.version} but no {', '.join(missing)}"
+            )
 
     def close(self) -> None:
         self._db.close()
@@ -226,14 +254,16 @@ class Store:
 
     def count(self, since: float = float("-inf"), until: float = float("inf")) -> int:
         row = self._db.execute(
-            "SELECT COUNT(*) FROM samples WHERE t >= ? AND t <= ?", (since, until)
+            f"SELECT COUNT(*) FROM samples WHERE t >= ? AND t <= ? AND {_VALID}", (since, until)
         ).fetchone()
         return int(row[0])
 
     def last(self, until: float = float("inf")) -> Sample | None:
         """The latest sample stamped at or before ``until``."""
         row = self._db.execute(
-            f"SELECT {self._columns} FROM samples WHERE t <= ? ORDER BY t DESC LIMIT 1", (until,)
+            f"SELECT {self._columns} FROM samples WHERE t <= ? AND {_VALID} "
+            "ORDER BY t DESC LIMIT 1",
+            (until,),
         ).fetchone()
         return None if row is None else _row_to_sample(row)
 
@@ -249,7 +279,8 @@ class Store:
             return []
         if self.count(since, until) <= max_rows:
             rows = self._db.execute(
-                f"SELECT {self._columns} FROM samples WHERE t >= ? AND t <= ? ORDER BY t",
+                f"SELECT {self._columns} FROM samples WHERE t >= ? AND t <= ? AND {_VALID} "
+                "ORDER BY t",
                 (since, until),
             ).fetchall()
             return list(map(Row._make, rows))
@@ -257,7 +288,7 @@ class Store:
         # SQLite: with a single MIN() aggregate, the bare columns come from that row.
         rows = self._db.execute(
             f"SELECT {self._columns}, "
-            "MIN(available + ml) FROM samples WHERE t >= ? AND t <= ? "
+            f"MIN(available + ml) FROM samples WHERE t >= ? AND t <= ? AND {_VALID} "
             "GROUP BY CAST((t - ?) / ? AS INTEGER) ORDER BY t",
             (since, until, since, width),
         ).fetchall()
@@ -273,7 +304,7 @@ class Store:
             return []
         rows = self._db.execute(
             "SELECT MIN(CAST((t - ?) / ? AS INTEGER), ?) AS b, MIN(available + ml) "
-            "FROM samples WHERE t >= ? AND t <= ? GROUP BY b",
+            f"FROM samples WHERE t >= ? AND t <= ? AND {_VALID} GROUP BY b",
             (since, width, buckets - 1, since, until),
         ).fetchall()
         values: dict[int, int] = {int(b): int(v) for b, v in rows}
@@ -292,6 +323,28 @@ def thin(samples: Iterable[Thinnable], since: float, width: float) -> list[Thinn
         ):
             best[key] = s
     return sorted(best.values(), key=lambda s: s.t)
+
+
+def _check_files(path: str | Path) -> None:
+    """Refuse a history that is a symlink, FIFO or directory (SQLite would follow the link, or
+    block on the FIFO): one sentence, and the daemon goes on without storing samples."""
+    import stat
+
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        name = f"{path}{suffix}"
+        try:
+            st = os.lstat(name)
+        except OSError:
+            continue
+        if stat.S_ISLNK(st.st_mode):
+            why = "a symbolic link, which mpsd never follows for its own files"
+        elif not stat.S_ISREG(st.st_mode):
+            from mpsd.files import kind
+
+            why = f"{kind(st.st_mode)}, not a regular file"
+        else:
+            continue
+        raise HistoryError(f"the history file {name} is {why}; remove it and try again.")
 
 
 def _statements(script: str) -> Iterator[str]:

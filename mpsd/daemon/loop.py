@@ -26,6 +26,7 @@ import contextlib
 import datetime as dt
 import logging
 import logging.handlers
+import math
 import os
 import queue
 import signal
@@ -43,8 +44,9 @@ from mpsd import paths
 from mpsd.config import Config, ConfigError, load_config
 from mpsd.daemon import policy
 from mpsd.daemon.history import HistoryError, Row, Store, row_of
-from mpsd.daemon.schedule import Schedule
+from mpsd.daemon.schedule import CONFIG_POLL, Schedule
 from mpsd.errors import EXIT_ABSENT, MpsdError
+from mpsd.files import ensure_dir, open_regular
 from mpsd.limits import Limits
 from mpsd.locks import PidLock
 from mpsd.machine.sample import Sample
@@ -78,13 +80,11 @@ def setup_logging(to_stderr: bool | None = None, warnings_to_stderr: bool = Fals
     for handler in list(logger.handlers):
         logger.removeHandler(handler)
         handler.close()
-    formatter = logging.Formatter("%(asctime)s %(levelname)s [%(process)d] %(message)s")
+    formatter = _Formatter("%(asctime)s %(levelname)s [%(process)d] %(message)s")
     try:
         path = paths.log_file()
-        path.parent.mkdir(parents=True, exist_ok=True)
-        rotating = logging.handlers.RotatingFileHandler(
-            path, maxBytes=LOG_BYTES, backupCount=LOG_BACKUPS, encoding="utf-8"
-        )
+        ensure_dir(path.parent)
+        rotating = _LogFile(path, maxBytes=LOG_BYTES, backupCount=LOG_BACKUPS, encoding="utf-8")
         rotating.setFormatter(formatter)
         logger.addHandler(rotating)
     except OSError as exc:
@@ -93,11 +93,52 @@ def setup_logging(to_stderr: bool | None = None, warnings_to_stderr: bool = Fals
         to_stderr = sys.stderr.isatty()
     if to_stderr or warnings_to_stderr:
         stream = logging.StreamHandler(sys.stderr)
-        stream.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+        stream.setFormatter(_Formatter("%(asctime)s %(levelname)s %(message)s"))
         if not to_stderr:
             stream.setLevel(logging.WARNING)
         logger.addHandler(stream)
     logger.propagate = False
+
+
+class _Formatter(logging.Formatter):
+    """Stamps clamped to the year 9999: a clock set beyond must not turn every log line
+    into a "Logging error" traceback."""
+
+    @staticmethod
+    def converter(t: float | None) -> time.struct_time:
+        t = time.time() if t is None else t
+        return time.localtime(min(max(t, 0.0), 253402300799.0) if math.isfinite(t) else 0.0)
+
+
+class _LogFile(logging.handlers.RotatingFileHandler):
+    """The rotating log, opened without following a link planted in its place (that would
+    append to whatever the link names) and never blocking on a FIFO there."""
+
+    def _open(self) -> Any:
+        fd = open_regular(self.baseFilename, os.O_WRONLY | os.O_APPEND | os.O_CREAT, follow=False)
+        return os.fdopen(fd, "a", encoding=self.encoding, errors=self.errors)
+
+
+def log_to_file_again() -> None:
+    """Reopen the log file (after its directory was deleted and recreated)."""
+    for handler in logging.getLogger("mpsd").handlers:
+        if isinstance(handler, _LogFile):
+            with contextlib.suppress(OSError):
+                handler.acquire()
+                try:
+                    if handler.stream is not None:
+                        handler.stream.close()
+                    handler.stream = handler._open()
+                finally:
+                    handler.release()
+
+
+def _stamp(t: float) -> dt.datetime:
+    """``t`` as a UTC date-time, clamped into what ``datetime`` holds (a clock set to the
+    year 9999 or beyond must not crash the daemon)."""
+    top = 253402300799.0  # 9999-12-31T23:59:59Z
+    t = t if math.isfinite(t) else 0.0
+    return dt.datetime.fromtimestamp(int(min(max(t, 0.0), top)), dt.timezone.utc)
 
 
 @dataclass
@@ -134,6 +175,7 @@ class Daemon:
     last_mono: float | None = None
     total_bytes: int | None = None
     _config_sig: _FileSig | None = None
+    lock: PidLock | None = None  # checked every CONFIG_POLL: one daemon, always
     # (bytes, count) of running PyTorch jobs the policy last saw; (running?, count) behind
     # the limits.toml last written or kept.
     _jobs_seen: tuple[int, int] | None = None
@@ -161,6 +203,23 @@ class Daemon:
             log.info("config %s", f"loaded from {path}" if sig.exists else "absent: defaults")
         self.config, self.config_good = config, True
         return changed
+
+    def check_lock(self) -> bool:
+        """False when another daemon took the lock (this one must stop). A deleted lock file
+        or state dir is recreated and the lock taken again; the history and the log reopen
+        in the new dir."""
+        if self.lock is None or self.lock.intact():
+            return True
+        if not self.lock.still_held():
+            log.error(
+                "the daemon lock %s was deleted and another daemon took it; stopping",
+                self.lock.path,
+            )
+            return False
+        log_to_file_again()
+        log.warning("the daemon lock %s or its dir was deleted; recreated it", self.lock.path)
+        self._drop_store()
+        return True
 
     # -- history ----------------------------------------------------------------------
     def open_store(self) -> Store:
@@ -305,7 +364,7 @@ class Daemon:
             recommended_max_source=source,
             baseline_free_bytes=decision.baseline_free_bytes,
             headroom=self.config.headroom,
-            updated_at=dt.datetime.fromtimestamp(int(now), dt.timezone.utc),
+            updated_at=_stamp(now),
             projects=self.projects(),
             sample_count=decision.sample_count,
         )
@@ -393,9 +452,11 @@ class Daemon:
 
         watcher = ConfigWatcher(paths.config_file(), lambda: self._queue.put(("config", None)))
         watcher.start()
+        clean_temps()
         self.reload_config(force=True)
         log.info("daemon started (pid %d, interval %gs)", os.getpid(), self.config.interval)
         schedule = Schedule(self.config.interval, self.mono())
+        lock_check = self.mono() + CONFIG_POLL  # the loop wakes at least this often
         try:
             while True:
                 try:
@@ -416,7 +477,12 @@ class Daemon:
                 elif kind == "recommended-failed":
                     schedule.probe_finished()
                     log.error("cannot find the recommended max: %s", value)
-                self._due(schedule, self.mono())
+                now = self.mono()
+                if now >= lock_check:
+                    lock_check = now + CONFIG_POLL
+                    if not self.check_lock():
+                        return EXIT_ABSENT
+                self._due(schedule, now)
         finally:
             watcher.stop()
             self._drop_store()
@@ -446,7 +512,12 @@ class Daemon:
 
     def run_once(self, attempts: int = 3) -> Limits:
         """One sample, one update of limits.toml."""
+        clean_temps()
         self.reload_config(force=True)
+        try:
+            self.open_store()
+        except HistoryError as exc:  # a link or a FIFO in its place: one sentence, not three
+            raise MpsdError(str(exc)) from None
         sample = None
         for attempt in range(attempts):
             sample = self.tick()
@@ -469,6 +540,16 @@ class Daemon:
                 f"could not update {paths.limits_file()}; see {paths.log_file()} for why."
             )
         return result
+
+
+def clean_temps() -> None:
+    """Remove the temp files a kill -9 between write and rename left beside limits.toml and
+    config.toml (mpsd's own temp-name pattern only, and only old ones)."""
+    from mpsd.atomic import clean_stale_temps
+
+    for path in (paths.limits_file(), paths.config_file()):
+        for name in clean_stale_temps(path):
+            log.info("removed %s, left by a writer killed mid-write", path.parent / name)
 
 
 def acquire_lock(once: bool) -> PidLock | None:

@@ -21,6 +21,7 @@ from mpsd.atomic import write_atomic
 from mpsd.config import Config, default_config_text, load_config
 from mpsd.env import projects, pyhooks
 from mpsd.errors import EXIT_ABSENT, EXIT_USAGE, MpsdError
+from mpsd.files import UnsafeFileError
 from mpsd.locks import exclusive
 
 
@@ -68,7 +69,10 @@ def _set_projects(document: Any, entries: tuple[str, ...], *, new_lines: bool = 
     import tomlkit
 
     current = document.get("projects")
-    if current is not None and len(current) > 0 and entries:
+    commented = isinstance(current, tomlkit.items.Array) and "#" in current.as_string()
+    if commented and len(current) == 0:  # `[ # comment ]`: append() would end up in it
+        new_lines = True
+    if current is not None and (commented or (len(current) > 0 and entries)):
         # Edit the user's array in place: its style and comments stay.
         for index in reversed(range(len(current))):
             if current[index] not in entries:
@@ -142,12 +146,14 @@ def _edited_text(config_file: Path, entries: tuple[str, ...]) -> str:
 
 def _write(path: Path, data: bytes) -> None:
     try:
-        write_atomic(path, data)
+        write_atomic(path, data, follow_links=True)
     except OSError as exc:
         raise _unwritable(path, exc) from None
 
 
 def _unwritable(path: Path, exc: OSError) -> MpsdError:
+    if isinstance(exc, UnsafeFileError):  # a link or a FIFO where the file goes
+        return MpsdError(f"cannot write {path}: {exc.strerror}.")
     return MpsdError(f"cannot write {path} ({exc.strerror}); check that its directory is yours.")
 
 

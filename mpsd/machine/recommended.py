@@ -36,6 +36,7 @@ import psutil
 
 from mpsd import paths
 from mpsd.atomic import write_atomic
+from mpsd.files import read_bytes
 from mpsd.machine import metal, sysctl
 from mpsd.ratio import estimate_recommended_max
 
@@ -176,7 +177,7 @@ def _timestamp(date: str) -> float:
 def read_cache(path: Path) -> Cached | None:
     """The cached answer, or None when missing, unreadable or malformed."""
     try:
-        data: Any = json.loads(path.read_text(encoding="utf-8"))
+        data: Any = json.loads(read_bytes(path, limit=64 * 1024, follow=False))
         cached = Cached(
             bytes=data["bytes"],
             source=data["source"],
@@ -186,7 +187,7 @@ def read_cache(path: Path) -> Cached | None:
             total_ram=data["total_ram"],
             wired_limit_bytes=data.get("wired_limit_bytes"),
         )
-    except (OSError, ValueError, TypeError, KeyError):
+    except (OSError, ValueError, TypeError, KeyError, RecursionError):
         return None
     valid = (
         isinstance(cached.bytes, int)
@@ -208,7 +209,10 @@ def recommended_max(total_ram: int, *, refresh: bool = False) -> tuple[int, str]
     now = Cached(
         bytes=0,
         source="",
-        date=datetime.fromtimestamp(time.time(), timezone.utc).isoformat(timespec="seconds"),
+        # Clamped: a clock set past the year 9999 must not crash the daemon.
+        date=datetime.fromtimestamp(min(max(time.time(), 0), 253402300799), timezone.utc).isoformat(
+            timespec="seconds"
+        ),
         boot_time=boot_time(),
         os_version=os_version(),
         total_ram=total_ram,

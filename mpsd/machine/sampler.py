@@ -347,8 +347,17 @@ def write_parts(parts: Mapping[str, object], path: Path) -> None:
     directory, name = os.path.split(path)
     tmp = os.path.join(directory, f".{name}.{os.getpid()}.tmp")
     try:
-        os.makedirs(directory or ".", exist_ok=True)
-        with open(tmp, "w", encoding="utf-8") as handle:
+        from mpsd.files import ensure_dir
+
+        ensure_dir(directory or ".")
+        # Created afresh, never through a link planted at the temp's name; 0644 whatever the
+        # umask. The rename replaces a link at ``path`` itself, never the file it points to.
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+        fd = os.open(tmp, flags, 0o644)
+        os.fchmod(fd, 0o644)
+        with open(fd, "w", encoding="utf-8") as handle:
             handle.write(json.dumps(dict(parts), indent=2) + "\n")
         os.replace(tmp, path)
     except OSError:

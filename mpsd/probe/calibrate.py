@@ -83,7 +83,7 @@ def set_headroom(path: Path, headroom: float) -> bool:
     document["headroom"] = headroom
     validate(document.unwrap(), path)
     try:
-        return write_atomic(path, tomlkit.dumps(document).encode("utf-8"))
+        return write_atomic(path, tomlkit.dumps(document).encode("utf-8"), follow_links=True)
     except OSError as exc:
         raise ConfigError(
             path, [f"cannot be written ({exc.strerror}); add `headroom = {headroom:g}` by hand"]

@@ -13,8 +13,10 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from mpsd import paths
 from mpsd.atomic import write_atomic
 from mpsd.errors import MpsdError
+from mpsd.files import UnsafeFileError
 
 
 @dataclass(frozen=True)
@@ -70,7 +72,8 @@ def apply(change: FileChange) -> bool:
     one MpsdError sentence.
 
     Writes go through ``write_atomic``: a symlinked file is written through its link and
-    keeps its mode. A removal of a symlink removes the link only.
+    keeps its mode (a hard-linked one is rewritten in place). A removal of a symlink removes
+    the link only.
     """
     if not change.changed:
         return False
@@ -80,7 +83,12 @@ def apply(change: FileChange) -> bool:
                 os.unlink(change.path)
             return True
         mode = None if change.old is not None else change.mode
-        return write_atomic(change.path, change.new, mode=mode)
+        # The user's files (rc files, a dotfile-managed config) are written through their
+        # links; mpsd's own (the hook copies in its data dir) never are.
+        own = change.path.parent in (paths.data_dir(), paths.state_dir())
+        return write_atomic(change.path, change.new, mode=mode, follow_links=not own)
+    except UnsafeFileError as exc:  # a link or a FIFO where the file goes: its own advice
+        raise MpsdError(f"cannot write {change.path}: {exc.strerror}.") from None
     except OSError as exc:
         from mpsd.paths import in_the_way_sentence
 

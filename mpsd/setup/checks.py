@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from mpsd import limits, paths
+from mpsd import files, limits, paths
 from mpsd.config import Config, load_config
 from mpsd.daemon.history import HistoryError, Store
 from mpsd.env import pyhooks, watermarks
@@ -295,7 +295,7 @@ def check_hook_files() -> list[Check]:
     checks = []
     for path in rc_candidates():
         try:
-            text = path.read_bytes()
+            text = files.read_bytes(path, limit=files.RC_LIMIT)
             if not rcfile.has_block(text):
                 continue
             sourced = rcfile.sourced_files(text, os.environ.get("HOME"))

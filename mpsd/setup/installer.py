@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mpsd import paths
+from mpsd import files, paths
 from mpsd.config import default_config_text
 from mpsd.errors import EXIT_USAGE, MpsdError
 from mpsd.setup import launchd, rcfile, shells
@@ -178,7 +178,7 @@ def read_or_none(path: Path) -> bytes | None:
     """The bytes of ``path``, or None when it does not exist; one sentence when it cannot
     be read (a directory in its place, no permission)."""
     try:
-        return path.read_bytes()
+        return files.read_bytes(path, limit=files.RC_LIMIT)
     except FileNotFoundError:
         return None
     except OSError as exc:
@@ -318,7 +318,7 @@ def python_hook_removals() -> list[FileChange]:
 
 def _read_quietly(path: Path) -> bytes | None:
     try:
-        return path.read_bytes()
+        return files.read_bytes(path, limit=files.RC_LIMIT)
     except OSError:
         return None
 

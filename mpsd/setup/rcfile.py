@@ -27,6 +27,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from mpsd import files
 from mpsd.atomic import write_atomic
 from mpsd.errors import MpsdError
 
@@ -145,8 +146,9 @@ def find(text: bytes) -> list[Span]:
                 f"remove the lines from '{BEGIN.decode()}' on by hand, then run mpsd install again"
             )
         end = end_line + len(END)
-        if text[end : end + 1] == b"\n":
-            end += 1
+        # The end marker's line, its line break included (CRLF when the file became CRLF).
+        newline = text.find(b"\n", end)
+        end = len(text) if newline < 0 else newline + 1
         spans.append(Span(start, end))
         pos = end
 
@@ -170,6 +172,10 @@ def add(text: bytes, new_block: bytes) -> bytes:
     if not spans:
         return text + (b"\n" if text else b"") + new_block
     first = spans[0]
+    if b"\r\n" in text[first.start : first.end]:
+        # The file became CRLF: the block keeps the file's line endings, so that removing it
+        # later knows the line break before it is CRLF too.
+        new_block = new_block.replace(b"\r\n", b"\n").replace(b"\n", b"\r\n")
     updated = text[: first.start] + new_block + text[first.end :]
     for _ in spans[1:]:
         updated = remove_one(updated, find(updated)[1])
@@ -187,8 +193,11 @@ def remove(text: bytes) -> bytes:
 
 def remove_one(text: bytes, span: Span) -> bytes:
     before, after = text[: span.start], text[span.end :]
-    if before.endswith(b"\n\n") or (not after and before.endswith(b"\n")):
-        before = before[:-1]
+    # The one line break ``add`` put before the block: CRLF when the file (the block with it)
+    # became CRLF since; ``add`` writes LF.
+    eol = b"\r\n" if b"\r\n" in text[span.start : span.end] else b"\n"
+    if before.endswith(eol + eol) or (not after and before.endswith(eol)):
+        before = before[: -len(eol)]
     return before + after
 
 
@@ -272,7 +281,7 @@ def read(path: Path) -> bytes | None:
     file somewhere the user did not choose.
     """
     try:
-        return path.read_bytes()
+        return files.read_bytes(path, limit=files.RC_LIMIT)
     except FileNotFoundError:
         if path.is_symlink():
             raise RcFileError(
@@ -302,7 +311,7 @@ def check_writable(path: Path) -> None:
 def write(path: Path, data: bytes) -> bool:
     """Replace ``path``'s bytes atomically, through a symlink, keeping the file's mode."""
     try:
-        return write_atomic(path, data)
+        return write_atomic(path, data, follow_links=True)
     except OSError as exc:
         raise RcFileError(
             f"{path} cannot be written ({exc.strerror}); fix its permissions and try again"

@@ -63,6 +63,37 @@ def limits_text(high: str = "0.77", low: str = "0.7", projects: tuple[str, ...] 
     return "\n".join(lines) + "\n"
 
 
+LIMITS_CAP = 256 * 1024  # the largest limits.toml the hooks read; mpsd never writes more
+
+
+def padded_limits(size: int, project: str, *, filler: str = "projects") -> str:
+    """limits.toml of exactly ``size`` bytes opting ``project`` in (listed last), the rest taken
+    by other projects (``filler="projects"``) or by comment lines at the end ("comments", or
+    "wide comments": of two-byte characters, 100 bytes and 50 characters a line)."""
+    base = limits_text(projects=("/x", project))
+    if filler in ("comments", "wide comments"):
+        lines, rest = divmod(size - len(base.encode()), 100)
+        assert lines >= 1, size
+        line = "#" + ("é" * 49 if filler == "wide comments" else "x" * 98) + "\n"
+        return base + line * (lines - 1) + "#" + "x" * (98 + rest) + "\n"
+    head, _, tail = base.partition('    "/x",\n')
+    others, used, i = [], len(base.encode()) - len('    "/x",\n'), 0
+    while True:
+        line = f'    "/Users/someone/code/project-{i:06d}",\n'
+        if used + len(line) > size:
+            break
+        others.append(line)
+        used += len(line)
+        i += 1
+    # The bytes left over: one more project line, padded (a longer path).
+    last = others.pop()
+    used -= len(last)
+    others.append(last.replace("project-", "project-" + "p" * (size - used - len(last))))
+    text = head + "".join(others) + tail
+    assert len(text.encode()) == size, (len(text.encode()), size)
+    return text
+
+
 def opted_in_project(tmp_path: Path) -> Path:
     """A project (physical path, with a src/ inside) that limits.toml at mpsd's config dir opts
     in, with 0.77 and 0.7 as its ratios."""
@@ -126,28 +157,43 @@ class Shell:
         if load:
             self.run(f"source '{HOOKS[kind]}'")
 
-    def run(self, command: str) -> tuple[list[str], int]:
-        """Send one command line; return its output lines (the echo left out) and ``$?``."""
+    def run(self, command: str, timeout: float = -1) -> tuple[list[str], int]:
+        """Send one command line; return its output lines (the echo left out) and ``$?``.
+        ``timeout``: seconds to wait for the prompt (default: the spawn's 20)."""
         if self.kind == "fish":
-            return self._run_framed(command)
+            return self._run_framed(command, timeout)
         self.child.sendline(command)
-        self.child.expect(PROMPT)
+        self.child.expect(PROMPT, timeout=timeout)
         lines = self.child.before.replace("\r", "").split("\n")
         # The first line is the terminal's echo of the command.
         output = [line for line in lines[1:] if line.strip()]
         return output, int(self.child.match.group(1))
 
-    def _run_framed(self, command: str) -> tuple[list[str], int]:
+    def _run_framed(self, command: str, timeout: float = -1) -> tuple[list[str], int]:
         # The echo holds `%s`, the output the number: only the output matches the markers.
         self.count += 1
         n = self.count
         middle = f"{command}; " if command.strip() else ""
         self.child.sendline(f"printf '@B%s@\\n' {n}; {middle}printf '\\n@S%s_%s@\\n' $status {n}")
-        self.child.expect(f"@B{n}@\r?\n")
-        self.child.expect(f"@S(\\d+)_{n}@")
+        self.child.expect(f"@B{n}@\r?\n", timeout=timeout)
+        self.child.expect(f"@S(\\d+)_{n}@", timeout=timeout)
         status = int(self.child.match.group(1))
         output = [line for line in self.child.before.replace("\r", "").split("\n") if line.strip()]
         return output, status
+
+    def quiet_timed(self, command: str, timeout: float = -1) -> float:
+        """``quiet(command)``; the CPU seconds the shell spent on it (whatever the machine's
+        load: the shell's own user and system time)."""
+        before = self.cpu_seconds()
+        output, _ = self.run(command, timeout)
+        assert output == [], f"{self.kind}: {command!r} printed {output!r}"
+        return self.cpu_seconds() - before
+
+    def cpu_seconds(self) -> float:
+        import psutil
+
+        times = psutil.Process(self.child.pid).cpu_times()
+        return times.user + times.system
 
     def unset(self, name: str) -> None:
         self.quiet(f"set -e {name}" if self.kind == "fish" else f"unset {name}")

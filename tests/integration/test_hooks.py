@@ -16,11 +16,13 @@ from tests.integration.shells import (
     ARGV,
     HIGH,
     HOOKS,
+    LIMITS_CAP,
     LOW,
     SCRIPT_ARGV,
     Shell,
     available,
     limits_text,
+    padded_limits,
 )
 
 pytestmark = pytest.mark.slow
@@ -428,6 +430,13 @@ def test_no_subprocess_at_any_prompt(
     write_limits(tree["config"], limits_text("0.5", "0.5", (str(tree["project"]),)))
     sh.quiet("")
     sh.quiet(f"cd '{tree['sub']}'")
+    # Files the hooks ignore: past the cap (in bytes, in two-byte characters), with a NUL.
+    project = str(tree["project"])
+    for filler in ("comments", "wide comments"):
+        write_limits(tree["config"], padded_limits(LIMITS_CAP + 1, project, filler=filler))
+        sh.quiet("")
+    (tree["config"] / "limits.toml").write_bytes(limits_text(projects=(project,)).encode() + b"\0#")
+    sh.quiet(f"cd '{tree['project']}'")
     sh.quiet(f"cd '{tree['sibling']}'")
     sh.quiet(f"cd '{marks / 'end'}'")
     deadline = time.monotonic() + 10
@@ -497,6 +506,8 @@ def test_the_hook_finds_limits_toml_where_paths_py_puts_it(kind: str, tmp_path: 
     home = tmp_path / "h"
     cases = [
         {"MPSD_CONFIG_DIR": str(tmp_path / "direct")},
+        # Pattern characters in the name: zsh checks the size with a glob of it.
+        {"MPSD_CONFIG_DIR": str(tmp_path / "we [i]rd #(x|y)<1-2>^~*?=dir")},
         {"MPSD_CONFIG_DIR": "~/tilde"},
         {"XDG_CONFIG_HOME": str(tmp_path / "xdg")},
         {"XDG_CONFIG_HOME": "relative/ignored"},

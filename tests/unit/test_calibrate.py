@@ -130,7 +130,7 @@ def test_a_config_that_cannot_be_written_is_one_sentence_and_left_untouched(
     from mpsd.errors import MpsdError
     from mpsd.probe import calibrate as calibrate_mod
 
-    def read_only(path: Path, data: bytes, mode: int | None = None) -> bool:
+    def read_only(path: Path, data: bytes, mode: int | None = None, **kw: object) -> bool:
         raise PermissionError(13, "Permission denied", str(path))
 
     monkeypatch.setattr(calibrate_mod, "write_atomic", read_only)

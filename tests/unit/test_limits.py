@@ -71,7 +71,7 @@ def test_atomic_write_through_a_symlink_keeps_the_link_and_the_mode(tmp_path: Pa
     os.chmod(real, 0o600)
     link = tmp_path / ".bashrc"
     link.symlink_to(real)
-    assert write_atomic(link, b"new\n")
+    assert write_atomic(link, b"new\n", follow_links=True)
     assert link.is_symlink() and real.read_text() == "new\n"
     assert real.stat().st_mode & 0o777 == 0o600
 

@@ -7,6 +7,7 @@ differently is a problem the reader names.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import os
 from dataclasses import replace
@@ -17,6 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mpsd import limits
+from mpsd.errors import MpsdError
 from tests.installkit import sample_limits
 
 SAMPLE = sample_limits(projects=("/Users/me/code/diffusion", "/Users/me/other"))
@@ -145,3 +147,16 @@ def test_read_and_write_round_trip_through_the_file(tmp_path: Path):
     )
     assert limits.write(value, path)
     assert limits.read(path) == value
+
+
+def test_a_nul_byte_makes_the_hooks_ignore_the_file_and_so_the_reader():
+    read = limits.parse_text(limits.render(SAMPLE) + "\x00")
+    assert read.problem == "limits.toml holds a NUL byte, so the hooks ignore it"
+    assert not read.exports and read.projects == () and read.limits is None
+
+
+def test_the_writer_refuses_a_file_larger_than_the_hooks_read(tmp_path: Path):
+    many = tuple(f"/Users/me/projects/{'x' * 200}/{n}" for n in range(1500))
+    with pytest.raises(MpsdError, match="more than the 256 KiB the shell hooks read"):
+        limits.write(dataclasses.replace(SAMPLE, projects=many), tmp_path / "limits.toml")
+    assert not (tmp_path / "limits.toml").exists()

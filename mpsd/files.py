@@ -1,0 +1,155 @@
+"""Opening mpsd's files safely: never hang on a FIFO, never follow a planted link, never
+read a gigabyte by mistake, and create mpsd's directories private whatever the umask.
+
+Everything here is ``os`` and ``stat`` only: ``mpsd env`` and ``mpsd status`` read through
+it, and their start-up is a contract (docs/architecture.md).
+
+Errors are ``UnsafeFileError``, an ``OSError`` whose ``strerror`` is a clause a caller can put
+in its sentence ("it is a FIFO, not a regular file"), so code that already reports
+``OSError``s by their ``strerror`` says the right thing unchanged.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
+
+MiB = 1 << 20
+# The most of a shell rc file, a hook copy or a plist mpsd reads: far above any real one.
+RC_LIMIT = 16 * MiB
+# The largest limits.toml anything of mpsd reads, the hooks included (shell/mpsd.*): mpsd
+# writes a few hundred bytes a project; a bigger file is ignored, as if absent.
+LIMITS_LIMIT = 256 * 1024
+# Private: mpsd's directories hold who ran what where (history, log) and its lock files.
+DIR_MODE = 0o700
+_KINDS = (
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+)
+
+
+class UnsafeFileError(OSError):
+    """A file mpsd will not read or write as it is; ``strerror`` says why, as a clause."""
+
+    def __init__(self, path: str | Path, reason: str, code: int = errno.EINVAL) -> None:
+        super().__init__(code, reason, os.fspath(path))
+
+
+def kind(mode: int) -> str:
+    """``"a FIFO"``, ``"a directory"``, ... for a ``st_mode`` that is not a regular file."""
+    for test, name in _KINDS:
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def not_regular(path: str | Path, mode: int) -> UnsafeFileError:
+    return UnsafeFileError(path, f"it is {kind(mode)}, not a regular file")
+
+
+def symlink_refused(path: str | Path) -> UnsafeFileError:
+    return UnsafeFileError(
+        path,
+        "it is a symbolic link, which mpsd never follows for its own files; remove the link",
+        errno.ELOOP,
+    )
+
+
+def open_regular(path: str | Path, flags: int, *, follow: bool, mode: int = 0o600) -> int:
+    """``os.open`` that refuses what is not a regular file, without ever blocking on one.
+
+    ``flags`` are the access flags (``O_RDONLY``, ``O_RDWR | O_CREAT``, ...). A FIFO, socket,
+    device or directory raises ``UnsafeFileError``; so does a symlink when not ``follow``.
+    The descriptor comes back in blocking mode.
+    """
+    flags |= os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0)
+    if not follow:
+        flags |= os.O_NOFOLLOW
+    try:
+        fd = os.open(path, flags, mode)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP and not follow and os.path.islink(path):
+            raise symlink_refused(path) from None
+        if exc.errno == errno.EISDIR:
+            raise UnsafeFileError(path, "it is a directory, not a regular file") from None
+        if exc.errno == errno.ENXIO:  # a FIFO opened for writing with no reader, or a socket
+            raise UnsafeFileError(path, "it is a FIFO or socket, not a regular file") from None
+        raise
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise not_regular(path, st.st_mode)
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def read_bytes(path: str | Path, *, limit: int | None = None, follow: bool = True) -> bytes:
+    """The bytes of the regular file ``path``; never blocks on a FIFO.
+
+    Raises FileNotFoundError as usual, and ``UnsafeFileError`` when ``path`` is not a regular
+    file, is a symlink (``follow=False``), or holds more than ``limit`` bytes (checked before
+    reading, and again while reading, so a file that grows cannot make it read more).
+    """
+    fd = open_regular(path, os.O_RDONLY, follow=follow)
+    try:
+        if limit is not None and os.fstat(fd).st_size > limit:
+            raise too_large(path, limit)
+        chunks = []
+        total = 0
+        while True:
+            chunk = os.read(fd, 1 << 20 if limit is None else min(1 << 20, limit + 1 - total))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+            if limit is not None and total > limit:
+                raise too_large(path, limit)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def too_large(path: str | Path, limit: int) -> UnsafeFileError:
+    size = f"{limit // MiB} MiB" if limit >= MiB else f"{limit // 1024} KiB"
+    return UnsafeFileError(
+        path, f"it is larger than {size}, more than mpsd ever reads", errno.EFBIG
+    )
+
+
+def ensure_dir(path: str | Path) -> None:
+    """Create ``path`` and its missing parents; each one created here gets mode 0700.
+
+    ``os.makedirs``'s mode is masked by the umask (under umask 000 a directory would be
+    0777): so the mode is set after creation, and only on the directories this call made.
+    An existing directory keeps its mode (it is the user's).
+    """
+    path = os.fspath(path)
+    if os.path.isdir(path):
+        return
+    missing = []
+    current = os.path.abspath(path)
+    while not os.path.isdir(current):
+        missing.append(current)
+        parent = os.path.dirname(current)
+        if parent == current:
+            break
+        current = parent
+    for directory in reversed(missing):
+        try:
+            os.mkdir(directory, DIR_MODE)
+        except FileExistsError:
+            if not os.path.isdir(directory):
+                raise
+            continue
+        os.chmod(directory, DIR_MODE)

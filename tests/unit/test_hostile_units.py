@@ -1,0 +1,147 @@
+"""Small, fast twins of the hostile catalogue's cases (bench/hostile.py), module by module."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import time
+from pathlib import Path
+
+import pytest
+
+from mpsd.config import ConfigError, load_config
+from mpsd.daemon.history import HistoryError, Store
+from mpsd.durations import parse_duration
+from mpsd.locks import PidLock
+from mpsd.machine.sample import Sample
+from mpsd.setup import rcfile
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "interval = 1" + "0" * 308,
+        "headroom = 1" + "0" * 400,
+        "projects = " + "[" * 5000 + "]" * 5000,
+        "x = " + "{a = " * 5000 + "1" + "}" * 5000,
+        'window = "1' + " " * 60000 + 'x"',
+    ],
+)
+def test_a_hostile_config_is_one_config_error(tmp_path: Path, text: str) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text(text + "\n")
+    with pytest.raises(ConfigError) as caught:
+        load_config(path)
+    assert len(str(caught.value)) < 600
+
+
+def test_a_config_over_one_mib_is_refused_unread(tmp_path: Path) -> None:
+    path = tmp_path / "config.toml"
+    path.write_bytes(b"#" * (2 << 20))
+    started = time.monotonic()
+    with pytest.raises(ConfigError, match="larger than 1 MiB"):
+        load_config(path)
+    assert time.monotonic() - started < 0.5
+
+
+def test_ten_thousand_unknown_keys_are_one_short_problem(tmp_path: Path) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text("".join(f"k{i} = 1\n" for i in range(10000)))
+    with pytest.raises(ConfigError, match="and 9995 more") as caught:
+        load_config(path)
+    assert len(str(caught.value)) < 400
+
+
+def test_the_duration_pattern_is_linear_on_runs_of_spaces() -> None:
+    for text in ("1" + " " * 60000 + "x", "1" + " " * 60000 + "s"):
+        started = time.perf_counter()
+        with pytest.raises(ValueError):
+            parse_duration(text)
+        assert time.perf_counter() - started < 0.05
+    assert parse_duration(" 2 h ") == 7200
+
+
+def test_a_deleted_lock_file_is_taken_again_and_a_second_lock_still_refused(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "state" / "daemon.lock"
+    first = PidLock(path)
+    assert first.acquire()
+    os.unlink(path)
+    assert not first.intact()
+    assert not PidLock(path).acquire()  # the directory lock still keeps a second one out
+    assert first.still_held() and first.intact()
+    assert PidLock(path).holder() == os.getpid()
+    first.release()
+
+
+def test_a_deleted_state_dir_is_recreated_by_the_lock_holder(tmp_path: Path) -> None:
+    import shutil
+
+    path = tmp_path / "state" / "daemon.lock"
+    first = PidLock(path)
+    assert first.acquire()
+    shutil.rmtree(path.parent)
+    assert first.still_held()
+    assert path.exists() and first.intact()
+    assert not PidLock(path).acquire()
+    first.release()
+
+
+def _store_with(tmp_path: Path, rows: list[tuple[object, ...]]) -> Path:
+    path = tmp_path / "history.sqlite3"
+    with Store.open(path) as store:
+        store.add(Sample(t=time.time(), available_bytes=1, total_bytes=2))
+    with sqlite3.connect(path) as db:
+        db.executemany("INSERT INTO samples (t, available, total, ml) VALUES (?, ?, ?, ?)", rows)
+    return path
+
+
+def test_bad_rows_are_skipped_by_every_reader(tmp_path: Path) -> None:
+    path = _store_with(
+        tmp_path,
+        [(1e300, 1, 2, 0), (float("inf"), 1, 2, 0), ("now", 1, 2, 0), (time.time(), "x", 2, 0)],
+    )
+    store = Store.open_readonly(path)
+    assert store is not None
+    with store:
+        last = store.last()
+        assert last is not None and last.t < 253402300800
+        assert store.count() == 1
+        assert len(store.samples(0, 1e12)) == 1
+
+
+def test_a_history_without_its_samples_table_is_corrupt_so_it_is_moved_aside(
+    tmp_path: Path,
+) -> None:
+    path = _store_with(tmp_path, [])
+    with sqlite3.connect(path) as db:
+        db.execute("DROP TABLE samples")
+    with pytest.raises(HistoryError) as caught:
+        Store.open(path)
+    assert caught.value.corrupt
+    with pytest.raises(HistoryError):
+        Store.open_readonly(path)
+
+
+def test_a_symlink_as_the_history_is_refused(tmp_path: Path) -> None:
+    victim = tmp_path / "victim"
+    victim.write_bytes(b"precious")
+    (tmp_path / "history.sqlite3").symlink_to(victim)
+    with pytest.raises(HistoryError, match="symbolic link"):
+        Store.open(tmp_path / "history.sqlite3")
+    assert victim.read_bytes() == b"precious"
+
+
+@pytest.mark.parametrize("user", [b"alias a=b\n", b"alias a=b", b"", b"x\n\n"])
+def test_a_block_whose_file_became_crlf_is_replaced_and_removed_without_junk(user: bytes) -> None:
+    block = b"# >>> mpsd >>>\nsource x\n# <<< mpsd <<<\n"
+
+    def crlf(data: bytes) -> bytes:
+        return data.replace(b"\r\n", b"\n").replace(b"\n", b"\r\n")
+
+    converted = crlf(rcfile.add(user, block))
+    again = rcfile.add(converted, block)
+    assert again.count(b"# >>> mpsd >>>") == 1
+    assert rcfile.remove(again) == crlf(user)
+    assert rcfile.remove(converted) == crlf(user)
