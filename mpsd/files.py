@@ -14,10 +14,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from pathlib import Path
+from pathlib import Path
 
 MiB = 1 << 20
 # The most of a shell rc file, a hook copy or a plist mpsd reads: far above any real one.
