@@ -665,17 +665,17 @@ def test_purge_keeps_a_state_dir_that_holds_the_users_own_files(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # MPSD_STATE_DIR pointed at a directory the user also keeps other things in.
-    shared = tmp_path / "shared"
-    shared.mkdir()
-    (shared / "notes.txt").write_text("mine\n")
-    monkeypatch.setenv("MPSD_STATE_DIR", str(shared))
+    common = tmp_path / "common"
+    common.mkdir()
+    (common / "notes.txt").write_text("mine\n")
+    monkeypatch.setenv("MPSD_STATE_DIR", str(common))
     assert _install(capsys)[0] == 0
-    (shared / "history.sqlite3").write_bytes(b"x")
+    (common / "history.sqlite3").write_bytes(b"x")
     for dry in (True, False):
         code, out, err = _uninstall(capsys, "--purge", *(["--dry-run"] if dry else []))
         assert code == 0, err
-        assert f"would remove {shared} and everything in it" not in out
-        assert (shared / "notes.txt").read_text() == "mine\n"
-    assert not (shared / "history.sqlite3").exists()
-    assert f"kept {shared}" in out and "notes.txt" in out
+        assert f"would remove {common} and everything in it" not in out
+        assert (common / "notes.txt").read_text() == "mine\n"
+    assert not (common / "history.sqlite3").exists()
+    assert f"kept {common}" in out and "notes.txt" in out
     assert not paths.config_dir().exists()
