@@ -55,6 +55,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 from mpsd import ratio
+from mpsd.daemon.schedule import POLICY_EVERY
 from mpsd.durations import format_duration
 from mpsd.machine.sample import PRESSURE_WARN
 from mpsd.sizes import gib
@@ -68,6 +69,13 @@ RECENT_SPAN = 2 * 3600.0
 RECENT_PERCENTILE = 75.0
 NEXT_JOB_AFTER = 12 * 3600.0
 MIN_SWAP_FACTOR = 0.5
+DAY = 86400.0
+# The hours term (step 2): free memory at the hours of the day the next job is expected to
+# run, from now for as long as the longest PyTorch run of the window (at least HOURS_MIN),
+# plus the time a value stays in force (POLICY_EVERY). Each hour of that span must have
+# been seen on HOURS_DAYS days' worth of calm samples, or the whole day counts.
+HOURS_MIN = 2 * 3600.0
+HOURS_DAYS = 2.0
 # Swap-outs a job must see before it counts as a job that swapped (pages: 32 MiB of
 # Apple Silicon's 16 KiB pages): macOS swaps a few pages out now and then regardless.
 SWAP_PAGES_MIN = 2048
@@ -136,6 +144,51 @@ class Timeline:
     jobs: list[Job] = field(default_factory=list)
     held_bytes: int = 0
     job_count: int = 0
+    stamps: list[float] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """Step 2's result, each term apart.
+
+    ``window_value``: the percentile over the whole window. ``run``: the longest PyTorch
+    run in the window (None while none has ended); ``span``: the hours of the day looked
+    at from now (None: a run of a day or more, or none: the whole window counts);
+    ``hours_value``: the percentile over those hours on every day of the window (None when
+    they were not seen on enough days); ``hours_cap``: window_value / headroom when that
+    held the hours term down; ``recent_value``: the last 2 hours' term (None without calm
+    samples there); ``left_out``: samples left out as not calm; ``value``: the baseline."""
+
+    value: int
+    window_value: int
+    run: float | None
+    span: float | None
+    hours_value: int | None
+    hours_cap: int | None
+    recent_value: int | None
+    left_out: int
+
+    @property
+    def before_recent(self) -> int:
+        """The baseline before the last 2 hours' term: the hours term, or the window's."""
+        if self.hours_value is None:
+            return self.window_value
+        if self.hours_cap is None:
+            return self.hours_value
+        return max(self.window_value, min(self.hours_value, self.hours_cap))
+
+
+@dataclass(frozen=True)
+class NextJob:
+    """Steps 4 to 6's result: the next job's share, its ratio (``chosen``), the ratio once
+    the running jobs end (``after``), and the last reason in words."""
+
+    held_bytes: int
+    jobs: int
+    share: int
+    chosen: Ratio
+    after: Ratio
+    words: str
 
 
 @dataclass(frozen=True)
@@ -233,22 +286,69 @@ def read_window(window: Sequence[SampleLike], interval: float) -> Timeline:
     last = window[-1]
     held = max(0, last.ml_bytes)
     count = int(getattr(last, "ml_jobs", 0) or 0) if held else 0
-    return Timeline(frees, weights, calm, jobs, held, count)
+    return Timeline(frees, weights, calm, jobs, held, count, [s.t for s in window])
 
 
-def baseline(timeline: Timeline, percentile_: float) -> tuple[int, int, int | None, int]:
-    """Step 2: (baseline, the window's percentile, the last 2 hours' value or None,
-    samples left out as not calm). The baseline is the lower of the two values."""
+def expected_run(jobs: list[Job]) -> float | None:
+    """Step 2, the hours term: how long the next job is expected to run, the longest run of
+    PyTorch jobs in the window (one still running counts with its length so far); None
+    while no run has ended in the window (nothing to go on: the whole day counts)."""
+    if all(job.ongoing for job in jobs):
+        return None
+    return max(job.end - job.start for job in jobs)
+
+
+def hours_percentile(
+    points: list[tuple[float, int, float]], pct: float, now: float, span: float
+) -> int | None:
+    """Step 2, the hours term: the ``pct`` percentile of free memory over the samples
+    ``(t, free, weight)`` taken, on any day, at the hours of the day from ``now`` for
+    ``span`` seconds (less than a day). None when an hour of that span was seen on less
+    than HOURS_DAYS days' worth of samples: what is free then is not known well enough."""
+    seen = [0.0] * math.ceil(span / 3600.0)
+    pairs: list[tuple[int, float]] = []
+    for t, free, weight in points:
+        offset = (t - now) % DAY  # a sample yesterday an hour later than now: 1 hour
+        if offset < span:
+            pairs.append((free, weight))
+            seen[int(offset // 3600.0)] += weight
+    for hour, weight in enumerate(seen):
+        if weight < HOURS_DAYS * min(3600.0, span - hour * 3600.0):
+            return None
+    return weighted_percentile(pairs, pct)
+
+
+def baseline(timeline: Timeline, config: Config, now: float | None = None) -> Baseline:
+    """Step 2: the lower of the percentile over the hours of the day the next job is
+    expected to run (over the whole window when not known) and the last 2 hours' term.
+    The hours term lifts the baseline at most to the whole window's value / headroom, so
+    the limit stays within what is free at the day's usual low. ``now``: the time the
+    value is for (default: the last sample's)."""
     frees, weights, calm = timeline.frees, timeline.weights, timeline.calm
-    pool = [(frees[i], weights[i]) for i in range(len(frees)) if calm[i]]
-    left_out = len(frees) - len(pool)
-    if not pool:
-        pool = [(frees[i], weights[i]) for i in range(len(frees))]
-    window_value = weighted_percentile(pool, percentile_)
+    chosen = [i for i in range(len(frees)) if calm[i]]
+    left_out = len(frees) - len(chosen)
+    if not chosen:
+        chosen = list(range(len(frees)))
+    pct = config.baseline_percentile
+    window_value = weighted_percentile([(frees[i], weights[i]) for i in chosen], pct)
+    run = expected_run(timeline.jobs)
+    span = None if run is None else max(run, HOURS_MIN) + POLICY_EVERY
+    if span is not None and span >= DAY:
+        span = None  # a job may run all day long: the whole window it is
+    hours_value = hours_cap = None
+    if span is not None and timeline.stamps:
+        end = timeline.stamps[-1] if now is None else now
+        points = [(timeline.stamps[i], frees[i], weights[i]) for i in chosen]
+        hours_value = hours_percentile(points, pct, end, span)
+        if hours_value is not None and hours_value * config.headroom > window_value:
+            hours_cap = int(window_value / config.headroom)
     recent = _recent(frees, weights, calm)
     recent_value = weighted_percentile(recent, RECENT_PERCENTILE) if recent else None
-    value = window_value if recent_value is None else min(window_value, recent_value)
-    return value, window_value, recent_value, left_out
+    base = Baseline(0, window_value, run, span, hours_value, hours_cap, recent_value, left_out)
+    value = base.before_recent
+    if recent_value is not None:
+        value = min(value, recent_value)
+    return dataclasses.replace(base, value=value)
 
 
 def next_job_share(baseline_bytes: int, held_bytes: int, headroom: float, factor: float) -> int:
@@ -279,51 +379,52 @@ def why(
     config: Config,
     sample_count: int,
     timeline: Timeline,
-    window_value: int,
-    recent_value: int | None,
-    left_out: int,
-    base: int,
-    factor: float,
+    base: Baseline,
     swap_reason: str,
-    share: int,
-    chosen: Ratio,
-    after: Ratio,
-    recommended_max_bytes: int,
+    next_job_words: str,
 ) -> tuple[str, ...]:
-    """Step 6: the reasons, in plain words, in the order of the steps."""
+    """Step 6: the reasons, in plain words, in the order of the steps (``next_job_words``:
+    steps 4 and 5's, from ``share_words``)."""
     reasons: list[str] = []
+    left_out = base.left_out
     if left_out == len(timeline.frees):
         reasons.append(
             "every sample was taken under memory pressure or while swapping; using them anyway"
         )
-    text = (
-        f"percentile {config.baseline_percentile:g} of free memory over "
-        f"{format_duration(config.window, about=True)} ({plural(sample_count, 'sample')}) "
-        f"is {gib(window_value)}"
-    )
+    window = format_duration(config.window, about=True)
+    pct = f"percentile {config.baseline_percentile:g}"
+    samples = plural(sample_count, "sample")
+    text = f"{pct} of free memory over {window} ({samples}) is {gib(base.window_value)}"
     if 0 < left_out < len(timeline.frees):
         text += f"; {left_out} taken under memory pressure or while swapping left out"
     reasons.append(text)
-    if recent_value is not None and recent_value < window_value:
+    if base.run is not None and base.span is not None:
+        hours = f"the longest PyTorch run in {window} took {format_duration(base.run, about=True)}"
+        ahead = f"the next {format_duration(base.span, about=True)} of the day"
+        if base.hours_value is None:
+            reasons.append(
+                f"{hours}, but {ahead} were not seen on {HOURS_DAYS:g} days yet: "
+                "the whole window counts"
+            )
+        else:
+            text = f"{hours}: over {ahead}, on every day, {pct} is {gib(base.hours_value)}"
+            if base.hours_cap is None:
+                text += ": the baseline"
+            elif base.hours_cap > base.window_value:
+                text += (
+                    f"; the baseline takes it up to {gib(base.hours_cap)}, "
+                    f"{gib(base.window_value)} / headroom {config.headroom:g}, so that a job "
+                    "that runs on into the day's low still finds its limit free"
+                )
+            reasons.append(text)
+    if base.recent_value is not None and base.recent_value < base.before_recent:
         reasons.append(
             f"free memory stayed lower over the last 2 hours: the baseline follows it "
-            f"down to {gib(recent_value)}"
+            f"down to {gib(base.recent_value)}"
         )
     if swap_reason:
         reasons.append(swap_reason)
-    reasons.append(
-        share_words(
-            config=config,
-            held=timeline.held_bytes,
-            jobs=timeline.job_count,
-            base=base,
-            factor=factor,
-            share=share,
-            chosen=chosen,
-            after=after,
-            recommended_max_bytes=recommended_max_bytes,
-        )
-    )
+    reasons.append(next_job_words)
     return tuple(reasons)
 
 
@@ -364,6 +465,59 @@ def share_words(
     return text
 
 
+def next_job(
+    base: int, held: int, jobs: int, factor: float, recommended_max_bytes: int, config: Config
+) -> NextJob:
+    """Steps 4 to 6 for what running jobs hold now (``held`` bytes, ``jobs`` of them; 0
+    when not known), on a baseline and a swap factor."""
+    share = next_job_share(base, held, config.headroom, factor)
+    chosen = clamp_ratio(share, recommended_max_bytes, config)
+    after = chosen
+    if held:
+        after = clamp_ratio(
+            next_job_share(base, 0, config.headroom, factor), recommended_max_bytes, config
+        )
+    words = share_words(
+        config=config,
+        held=held,
+        jobs=jobs,
+        base=base,
+        factor=factor,
+        share=share,
+        chosen=chosen,
+        after=after,
+        recommended_max_bytes=recommended_max_bytes,
+    )
+    return NextJob(held, jobs, share, chosen, after, words)
+
+
+def _recommendation(
+    step: NextJob,
+    *,
+    base: int,
+    factor: float,
+    recommended_max_bytes: int,
+    sample_count: int,
+    reasons: tuple[str, ...],
+) -> Recommendation:
+    return Recommendation(
+        baseline_free_bytes=base,
+        held_bytes=step.held_bytes,
+        jobs=step.jobs,
+        target_bytes=step.share,
+        limit_bytes=step.chosen.limit_bytes,
+        high_watermark_ratio=step.chosen.high,
+        low_watermark_ratio=step.chosen.low,
+        limit_once_they_end_bytes=step.after.limit_bytes,
+        ratio_once_they_end=step.after.high,
+        floored=step.chosen.floored,
+        recommended_max_bytes=recommended_max_bytes,
+        swap_factor=factor,
+        sample_count=sample_count,
+        reasons=reasons,
+    )
+
+
 def recommend(
     samples: Sequence[SampleLike],
     config: Config,
@@ -379,43 +533,24 @@ def recommend(
         return None
     end = window[-1].t if now is None else now
     timeline = read_window(window, config.interval)
-    base, window_value, recent_value, left_out = baseline(timeline, config.baseline_percentile)
+    base = baseline(timeline, config, end)
     factor, swap_reason = swap_factor(timeline.jobs, end, config)
-    share = next_job_share(base, timeline.held_bytes, config.headroom, factor)
-    chosen = clamp_ratio(share, recommended_max_bytes, config)
-    after = chosen
-    if timeline.held_bytes:
-        after = clamp_ratio(
-            next_job_share(base, 0, config.headroom, factor), recommended_max_bytes, config
-        )
+    step = next_job(
+        base.value, timeline.held_bytes, timeline.job_count, factor, recommended_max_bytes, config
+    )
     reasons = why(
         config=config,
         sample_count=len(window),
         timeline=timeline,
-        window_value=window_value,
-        recent_value=recent_value,
-        left_out=left_out,
         base=base,
-        factor=factor,
         swap_reason=swap_reason,
-        share=share,
-        chosen=chosen,
-        after=after,
-        recommended_max_bytes=recommended_max_bytes,
+        next_job_words=step.words,
     )
-    return Recommendation(
-        baseline_free_bytes=int(base),
-        held_bytes=timeline.held_bytes,
-        jobs=timeline.job_count,
-        target_bytes=share,
-        limit_bytes=chosen.limit_bytes,
-        high_watermark_ratio=chosen.high,
-        low_watermark_ratio=chosen.low,
-        limit_once_they_end_bytes=after.limit_bytes,
-        ratio_once_they_end=after.high,
-        floored=chosen.floored,
+    return _recommendation(
+        step,
+        base=base.value,
+        factor=factor,
         recommended_max_bytes=recommended_max_bytes,
-        swap_factor=factor,
         sample_count=len(window),
         reasons=reasons,
     )
@@ -429,37 +564,16 @@ def for_next_job(
     so it does not move with them: the daemon runs this cheap step at a sample where only
     the jobs changed, and the whole policy every 10 minutes."""
     held = max(0, held_bytes)
-    jobs = jobs if held else 0
     base, factor = previous.baseline_free_bytes, previous.swap_factor
     recommended_max_bytes = previous.recommended_max_bytes
-    share = next_job_share(base, held, config.headroom, factor)
-    chosen = clamp_ratio(share, recommended_max_bytes, config)
-    after = clamp_ratio(
-        next_job_share(base, 0, config.headroom, factor), recommended_max_bytes, config
-    )
-    words = share_words(
-        config=config,
-        held=held,
-        jobs=jobs,
+    step = next_job(base, held, jobs if held else 0, factor, recommended_max_bytes, config)
+    return _recommendation(
+        step,
         base=base,
         factor=factor,
-        share=share,
-        chosen=chosen,
-        after=after,
         recommended_max_bytes=recommended_max_bytes,
-    )
-    return dataclasses.replace(
-        previous,
-        held_bytes=held,
-        jobs=jobs,
-        target_bytes=share,
-        limit_bytes=chosen.limit_bytes,
-        high_watermark_ratio=chosen.high,
-        low_watermark_ratio=chosen.low,
-        limit_once_they_end_bytes=after.limit_bytes,
-        ratio_once_they_end=after.high,
-        floored=chosen.floored,
-        reasons=(*previous.reasons[:-1], words),
+        sample_count=previous.sample_count,
+        reasons=(*previous.reasons[:-1], step.words),
     )
 
 

@@ -13,10 +13,12 @@ from mpsd import ratio as ratio_mod
 from mpsd.config import Config
 from mpsd.daemon.policy import (
     SWAP_PAGES_MIN,
+    Baseline,
     Job,
     baseline,
     clamp_ratio,
     for_next_job,
+    next_job,
     next_job_share,
     percentile,
     read_window,
@@ -395,11 +397,12 @@ def test_read_window_takes_what_jobs_hold_from_the_last_sample() -> None:
 def test_baseline_is_the_lower_of_the_window_percentile_and_the_last_two_hours() -> None:
     drop = 3 * DAY
     samples = series(0, drop + 2 * HOUR, lambda t: 30 if t < drop else 22)
-    value, window_value, recent_value, left_out = baseline(read_window(samples, STEP), 5.0)
-    assert window_value == 30 * GIB
-    assert recent_value == 22 * GIB
-    assert value == 22 * GIB
-    assert left_out == 0
+    base = baseline(read_window(samples, STEP), CONFIG)
+    assert base.window_value == 30 * GIB
+    assert base.recent_value == 22 * GIB
+    assert base.value == 22 * GIB
+    assert base.left_out == 0
+    assert base.run is None and base.hours_value is None  # no PyTorch run to go on
 
 
 def test_baseline_leaves_out_samples_under_pressure_but_uses_them_when_there_is_nothing_else() -> (
@@ -407,13 +410,13 @@ def test_baseline_leaves_out_samples_under_pressure_but_uses_them_when_there_is_
 ):
     calm_then_not = series(0, DAY, lambda t: 30 if t < 20 * HOUR else 5, pressure=lambda t: 1)
     pressed = [replace(s, pressure=2) if s.t >= 20 * HOUR else s for s in calm_then_not]
-    value, _, _, left_out = baseline(read_window(pressed, STEP), 5.0)
-    assert value == 30 * GIB
-    assert left_out == 4 * 60
+    base = baseline(read_window(pressed, STEP), CONFIG)
+    assert base.value == 30 * GIB
+    assert base.left_out == 4 * 60
     all_pressed = series(0, DAY, lambda t: 5, pressure=lambda t: 4)
-    value, _, _, left_out = baseline(read_window(all_pressed, STEP), 5.0)
-    assert value == 5 * GIB
-    assert left_out == len(all_pressed)
+    base = baseline(read_window(all_pressed, STEP), CONFIG)
+    assert base.value == 5 * GIB
+    assert base.left_out == len(all_pressed)
 
 
 def test_swap_factor_without_a_swapping_job_is_one_and_says_nothing() -> None:
@@ -547,22 +550,24 @@ def test_more_held_by_running_jobs_never_gives_the_next_job_more(
 def test_why_says_each_step_in_words() -> None:
     samples = _two_jobs_now()
     timeline = read_window(samples, STEP)
-    chosen = clamp_ratio(next_job_share(30 * GIB, timeline.held_bytes, 0.8, 0.8), RECMAX, CONFIG)
-    after = clamp_ratio(next_job_share(30 * GIB, 0, 0.8, 0.8), RECMAX, CONFIG)
+    base = Baseline(
+        value=28 * GIB,
+        window_value=30 * GIB,
+        run=None,
+        span=None,
+        hours_value=None,
+        hours_cap=None,
+        recent_value=28 * GIB,
+        left_out=3,
+    )
+    step = next_job(28 * GIB, timeline.held_bytes, timeline.job_count, 0.8, RECMAX, CONFIG)
     reasons = why(
         config=CONFIG,
         sample_count=len(samples),
         timeline=timeline,
-        window_value=30 * GIB,
-        recent_value=28 * GIB,
-        left_out=3,
-        base=28 * GIB,
-        factor=0.8,
+        base=base,
         swap_reason="swap-outs grew during 1 PyTorch job (factor 0.80)",
-        share=next_job_share(28 * GIB, timeline.held_bytes, 0.8, 0.8),
-        chosen=chosen,
-        after=after,
-        recommended_max_bytes=RECMAX,
+        next_job_words=step.words,
     )
     assert reasons[0] == (
         f"percentile 5 of free memory over 7d ({len(samples)} samples) is 30.0 GiB; "
