@@ -13,8 +13,15 @@ on its own (docs/policy.md, "How the ratio is computed"):
    - **calm** samples: memory pressure normal (or unknown) and swap-outs not growing
      since the previous sample.
 2. ``baseline``: the lower of
-   * the ``baseline_percentile`` (5th) percentile of calm free memory over ``window``:
-     slow, robust, rides out short spikes and recovers slowly after a drop;
+   * the ``baseline_percentile`` (5th) percentile of calm free memory at the hours of the
+     day the next job is expected to run: from now for as long as the longest PyTorch
+     run of the window (at least 2 hours, plus the 10 minutes a value stays in force),
+     at those hours on every day of the window. It lifts the baseline at most to the
+     whole window's percentile / headroom, so a job that runs on into the day's low
+     still finds its limit free. The whole window's percentile instead while no run has
+     ended in the window, when the longest lasted a day or more, or when an hour of the
+     span was seen on less than 2 days' worth of samples (the Mac slept then, or the
+     history is short): slow, robust, rides out short spikes, recovers slowly after a drop;
    * the 75th percentile of calm free memory over the last 2 hours of *awake* time
      (gaps longer than 3 sampling steps, such as sleep, count as 3 steps): a lasting
      drop (a new memory-hungry app) pulls it down once it fills three quarters of
@@ -40,7 +47,8 @@ on its own (docs/policy.md, "How the ratio is computed"):
    low = low_ratio x high, never above high.
 6. ``why``: the reasons in plain words.
 
-``for_next_job`` runs steps 4 to 6 alone on an earlier recommendation, for what jobs hold
+``next_job`` is steps 4 to 6 for what running jobs hold: ``recommend`` runs it after the
+rest, and ``for_next_job`` runs it alone on an earlier recommendation, for what jobs hold
 now: the daemon's step at a sample where only the running jobs changed.
 """
 
@@ -399,15 +407,18 @@ def why(
         text += f"; {left_out} taken under memory pressure or while swapping left out"
     reasons.append(text)
     if base.run is not None and base.span is not None:
-        hours = f"the longest PyTorch run in {window} took {format_duration(base.run, about=True)}"
+        run = f"the longest PyTorch run in {window} took {format_duration(base.run, about=True)}"
         ahead = f"the next {format_duration(base.span, about=True)} of the day"
         if base.hours_value is None:
             reasons.append(
-                f"{hours}, but {ahead} were not seen on {HOURS_DAYS:g} days yet: "
-                "the whole window counts"
+                f"{run}, but {ahead} were not seen on {HOURS_DAYS:g} days of the window (the "
+                "Mac slept, or the history is short): the whole window counts"
             )
         else:
-            text = f"{hours}: over {ahead}, on every day, {pct} is {gib(base.hours_value)}"
+            text = (
+                f"{run}: at the hours a job started now would run ({ahead}), {pct} of free "
+                f"memory over {window} is {gib(base.hours_value)}"
+            )
             if base.hours_cap is None:
                 text += ": the baseline"
             elif base.hours_cap > base.window_value:
