@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from mpsd.cli import full_parser
+from mpsd.commands import full_parser
 from mpsd.commands import COMMANDS
 from mpsd.setup import completion
 from mpsd.setup.installer import completion_file
