@@ -159,10 +159,6 @@ def _encoded(limits: Limits) -> bytes:
     return data
 
 
-def with_projects(limits: Limits, projects: tuple[str, ...]) -> Limits:
-    return dataclasses.replace(limits, projects=projects)
-
-
 # --- reading --------------------------------------------------------------------------------
 
 
