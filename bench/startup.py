@@ -15,6 +15,11 @@ the config.toml it writes, and a limits.toml and a small history from a few ``mp
 rows, built with ``bench/footprint.py``'s builder; ``--no-year`` skips it). The runs are
 interleaved (every round runs each command once, in a shuffled order) so that every command
 sees the same load.
+
+Beside each command, "its imports alone": a ``python -c "import ..."`` of the modules outside
+mpsd that the command loads (the standard library's ``dataclasses``, ``pathlib``, ``argparse``,
+``tomllib``, ``sqlite3``...), measured the same way. It is the floor of that command's ratio:
+what no change to mpsd's own code can take off, only a choice not to use a module.
 """
 
 from __future__ import annotations
@@ -85,6 +90,32 @@ def year_history(env: dict[str, str]) -> float:
     return time.perf_counter() - started
 
 
+# Run as SCRIPT, but print the top-level modules outside mpsd that were imported, at exit.
+IMPORTS_PROBE = (
+    "import sys, atexit; before = set(sys.modules); "
+    "atexit.register(lambda: sys.stderr.write('\\nIMPORTED ' + ' '.join(sorted("
+    "m for m in set(sys.modules) - before if '.' not in m and not m.startswith(('mpsd', '__'))"
+    ")) + '\\n')); "
+    "from mpsd.cli import main; sys.exit(main())"
+)
+
+
+def imports_alone(args: list[str], env: dict[str, str]) -> list[str]:
+    """``python -c "import ..."`` of the modules outside mpsd that ``mpsd ARGS`` imports."""
+    done = subprocess.run(
+        [sys.executable, "-c", IMPORTS_PROBE, *args],
+        env=env,
+        cwd=ROOT,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    line = next(li for li in done.stderr.splitlines() if li.startswith("IMPORTED "))
+    modules = line.split()[1:]
+    return [sys.executable, "-c", "import " + ", ".join(modules) if modules else "pass"]
+
+
 def measure(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
     """(wall, CPU) seconds of one run; CPU is the child's user + system time."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -122,6 +153,10 @@ def main() -> int:
             "mpsd env": ([*mpsd, "env"], small),
             "mpsd env --shell json": ([*mpsd, "env", "--shell", "json"], small),
         }
+        floors: dict[str, str] = {}
+        for name, (cmd, env) in list(cases.items())[1:]:
+            floors[name] = f"{name}: its imports alone"
+            cases[floors[name]] = (imports_alone(cmd[3:], env), env)
         if not args.no_year:
             year = base_env(tmp / "pycache", tmp / "year")
             took = year_history(year)
@@ -152,16 +187,24 @@ def main() -> int:
     )
     base_wall = statistics.median(walls["python -c pass"])
     base_cpu = statistics.median(cpus["python -c pass"])
-    print(f"  {'':<36} {'wall':>8} {'ratio':>6}   {'CPU':>8} {'ratio':>6}   budget")
+    print(
+        f"  {'':<36} {'wall':>8} {'ratio':>6}   {'CPU':>8} {'ratio':>6}   "
+        f"{'budget':<12} its imports alone (CPU)"
+    )
     for name in cases:
+        if name in floors.values():
+            continue
         wall, cpu = statistics.median(walls[name]), statistics.median(cpus[name])
-        verdict = ""
+        verdict = floor = ""
         if name != "python -c pass":
             ok = wall / base_wall < BUDGET
             verdict = f"< {BUDGET:g}x {'ok' if ok else 'OVER'}"
+        if name in floors:
+            floor_cpu = statistics.median(cpus[floors[name]])
+            floor = f"{floor_cpu * 1000:6.1f}ms {floor_cpu / base_cpu:5.2f}x"
         print(
             f"  {name:<36} {wall * 1000:6.1f}ms {wall / base_wall:5.2f}x   "
-            f"{cpu * 1000:6.1f}ms {cpu / base_cpu:5.2f}x   {verdict}"
+            f"{cpu * 1000:6.1f}ms {cpu / base_cpu:5.2f}x   {verdict:<12} {floor}"
         )
     return 0
 

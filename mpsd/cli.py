@@ -1,64 +1,19 @@
-"""The ``mpsd`` command line: a thin argparse dispatcher.
+"""The ``mpsd`` command line: dispatch to the command, and turn its errors into exit codes.
 
-Only the module of the command being run is imported. Every ``MpsdError`` becomes
-one line on stderr and its exit code; any other exception too, with a traceback
-only when ``MPSD_DEBUG=1``.
+The parser is built by ``mpsd.commands`` with only the command being run configured, so only
+that command's module is imported. Every ``MpsdError`` becomes one line on stderr and its exit
+code; any other exception too, with a traceback only when ``MPSD_DEBUG=1``.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import os
 import sys
 from collections.abc import Sequence
-from types import ModuleType
 
-from mpsd import __version__
-from mpsd.commands import COMMANDS
+from mpsd.commands import COMMANDS, PROG, build_parser, load
 from mpsd.errors import EXIT_USAGE, MpsdError
-
-PROG = "mpsd"
-
-
-class _Parser(argparse.ArgumentParser):
-    """argparse that reports a usage error as one sentence and exit 2, like every other error.
-
-    Abbreviated options are refused (``--shel`` is a typo, not ``--shell``)."""
-
-    def __init__(self, *args: object, **kwargs: object) -> None:
-        kwargs.setdefault("allow_abbrev", False)
-        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
-        self.commands: dict[str, _Parser] = {}
-
-    def error(self, message: str) -> None:  # type: ignore[override]
-        self.print_usage(sys.stderr)
-        sys.stderr.write(f"{self.prog}: {message} (see '{self.prog} --help').\n")
-        raise SystemExit(EXIT_USAGE)
-
-    def _get_formatter(self) -> argparse.HelpFormatter:
-        # argparse makes a formatter on every add_argument, and the default one imports
-        # shutil (with bz2 and lzma) for the terminal width: a cost to every start-up.
-        # typeshed's formatter-class protocol omits width; every HelpFormatter takes it.
-        return self.formatter_class(prog=self.prog, width=_width())  # type: ignore[call-arg]
-
-
-def _width() -> int:
-    """What argparse's formatter would use: $COLUMNS, else the terminal's, else 80; minus 2."""
-    try:
-        return int(os.environ["COLUMNS"]) - 2
-    except (KeyError, ValueError):
-        pass
-    stdout = sys.__stdout__
-    try:
-        return os.get_terminal_size(stdout.fileno()).columns - 2 if stdout else 78
-    except (AttributeError, ValueError, OSError):
-        return 78
-
-
-def _load(name: str) -> ModuleType:
-    module_name, _ = COMMANDS[name]
-    return importlib.import_module(f"mpsd.commands.{module_name}")
 
 
 def _first_word(argv: Sequence[str]) -> str | None:
@@ -81,39 +36,6 @@ def _unknown_command(word: str) -> str:
     close = get_close_matches(word, list(COMMANDS), n=1)
     hint = f"; did you mean `mpsd {close[0]}`?" if close else ""
     return f"{PROG}: unknown command '{word}'{hint} (`mpsd --help` lists the commands).\n"
-
-
-def build_parser(chosen: str | None = None, only: bool = False) -> _Parser:
-    """The parser, with ``chosen``'s arguments configured; with ``only``, no other command.
-
-    ``only`` is for a command line that starts with the command: the top-level help (the
-    one place the other commands show) cannot be asked for, and each subparser argparse
-    builds costs start-up (a formatter, a gettext lookup per label)."""
-    parser = _Parser(
-        prog=PROG,
-        description="mpsd keeps PyTorch on Apple Silicon from pushing your Mac into swap.",
-    )
-    parser.add_argument("-V", "--version", action="version", version=f"{PROG} {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    for name, (_, help_text) in COMMANDS.items():
-        if only and name != chosen:
-            continue
-        command = sub.add_parser(name, help=help_text, description=help_text)
-        parser.commands[name] = command
-        if name == chosen:
-            _load(name).configure(command)
-    if not only:  # listed in the help; `main` answers it before argparse sees it
-        sub.add_parser("help", help="show the help of mpsd, or of a command: mpsd help COMMAND")
-    return parser
-
-
-def full_parser() -> _Parser:
-    """The parser with every command's arguments configured: what ``mpsd completion`` reads.
-    Building it imports every command module, which no ordinary command pays for."""
-    parser = build_parser()
-    for name, command in parser.commands.items():
-        _load(name).configure(command)
-    return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -139,7 +61,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return EXIT_USAGE
     try:
-        code = int(_load(args.command).run(args))
+        code = int(load(args.command).run(args))
         sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's exit
         return code
     except MpsdError as exc:

@@ -12,6 +12,9 @@ The reader has the hooks' semantics: what it says a ``python`` gets (``LimitsFil
 checks that the file is in the form the writer produces; any difference (a hand edit, a
 comment, ``key=value`` without spaces) is a ``problem`` that ``status`` and ``doctor`` show,
 and such a file gives no ``Limits``.
+
+Every command reads the file and few write it, so what only the writer needs (tomli-w, the
+lock, the atomic write) is imported in the writing functions.
 """
 
 from __future__ import annotations
@@ -28,7 +31,6 @@ from typing import Any
 
 from mpsd import paths
 from mpsd.errors import MpsdError
-from mpsd.locks import exclusive
 
 SOURCES = ("torch", "metal", "iogpu", "estimate")
 
@@ -112,6 +114,7 @@ def render(limits: Limits) -> str:
 def write(limits: Limits, path: Path | None = None) -> bool:
     """Write ``limits`` atomically under the limits lock; False when nothing changed."""
     from mpsd.atomic import write_atomic
+    from mpsd.locks import exclusive
 
     path = path or paths.limits_file()
     with exclusive(paths.limits_lock_file()):
@@ -124,6 +127,8 @@ def update(change: Callable[[Limits | None], Limits | None], path: Path | None =
     ``change`` gets the current limits (None when the file is missing or not in mpsd's form)
     and returns the new ones, or None to leave the file alone. False when nothing was written.
     """
+    from mpsd.locks import exclusive
+
     with exclusive(paths.limits_lock_file()):
         return update_locked(change, path)
 
@@ -152,10 +157,6 @@ def _encoded(limits: Limits) -> bytes:
             "take some out with `mpsd disable DIR`."
         )
     return data
-
-
-def with_projects(limits: Limits, projects: tuple[str, ...]) -> Limits:
-    return dataclasses.replace(limits, projects=projects)
 
 
 # --- reading --------------------------------------------------------------------------------

@@ -1,12 +1,27 @@
-"""The registered commands: name -> (module under mpsd.commands, one-line help).
+"""The registered commands and the parser they make up.
 
-Only commands that really work are listed. Each module defines
-``configure(parser)`` (its arguments) and ``run(args) -> int`` (its exit code),
-and imports anything heavy inside ``run`` so that ``mpsd --help`` and every other
-command start fast.
+``COMMANDS``: name -> (module under mpsd.commands, one-line help). Only commands that really
+work are listed. Each module defines ``configure(parser)`` (its arguments) and
+``run(args) -> int`` (its exit code), and imports anything heavy inside ``run`` so that
+``mpsd --help`` and every other command start fast.
+
+The parser lives here, not in ``mpsd.cli``, so that what is made from it (tab completion, which
+``mpsd completion`` prints and ``mpsd install`` writes) comes from the commands' layer and is
+handed down to ``mpsd.setup``: nothing below the commands imports them or the CLI.
 """
 
 from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+from types import ModuleType
+
+from mpsd import __version__
+from mpsd.errors import EXIT_USAGE
+
+PROG = "mpsd"
 
 COMMANDS: dict[str, tuple[str, str]] = {
     "explain": ("explain", "explain a pasted PyTorch out-of-memory message and how to fix it"),
@@ -27,3 +42,78 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "fill MPS with random tensors under the limit: does PyTorch stop cleanly before swap?",
     ),
 }
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse that reports a usage error as one sentence and exit 2, like every other error.
+
+    Abbreviated options are refused (``--shel`` is a typo, not ``--shell``)."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self.commands: dict[str, Parser] = {}
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.print_usage(sys.stderr)
+        sys.stderr.write(f"{self.prog}: {message} (see '{self.prog} --help').\n")
+        raise SystemExit(EXIT_USAGE)
+
+    def _get_formatter(self) -> argparse.HelpFormatter:
+        # argparse makes a formatter on every add_argument, and the default one imports
+        # shutil (with bz2 and lzma) for the terminal width: a cost to every start-up.
+        # typeshed's formatter-class protocol omits width; every HelpFormatter takes it.
+        return self.formatter_class(prog=self.prog, width=_width())  # type: ignore[call-arg]
+
+
+def _width() -> int:
+    """What argparse's formatter would use: $COLUMNS, else the terminal's, else 80; minus 2."""
+    try:
+        return int(os.environ["COLUMNS"]) - 2
+    except (KeyError, ValueError):
+        pass
+    stdout = sys.__stdout__
+    try:
+        return os.get_terminal_size(stdout.fileno()).columns - 2 if stdout else 78
+    except (AttributeError, ValueError, OSError):
+        return 78
+
+
+def load(name: str) -> ModuleType:
+    """The module of command ``name``."""
+    module_name, _ = COMMANDS[name]
+    return importlib.import_module(f"mpsd.commands.{module_name}")
+
+
+def build_parser(chosen: str | None = None, only: bool = False) -> Parser:
+    """The parser, with ``chosen``'s arguments configured; with ``only``, no other command.
+
+    ``only`` is for a command line that starts with the command: the top-level help (the
+    one place the other commands show) cannot be asked for, and each subparser argparse
+    builds costs start-up (a formatter, a gettext lookup per label)."""
+    parser = Parser(
+        prog=PROG,
+        description="mpsd keeps PyTorch on Apple Silicon from pushing your Mac into swap.",
+    )
+    parser.add_argument("-V", "--version", action="version", version=f"{PROG} {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
+    for name, (_, help_text) in COMMANDS.items():
+        if only and name != chosen:
+            continue
+        command = sub.add_parser(name, help=help_text, description=help_text)
+        parser.commands[name] = command
+        if name == chosen:
+            load(name).configure(command)
+    if not only:  # listed in the help; `main` answers it before argparse sees it
+        sub.add_parser("help", help="show the help of mpsd, or of a command: mpsd help COMMAND")
+    return parser
+
+
+def full_parser() -> Parser:
+    """The parser with every command's arguments configured: what tab completion is made from
+    (``mpsd completion``, ``mpsd install``). Building it imports every command module, which no
+    ordinary command pays for."""
+    parser = build_parser()
+    for name, command in parser.commands.items():
+        load(name).configure(command)
+    return parser

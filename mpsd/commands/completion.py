@@ -17,7 +17,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import sys
 
+    from mpsd.commands import full_parser
     from mpsd.setup.completion import render
 
-    sys.stdout.write(render(args.shell))
+    sys.stdout.write(render(args.shell, full_parser()))
     return 0

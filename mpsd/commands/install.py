@@ -87,11 +87,14 @@ def _daemon_command() -> str:
 
 def run_install(args: argparse.Namespace) -> int:
     from mpsd import limits, paths
+    from mpsd.commands import full_parser
     from mpsd.setup import binlink, changes, installer, launchd
 
     shells = installer.parse_shells(args.shell) if args.shell else installer.default_shells()
     use_launchd = not args.no_agent and launchd.available()
-    plan = installer.install_plan(shells, agent=use_launchd, python=sys.executable)
+    plan = installer.install_plan(
+        shells, agent=use_launchd, python=sys.executable, parser=full_parser()
+    )
     link = binlink.plan(sys.executable)
     needs_sample = limits.read() is None
 

@@ -12,9 +12,9 @@ import contextlib
 import json
 import os
 import sqlite3
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, NamedTuple
 
 from mpsd.errors import MpsdError
 from mpsd.machine.sample import Sample
@@ -80,9 +80,6 @@ class Row(NamedTuple):
     pressure: int | None
     source: str
     ml_jobs: int
-
-
-Thinnable = TypeVar("Thinnable", Sample, Row)
 
 
 def _values(sample: Sample) -> tuple[Any, ...]:
@@ -309,20 +306,6 @@ class Store:
         ).fetchall()
         values: dict[int, int] = {int(b): int(v) for b, v in rows}
         return [(since + i * width, values.get(i)) for i in range(buckets)]
-
-
-def thin(samples: Iterable[Thinnable], since: float, width: float) -> list[Thinnable]:
-    """The pure twin of ``Store.samples`` when it thins: per bucket of ``width`` seconds
-    counted from ``since``, the sample with the least free memory (available + ml)."""
-    best: dict[int, Thinnable] = {}
-    for s in samples:
-        key = int((s.t - since) // width)
-        current = best.get(key)
-        if current is None or (
-            s.available_bytes + s.ml_bytes < current.available_bytes + current.ml_bytes
-        ):
-            best[key] = s
-    return sorted(best.values(), key=lambda s: s.t)
 
 
 def _check_files(path: str | Path) -> None:

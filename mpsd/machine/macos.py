@@ -55,30 +55,6 @@ class VmStat:
     def swapouts(self) -> int | None:
         return self.counters.get("swapouts")
 
-    def available_pages(self) -> int | None:
-        """free + file-backed + purgeable pages: what the kernel can hand out without
-        compressing or swapping (Activity Monitor's free + cached files). Speculative pages
-        are not added: "Pages free" already excludes them and "File-backed pages" already
-        includes them (docs/macos-and-pytorch.md, "Free memory").
-
-        None without "Pages free". Where the output lacks "File-backed pages" (pre-10.9
-        ``vm_stat``, or a paste cut before that line), its known part, the speculative
-        pages, stands in; a missing "Pages purgeable" counts 0: a lower bound then."""
-        free = self.counters.get("pages_free")
-        if free is None:
-            return None
-        file_backed = self.counters.get("file_backed_pages")
-        if file_backed is None:
-            file_backed = self.counters.get("pages_speculative", 0)
-        return free + file_backed + self.counters.get("pages_purgeable", 0)
-
-    def available_bytes(self, page_size: int | None = None) -> int | None:
-        pages = self.available_pages()
-        size = self.page_size or page_size
-        if pages is None or size is None:
-            return None
-        return pages * size
-
 
 def parse_vm_stat(text: str) -> VmStat:
     """Parse ``vm_stat`` (not its interval mode). Lines are split on the first colon and

@@ -108,8 +108,3 @@ def default_readers() -> list[Reader]:
     if sys.platform != "darwin":
         return []
     return [ctypes_reader, command_reader]
-
-
-def read_int(name: str, readers: Iterable[Reader] | None = None) -> int | None:
-    """One integer sysctl, by ctypes then by the command; None where neither works."""
-    return read_all([name], default_readers() if readers is None else readers)[name]

@@ -124,14 +124,6 @@ class Merger:
         return [f for f in self.out if f is not None]
 
 
-def merge(findings: Iterable[Finding]) -> list[Finding]:
-    """Each error once (see ``Merger``), in the order of first appearance."""
-    merger = Merger()
-    for finding in findings:
-        merger.add(finding)
-    return merger.findings()
-
-
 # How much work explain does before it stops reading (places looked at, see
 # ``scan.Seeds``): a few seconds' worth. A real log, even of 100 MB with an error in every
 # block, needs a small part of it; only a paste made of tens of thousands of errors, or of

@@ -78,14 +78,9 @@ def _arg(action: argparse.Action) -> Arg:
     )
 
 
-def commands(parser: argparse.ArgumentParser | None = None) -> tuple[list[Arg], list[Command]]:
-    """The top-level options and every command, read from the full parser."""
-    if parser is None:
-        # Against the layering, on purpose (pyproject's import contracts name it): only cli
-        # builds the full parser, and completion must follow it.
-        from mpsd.cli import full_parser
-
-        parser = full_parser()
+def commands(parser: argparse.ArgumentParser) -> tuple[list[Arg], list[Command]]:
+    """The top-level options and every command, read from the full parser
+    (``mpsd.commands.full_parser()``, which the commands hand down)."""
     top = [_arg(a) for a in parser._actions if a.option_strings]
     found = []
     for action in parser._actions:
@@ -97,8 +92,8 @@ def commands(parser: argparse.ArgumentParser | None = None) -> tuple[list[Arg], 
     return top, found
 
 
-def render(shell: str, parser: argparse.ArgumentParser | None = None) -> str:
-    """The completion script for ``shell`` (one of ``SHELLS``)."""
+def render(shell: str, parser: argparse.ArgumentParser) -> str:
+    """The completion script for ``shell`` (one of ``SHELLS``) from mpsd's full parser."""
     top, found = commands(parser)
     return {"zsh": _zsh, "bash": _bash, "fish": _fish}[shell](top, found)
 

@@ -8,6 +8,7 @@ run applies them.
 
 from __future__ import annotations
 
+import argparse
 import fnmatch
 import os
 from collections.abc import Iterable
@@ -100,7 +101,7 @@ def mpsd_file(path: Path, header: bytes) -> bytes | None:
     return old
 
 
-def fish_changes() -> list[FileChange]:
+def fish_changes(parser: argparse.ArgumentParser) -> list[FileChange]:
     """A copy of the fish hook in fish's conf.d (fish sources it at start: no Python runs)."""
     source = hook_source("fish")
     try:
@@ -113,7 +114,7 @@ def fish_changes() -> list[FileChange]:
     path = fish_hook_file()
     return [
         FileChange(path, mpsd_file(path, FISH_HEADER), FISH_HEADER + hook, "fish hook"),
-        completion_change("fish"),
+        completion_change("fish", parser),
     ]
 
 
@@ -131,11 +132,13 @@ def completion_file(shell: str) -> Path:
     return paths.data_dir() / "completions" / COMPLETION_FILES[shell]
 
 
-def completion_change(shell: str) -> FileChange:
+def completion_change(shell: str, parser: argparse.ArgumentParser) -> FileChange:
+    """The completion file for ``shell``, made from mpsd's full parser (the install command
+    builds it: setup does not import the commands)."""
     from mpsd.setup import completion
 
     path = completion_file(shell)
-    text = completion.render(shell).encode("utf-8")
+    text = completion.render(shell, parser).encode("utf-8")
     if shell == "zsh":  # its first line must stay `#compdef mpsd` for compinit
         first, _, rest = text.partition(b"\n")
         new = first + b"\n" + COMPLETION_HEADER + rest
@@ -217,7 +220,7 @@ def config_change() -> FileChange:
     return FileChange(path, None, default_config_text().encode("utf-8"), "config")
 
 
-def shell_changes(shell: str) -> list[FileChange]:
+def shell_changes(shell: str, parser: argparse.ArgumentParser) -> list[FileChange]:
     """The hook copy in the data dir and the block in each rc file ``shell`` reads."""
     source = hook_source(shell)
     try:
@@ -229,7 +232,7 @@ def shell_changes(shell: str) -> list[FileChange]:
         ) from None
     copy = hook_copy(shell)
     changes = [FileChange(copy, read_or_none(copy), hook, f"{shell} hook")]
-    changes.append(completion_change(shell))
+    changes.append(completion_change(shell, parser))
     for rc in rcfile.rc_files(shell, home()):
         old = rcfile.read(rc)
         created = old is None or _created(rc, old)
@@ -249,10 +252,16 @@ def agent_change(python: str) -> FileChange:
     return FileChange(path, read_or_none(path), new, "launchd agent")
 
 
-def install_plan(shells: Iterable[str], agent: bool, python: str) -> Plan:
+def install_plan(
+    shells: Iterable[str], agent: bool, python: str, parser: argparse.ArgumentParser
+) -> Plan:
+    """What ``mpsd install`` changes; ``parser``: mpsd's full parser, for tab completion."""
     plan = Plan(files=[config_change()])
     for shell in shells:
-        plan.files.extend(fish_changes() if shell == "fish" else shell_changes(shell))
+        if shell == "fish":
+            plan.files.extend(fish_changes(parser))
+        else:
+            plan.files.extend(shell_changes(shell, parser))
     if agent:
         plan.agent = agent_change(python)
     return plan

@@ -43,7 +43,7 @@ def test_no_command_prints_the_usage_and_exits_2_as_uv_does():
 
 def test_cli_start_imports_nothing_heavy():
     code = (
-        "import sys; from mpsd.cli import build_parser; build_parser();"
+        "import sys; from mpsd.commands import build_parser; build_parser();"
         "heavy = ('torch', 'psutil', 'watchdog', 'tomlkit', 'sqlite3');"
         "bad = [m for m in heavy if m in sys.modules];"
         "print(','.join(bad))"

@@ -13,8 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from mpsd.cli import full_parser
-from mpsd.commands import COMMANDS
+from mpsd.commands import COMMANDS, full_parser
 from mpsd.setup import completion
 from mpsd.setup.installer import completion_file
 from tests.conftest import ROOT, run_mpsd

@@ -20,8 +20,7 @@ import re
 
 import pytest
 
-from mpsd.machine import macos
-from mpsd.machine.sampler import DarwinSource
+from mpsd.machine.sampler import DarwinSource, Memory
 from tests.fixture_files import command_outputs
 
 VM_STAT_RECORDS = {
@@ -54,22 +53,42 @@ def labelled(text: str) -> tuple[int, dict[str, int]]:
 
 
 def kernel_available(text: str) -> int:
-    """free + file-backed + purgeable, in bytes. Where the output has no "File-backed pages"
-    line (pre-10.9, or a paste cut before it), the speculative pages are the part of
-    file-backed that is known: a lower bound, never speculative on top of file-backed."""
+    """free + file-backed + purgeable, in bytes."""
     page, fields = labelled(text)
-    file_backed = fields.get("File-backed pages", fields.get("Pages speculative", 0))
-    return (fields["Pages free"] + file_backed + fields.get("Pages purgeable", 0)) * page
+    return (
+        fields["Pages free"] + fields["File-backed pages"] + fields.get("Pages purgeable", 0)
+    ) * page
+
+
+# Every recording that prints the three counters (the old format and the first-12-lines
+# paste have no "File-backed pages" line: sysctl would have given one, the text does not).
+WHOLE = sorted(
+    record_id
+    for record_id, text in VM_STAT_RECORDS.items()
+    if {"Pages free", "File-backed pages", "Pages purgeable"} <= labelled(text)[1].keys()
+)
 
 
 def test_every_recorded_vm_stat_output_is_covered() -> None:
     assert len(VM_STAT_RECORDS) >= 13
 
 
-@pytest.mark.parametrize("record_id", sorted(VM_STAT_RECORDS))
+def no_psutil() -> tuple[int, int]:
+    return -1, -1  # a reading no sum of pages can equal
+
+
+def by_vm_stat_alone(text: str) -> Memory:
+    """The sampler's reading when sysctl gives only the RAM size and ``text`` is vm_stat's."""
+    only_ram = {"hw.memsize": 16 << 30}
+    return DarwinSource(readers=[only_ram.get], vm_stat=lambda: text, fallback=no_psutil).read()
+
+
+@pytest.mark.parametrize("record_id", WHOLE)
 def test_vm_stat_path_gives_the_kernels_free_memory(record_id: str) -> None:
     text = VM_STAT_RECORDS[record_id]
-    assert macos.parse_vm_stat(text).available_bytes() == kernel_available(text)
+    memory = by_vm_stat_alone(text)
+    assert memory.source == "vm_stat"
+    assert memory.available_bytes == kernel_available(text)
 
 
 def sysctls_of(text: str, memsize: int) -> dict[str, int]:
@@ -85,15 +104,6 @@ def sysctls_of(text: str, memsize: int) -> dict[str, int]:
         "hw.memsize": memsize,
         "kern.memorystatus_vm_pressure_level": 1,
     }
-
-
-# Every recording that prints the three counters (the old format and the first-12-lines
-# paste have no "File-backed pages" line: sysctl would have given one, the text does not).
-WHOLE = sorted(
-    record_id
-    for record_id, text in VM_STAT_RECORDS.items()
-    if {"Pages free", "File-backed pages", "Pages purgeable"} <= labelled(text)[1].keys()
-)
 
 
 def test_the_sysctl_path_is_checked_on_all_but_the_two_outputs_without_file_backed() -> None:
@@ -138,9 +148,21 @@ def test_the_double_count_on_the_recorded_32_gb_mac_mini_was_2_8_gib() -> None:
     text = VM_STAT_RECORDS["vm_stat-openclaw-mini2-20260529"]
     page, fields = labelled(text)
     assert round(fields["Pages speculative"] * page / (1 << 30), 1) == 2.8
-    assert macos.parse_vm_stat(text).available_bytes() == kernel_available(text)
+    assert by_vm_stat_alone(text).available_bytes == kernel_available(text)
 
 
-def test_an_old_vm_stat_without_file_backed_counts_its_speculative_pages_once() -> None:
-    text = VM_STAT_RECORDS["vm_stat-ohai-old-format-16gb"]
-    assert macos.parse_vm_stat(text).available_bytes() == (2155305 + 531321) * 4096
+@pytest.mark.parametrize(
+    "record_id", ["vm_stat-ohai-old-format-16gb", "vm_stat-timnewmac-16gb-wide-first12"]
+)
+def test_a_vm_stat_without_file_backed_pages_is_not_summed_but_left_to_psutil(
+    record_id: str,
+) -> None:
+    """Before OS X 10.9 vm_stat had no "File-backed pages" (every Apple Silicon Mac has it), and
+    a paste can be cut before it: no sum is made from such an output (speculative pages are
+    not a stand-in), so the next source gives the figure."""
+    text = VM_STAT_RECORDS[record_id]
+    assert "File-backed pages" not in text
+    memory = DarwinSource(
+        readers=[{"hw.memsize": 16 << 30}.get], vm_stat=lambda: text, fallback=lambda: (5, 16)
+    ).read()
+    assert memory.source == "psutil" and memory.available_bytes == 5

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -114,7 +115,7 @@ def test_a_bad_config_from_the_start_means_defaults_and_keeps_listed_projects(
     make(machine, clock).run_once()
     current = limits.read()
     assert current is not None
-    limits.write(limits.with_projects(current, ("/work/proj",)))
+    limits.write(replace(current, projects=("/work/proj",)))
     paths.config_file().write_text("headroom = [\n")
     with caplog.at_level(logging.ERROR, logger="mpsd"):
         daemon = make(machine, clock)

@@ -284,7 +284,8 @@ def test_sysctl_command_fallback_runs_in_the_c_locale_and_reads_dash_n_output(
     monkeypatch.setenv("LC_ALL", "de_DE.UTF-8")
     assert sysctl.command_reader("hw.memsize") == 17179869184
     assert sysctl.command_reader("iogpu.wired_limit_mb") is None
-    assert sysctl.read_int("vm.pagesize", readers=[nothing, sysctl.command_reader]) == 16384
+    both = sysctl.read_all(["vm.pagesize"], readers=[nothing, sysctl.command_reader])
+    assert both == {"vm.pagesize": 16384}
     assert log.read_text().splitlines()[0] == "C -n hw.memsize"
 
 
@@ -303,4 +304,4 @@ def test_ctypes_sysctl_reader_is_silent_off_macos() -> None:
     if os.uname().sysname == "Darwin":
         pytest.skip("on a Mac the real reader answers; tests/macos compares it")
     assert sysctl.ctypes_reader("hw.memsize") is None
-    assert sysctl.read_int("hw.memsize") is None
+    assert sysctl.read_all(["hw.memsize"], sysctl.default_readers()) == {"hw.memsize": None}
