@@ -421,7 +421,7 @@ def why(
             )
             if base.hours_cap is None:
                 text += ": the baseline"
-            elif base.hours_cap > base.window_value:
+            else:
                 text += (
                     f"; the baseline takes it up to {gib(base.hours_cap)}, "
                     f"{gib(base.window_value)} / headroom {config.headroom:g}, so that a job "
