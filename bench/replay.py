@@ -39,27 +39,13 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from mpsd.config import Config, ConfigError, load_config  # noqa: E402
+from mpsd.daemon.history import thin  # noqa: E402
 from mpsd.daemon.loop import POLICY_ROWS, WINDOW_RELOAD  # noqa: E402
 from mpsd.daemon.policy import Recommendation, for_next_job, recommend  # noqa: E402
 from mpsd.machine.sample import Sample  # noqa: E402
 
 GIB = 1 << 30
 NEW_JOB_BYTES = GIB  # a rise this large from one sample to the next is a new job
-
-
-def thin(samples: list[Sample], since: float, width: float) -> list[Sample]:
-    """The older history as the daemon's store hands it back when a window holds more than
-    POLICY_ROWS rows (``Store.samples``): per bucket of ``width`` seconds counted from
-    ``since``, the sample with the least free memory (available + ml), in time order."""
-    best: dict[int, Sample] = {}
-    for s in samples:
-        key = int((s.t - since) // width)
-        current = best.get(key)
-        if current is None or (
-            s.available_bytes + s.ml_bytes < current.available_bytes + current.ml_bytes
-        ):
-            best[key] = s
-    return sorted(best.values(), key=lambda s: s.t)
 
 
 def read_trace(path: Path, total: int) -> list[Sample]:

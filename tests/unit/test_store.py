@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from mpsd.daemon.history import MIGRATIONS, SCHEMA_VERSION, HistoryError, Store
+from mpsd.daemon.history import MIGRATIONS, SCHEMA_VERSION, HistoryError, Store, thin
 from mpsd.machine.sample import Sample
 
 GIB = 1 << 30
@@ -116,21 +116,7 @@ def test_samples_keep_the_lows_when_a_window_holds_too_many(tmp_path: Path) -> N
         assert sum(1 for s in thinned if s.available_bytes == 2 * GIB) >= 95
 
 
-def lowest_per_bucket(samples: list[Sample], since: float, width: float) -> list[Sample]:
-    """What the thinned query must return: per bucket of ``width`` seconds counted from
-    ``since``, the sample with the least free memory (available + ml), in time order."""
-    best: dict[int, Sample] = {}
-    for s in samples:
-        key = int((s.t - since) // width)
-        current = best.get(key)
-        if current is None or (
-            s.available_bytes + s.ml_bytes < current.available_bytes + current.ml_bytes
-        ):
-            best[key] = s
-    return sorted(best.values(), key=lambda s: s.t)
-
-
-def test_the_thinned_query_keeps_the_lowest_sample_of_each_bucket(tmp_path: Path) -> None:
+def test_thin_is_the_pure_twin_of_the_thinned_query(tmp_path: Path) -> None:
     import random
 
     rng = random.Random(7)
@@ -141,7 +127,7 @@ def test_the_thinned_query_keeps_the_lowest_sample_of_each_bucket(tmp_path: Path
     with Store.open(tmp_path / "h.sqlite3") as store:
         store.add_many(rows)
         queried = store.samples(0, 3000, max_rows=100)
-    pure = lowest_per_bucket(rows, 0, 3000 / 100)
+    pure = thin(rows, 0, 3000 / 100)
     assert [(s.t, s.available_bytes) for s in queried] == [(s.t, s.available_bytes) for s in pure]
 
 
