@@ -44,7 +44,7 @@ from mpsd import paths
 from mpsd.config import Config, ConfigError, load_config
 from mpsd.daemon import policy
 from mpsd.daemon.history import HistoryError, Row, Store, row_of
-from mpsd.daemon.schedule import CONFIG_POLL, Schedule
+from mpsd.daemon.schedule import CONFIG_POLL, POLICY_EVERY, Schedule
 from mpsd.errors import EXIT_ABSENT, MpsdError
 from mpsd.files import ensure_dir, open_regular
 from mpsd.limits import Limits
@@ -182,6 +182,8 @@ class Daemon:
     _jobs_written: tuple[bool, int] | None = None
     _last: policy.Recommendation | None = None  # the last run, and its (config, max)
     _last_key: tuple[Config, tuple[int, str]] | None = None
+    _last_at: float | None = None  # the wall time of the last whole run of the policy
+    clock_jumped = False  # the last tick found the wall clock away from the monotonic one
     _queue: queue.SimpleQueue[tuple[str, Any]] = field(default_factory=queue.SimpleQueue)
 
     # -- config -----------------------------------------------------------------------
@@ -242,7 +244,7 @@ class Daemon:
     def tick(self) -> Sample | None:
         """Take one sample and store it; None (logged) when sampling failed."""
         wall, mono = self.wall(), self.mono()
-        self._check_clock(wall, mono)
+        self.clock_jumped = self._check_clock(wall, mono)
         self.last_wall, self.last_mono = wall, mono
         try:
             sample = self.sample_source(wall)
@@ -279,15 +281,20 @@ class Daemon:
             del self.window[:cut]
         return self.window
 
-    def _check_clock(self, wall: float, mono: float) -> None:
+    def _check_clock(self, wall: float, mono: float) -> bool:
+        """Log a gap (sleep: macOS's monotonic clock stops while the Mac sleeps) or a clock
+        moved back; True when either happened."""
         if self.last_wall is None or self.last_mono is None:
-            return
+            return False
         drift = (wall - self.last_wall) - (mono - self.last_mono)
         slack = max(60.0, 3 * self.config.interval)
         if drift < -slack / 6:
             log.warning("the wall clock moved back by %.0f s; samples keep their stamps", -drift)
-        elif drift > slack:
+            return True
+        if drift > slack:
             log.info("resumed after a gap of %.0f s (sleep or a clock change)", drift)
+            return True
+        return False
 
     def prune(self) -> bool:
         """Delete a batch of samples older than the retention; True when more are left."""
@@ -339,13 +346,17 @@ class Daemon:
         try:
             store = self.open_store()
             key = (self.config, self.recommended)
-            if jobs is not None and self._last is not None and self._last_key == key:
+            # The last run's baseline is for the hours of the day it was worked out at: it
+            # serves the next job's step only while it is fresh (by the wall clock).
+            fresh = self._last_at is not None and 0 <= now - self._last_at <= POLICY_EVERY
+            if jobs is not None and self._last is not None and self._last_key == key and fresh:
                 decision: policy.Recommendation | None = policy.for_next_job(
                     self._last, jobs.ml_bytes, jobs.ml_jobs, self.config
                 )
             else:
                 samples = self.policy_window(now)
                 decision = policy.recommend(samples, self.config, self.recommended[0], now=now)
+                self._last_at = now
         except Exception as exc:
             log.error("cannot read the history: %s", exc)
             self._drop_store()
@@ -498,6 +509,8 @@ class Daemon:
                 schedule.probe_started(now)
                 self._start_probe()
             schedule.ticked(now)
+            if self.clock_jumped:  # after sleep the hours of the day moved on: run it again
+                schedule.woke(now)
             if not schedule.pending and self.jobs_changed(sample):
                 moved = sample
         if schedule.probe_due(now):

@@ -128,6 +128,7 @@ class Recommendation:
     swap_factor: float
     sample_count: int
     reasons: tuple[str, ...]
+    day_low_bytes: int | None = None
 
 
 @dataclass
@@ -297,13 +298,19 @@ def read_window(window: Sequence[SampleLike], interval: float) -> Timeline:
     return Timeline(frees, weights, calm, jobs, held, count, [s.t for s in window])
 
 
-def expected_run(jobs: list[Job]) -> float | None:
+def expected_run(jobs: list[Job], window_start: float | None = None) -> float | None:
     """Step 2, the hours term: how long the next job is expected to run, the longest run of
     PyTorch jobs in the window (one still running counts with its length so far); None
-    while no run has ended in the window (nothing to go on: the whole day counts)."""
+    while no run has ended in the window (nothing to go on: the whole day counts). A run
+    already going at ``window_start`` (the window's first sample) began before the window,
+    so its length is not known: when it is the longest even so, it counts as a day."""
     if all(job.ongoing for job in jobs):
         return None
-    return max(job.end - job.start for job in jobs)
+    longest = max(job.end - job.start for job in jobs)
+    cut = [job for job in jobs if window_start is not None and job.start <= window_start]
+    if cut and all(job.end - job.start < longest for job in jobs if job not in cut):
+        return DAY
+    return longest
 
 
 def hours_percentile(
@@ -339,8 +346,9 @@ def baseline(timeline: Timeline, config: Config, now: float | None = None) -> Ba
         chosen = list(range(len(frees)))
     pct = config.baseline_percentile
     window_value = weighted_percentile([(frees[i], weights[i]) for i in chosen], pct)
-    run = expected_run(timeline.jobs)
-    span = None if run is None else max(run, HOURS_MIN) + POLICY_EVERY
+    run = expected_run(timeline.jobs, timeline.stamps[0] if timeline.stamps else None)
+    in_force = max(POLICY_EVERY, config.interval)  # how long a value may stand unrevised
+    span = None if run is None else max(run, HOURS_MIN) + in_force
     if span is not None and span >= DAY:
         span = None  # a job may run all day long: the whole window it is
     hours_value = hours_cap = None
@@ -411,8 +419,9 @@ def why(
         ahead = f"the next {format_duration(base.span, about=True)} of the day"
         if base.hours_value is None:
             reasons.append(
-                f"{run}, but {ahead} were not seen on {HOURS_DAYS:g} days of the window (the "
-                "Mac slept, or the history is short): the whole window counts"
+                f"{run}, but {ahead} were not seen calm on {HOURS_DAYS:g} days of the window "
+                "(the Mac slept, was under memory pressure, or the history is short): the "
+                "whole window counts"
             )
         else:
             text = (
@@ -423,9 +432,9 @@ def why(
                 text += ": the baseline"
             else:
                 text += (
-                    f"; the baseline takes it up to {gib(base.hours_cap)}, "
-                    f"{gib(base.window_value)} / headroom {config.headroom:g}, so that a job "
-                    "that runs on into the day's low still finds its limit free"
+                    f"; the baseline uses at most {gib(base.hours_cap)} (the whole window's "
+                    f"{gib(base.window_value)} / headroom {config.headroom:g}), so that the "
+                    "limit stays within what is free at the day's usual low"
                 )
             reasons.append(text)
     if base.recent_value is not None and base.recent_value < base.before_recent:
@@ -450,10 +459,19 @@ def share_words(
     chosen: Ratio,
     after: Ratio,
     recommended_max_bytes: int,
+    beside: int | None = None,
+    day_low: int | None = None,
 ) -> str:
     """Step 6 for steps 4 and 5: the next job's share and its ratio, in words (the last
-    reason)."""
-    if held:
+    reason). ``beside``: the share when the day's usual low (``day_low``) set it."""
+    if held and beside is not None and day_low is not None:
+        text = (
+            f"{_jobs_words(jobs)} {gib(held)} now; the next job gets what the day's usual low "
+            f"leaves beside them: "
+            + (f"swap factor {factor:.2f} x " if factor < 1.0 else "")
+            + f"({gib(day_low)} - {gib(held)}) = {gib(share)}"
+        )
+    elif held:
         text = (
             f"{_jobs_words(jobs)} {gib(held)} now; the next job gets headroom {config.headroom:g}"
             + (f" x swap factor {factor:.2f}" if factor < 1.0 else "")
@@ -477,11 +495,27 @@ def share_words(
 
 
 def next_job(
-    base: int, held: int, jobs: int, factor: float, recommended_max_bytes: int, config: Config
+    base: int,
+    held: int,
+    jobs: int,
+    factor: float,
+    recommended_max_bytes: int,
+    config: Config,
+    day_low: int | None = None,
 ) -> NextJob:
     """Steps 4 to 6 for what running jobs hold now (``held`` bytes, ``jobs`` of them; 0
-    when not known), on a baseline and a swap factor."""
+    when not known), on a baseline and a swap factor. ``day_low``: the whole window's
+    percentile (what is free at the day's usual low); the share never goes above what it
+    leaves beside the running jobs (swap factor x (day_low - held)), which matters only
+    when the hours term lifted the baseline above it."""
     share = next_job_share(base, held, config.headroom, factor)
+    beside = None
+    if day_low is not None and held:
+        beside = next_job_share(day_low, held, 1.0, factor)
+        if beside >= share:
+            beside = None
+        else:
+            share = beside
     chosen = clamp_ratio(share, recommended_max_bytes, config)
     after = chosen
     if held:
@@ -498,6 +532,8 @@ def next_job(
         chosen=chosen,
         after=after,
         recommended_max_bytes=recommended_max_bytes,
+        beside=beside,
+        day_low=day_low,
     )
     return NextJob(held, jobs, share, chosen, after, words)
 
@@ -506,6 +542,7 @@ def _recommendation(
     step: NextJob,
     *,
     base: int,
+    day_low: int | None,
     factor: float,
     recommended_max_bytes: int,
     sample_count: int,
@@ -526,6 +563,7 @@ def _recommendation(
         swap_factor=factor,
         sample_count=sample_count,
         reasons=reasons,
+        day_low_bytes=day_low,
     )
 
 
@@ -547,7 +585,13 @@ def recommend(
     base = baseline(timeline, config, end)
     factor, swap_reason = swap_factor(timeline.jobs, end, config)
     step = next_job(
-        base.value, timeline.held_bytes, timeline.job_count, factor, recommended_max_bytes, config
+        base.value,
+        timeline.held_bytes,
+        timeline.job_count,
+        factor,
+        recommended_max_bytes,
+        config,
+        day_low=base.window_value,
     )
     reasons = why(
         config=config,
@@ -560,6 +604,7 @@ def recommend(
     return _recommendation(
         step,
         base=base.value,
+        day_low=base.window_value,
         factor=factor,
         recommended_max_bytes=recommended_max_bytes,
         sample_count=len(window),
@@ -577,10 +622,14 @@ def for_next_job(
     held = max(0, held_bytes)
     base, factor = previous.baseline_free_bytes, previous.swap_factor
     recommended_max_bytes = previous.recommended_max_bytes
-    step = next_job(base, held, jobs if held else 0, factor, recommended_max_bytes, config)
+    day_low = previous.day_low_bytes
+    step = next_job(
+        base, held, jobs if held else 0, factor, recommended_max_bytes, config, day_low=day_low
+    )
     return _recommendation(
         step,
         base=base,
+        day_low=day_low,
         factor=factor,
         recommended_max_bytes=recommended_max_bytes,
         sample_count=previous.sample_count,

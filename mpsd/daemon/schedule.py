@@ -61,6 +61,11 @@ class Schedule:
         """A new recommended max: run the policy at once."""
         self.pending, self.retry_at = True, now
 
+    def woke(self, now: float) -> None:
+        """The wall clock moved away from the monotonic one (the Mac slept, or the clock was
+        set): the value depends on the hours of the day, so run the policy at once."""
+        self.pending, self.retry_at = True, now
+
     def probe_finished(self) -> None:
         self.probing = False
 

@@ -394,3 +394,51 @@ def test_a_running_job_that_takes_more_lowers_the_next_jobs_value_even_by_one_hu
     daemon.tick()
     daemon.evaluate()
     assert limits.read().high_watermark_ratio == 0.59  # type: ignore[union-attr]
+
+
+# -- the hours of the day: a value is for the time it was worked out at ------------------------
+def test_after_the_mac_slept_the_next_tick_runs_the_whole_policy_at_once() -> None:
+    """The monotonic clock stops while a Mac sleeps; the wall clock does not. The value
+    depends on the hours of the day, so waking is a reason to work it out again, not ten
+    awake minutes later."""
+    from mpsd.daemon.schedule import Schedule
+
+    machine, clock = Machine(), Clock()
+    daemon = make(machine, clock)
+    daemon.run_once()
+    daemon.set_recommended((RECMAX, "estimate"))
+    schedule = Schedule(daemon.config.interval, clock.mono())
+    daemon._due(schedule, clock.mono())  # the first tick and the first run
+    assert not schedule.evaluate_due(clock.mono(), have_max=True)
+    clock.advance(30)
+    daemon._due(schedule, clock.mono())  # an ordinary tick: nothing more to run
+    assert not schedule.evaluate_due(clock.mono(), have_max=True)
+    clock.advance(30, wall=9 * 3600)  # nine hours asleep, 30 s of monotonic time
+    evaluated_before = schedule.last_eval
+    daemon._due(schedule, clock.mono())
+    assert schedule.last_eval != evaluated_before  # the policy ran in that same pass
+    assert daemon._last_at == clock.wall()
+
+
+def test_a_job_that_starts_after_the_last_run_went_stale_gets_the_whole_policy() -> None:
+    """Within 10 minutes of the last whole run, a job that starts gets the quick step on
+    that run's baseline; later (the daemon failed, or slept), the whole policy runs."""
+    machine, clock = JobsMachine(), Clock()
+    daemon = make(machine, clock)
+    daemon.sample_source = machine.sample
+    daemon.run_once()
+    daemon.set_recommended((RECMAX, "estimate"))
+    machine.held_gib, machine.jobs = 2.0, 1
+    clock.advance(30)
+    sample = daemon.tick()
+    daemon.evaluate(jobs=sample)  # fresh: the step keeps the last run's sample count
+    assert limits.read().sample_count == 1  # type: ignore[union-attr]
+    machine.held_gib, machine.jobs = 0.0, 0
+    for _ in range(25):  # 12.5 minutes of ticks and no whole run (it kept failing, say)
+        clock.advance(30)
+        daemon.tick()
+    machine.held_gib, machine.jobs = 3.0, 1
+    clock.advance(30)
+    sample = daemon.tick()
+    daemon.evaluate(jobs=sample)
+    assert limits.read().sample_count == 28  # type: ignore[union-attr]

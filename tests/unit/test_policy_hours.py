@@ -65,7 +65,7 @@ def test_after_a_week_of_overnight_runs_a_job_at_nine_pm_gets_the_nights_memory(
     assert any(
         "the longest PyTorch run in 7d took 10h: at the hours a job started now would run (the "
         "next 10h of the day), percentile 5 of free memory over 7d is 34.0 GiB; the baseline "
-        "takes it up to 30.0 GiB, 24.0 GiB / headroom 0.8" in reason
+        "uses at most 30.0 GiB (the whole window's 24.0 GiB / headroom 0.8)" in reason
         for reason in decision.reasons
     ), decision.reasons
     # Without any run to go on: the whole week's 5th percentile, as before.
@@ -116,7 +116,7 @@ def test_a_shallow_evening_dip_does_not_hold_the_evening_back() -> None:
     late = decide(samples, 7 * DAY + 21 * HOUR - MINUTE)
     assert late.high_watermark_ratio == 0.53
     assert any(
-        "but the next 3h of the day were not seen on 2 days of the window" in r
+        "but the next 3h of the day were not seen calm on 2 days of the window" in r
         for r in late.reasons
     )
 
@@ -162,7 +162,13 @@ def test_for_next_job_matches_the_whole_policy_with_the_hours_term() -> None:
     whole = decide(samples + started, started[-1].t)
     step = for_next_job(earlier, started[-1].ml_bytes, 1, CONFIG)
     assert step.baseline_free_bytes == whole.baseline_free_bytes == 30 * GIB
-    assert step.high_watermark_ratio == whole.high_watermark_ratio == 0.53  # 0.8 x (30 - 6) / 36
+    # 0.8 x (30 - 6) = 19.2 GiB would not fit beside the 6 GiB job at the day's usual low:
+    # the next job gets what that low leaves, 24 - 6 = 18 GiB (18 / 36 = 0.50).
+    assert step.high_watermark_ratio == whole.high_watermark_ratio == 0.50
+    assert (
+        "what the day's usual low leaves beside them: (24.0 GiB - 6.0 GiB) = 18.0 GiB"
+        in (step.reasons[-1])
+    )
     assert step.ratio_once_they_end == whole.ratio_once_they_end == 0.66
     assert step.reasons[-1] == whole.reasons[-1]
 
@@ -248,3 +254,20 @@ def test_hours_percentile_needs_every_hour_of_the_span_seen() -> None:
     ]
     assert hours_percentile(awake, 5.0, now, 3 * HOUR) == 8 * GIB
     assert hours_percentile(awake, 5.0, now, 3 * HOUR + 600) is None  # 23:00 on: asleep
+
+
+def test_a_run_that_began_before_the_window_and_is_its_longest_counts_as_a_day() -> None:
+    """A 48-hour run whose first 33 hours left the window shows 15 hours of it: its real
+    length is not known, so the hours term does not rely on it (the whole window counts)."""
+
+    def ml(t: float) -> float:
+        long_run = 12 * HOUR <= t < 2 * DAY + 12 * HOUR
+        return 16 if long_run else overnight(3, 6)(t)
+
+    samples = series(0, 8 * DAY + 21 * HOUR, office, ml=ml)
+    decision = decide(samples, 8 * DAY + 21 * HOUR - MINUTE)
+    assert not any("longest PyTorch run" in reason for reason in decision.reasons)
+    assert decision.high_watermark_ratio == 0.53  # 0.8 x the whole window's 24 GiB / 36 GiB
+    # Once the long run has left the window, the 10-hour overnight runs count again.
+    later = decide(series(0, 9 * DAY + 21 * HOUR, office, ml=ml), 9 * DAY + 21 * HOUR - MINUTE)
+    assert any("longest PyTorch run in 7d took 10h" in reason for reason in later.reasons)
