@@ -349,14 +349,14 @@ class Daemon:
             # The last run's baseline is for the hours of the day it was worked out at: it
             # serves the next job's step only while it is fresh (by the wall clock).
             fresh = self._last_at is not None and 0 <= now - self._last_at <= POLICY_EVERY
+            decision: policy.Recommendation | None
             if jobs is not None and self._last is not None and self._last_key == key and fresh:
-                decision: policy.Recommendation | None = policy.for_next_job(
-                    self._last, jobs.ml_bytes, jobs.ml_jobs, self.config
-                )
+                decision = policy.for_next_job(self._last, jobs.ml_bytes, jobs.ml_jobs, self.config)
+                whole = False
             else:
                 samples = self.policy_window(now)
                 decision = policy.recommend(samples, self.config, self.recommended[0], now=now)
-                self._last_at = now
+                whole = True
         except Exception as exc:
             log.error("cannot read the history: %s", exc)
             self._drop_store()
@@ -365,6 +365,8 @@ class Daemon:
         if decision is None:
             return None
         self._last, self._last_key = decision, key
+        if whole:  # the quick step keeps the time of the run whose baseline it reuses
+            self._last_at = now
         self._jobs_seen = (decision.held_bytes, decision.jobs)
         jobs_now = (decision.held_bytes > 0, decision.jobs)
         new = Limits(
