@@ -509,13 +509,11 @@ def next_job(
     leaves beside the running jobs (swap factor x (day_low - held)), which matters only
     when the hours term lifted the baseline above it."""
     share = next_job_share(base, held, config.headroom, factor)
-    beside = None
-    if day_low is not None and held:
-        beside = next_job_share(day_low, held, 1.0, factor)
-        if beside >= share:
-            beside = None
-        else:
-            share = beside
+    beside = next_job_share(day_low, held, 1.0, factor) if day_low is not None and held else None
+    if beside is not None and beside < share:
+        share = beside
+    else:
+        beside = None  # the usual rule set the share
     chosen = clamp_ratio(share, recommended_max_bytes, config)
     after = chosen
     if held:
