@@ -1072,7 +1072,14 @@ def _state_deleted(sb: Sandbox, sizes: Sizes) -> None:
     first = sb.start_daemon()
     lock = sb.state / "daemon.lock"
     sb.wait_for("the daemon lock", lambda: lock.exists() and lock.read_text().strip())
-    shutil.rmtree(sb.state)
+    for _ in range(100):  # the daemon may write a file in it mid-delete: rm -rf again, as a user
+        try:
+            shutil.rmtree(sb.state)
+            break
+        except OSError:
+            time.sleep(0.05)
+    else:
+        raise Failed(f"could not delete {sb.state} in 100 tries")
     sb.note(f"rm -rf {sb.state}")
     sb.wait_for(
         "the daemon to recreate the state dir and its lock",
