@@ -393,3 +393,19 @@ def test_a_stopped_daemon_of_an_agent_in_the_user_domain_is_kicked_there(
     assert code == 1
     fix = _by_name(data)["daemon"]["fix"]
     assert fix == f"run `launchctl kickstart -k user/{os.getuid()}/{launchd.LABEL}`"
+
+
+@pytest.mark.usefixtures("isolated_dirs")
+@pytest.mark.parametrize("python", ["/nonexistent/bin/python", "no-such-python-here"])
+def test_a_python_that_does_not_exist_is_one_sentence_and_exit_2(
+    python: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Not a "torch" problem whose fix is to reinstall torch: the option itself is wrong (as
+    # `mpsd probe --python` and `mpsd enable --python` say).
+    code = main(["doctor", "--python", python])
+    out, err = capsys.readouterr()
+    assert code == 2 and out == ""
+    assert err == (
+        f"mpsd: {python} is not a Python interpreter; give the one of your project's venv, "
+        "e.g. `mpsd doctor --python .venv/bin/python`.\n"
+    )
