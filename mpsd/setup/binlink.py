@@ -15,6 +15,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from mpsd import files
 from mpsd.errors import MpsdError
 
 # What `plan()` finds: the link is to be made, is in place, cannot be made (a file of the
@@ -144,7 +145,9 @@ def apply(link: Link) -> bool:
     if link.state != CREATE or link.target is None:
         return False
     try:
-        link.path.parent.mkdir(parents=True, exist_ok=True)
+        # ensure_dir: 0700 whatever the umask (under umask 000, mkdir made a ~/.local/bin
+        # anyone could write to, a directory on PATH; docs/file-formats.md).
+        files.ensure_dir(link.path.parent)
         tmp = link.path.with_name(f".mpsd.{os.getpid()}.tmp")
         if os.path.lexists(tmp):
             os.unlink(tmp)
@@ -152,7 +155,7 @@ def apply(link: Link) -> bool:
         os.replace(tmp, link.path)  # replaces only our own stale link (plan() checked)
         from mpsd.atomic import write_atomic
 
-        _marker().parent.mkdir(parents=True, exist_ok=True)
+        files.ensure_dir(_marker().parent)
         write_atomic(_marker(), f"{link.path}\n{link.target}\n".encode(), mode=0o644)
     except OSError as exc:
         raise MpsdError(

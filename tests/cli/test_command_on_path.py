@@ -169,3 +169,22 @@ def test_dry_run_names_the_link_and_makes_none(isolated_dirs: dict[str, Path]) -
     assert result.returncode == 0, result.stderr
     assert f"  link ~/.local/bin/mpsd -> {VENV_MPSD} (the mpsd command)\n" in result.stdout
     assert not (isolated_dirs["home"] / ".local").exists()
+
+
+@pytest.mark.usefixtures("hook_sources", "no_launchctl")
+def test_under_umask_000_no_one_else_can_write_into_the_links_directory(
+    isolated_dirs: dict[str, Path],
+) -> None:
+    # A directory on PATH that others can write to lets them put their `mpsd` (or `python`)
+    # in front of the user's: mpsd's directories are 0700 whatever the umask
+    # (docs/file-formats.md, "Hostile files").
+    home = isolated_dirs["home"]
+    old = os.umask(0)
+    try:
+        result = run_mpsd("install", "--shell", "bash")
+    finally:
+        os.umask(old)
+    assert result.returncode == 0, result.stderr
+    assert (_bin(home) / "mpsd").is_symlink()
+    for made in (home / ".local", _bin(home)):
+        assert made.stat().st_mode & 0o777 == 0o700, f"{made} is {made.stat().st_mode & 0o777:o}"
