@@ -22,6 +22,32 @@ def test_every_command_is_documented_in_the_readme():
         assert re.search(rf"mpsd {name}\b", readme), f"README does not mention `mpsd {name}`"
 
 
+def _commands_doc_row(name: str, doc: str) -> str:
+    """The row of docs/commands.md's table whose first cell names ``name``."""
+    for line in doc.splitlines():
+        cells = line.split(" | ")
+        if line.startswith("| `") and re.search(rf"`(mpsd )?{name}\b", cells[0]):
+            return line
+    return ""
+
+
+def test_every_option_a_command_shows_in_its_help_is_in_docs_commands_md():
+    # A user reads docs/commands.md for what each command takes: an option --help shows and the
+    # page does not is one they never hear of.
+    from mpsd.commands import full_parser
+
+    doc = (ROOT / "docs" / "commands.md").read_text(encoding="utf-8")
+    missing = []
+    for name, command in full_parser().commands.items():
+        row = _commands_doc_row(name, doc)
+        assert row, f"docs/commands.md has no row for `mpsd {name}`"
+        for action in command._actions:
+            for option in action.option_strings:
+                if option.startswith("--") and option != "--help" and f"`{option}" not in row:
+                    missing.append(f"mpsd {name} {option}")
+    assert not missing, f"not in docs/commands.md: {', '.join(missing)}"
+
+
 def test_version_is_printed():
     result = run_mpsd("--version")
     assert result.returncode == 0 and result.stdout.strip() == f"mpsd {__version__}"
