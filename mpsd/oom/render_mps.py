@@ -11,6 +11,14 @@ from mpsd.oom.render_base import HIGH, LOW, Base, mac_name, ratio_text, table
 from mpsd.oom.units import format_size
 
 
+def _printed_as(cap: int, exact: float) -> bool:
+    """Whether ``cap``, as PyTorch printed it (two decimals of its unit: KB, MB or GB), is
+    ``exact``. A ratio 0.004 away is another cap: 0.906 x 20 GiB is 18.13 GiB, 0.91 x 20 GiB
+    is 18.21 GiB."""
+    unit = 1 << (10 * min(3, max(0, (cap.bit_length() - 1) // 10)))
+    return abs(cap - exact) <= 0.0051 * unit
+
+
 class MpsText(Base):
     def mps_oom(self, f: Finding) -> list[str]:
         s = self.style
@@ -179,7 +187,7 @@ class MpsText(Base):
             out = [line]
             if abs(ratio - macs.DEFAULT_HIGH) < 0.01:
                 out.append(f"  That is {macs.DEFAULT_NOTE}: {HIGH} was not set for this job.")
-            elif abs(ratio - lim.high_watermark_ratio) < 0.01:
+            elif _printed_as(cap, lim.high_watermark_ratio * lim.recommended_max_bytes):
                 out.append("  That is mpsd's value: the job ran with mpsd's variables.")
             else:
                 out.append(
