@@ -31,6 +31,20 @@ def _on_path(name: str, path: str) -> str | None:
     return None
 
 
+def current_directory() -> str:
+    """The current directory; one sentence when it was removed under the shell (doctor and probe
+    judge the python and the project of this directory, so they cannot go on without it)."""
+    try:
+        return os.getcwd()
+    except FileNotFoundError:
+        from mpsd.errors import MpsdError
+
+        raise MpsdError(
+            "the current directory no longer exists; cd to an existing one and run the command "
+            "again."
+        ) from None
+
+
 def find(directory: str | None = None, environ: Mapping[str, str] | None = None) -> tuple[str, str]:
     """The python a ``python`` typed in ``directory`` (default: here) would most likely be,
     and how it was found ("the active venv", "the project's .venv", "python3 on PATH")."""
@@ -38,7 +52,7 @@ def find(directory: str | None = None, environ: Mapping[str, str] | None = None)
     venv = env.get("VIRTUAL_ENV", "")
     if venv and _bin_python(venv):
         return str(_bin_python(venv)), "the active venv"
-    here = os.path.abspath(directory or os.getcwd())
+    here = os.path.abspath(directory or current_directory())
     while True:
         for name in VENV_NAMES:
             found = _bin_python(os.path.join(here, name))

@@ -20,7 +20,7 @@ from pathlib import Path
 from mpsd import files, limits, paths
 from mpsd.config import Config, load_config
 from mpsd.daemon.history import HistoryError, Store
-from mpsd.env import pyhooks, watermarks
+from mpsd.env import project_python, pyhooks, watermarks
 from mpsd.env.decision import containing_project
 from mpsd.errors import MpsdError
 from mpsd.locks import PidLock
@@ -524,6 +524,7 @@ def run_all(
 ) -> list[Check]:
     """Every check; torch's in ``python`` (path, how found), mpsd's own by default."""
     env = os.environ if env is None else env
+    project_python.current_directory()  # whether the hook is active here needs a "here"
     checks = [check_config(), check_limits()]
     checks.extend(check_agent())
     checks.extend(check_daemon())

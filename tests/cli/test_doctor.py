@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import plistlib
+import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -409,3 +410,46 @@ def test_a_python_that_does_not_exist_is_one_sentence_and_exit_2(
         f"mpsd: {python} is not a Python interpreter; give the one of your project's venv, "
         "e.g. `mpsd doctor --python .venv/bin/python`.\n"
     )
+
+
+@pytest.mark.usefixtures("isolated_dirs")
+@pytest.mark.parametrize(
+    ("args", "sentence"),
+    [
+        (["doctor"], "cd to an existing one and run the command again."),
+        (
+            ["doctor", "--python", sys.executable],
+            "cd to an existing one and run the command again.",
+        ),
+        (["probe", "--ratio", "0.5"], "cd to an existing one and run the command again."),
+        (
+            ["probe", "--ratio", "0.5", "--python", sys.executable],
+            "cd to your project, then run `mpsd probe` again.",
+        ),
+    ],
+)
+def test_in_a_directory_removed_under_the_shell_it_is_one_sentence_not_an_unexpected_error(
+    args: list[str], sentence: str, tmp_path: Path
+) -> None:
+    # `mpsd env`, `enable` and `run` said so already; doctor and probe said "unexpected error".
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    done = subprocess.run(
+        [
+            "bash",
+            "-c",
+            'cd "$1" && rmdir "$1" && shift && exec "$@"',
+            "_",
+            str(gone),
+            sys.executable,
+            "-m",
+            "mpsd",
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert done.stderr == f"mpsd: the current directory no longer exists; {sentence}\n"
