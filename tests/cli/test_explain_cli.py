@@ -239,6 +239,29 @@ def test_with_limits_toml_a_job_that_ran_with_mpsds_value_is_recognised() -> Non
     assert "mpsd's value" in out
 
 
+def test_the_readme_sample_is_mpsds_value_only_when_mpsds_ratio_gives_its_cap() -> None:
+    # The new-user trial: limits.toml says 0.91 of 20.01 GiB (a cap of 18.21 GiB), and the
+    # sample failed at 18.13 GiB, 0.906 x 20.01 GiB: no two-decimal ratio, so not mpsd's.
+    for source in ("metal", "estimate"):
+        _write_limits(0.91, recommended=round(20.01 * GIB), baseline=30 * GIB, source=source)
+        out = " ".join(run_mpsd("explain", str(EXAMPLE)).stdout.split())
+        assert "That is mpsd's value" not in out
+        assert "18.13 GiB = 0.91 x" not in out
+        if source == "metal":
+            assert "18.13 GiB = 0.906 x 20.01 GiB (this Mac's recommended maximum" in out
+            assert "so it is not mpsd's value (0.91)" in out
+            assert "a cap of 18.21 GiB (0.91 x 20.01 GiB)." in out
+        else:
+            assert "18.13 GiB is about 0.91 x 20.01 GiB (mpsd's estimate" in out
+            assert "mpsd cannot tell whether this job ran with it" in out
+            assert "a cap of about 18.21 GiB (0.91 x 20.01 GiB, an estimated maximum)." in out
+    # Failing at 0.91 x 20.01 GiB itself is mpsd's value.
+    at_mpsds = EXAMPLE.read_text(encoding="utf-8").replace("18.13 GB", "18.21 GB")
+    out = " ".join(run_mpsd("explain", input=at_mpsds).stdout.split())
+    assert "18.21 GiB = 0.91 x 20.01 GiB" in out
+    assert "That is mpsd's value: the job ran with mpsd's variables." in out
+
+
 def test_the_watermark_error_gets_the_exact_pair_to_set() -> None:
     out = run_mpsd("explain", input="RuntimeError: invalid low watermark ratio 1.4").stdout
     assert "LOW's default" in out
