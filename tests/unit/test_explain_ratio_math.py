@@ -221,3 +221,42 @@ def test_every_equation_explain_prints_holds_and_mpsds_value_is_named_only_when_
         # The first ratio printed gives the cap from the exact max, not just its rounding.
         first = next(e for e in equations(out) if e[0] == tuple(printed.split()))
         assert cap_lo <= pytorch_cap(float(first[1]), recommended) <= cap_hi, out
+
+
+SUM = re.compile(rf"((?:{SIZE} \+ )+{SIZE}) = {SIZE}")
+OVER = re.compile(rf"= {SIZE}, over the {SIZE} cap by {SIZE}")
+
+
+def _sum_holds(terms: list[tuple[str, str]], total: tuple[str, str]) -> bool:
+    lo = sum(_interval(*t)[0] for t in terms)
+    hi = sum(_interval(*t)[1] for t in terms)
+    t_lo, t_hi = _interval(*total)
+    return lo <= t_hi and t_lo <= hi
+
+
+SIZES = st.integers(2 << 10, 64 * GIB)
+
+
+@settings(deadline=None, max_examples=200, suppress_health_check=[HealthCheck.too_slow])
+@given(allocated=SIZES, other=SIZES, requested=SIZES, cap=SIZES)
+def test_the_sums_of_why_it_failed_hold_at_the_printed_precision(
+    allocated: int, other: int, requested: int, cap: int
+) -> None:
+    def size(n: int) -> str:
+        return format_size(n, binary=False)
+
+    text = (
+        f"RuntimeError: MPS backend out of memory (MPS allocated: {size(allocated)}, other "
+        f"allocations: {size(other)}, max allowed: {size(cap)}). Tried to allocate "
+        f"{size(requested)} on private pool."
+    )
+    out = unwrapped(render(find_errors(text), None))
+    sums = list(SUM.finditer(out))
+    assert sums, out
+    for m in sums:
+        terms = re.findall(SIZE, m[1])
+        assert len(terms) == 3
+        assert _sum_holds(terms, (m[6], m[7])), m[0]  # groups 6, 7: the total
+    for m in OVER.finditer(out):
+        # need - cap = over, that is need = cap + over
+        assert _sum_holds([(m[3], m[4]), (m[5], m[6])], (m[1], m[2])), m[0]
