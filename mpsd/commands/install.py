@@ -374,7 +374,6 @@ def _print_dry_run(lines: list[str], notes: list[str], nothing: str) -> int:
 
 def run_uninstall(args: argparse.Namespace) -> int:
     from mpsd import paths
-    from mpsd.locks import PidLock
     from mpsd.setup import binlink, changes, installer, launchd
 
     plan = installer.uninstall_plan()
@@ -389,6 +388,11 @@ def run_uninstall(args: argparse.Namespace) -> int:
         link = binlink.planned_removal()
         if link is not None:
             lines.append(f"would remove {_tilde(link)} (the mpsd command)\n")
+        # A daemon other than the agent's (which the bootout stops) keeps the dirs.
+        daemon = _running_daemon(None) if purge else None
+        if daemon is not None and (job is None or daemon[1] != job.pid):
+            lines.append(_refused_purge(purge, daemon, "would not remove") + "\n")
+            purge = []
         for directory in purge:
             others = installer.foreign_entries(directory)
             if others:
@@ -404,13 +408,22 @@ def run_uninstall(args: argparse.Namespace) -> int:
         done.append(line)
         print(line, flush=True)
 
+    agent_pid = None
     if has_launchctl:
-        warnings.extend(launchd.unload(report=report).warnings)
+        unloaded = launchd.unload(report=report)
+        warnings.extend(unloaded.warnings)
+        agent_pid = unloaded.pid
     # Checked after the agent is gone: a daemon still holding the lock is one the user started.
-    holder = PidLock(paths.daemon_lock_file())
-    if holder.is_held_elsewhere():
-        pid = holder.holder()
-        warnings.append(f"a daemon you started is still running (pid {pid}); stop it: `kill {pid}`")
+    # It would write the config and state dirs again at its next sample, so --purge leaves
+    # them alone while it runs (it is the user's process: mpsd does not kill it).
+    daemon = _running_daemon(agent_pid)
+    refused: MpsdError | None = None
+    if daemon is not None and purge:
+        refused = MpsdError(_refused_purge(purge, daemon))
+        purge = []
+    elif daemon is not None:
+        who, pid = daemon
+        warnings.append(f"{who} is still running (pid {pid}); stop it: `kill {pid}`")
     for change in plan.all:
         if changes.apply(change):
             report(_describe(change))
@@ -424,7 +437,9 @@ def run_uninstall(args: argparse.Namespace) -> int:
     for directory in purge:
         _purge(directory, installer.foreign_entries(directory), report)
 
-    if not done:
+    if refused is not None:
+        pass  # the error, printed last, says what stayed
+    elif not done:
         kept = [d for d in (paths.config_dir(), paths.state_dir()) if d.exists()]
         if kept and not args.purge:
             where = ", ".join(_tilde(d) for d in kept)
@@ -447,7 +462,47 @@ def run_uninstall(args: argparse.Namespace) -> int:
         print(f"warning: {warning}", file=sys.stderr)
     if any(c.changed and (c.what.endswith("startup") or c.what == "fish hook") for c in plan.files):
         print("Open a new terminal so that your shells start without the hook.")
+    if refused is not None:
+        sys.stdout.flush()
+        raise refused
     return EXIT_OK
+
+
+# After booting the agent out: how long its daemon may take to exit (and free the lock).
+DAEMON_EXIT_WAIT = 5.0
+
+
+def _running_daemon(agent_pid: int | None) -> tuple[str, int | None] | None:
+    """The daemon holding the lock, as (who, pid), or None. ``who`` is "a daemon you
+    started", or "the agent's daemon" when it is the process launchd ran (``agent_pid``),
+    which is waited for (up to DAEMON_EXIT_WAIT seconds) as it exits after the bootout."""
+    from mpsd import paths
+    from mpsd.locks import PidLock
+
+    lock = PidLock(paths.daemon_lock_file())
+    deadline = time.monotonic() + DAEMON_EXIT_WAIT
+    while lock.is_held_elsewhere():
+        pid = lock.holder()
+        if agent_pid is None or pid != agent_pid:
+            return "a daemon you started", pid
+        if time.monotonic() >= deadline:
+            return "the agent's daemon", pid
+        time.sleep(0.1)
+    return None
+
+
+def _refused_purge(
+    purge: list[Path], daemon: tuple[str, int | None], verb: str = "did not remove"
+) -> str:
+    """Why the dirs in ``purge`` stay: the running daemon would write into them again."""
+    who, pid = daemon
+    named = f"{who} (pid {pid})" if pid else who
+    kill = f"`kill {pid}`" if pid else "Ctrl-C in its terminal"
+    dirs = " and ".join(_tilde(d) for d in purge)
+    return (
+        f"{verb} {dirs}: {named} is still running and would write them again; "
+        f"stop it ({kill}), then run `mpsd uninstall --purge` again"
+    )
 
 
 # Files install writes into other programs' config dirs (fish's): their dirs go when empty.
