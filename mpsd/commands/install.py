@@ -92,10 +92,14 @@ def run_install(args: argparse.Namespace) -> int:
 
     shells = installer.parse_shells(args.shell) if args.shell else installer.default_shells()
     use_launchd = not args.no_agent and launchd.available()
-    plan = installer.install_plan(
-        shells, agent=use_launchd, python=sys.executable, parser=full_parser()
-    )
     link = binlink.plan(sys.executable)
+    plan = installer.install_plan(
+        shells,
+        agent=use_launchd,
+        python=sys.executable,
+        parser=full_parser(),
+        bin_dir=_bin_dir_for_blocks(link),
+    )
     needs_sample = limits.read() is None
 
     if args.dry_run:
@@ -200,17 +204,24 @@ def _next_steps(link: binlink.Link, shells: tuple[str, ...], rc_changed: bool) -
             f"run mpsd as `{command}` (or move that file away and run `{command} install` again)."
         )
     elif not link.reachable:
+        login = _login_shell()
         if link.on_path:
             steps.append(
                 f"Another `mpsd` comes first on your PATH ({_tilde(link.found or '')}): "
                 f"put {_tilde(link.path.parent)} before it, or run mpsd as `{_tilde(link.path)}`."
             )
+        elif login is None or login in shells:
+            # The blocks install wrote put the link's directory on PATH (_bin_dir_for_blocks).
+            steps.append(
+                f"{_tilde(link.path.parent)} is not on this terminal's PATH; the mpsd block "
+                f"puts it there for new {_words(shells)} shells."
+            )
         else:
             steps.append(
-                f"{_tilde(link.path.parent)} is not on your PATH, so a new terminal will not "
-                "find the mpsd command yet. Add it:"
+                f"{_tilde(link.path.parent)} is not on your PATH, and your shell ({login}) "
+                "was not hooked, so a new terminal will not find the mpsd command yet. Add it:"
             )
-            for line in _path_lines(link, shells):
+            for line in _path_lines(link, (login,)):
                 steps.append(f"    {line}")
     if rc_changed or link.state == binlink.CREATE:
         steps.append(
@@ -226,16 +237,34 @@ def _next_steps(link: binlink.Link, shells: tuple[str, ...], rc_changed: bool) -
             print(step if step.startswith("    ") else fill(step))
 
 
+def _bin_dir_for_blocks(link: binlink.Link) -> Path | None:
+    """The directory each shell's block puts on PATH: the link's, when the link is mpsd's
+    (made now or before), whether or not it is on this terminal's PATH: the block's line adds
+    it only where it is missing, and the block stays the same from one install to the next."""
+    from mpsd.setup import binlink
+
+    return link.path.parent if link.state in (binlink.CREATE, binlink.IN_PLACE) else None
+
+
+def _login_shell() -> str | None:
+    """The user's shell ($SHELL) when it is one mpsd hooks."""
+    login = os.path.basename(os.environ.get("SHELL", ""))
+    return login if login in ("zsh", "bash", "fish") else None
+
+
+def _words(names: tuple[str, ...]) -> str:
+    """("zsh", "bash", "fish") -> "zsh, bash and fish"."""
+    return ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else "".join(names)
+
+
 def _path_lines(link: binlink.Link, shells: tuple[str, ...]) -> list[str]:
-    """The commands that add the link's directory to PATH, for the user's shell (else for
-    every shell hooked)."""
+    """The commands that add the link's directory to PATH in ``shells`` (a shell install did
+    not hook: the hooked ones get it from their block)."""
     from mpsd.setup import binlink, rcfile
     from mpsd.setup.installer import home
 
-    login = os.path.basename(os.environ.get("SHELL", ""))
-    wanted = (login,) if login in ("zsh", "bash", "fish") else shells
     lines = []
-    for shell in wanted:
+    for shell in shells:
         line = binlink.path_line(link.path.parent, shell)
         if shell == "fish":
             lines.append(f"{line}    # fish, once")

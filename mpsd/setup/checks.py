@@ -317,7 +317,9 @@ def check_hook_files() -> list[Check]:
     if fish.is_file():
         blocks.append(str(fish))
         try:
-            stale = fish.read_bytes() != FISH_HEADER + hook_source("fish").read_bytes()
+            # The PATH line install puts between the header and the hook may be there.
+            data, hook = fish.read_bytes(), hook_source("fish").read_bytes()
+            stale = not (data.startswith(FISH_HEADER) and data.endswith(hook))
         except OSError:
             stale = False  # nothing to compare with: not ours to judge
         if stale:
