@@ -372,10 +372,9 @@ def _dry_run_install(
     if diffs:
         lines.append("\n" + "".join(diffs))
     if hidden:
-        lines.append(
-            f"\n({', '.join(_tilde(c.path.name) for c in hidden)} not shown: --verbose "
-            "prints them)\n"
-        )
+        names = ", ".join(_tilde(c.path) for c in hidden)
+        note = f"(Not shown: the contents of {names}; --verbose prints them.)"
+        lines.append("\n" + "".join(f"{line}\n" for line in wrap(note)))
     return _print_dry_run(lines, notes, "")
 
 

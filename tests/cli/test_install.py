@@ -204,7 +204,13 @@ def test_dry_run_prints_the_changes_as_diffs_and_touches_nothing(
     # The new config.toml and the hook scripts are named, not printed...
     assert "+++ " + str(paths.config_file()) not in out
     assert "# mpsd hook for bash" not in out
-    assert "--verbose prints them" in out
+    # ...each by its path (two files are called mpsd.bash: the hook copy and its completion).
+    note = out.split("(Not shown: the contents of ")[1].split("; --verbose prints them.)")[0]
+    named = " ".join(note.split()).split(", ")  # as wrapped to the terminal
+    assert named[0] == str(paths.config_file())
+    assert str(paths.data_dir() / "mpsd.bash") in named
+    assert str(paths.data_dir() / "completions" / "mpsd.bash") in named
+    assert len(named) == len(set(named))
     # ...unless asked for.
     out = _install(capsys, "--dry-run", "--verbose")[1]
     assert f"+++ {paths.config_file()}" in out
