@@ -369,7 +369,13 @@ def set_up(project: str, explicit: Iterable[Target] = ()) -> SetUp:
         try:
             targets[python] = ask(python)
         except MpsdError as exc:
-            result.problems.append(str(exc))
+            problem = str(exc)
+            if python in listed:  # set up before: its copy stays until taken out
+                import shlex
+
+                command = f"mpsd disable {shlex.quote(project)} --python {shlex.quote(python)}"
+                problem = f"{problem.rstrip('.')}; `{command}` takes out the copy set up before."
+            result.problems.append(problem)
     result.found_none = not targets and not result.problems
     with _locked():
         entries = [

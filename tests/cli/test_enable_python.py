@@ -187,3 +187,27 @@ def test_disable_python_takes_one_interpreter_out_and_leaves_the_others(
     assert code == 1
     assert f"it is set up for {project}: run `mpsd disable {project} --python " in err
     assert pyhooks.has_copy(sites[second])
+
+
+def test_a_system_python_an_older_mpsd_set_up_is_named_with_the_command_that_takes_it_out(
+    tmp_path: Path,
+    project: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    usr = tmp_path / "system" / "usr"
+    site = usr / "lib" / "python3" / "dist-packages"
+    python = standin_python(usr, site)
+    # Set up before mpsd told the system's Python apart (the rule's inputs say: not system).
+    monkeypatch.setattr(pyhooks, "SYSTEM_PREFIXES", ())
+    assert _run(capsys, "enable", str(project), "--python", str(python))[0] == 0
+    assert pyhooks.has_copy(str(site))
+    monkeypatch.setattr(pyhooks, "SYSTEM_PREFIXES", (str(usr),))
+    code, _, err = _run(capsys, "enable", str(project))
+    assert code == 0
+    assert f"warning: {python} is the system's own Python 3.11" in err
+    assert err.rstrip().endswith(
+        f"`mpsd disable {project} --python {python}` takes out the copy set up before."
+    )
+    assert _run(capsys, "disable", str(project), "--python", str(python))[0] == 0
+    assert os.listdir(site) == []
