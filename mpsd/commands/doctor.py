@@ -9,11 +9,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 
 from mpsd.env import project_python
-from mpsd.errors import EXIT_USAGE, MpsdError
 from mpsd.setup import checks as doctor_checks
 from mpsd.term import plural, style, wrap
 
@@ -33,12 +31,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.python:
         python = (project_python.given(args.python), "--python")
-        if not os.path.isfile(python[0]) or not os.access(python[0], os.X_OK):
-            raise MpsdError(
-                f"{python[0]} is not a Python interpreter; give the one of your project's "
-                "venv, e.g. `mpsd doctor --python .venv/bin/python`.",
-                EXIT_USAGE,
-            )
     else:
         python = project_python.find()
     checks = doctor_checks.run_all(python=python)

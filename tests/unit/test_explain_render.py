@@ -133,15 +133,3 @@ def test_a_size_is_never_wrapped_apart_from_its_unit() -> None:
         out = render(find_errors(by_id(ident)["text"]))
         for line in out.splitlines():
             assert not re.match(r"\s*(?:[KMGT]i?B|bytes)\b", line), line
-
-
-def test_a_cap_mpsds_ratio_does_not_give_is_not_called_mpsds_value() -> None:
-    # 18.13 GiB / 20.01 GiB is 0.906, which rounds to mpsd's 0.91, but 0.91 x 20.01 GiB is a
-    # cap of 18.21 GiB: this job ran with another ratio, and explain must not say it was mpsd's.
-    limits = Known(0.91, 0.91, round(0.91 * 20.01 * GIB), round(20.01 * GIB), 24 * GIB)
-    out = explain(mps("18.02 GB", "107.10 MB", "18.13 GB", "4.50 MB"), limits)
-    assert "That is mpsd's value" not in out
-    assert "mpsd's value now is 0.91: this job ran with another" in out
-    # The cap mpsd's ratio does give, as PyTorch prints it, is mpsd's value.
-    same = explain(mps("18.02 GB", "107.10 MB", "18.21 GB", "4.50 MB"), limits)
-    assert "That is mpsd's value: the job ran with mpsd's variables." in same
