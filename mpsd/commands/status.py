@@ -441,8 +441,8 @@ def _config_line(facts: dict[str, Any]) -> str | None:
     if not changes:
         return None
     line = (
-        f"config.toml was edited since these limits were worked out ({', '.join(changes)}): the daemon "
-        "applies the new values at its next sample"
+        f"config.toml was edited since these limits were worked out ({', '.join(changes)}): "
+        "the daemon applies the new values at its next sample"
     )
     if not facts["daemon"]["running"]:
         line += "; no daemon is running: `mpsd daemon --once` applies them now"
