@@ -194,10 +194,7 @@ def validate(data: dict[str, Any], path: Path) -> Config:
     values: dict[str, Any] = {}
     unknown = [name for name in data if name not in KEYS]
     if unknown:
-        shown = ", ".join(f"'{_short(name, 40)}'" for name in unknown[:5])
-        more = f" and {len(unknown) - 5} more" if len(unknown) > 5 else ""
-        plural = "s" if len(unknown) > 1 else ""
-        problems.append(f"unknown key{plural} {shown}{more} (known keys: {', '.join(KEYS)})")
+        problems.append(_unknown_keys(unknown))
     for name, value in data.items():
         key = KEYS.get(name)
         if key is None:
@@ -215,6 +212,24 @@ def validate(data: dict[str, Any], path: Path) -> Config:
     if problems:
         raise ConfigError(path, problems)
     return config
+
+
+def _unknown_keys(unknown: list[str]) -> str:
+    """``unknown key 'headrom' (did you mean 'headroom'?)``; the known keys listed when a name
+    is like none of them."""
+    from difflib import get_close_matches  # only for a file with a mistake in it
+
+    shown = []
+    for name in unknown[:5]:
+        close = get_close_matches(name, list(KEYS), n=1)
+        hint = f" (did you mean '{close[0]}'?)" if close else ""
+        shown.append(f"'{_short(name, 40)}'{hint}")
+    more = f" and {len(unknown) - 5} more" if len(unknown) > 5 else ""
+    plural = "s" if len(unknown) > 1 else ""
+    problem = f"unknown key{plural} {', '.join(shown)}{more}"
+    if len(shown) < len(unknown) or not all(text.endswith("?)") for text in shown):
+        problem += f" (known keys: {', '.join(KEYS)})"
+    return problem
 
 
 def load_config(path: Path) -> Config:

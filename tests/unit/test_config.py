@@ -43,6 +43,24 @@ def test_every_problem_is_reported_at_once_with_file_and_key(tmp_path: Path):
     assert "unknown key 'colour'" in message
 
 
+def test_a_misspelt_key_gets_the_key_it_is_close_to(tmp_path: Path):
+    path = tmp_path / "config.toml"
+    path.write_text("headrom = 0.7\n")
+    with pytest.raises(ConfigError) as caught:
+        load_config(path)
+    assert str(caught.value) == f"{path}: unknown key 'headrom' (did you mean 'headroom'?)"
+
+
+def test_a_key_like_none_lists_the_known_ones_beside_the_suggestions(tmp_path: Path):
+    path = tmp_path / "config.toml"
+    path.write_text('headrom = 0.7\ncolour = "blue"\n')
+    with pytest.raises(ConfigError) as caught:
+        load_config(path)
+    message = str(caught.value)
+    assert "unknown keys 'headrom' (did you mean 'headroom'?), 'colour' (known keys: " in message
+    assert "swap_recovery" in message
+
+
 def test_a_file_that_is_not_toml_is_one_clear_problem(tmp_path: Path):
     path = tmp_path / "config.toml"
     path.write_text("headroom = = 0.8\n")
