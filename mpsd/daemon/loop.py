@@ -252,10 +252,18 @@ class Daemon:
             )
             return True
         why = f"; {problem}" if problem else ""
-        if limits_mod.read_file().exports:
+        current = limits_mod.read_file()
+        if current.limits is not None:
             log.error(
                 "%s; limits.toml is kept as it is until config.toml is fixed (mpsd has no "
                 "earlier good config of it%s)",
+                exc,
+                why,
+            )
+        elif current.exports:
+            log.error(
+                "%s; limits.toml, not in mpsd's form, is rewritten from the defaults with its "
+                "ratios never raised until config.toml is fixed%s",
                 exc,
                 why,
             )
@@ -402,7 +410,8 @@ class Daemon:
         """Run the policy over the window and write limits.toml if a value changed; with
         ``jobs`` (a sample where only the running jobs changed), only the next job's share
         on the last run's baseline (``policy.for_next_job``), when config and recommended
-        max are the same as then.
+        max are the same as then. While config.toml is invalid and no good config of it is
+        known, limits.toml's ratios are held (``_hold``; docs/file-formats.md).
 
         Returns the limits now in force, or None when there is nothing to go on yet."""
         if self.recommended is None:

@@ -214,14 +214,20 @@ def test_with_no_limits_toml_a_bad_config_with_none_known_writes_one_from_the_de
     assert not daemon.held and result.headroom == 0.8 and limits.read() == result
 
 
-def test_a_hand_edited_limits_toml_is_rewritten_while_held_but_never_above_its_ratios() -> None:
+def test_a_hand_edited_limits_toml_is_rewritten_while_held_but_never_above_its_ratios(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     machine, clock = Machine(), Clock()
     bad_config_and_no_copy(machine, clock, headroom=0.3)
     text = paths.limits_file().read_text()
     high = limits.read().high_watermark_ratio  # type: ignore[union-attr]
     paths.limits_file().write_text("# lowered by hand\n" + text)
     assert limits.read() is None and limits.read_file().exports
-    result = make(machine, clock).run_once()
+    with caplog.at_level(logging.ERROR, logger="mpsd"):
+        result = make(machine, clock).run_once()
+    assert "not in mpsd's form, is rewritten from the defaults with its ratios never" in (
+        caplog.text
+    )
     assert limits.read() == result
     assert result.high_watermark_ratio <= high and result.low_watermark_ratio <= high
 
