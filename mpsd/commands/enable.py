@@ -64,12 +64,21 @@ def run(args: argparse.Namespace) -> int:
 def _python_hooks(project: str, explicit: list[Target]) -> None:
     result = pyhooks.set_up(project, explicit)
     for target, changed in result.done:
-        where = _shown(target.prefix, project)
+        where = _shown(target.site, project)
         verb = "Set up" if changed else "Already set up:"
         print(
             f"{verb} the start-up hook in {where} (Python {target.version}): its python gets "
             "the variables however it starts (IDE, notebook, cron, `uv run`)."
         )
+        if target.kind == pyhooks.INSTALLATION:
+            print(
+                f"warning: {target.site} is the site-packages of a whole Python installation "
+                f"({target.prefix}), not of a virtual environment: every python "
+                f"{target.version} started from it gets the hook, in any opted-in project; "
+                f"`mpsd disable {_quoted(project)} --python {_quoted(target.python)}` "
+                "takes it out of this one.",
+                file=sys.stderr,
+            )
     for python in result.dropped:
         print(f"Dropped {python} from the list: it no longer exists.")
     for problem in result.problems:
@@ -83,10 +92,17 @@ def _python_hooks(project: str, explicit: list[Target]) -> None:
         )
 
 
-def _shown(prefix: str, project: str) -> str:
-    if prefix.startswith(project.rstrip("/") + "/"):
-        return prefix[len(project.rstrip("/")) + 1 :] + "/"
-    return prefix
+def _shown(site: str, project: str) -> str:
+    """``site`` relative to the project when inside it (``.venv/lib/python3.12/site-packages``)."""
+    if site.startswith(project.rstrip("/") + "/"):
+        return site[len(project.rstrip("/")) + 1 :]
+    return site
+
+
+def _quoted(path: str) -> str:
+    import shlex
+
+    return shlex.quote(path)
 
 
 def _this_shell_note(directory: str) -> str | None:

@@ -92,10 +92,14 @@ def run_install(args: argparse.Namespace) -> int:
 
     shells = installer.parse_shells(args.shell) if args.shell else installer.default_shells()
     use_launchd = not args.no_agent and launchd.available()
-    plan = installer.install_plan(
-        shells, agent=use_launchd, python=sys.executable, parser=full_parser()
-    )
     link = binlink.plan(sys.executable)
+    plan = installer.install_plan(
+        shells,
+        agent=use_launchd,
+        python=sys.executable,
+        parser=full_parser(),
+        bin_dir=_bin_dir_for_blocks(link),
+    )
     needs_sample = limits.read() is None
 
     if args.dry_run:
@@ -200,17 +204,24 @@ def _next_steps(link: binlink.Link, shells: tuple[str, ...], rc_changed: bool) -
             f"run mpsd as `{command}` (or move that file away and run `{command} install` again)."
         )
     elif not link.reachable:
+        login = _login_shell()
         if link.on_path:
             steps.append(
                 f"Another `mpsd` comes first on your PATH ({_tilde(link.found or '')}): "
                 f"put {_tilde(link.path.parent)} before it, or run mpsd as `{_tilde(link.path)}`."
             )
+        elif login is None or login in shells:
+            # The blocks install wrote put the link's directory on PATH (_bin_dir_for_blocks).
+            steps.append(
+                f"{_tilde(link.path.parent)} is not on this terminal's PATH; the mpsd block "
+                f"puts it there for new {_words(shells)} shells."
+            )
         else:
             steps.append(
-                f"{_tilde(link.path.parent)} is not on your PATH, so a new terminal will not "
-                "find the mpsd command yet. Add it:"
+                f"{_tilde(link.path.parent)} is not on your PATH, and your shell ({login}) "
+                "was not hooked, so a new terminal will not find the mpsd command yet. Add it:"
             )
-            for line in _path_lines(link, shells):
+            for line in _path_lines(link, (login,)):
                 steps.append(f"    {line}")
     if rc_changed or link.state == binlink.CREATE:
         steps.append(
@@ -226,16 +237,34 @@ def _next_steps(link: binlink.Link, shells: tuple[str, ...], rc_changed: bool) -
             print(step if step.startswith("    ") else fill(step))
 
 
+def _bin_dir_for_blocks(link: binlink.Link) -> Path | None:
+    """The directory each shell's block puts on PATH: the link's, when the link is mpsd's
+    (made now or before), whether or not it is on this terminal's PATH: the block's line adds
+    it only where it is missing, and the block stays the same from one install to the next."""
+    from mpsd.setup import binlink
+
+    return link.path.parent if link.state in (binlink.CREATE, binlink.IN_PLACE) else None
+
+
+def _login_shell() -> str | None:
+    """The user's shell ($SHELL) when it is one mpsd hooks."""
+    login = os.path.basename(os.environ.get("SHELL", ""))
+    return login if login in ("zsh", "bash", "fish") else None
+
+
+def _words(names: tuple[str, ...]) -> str:
+    """("zsh", "bash", "fish") -> "zsh, bash and fish"."""
+    return ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else "".join(names)
+
+
 def _path_lines(link: binlink.Link, shells: tuple[str, ...]) -> list[str]:
-    """The commands that add the link's directory to PATH, for the user's shell (else for
-    every shell hooked)."""
+    """The commands that add the link's directory to PATH in ``shells`` (a shell install did
+    not hook: the hooked ones get it from their block)."""
     from mpsd.setup import binlink, rcfile
     from mpsd.setup.installer import home
 
-    login = os.path.basename(os.environ.get("SHELL", ""))
-    wanted = (login,) if login in ("zsh", "bash", "fish") else shells
     lines = []
-    for shell in wanted:
+    for shell in shells:
         line = binlink.path_line(link.path.parent, shell)
         if shell == "fish":
             lines.append(f"{line}    # fish, once")
@@ -343,10 +372,9 @@ def _dry_run_install(
     if diffs:
         lines.append("\n" + "".join(diffs))
     if hidden:
-        lines.append(
-            f"\n({', '.join(_tilde(c.path.name) for c in hidden)} not shown: --verbose "
-            "prints them)\n"
-        )
+        names = ", ".join(_tilde(c.path) for c in hidden)
+        note = f"(Not shown: the contents of {names}; --verbose prints them.)"
+        lines.append("\n" + "".join(f"{line}\n" for line in wrap(note)))
     return _print_dry_run(lines, notes, "")
 
 
@@ -374,7 +402,6 @@ def _print_dry_run(lines: list[str], notes: list[str], nothing: str) -> int:
 
 def run_uninstall(args: argparse.Namespace) -> int:
     from mpsd import paths
-    from mpsd.locks import PidLock
     from mpsd.setup import binlink, changes, installer, launchd
 
     plan = installer.uninstall_plan()
@@ -389,6 +416,11 @@ def run_uninstall(args: argparse.Namespace) -> int:
         link = binlink.planned_removal()
         if link is not None:
             lines.append(f"would remove {_tilde(link)} (the mpsd command)\n")
+        # A daemon other than the agent's (which the bootout stops) keeps the dirs.
+        daemon = _running_daemon(None) if purge else None
+        if daemon is not None and (job is None or daemon[1] != job.pid):
+            lines.append(_refused_purge(purge, daemon, "would not remove") + "\n")
+            purge = []
         for directory in purge:
             others = installer.foreign_entries(directory)
             if others:
@@ -404,13 +436,22 @@ def run_uninstall(args: argparse.Namespace) -> int:
         done.append(line)
         print(line, flush=True)
 
+    agent_pid = None
     if has_launchctl:
-        warnings.extend(launchd.unload(report=report).warnings)
+        unloaded = launchd.unload(report=report)
+        warnings.extend(unloaded.warnings)
+        agent_pid = unloaded.pid
     # Checked after the agent is gone: a daemon still holding the lock is one the user started.
-    holder = PidLock(paths.daemon_lock_file())
-    if holder.is_held_elsewhere():
-        pid = holder.holder()
-        warnings.append(f"a daemon you started is still running (pid {pid}); stop it: `kill {pid}`")
+    # It would write the config and state dirs again at its next sample, so --purge leaves
+    # them alone while it runs (it is the user's process: mpsd does not kill it).
+    daemon = _running_daemon(agent_pid)
+    refused: MpsdError | None = None
+    if daemon is not None and purge:
+        refused = MpsdError(_refused_purge(purge, daemon))
+        purge = []
+    elif daemon is not None:
+        who, pid = daemon
+        warnings.append(f"{who} is still running (pid {pid}); stop it: `kill {pid}`")
     for change in plan.all:
         if changes.apply(change):
             report(_describe(change))
@@ -424,7 +465,9 @@ def run_uninstall(args: argparse.Namespace) -> int:
     for directory in purge:
         _purge(directory, installer.foreign_entries(directory), report)
 
-    if not done:
+    if refused is not None:
+        pass  # the error, printed last, says what stayed
+    elif not done:
         kept = [d for d in (paths.config_dir(), paths.state_dir()) if d.exists()]
         if kept and not args.purge:
             where = ", ".join(_tilde(d) for d in kept)
@@ -447,7 +490,47 @@ def run_uninstall(args: argparse.Namespace) -> int:
         print(f"warning: {warning}", file=sys.stderr)
     if any(c.changed and (c.what.endswith("startup") or c.what == "fish hook") for c in plan.files):
         print("Open a new terminal so that your shells start without the hook.")
+    if refused is not None:
+        sys.stdout.flush()
+        raise refused
     return EXIT_OK
+
+
+# After booting the agent out: how long its daemon may take to exit (and free the lock).
+DAEMON_EXIT_WAIT = 5.0
+
+
+def _running_daemon(agent_pid: int | None) -> tuple[str, int | None] | None:
+    """The daemon holding the lock, as (who, pid), or None. ``who`` is "a daemon you
+    started", or "the agent's daemon" when it is the process launchd ran (``agent_pid``),
+    which is waited for (up to DAEMON_EXIT_WAIT seconds) as it exits after the bootout."""
+    from mpsd import paths
+    from mpsd.locks import PidLock
+
+    lock = PidLock(paths.daemon_lock_file())
+    deadline = time.monotonic() + DAEMON_EXIT_WAIT
+    while lock.is_held_elsewhere():
+        pid = lock.holder()
+        if agent_pid is None or pid != agent_pid:
+            return "a daemon you started", pid
+        if time.monotonic() >= deadline:
+            return "the agent's daemon", pid
+        time.sleep(0.1)
+    return None
+
+
+def _refused_purge(
+    purge: list[Path], daemon: tuple[str, int | None], verb: str = "did not remove"
+) -> str:
+    """Why the dirs in ``purge`` stay: the running daemon would write into them again."""
+    who, pid = daemon
+    named = f"{who} (pid {pid})" if pid else who
+    kill = f"`kill {pid}`" if pid else "Ctrl-C in its terminal"
+    dirs = " and ".join(_tilde(d) for d in purge)
+    return (
+        f"{verb} {dirs}: {named} is still running and would write them again; "
+        f"stop it ({kill}), then run `mpsd uninstall --purge` again"
+    )
 
 
 # Files install writes into other programs' config dirs (fish's): their dirs go when empty.

@@ -37,7 +37,8 @@ RECORD_NAME = "python-hooks.tsv"
 _HEADER = "# mpsd: every start-up hook copy it installed (project, python, site-packages)\n"
 ASK = (
     "import json, sys, sysconfig\n"
-    "print(json.dumps([list(sys.version_info[:2]), sysconfig.get_paths()['purelib'], sys.prefix]))"
+    "print(json.dumps([list(sys.version_info[:2]), sysconfig.get_paths()['purelib'], sys.prefix,\n"
+    "  getattr(sys, 'real_prefix', sys.base_prefix)]))"
 )
 ASK_TIMEOUT = 60.0
 
@@ -154,23 +155,57 @@ def env_has_copy(env: str) -> bool:
     )
 
 
+# What kind of Python a site-packages belongs to (``kind``): a hook in a virtual environment or
+# a conda env reaches that environment's pythons only; one in a base installation reaches every
+# python started from it, in every project and out of them.
+VENV, CONDA, SYSTEM, INSTALLATION = "venv", "conda", "system", "installation"
+# Where an operating system keeps the Python it ships and updates itself: macOS's (the Command
+# Line Tools', Xcode's, /System's) and a Linux distribution's under /usr. /usr/local is not one
+# (Homebrew's prefix on Intel Macs, a Python built from source). docs/commands.md, `enable`.
+SYSTEM_PREFIXES = ("/usr", "/System", "/Library/Developer/CommandLineTools")
+NOT_SYSTEM_PREFIXES = ("/usr/local",)
+
+
+def _under(path: str, tops: Iterable[str]) -> bool:
+    return any(path == top or path.startswith(top.rstrip("/") + "/") for top in tops)
+
+
+def kind(prefix: str, base_prefix: str) -> str:
+    """VENV (a virtual environment: ``pyvenv.cfg``, or a prefix apart from its base), CONDA
+    (``conda-meta/``), SYSTEM (the operating system's own Python: ``SYSTEM_PREFIXES``, or
+    Xcode's in /Applications) or INSTALLATION (a Python installed as a whole: pyenv's,
+    Homebrew's, python.org's, uv's)."""
+    if prefix != base_prefix or os.path.isfile(os.path.join(prefix, "pyvenv.cfg")):
+        return VENV
+    if os.path.isdir(os.path.join(prefix, "conda-meta")):
+        return CONDA
+    real = os.path.realpath(prefix)
+    parts = real.split("/")
+    xcode = len(parts) > 2 and parts[1] == "Applications" and parts[2].startswith("Xcode")
+    if xcode or (_under(real, SYSTEM_PREFIXES) and not _under(real, NOT_SYSTEM_PREFIXES)):
+        return SYSTEM
+    return INSTALLATION
+
+
 class Target:
-    """An interpreter asked where its site-packages is."""
+    """An interpreter asked where its site-packages is; ``kind``: what that belongs to."""
 
-    __slots__ = ("prefix", "python", "site", "version")
+    __slots__ = ("kind", "prefix", "python", "site", "version")
 
-    def __init__(self, python: str, site: str, prefix: str, version: str) -> None:
+    def __init__(self, python: str, site: str, prefix: str, version: str, kind: str = VENV) -> None:
         self.python = python
         self.site = site
         self.prefix = prefix
         self.version = version
+        self.kind = kind
 
 
 def ask(python: str) -> Target:
     """Ask ``python`` (a path, or a command on PATH) for its site-packages, in a subprocess.
 
-    One sentence when it is no interpreter, fails, is older than 3.8, or its site-packages
-    cannot be written."""
+    One sentence when it is no interpreter, fails, is older than 3.8, is the operating
+    system's own Python (a hook there would run in every python of the machine), or its
+    site-packages cannot be written."""
     import json
     import shutil
     import subprocess
@@ -199,7 +234,7 @@ def ask(python: str) -> Target:
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise MpsdError(f"{python} could not be run ({exc}); is it a python interpreter?") from None
     try:
-        (major, minor), site, prefix = json.loads(done.stdout.strip().splitlines()[-1])
+        (major, minor), site, prefix, base = json.loads(done.stdout.strip().splitlines()[-1])
         version = f"{int(major)}.{int(minor)}"
     except (ValueError, IndexError, TypeError):
         said = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
@@ -212,12 +247,20 @@ def ask(python: str) -> Target:
         )
     if (int(major), int(minor)) < (3, 8):
         raise MpsdError(f"{python} is Python {version}; the start-up hook needs 3.8 or later.")
+    found = kind(str(prefix), str(base))
+    if found == SYSTEM:
+        raise MpsdError(
+            f"{python} is the system's own Python {version} (its site-packages, {site}, serves "
+            "every program of this machine that runs it), so mpsd puts no start-up hook there; "
+            "use a virtual environment of your own (`python3 -m venv .venv` in the project), "
+            "or start this one with `mpsd run -- python ...`."
+        )
     if not os.path.isdir(site) or not os.access(site, os.W_OK):
         raise MpsdError(
             f"cannot write to {site}, the site-packages of {python}; use an environment of "
             "your own (a venv, conda env) or `mpsd run` for this interpreter."
         )
-    return Target(python, site, prefix, version)
+    return Target(python, site, prefix, version, found)
 
 
 # -- putting copies in, taking them out ----------------------------------------------------
@@ -326,7 +369,13 @@ def set_up(project: str, explicit: Iterable[Target] = ()) -> SetUp:
         try:
             targets[python] = ask(python)
         except MpsdError as exc:
-            result.problems.append(str(exc))
+            problem = str(exc)
+            if python in listed:  # set up before: its copy stays until taken out
+                import shlex
+
+                command = f"mpsd disable {shlex.quote(project)} --python {shlex.quote(python)}"
+                problem = f"{problem.rstrip('.')}; `{command}` takes out the copy set up before."
+            result.problems.append(problem)
     result.found_none = not targets and not result.problems
     with _locked():
         entries = [
@@ -359,6 +408,58 @@ def tear_down(project: str) -> list[str]:
                 removed.append(entry.site)
         _write_record(rest)
     return removed
+
+
+def _same_python(a: str, b: str) -> bool:
+    """``a`` and ``b`` name the same environment's python: the same file in the same directory
+    (the directory's links resolved, not the file's: every venv's python is a link to its base
+    interpreter), or two ``python*`` names in the same ``bin`` (``python`` and ``python3``)."""
+
+    def parts(path: str) -> tuple[str, str]:
+        path = os.path.abspath(os.path.expanduser(path))
+        return os.path.realpath(os.path.dirname(path)), os.path.basename(path)
+
+    (dir_a, name_a), (dir_b, name_b) = parts(a), parts(b)
+    return dir_a == dir_b and (
+        name_a == name_b or all(n.startswith("python") for n in (name_a, name_b))
+    )
+
+
+def tear_down_python(project: str, python: str) -> list[tuple[Entry, str]]:
+    """Take the hook out of the interpreter ``python`` listed for ``project`` (which stays opted
+    in). For each matching entry, what became of its copy: ``removed``, ``gone`` (already
+    missing) or ``kept`` (another project's list has the same site-packages: only this
+    project's entry goes). One sentence (exit 1) when ``project`` lists no such python."""
+    from mpsd.errors import EXIT_ABSENT
+
+    done: list[tuple[Entry, str]] = []
+    with _locked():
+        entries = record()
+        mine = [e for e in entries if e.project == project and _same_python(e.python, python)]
+        if not mine:
+            others = [e.project for e in entries if _same_python(e.python, python)]
+            listed = [e.python for e in entries if e.project == project]
+            if others:
+                import shlex
+
+                command = f"mpsd disable {shlex.quote(others[0])} --python {shlex.quote(python)}"
+                hint = f"it is set up for {others[0]}: run `{command}`"
+            elif listed:
+                hint = f"the project's are: {', '.join(listed)}"
+            else:
+                hint = "the project has none (`mpsd projects` lists them)"
+            raise MpsdError(
+                f"{python} has no start-up hook from mpsd for {project}; {hint}.", EXIT_ABSENT
+            )
+        rest = [e for e in entries if e not in mine]
+        still_used = {e.site for e in rest}
+        for entry in mine:
+            if entry.site in still_used:
+                done.append((entry, "kept"))
+            else:
+                done.append((entry, "removed" if take_out(entry.site) else "gone"))
+        _write_record(rest)
+    return done
 
 
 def facts_for(project: str | None) -> list[dict[str, Any]]:

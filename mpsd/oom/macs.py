@@ -73,9 +73,50 @@ def _roundness(ratio: float) -> int | None:
     return None
 
 
-def guesses(max_allowed: int, tolerance: float = 0.004, limit: int = 3) -> list[Guess]:
+def cap_of(ratio: float, recommended_max: int) -> int:
+    """PyTorch's cap for ``ratio``: ratio x recommended max, cut to whole bytes (the
+    allocator's ``static_cast<size_t>``; docs/macos-and-pytorch.md, "The recommended max")."""
+    return int(ratio * recommended_max)
+
+
+def gives(ratio: float, recommended_max: int, cap: int, slack: int) -> bool:
+    """True when ``ratio`` x ``recommended_max`` is the cap a message printed as ``cap``:
+    within ``slack`` bytes of it, half the printed cap's last digit (``Finding.rounding``).
+    PyTorch prints sizes with two decimals, so "18.13 GiB" is any cap in [18.125, 18.135]."""
+    return abs(cap_of(ratio, recommended_max) - cap) <= slack
+
+
+MAX_DECIMALS = 9  # what limits.toml and the hooks take (``mpsd.limits.ratio_value``)
+
+
+def ratio_behind(cap: int, slack: int, recommended_max: int) -> tuple[float, int] | None:
+    """The ratio with the fewest decimals (two at least) that gives the printed ``cap`` from
+    ``recommended_max``, and its number of decimals; None when none of up to MAX_DECIMALS
+    does. Two decimals whenever the job's ratio had two (as mpsd's and most hand-set ones
+    do); more mean a ratio no one types, or another recommended max."""
+    if cap <= 0 or recommended_max <= 0:
+        return None
+    exact = cap / recommended_max
+    for decimals in range(2, MAX_DECIMALS + 1):
+        ratio = round(exact, decimals)
+        if ratio > 0 and gives(ratio, recommended_max, cap, slack):
+            return ratio, decimals
+    return None
+
+
+def decimals_of(ratio: float) -> int:
+    """How many decimals ``ratio`` needs to be printed exactly (two at least)."""
+    for decimals in range(2, MAX_DECIMALS + 1):
+        if round(ratio, decimals) == ratio:
+            return decimals
+    return MAX_DECIMALS
+
+
+def guesses(max_allowed: int, slack: int = GIB // 200, limit: int = 3) -> list[Guess]:
     """The likely (ratio, Mac) pairs behind a cap, most likely first: PyTorch's default
-    ratio first, then round ratios; each within ``tolerance`` of the printed cap."""
+    ratio first, then round ratios. Each one gives the printed cap (``gives``: within
+    ``slack`` bytes, half its last printed digit; the default is a cap printed as
+    "x.xx GiB"), so "cap = ratio x working set" holds at the precision printed."""
     found: list[tuple[int, int, Guess]] = []
     seen: set[tuple[float, int]] = set()
     if max_allowed <= 0:
@@ -84,7 +125,7 @@ def guesses(max_allowed: int, tolerance: float = 0.004, limit: int = 3) -> list[
         ratio = round(max_allowed / working_set, 2)
         if not 0 < ratio <= 2 or (ratio, ram_gb) in seen:
             continue
-        if abs(ratio * working_set - max_allowed) > tolerance * max_allowed:
+        if not gives(ratio, working_set, max_allowed, slack):
             continue
         score = _roundness(ratio)
         if score is None or (score and ratio < MIN_GUESS):

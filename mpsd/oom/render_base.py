@@ -38,7 +38,11 @@ class Style:
 
 
 def ratio_text(value: float) -> str:
-    return f"{value:.2f}".rstrip("0").rstrip(".") if value == value else "nan"
+    """A ratio as a user would type it: every decimal it has (limits.toml may hold more than
+    two), no trailing zeros. Never rounded to fewer: the fix exports exactly this text."""
+    if value != value:
+        return "nan"
+    return f"{value:.{macs.decimals_of(value)}f}".rstrip("0").rstrip(".")
 
 
 def mac_name(ram_gb: int) -> str:
@@ -92,10 +96,15 @@ class Base:
         s = self.style
         if self.limits is not None:
             high, low = self.limits.high_watermark_ratio, self.limits.low_watermark_ratio
+            rm = self.limits.recommended_max_bytes
+            if self.limits.estimated:
+                # The real cap is high x the real maximum, which the estimate only approaches.
+                cap, of = f"about {format_size(macs.cap_of(high, rm))}", ", an estimated maximum"
+            else:
+                cap, of = format_size(macs.cap_of(high, rm)), ""
             why = (
-                f"mpsd's current value for this Mac: a cap of "
-                f"{format_size(self.limits.limit_bytes)} "
-                f"({ratio_text(high)} x {format_size(self.limits.recommended_max_bytes)})"
+                f"mpsd's current value for this Mac: a cap of {cap} "
+                f"({ratio_text(high)} x {format_size(rm)}{of})"
             )
         else:
             high = low = macs.FALLBACK_RATIO

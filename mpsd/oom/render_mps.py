@@ -7,6 +7,7 @@ from typing import ClassVar
 from mpsd.oom import finding as fk
 from mpsd.oom import macs
 from mpsd.oom.finding import Finding
+from mpsd.oom.known import Known
 from mpsd.oom.render_base import HIGH, LOW, Base, mac_name, ratio_text, table
 from mpsd.oom.units import format_size
 
@@ -163,36 +164,10 @@ class MpsText(Base):
         cap = f.max_allowed_bytes
         if cap is None:
             return ['  Unknown: the message has no "max allowed".']
-        lim = self.limits
-        if lim is not None:
-            ratio = cap / lim.recommended_max_bytes
-            whose = (
-                "mpsd's estimate of this Mac's recommended maximum, from its RAM: Metal's own "
-                "figure could not be read"
-                if lim.estimated
-                else "this Mac's recommended maximum, from limits.toml"
-            )
-            line = (
-                f"  {self.size(cap, f)} = {ratio:.2f} x {self.size(lim.recommended_max_bytes, f)} "
-                f"({whose})"
-            )
-            out = [line]
-            if abs(ratio - macs.DEFAULT_HIGH) < 0.01:
-                out.append(f"  That is {macs.DEFAULT_NOTE}: {HIGH} was not set for this job.")
-            elif abs(ratio - lim.high_watermark_ratio) < 0.01:
-                out.append("  That is mpsd's value: the job ran with mpsd's variables.")
-            else:
-                out.append(
-                    f"  mpsd's value now is {ratio_text(lim.high_watermark_ratio)}: this job ran "
-                    "with another (set by hand, or before mpsd's last update)."
-                )
-            if cap > lim.baseline_free_bytes:
-                out.append(
-                    f"  The cap is above the {format_size(lim.baseline_free_bytes)} usually "
-                    "free on this Mac: macOS swaps before PyTorch stops the job."
-                )
-            return out
-        guesses = macs.guesses(cap)
+        slack = f.rounding.get("max_allowed_bytes", 0)
+        if self.limits is not None:
+            return self.ratio_against(f, cap, slack, self.limits)
+        guesses = macs.guesses(cap, slack)
         smallest = min(ws for _, ws in macs.WORKING_SETS)
         if not guesses and cap < smallest * 0.75:
             return [
@@ -228,41 +203,123 @@ class MpsText(Base):
         )
         return out
 
+    def ratio_against(self, f: Finding, cap: int, slack: int, lim: Known) -> list[str]:
+        """The ratio in force, read against this Mac's recommended max from limits.toml.
+
+        The cap is ratio x recommended max (``macs.gives``: within the printed cap's
+        rounding), so "cap = r x max" is printed only for a ratio that gives the cap, and "mpsd's
+        value" said only when mpsd's ratio does. Where the max is an estimate, the ratio is
+        only "about" (the real max is lower: the estimate errs high)."""
+        rm, high = lim.recommended_max_bytes, lim.high_watermark_ratio
+        shown_cap, shown_max = self.size(cap, f), self.size(rm, f)
+        is_default = macs.gives(macs.DEFAULT_HIGH, rm, cap, slack)
+        is_mpsd = macs.gives(high, rm, cap, slack)
+        found: tuple[float, int] | None = None
+        if is_default:
+            found = (macs.DEFAULT_HIGH, 2)
+        elif is_mpsd:
+            found = (high, macs.decimals_of(high))
+        elif not lim.estimated:
+            found = macs.ratio_behind(cap, slack, rm)
+        if lim.estimated:
+            whose = (
+                "mpsd's estimate of this Mac's recommended maximum, from its RAM: Metal's own "
+                "figure could not be read"
+            )
+        else:
+            whose = "this Mac's recommended maximum, from limits.toml"
+        if found is not None:
+            ratio, decimals = found
+            out = [f"  {shown_cap} = {ratio:.{decimals}f} x {shown_max} ({whose})"]
+        else:
+            about = f"{cap / rm:.2f}"
+            out = [f"  {shown_cap} is about {about} x {shown_max} ({whose})."]
+            if lim.estimated:
+                out.append(
+                    f"  The estimate errs high, so the ratio in force was about {about} or more."
+                )
+        mpsd = ratio_text(high)
+        if is_default:
+            out.append(f"  That is {macs.DEFAULT_NOTE}: {HIGH} was not set for this job.")
+        elif is_mpsd:
+            out.append("  That is mpsd's value: the job ran with mpsd's variables.")
+        elif lim.estimated and cap > macs.cap_of(high, rm) + slack:
+            out.append(
+                f"  mpsd's value now is {mpsd}, a cap of at most "
+                f"{self.size(macs.cap_of(high, rm), f)} (the estimate errs high): this job ran "
+                "with a higher ratio (set by hand, or before mpsd's last update)."
+            )
+        elif lim.estimated:
+            out.append(
+                f"  mpsd's value now is {mpsd}. With an estimated maximum, mpsd cannot tell "
+                f"whether this job ran with it: it did if this Mac's real maximum is about "
+                f"{self.size(cap / high, f)}."
+            )
+        elif found is not None and found[1] == 2:
+            out.append(
+                f"  mpsd's value now is {mpsd}: this job ran with another (set by hand, or "
+                "before mpsd's last update)."
+            )
+        else:
+            out.append(
+                f"  No ratio of two decimals gives this cap on this Mac, so it is not mpsd's "
+                f"value ({mpsd}). The program (or a library) may have set a memory fraction, "
+                "torch.mps.set_per_process_memory_fraction, or the job ran with another "
+                "recommended maximum (another Mac, or another macOS)."
+            )
+        if cap > lim.baseline_free_bytes:
+            out.append(
+                f"  The cap is above the {format_size(lim.baseline_free_bytes)} usually "
+                "free on this Mac: macOS swaps before PyTorch stops the job."
+            )
+        return out
+
     def fit_hint(self, f: Finding, need: int | None) -> str:
         """Whether the value in the fix makes room for this job. The job failed at the cap
         in force, so it needed more than that cap, whatever the printed numbers add up to:
         a cap is never said to be "enough", only above or below what the job needed."""
         if need is None:
             return ""
-        if self.limits is not None:
-            safe, where = self.limits.limit_bytes, ""
+        cap = f.max_allowed_bytes
+        slack = f.rounding.get("max_allowed_bytes", 0)
+        lim = self.limits
+        less = "smaller batch or resolution, float16, one model at a time, tiling"
+        if lim is not None:
+            high, rm = lim.high_watermark_ratio, lim.recommended_max_bytes
+            if cap is not None and macs.gives(high, rm, cap, slack):
+                return f"That is the cap this job failed at: make the job use less memory ({less})."
+            safe, where = macs.cap_of(high, rm), ""
         else:
-            guesses = macs.guesses(f.max_allowed_bytes or 0)
+            guesses = macs.guesses(cap or 0, slack)
             if not guesses:
                 return ""
             safe = round(macs.FALLBACK_RATIO * guesses[0].working_set)
             where = f"on {mac_name(guesses[0].ram_gb)}"
         # With limits.toml the line above has already given the cap.
-        if self.limits:
-            lead = "That cap is"
-        else:
+        if lim is None:
             lead = f"At that value the cap is {format_size(safe)} {where},"
-        cap = f.max_allowed_bytes
+        elif lim.estimated:
+            lead = "By mpsd's estimate, that cap is"
+        else:
+            lead = "That cap is"
         floor = max(need, cap or 0)  # what the job needed, at least
         if safe <= floor:
             return (
                 f"{lead} less than the {self.size(floor)} this job needed: make it use less "
-                "memory too (smaller batch or resolution, float16, one model at a time, tiling)."
+                f"memory too ({less})."
             )
         if cap is None:
             return (
                 f"{lead} above the {self.size(need)} the message shows, but with no cap the "
                 "job ran until Metal ran out: it may need more than that."
             )
-        return (
+        hint = (
             f"{lead} above the {self.size(cap)} cap this job failed at: it fits if it needed "
             f"less than {self.size(safe - cap)} more than that (the message does not say)."
         )
+        if lim is not None and lim.estimated:
+            hint += " If the job already ran with mpsd's value, the real cap is the same one."
+        return hint
 
     # --- watermark errors -----------------------------------------------------------
     def watermark(self, f: Finding) -> list[str]:

@@ -329,7 +329,9 @@ def check_hook_files() -> list[Check]:
     if fish.is_file():
         blocks.append(str(fish))
         try:
-            stale = fish.read_bytes() != FISH_HEADER + hook_source("fish").read_bytes()
+            # The PATH line install puts between the header and the hook may be there.
+            data, hook = fish.read_bytes(), hook_source("fish").read_bytes()
+            stale = not (data.startswith(FISH_HEADER) and data.endswith(hook))
         except OSError:
             stale = False  # nothing to compare with: not ours to judge
         if stale:
@@ -500,8 +502,9 @@ def torch_info(python: str = sys.executable, timeout: float = 180.0) -> dict[str
         )
     except subprocess.TimeoutExpired:
         return {"error": f"importing torch took more than {timeout:g}s"}
-    except OSError as exc:
-        return {"error": f"{python} cannot be run ({exc.strerror})"}
+    except OSError as exc:  # no such file, not executable: the interpreter, not torch
+        missing = isinstance(exc, FileNotFoundError)
+        return {"error": exc.strerror or str(exc), "unrunnable": "missing" if missing else "other"}
     if done.returncode != 0:
         lines = done.stderr.strip().splitlines()
         return {"error": lines[-1] if lines else f"exit status {done.returncode}"}
@@ -531,6 +534,24 @@ def check_torch(
             f"torch is not installed for {where}",
             "check your project's python with `mpsd doctor --python PATH`",
         )
+    if "unrunnable" in data:
+        given = how == "--python"
+        example = "`mpsd doctor --python .venv/bin/python`"
+        if data["unrunnable"] == "missing":
+            detail = f"there is no interpreter {path} ({how}) to check torch in"
+            fix = (
+                f"check the path: give --python your project's python, e.g. {example}"
+                if given
+                else f"check that {path} still exists (a removed venv?)"
+            )
+        else:
+            detail = f"{path} ({how}) cannot be run ({data['error']})"
+            fix = (
+                f"give --python a python interpreter, e.g. {example}"
+                if given
+                else f"check that {path} is a python you can run (`{path} -V`)"
+            )
+        return Check("torch", PROBLEM, detail, fix)
     if "error" in data:
         return Check(
             "torch",

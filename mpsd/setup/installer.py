@@ -101,8 +101,9 @@ def mpsd_file(path: Path, header: bytes) -> bytes | None:
     return old
 
 
-def fish_changes(parser: argparse.ArgumentParser) -> list[FileChange]:
-    """A copy of the fish hook in fish's conf.d (fish sources it at start: no Python runs)."""
+def fish_changes(parser: argparse.ArgumentParser, bin_dir: Path | None = None) -> list[FileChange]:
+    """A copy of the fish hook in fish's conf.d (fish sources it at start: no Python runs),
+    after the line that puts ``bin_dir`` (the ``mpsd`` link's) on PATH."""
     source = hook_source("fish")
     try:
         hook = source.read_bytes()
@@ -112,6 +113,8 @@ def fish_changes(parser: argparse.ArgumentParser) -> list[FileChange]:
             "(pip install --force-reinstall mpsd) and run mpsd install again"
         ) from None
     path = fish_hook_file()
+    if bin_dir is not None:
+        hook = rcfile.fish_path_line(bin_dir, str(home())).encode() + b"\n\n" + hook
     return [
         FileChange(path, mpsd_file(path, FISH_HEADER), FISH_HEADER + hook, "fish hook"),
         completion_change("fish", parser),
@@ -220,8 +223,11 @@ def config_change() -> FileChange:
     return FileChange(path, None, default_config_text().encode("utf-8"), "config")
 
 
-def shell_changes(shell: str, parser: argparse.ArgumentParser) -> list[FileChange]:
-    """The hook copy in the data dir and the block in each rc file ``shell`` reads."""
+def shell_changes(
+    shell: str, parser: argparse.ArgumentParser, bin_dir: Path | None = None
+) -> list[FileChange]:
+    """The hook copy in the data dir and the block in each rc file ``shell`` reads (which
+    puts ``bin_dir``, the ``mpsd`` link's, on PATH)."""
     source = hook_source(shell)
     try:
         hook = source.read_bytes()
@@ -237,7 +243,12 @@ def shell_changes(shell: str, parser: argparse.ArgumentParser) -> list[FileChang
         old = rcfile.read(rc)
         created = old is None or _created(rc, old)
         new_block = rcfile.block(
-            shell, copy, str(home()), created=created, completion=completion_file(shell)
+            shell,
+            copy,
+            str(home()),
+            created=created,
+            completion=completion_file(shell),
+            bin_dir=bin_dir,
         )
         change = FileChange(rc, old, _add_block(rc, old, new_block), f"{shell} startup")
         if change.changed:
@@ -253,15 +264,21 @@ def agent_change(python: str) -> FileChange:
 
 
 def install_plan(
-    shells: Iterable[str], agent: bool, python: str, parser: argparse.ArgumentParser
+    shells: Iterable[str],
+    agent: bool,
+    python: str,
+    parser: argparse.ArgumentParser,
+    bin_dir: Path | None = None,
 ) -> Plan:
-    """What ``mpsd install`` changes; ``parser``: mpsd's full parser, for tab completion."""
+    """What ``mpsd install`` changes; ``parser``: mpsd's full parser, for tab completion;
+    ``bin_dir``: the directory of the ``mpsd`` link install makes, which each shell's block
+    puts on PATH (None: no link of mpsd's)."""
     plan = Plan(files=[config_change()])
     for shell in shells:
         if shell == "fish":
-            plan.files.extend(fish_changes(parser))
+            plan.files.extend(fish_changes(parser, bin_dir))
         else:
-            plan.files.extend(shell_changes(shell, parser))
+            plan.files.extend(shell_changes(shell, parser, bin_dir))
     if agent:
         plan.agent = agent_change(python)
     return plan

@@ -308,6 +308,7 @@ class Outcome:
     warnings: list[str] = field(default_factory=list)
     domain: str | None = None
     changed: bool = False
+    pid: int | None = None  # the booted-out job's process, as launchd last named it
     on_done: Callable[[str], None] | None = None
 
     def did(self, line: str) -> None:
@@ -445,5 +446,6 @@ def unload(timeout: float | None = None, report: Callable[[str], None] | None = 
     outcome = Outcome(on_done=report)
     job = loaded()
     if job is not None:
+        outcome.pid = job.pid
         bootout(job, outcome, timeout)
     return outcome

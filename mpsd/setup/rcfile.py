@@ -74,12 +74,14 @@ def block(
     home: str | None = None,
     created: bool = False,
     completion: Path | None = None,
+    bin_dir: Path | None = None,
 ) -> bytes:
     """The block that sources ``hook_copy`` (the copy in the data dir) if it exists.
 
     The bash block also checks ``$BASH_VERSION``: it may go into ``~/.profile``, which
     other shells read too. ``created``: install is creating the file (its note says so,
-    and uninstall removes the file when nothing else is in it).
+    and uninstall removes the file when nothing else is in it). ``bin_dir``: the directory
+    of the ``mpsd`` link, put first on PATH when it is not on PATH yet.
     """
     word = _shell_word(str(hook_copy), home)
     # if/fi rather than `[ -f F ] && . F`: with the hook copy gone, the rc file must still
@@ -93,6 +95,8 @@ def block(
     lines = [line.encode()]
     if completion is not None:
         lines.append(_completion_line(shell, completion, home).encode())
+    if bin_dir is not None:
+        lines.append(path_line(bin_dir, home).encode())
     note = NOTE_CREATED if created else NOTE
     return b"\n".join([BEGIN, note, *lines, END]) + b"\n"
 
@@ -105,6 +109,22 @@ def _completion_line(shell: str, completion: Path, home: str | None) -> str:
         return f'if [ -n "${{BASH_VERSION:-}}" ] && [ -f {word} ]; then . {word}; fi'
     directory = _shell_word(str(completion.parent), home)
     return f"if [ -f {word} ]; then fpath=({directory} $fpath); . {word}; fi"
+
+
+def path_line(bin_dir: Path, home: str | None) -> str:
+    """The line that puts ``bin_dir`` first on PATH unless it is on PATH already (a login
+    shell that reads the block twice, a terminal started from another). POSIX sh, so it also
+    works in the ``~/.profile`` a login bash may read."""
+    word = _shell_word(str(bin_dir), home)
+    value = word[:-1] + ':$PATH"' if word.startswith('"') else word + ':"$PATH"'
+    return f'case ":$PATH:" in *:{word}:*) ;; *) export PATH={value} ;; esac'
+
+
+def fish_path_line(bin_dir: Path, home: str | None) -> str:
+    """``path_line`` for fish (builtins only: no ``fish_add_path``, which would keep the
+    directory in a universal variable after uninstall)."""
+    word = _shell_word(str(bin_dir), home)
+    return f"contains -- {word} $PATH; or set -gx PATH {word} $PATH"
 
 
 _GUARD = re.compile(rb"""\[ -f ("\$HOME/[^"]+"|'(?:[^']|'\\'')*') \]""")

@@ -1,6 +1,7 @@
 """After `mpsd install`, `mpsd` is a command a new terminal finds (issue 13 §2): a link in
-~/.local/bin the way pipx makes one, or the exact line that puts that directory on PATH;
-every command install suggests works as printed; uninstall removes only its own link."""
+~/.local/bin the way pipx makes one, put on PATH by each hooked shell's mpsd block (the exact
+line to add for a login shell install did not hook); every command install suggests works as
+printed; uninstall removes only its own link, and the PATH line with its block."""
 
 from __future__ import annotations
 
@@ -81,29 +82,88 @@ def test_with_local_bin_on_path_the_suggested_commands_work_in_a_new_shell(
     assert f"Opted in {project}" in done.stdout
 
 
+def _which_mpsd(shell: str, home: Path, path: str) -> str:
+    """What a new interactive ``shell`` (its rc files or conf.d read) runs as ``mpsd``."""
+    found = shutil.which(shell)
+    assert found is not None
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("VIRTUAL_ENV", "ZDOTDIR"))}
+    env.update(HOME=str(home), PATH=path, SHELL=found, TERM="dumb")
+    done = subprocess.run(
+        [found, "-i", "-c", "command -v mpsd; true"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=home,
+        timeout=120,
+        check=False,
+    )
+    return done.stdout.strip()
+
+
+HOOKED = [s for s in ("zsh", "bash", "fish") if shutil.which(s)]
+
+
+@pytest.fixture
+def rc_files_of_the_user(isolated_dirs: dict[str, Path]) -> None:
+    for name in (".zshrc", ".bashrc"):
+        (isolated_dirs["home"] / name).write_text(f"# the user's {name}\n")
+
+
 @pytest.mark.skipif(BASH is None, reason="needs bash")
-@pytest.mark.usefixtures("hook_sources", "no_launchctl")
-def test_without_local_bin_on_path_install_prints_the_line_that_puts_it_there(
+@pytest.mark.usefixtures("hook_sources", "no_launchctl", "rc_files_of_the_user")
+def test_without_local_bin_on_path_a_new_shell_of_every_hooked_kind_finds_mpsd(
     isolated_dirs: dict[str, Path], tmp_path: Path
 ) -> None:
     home = isolated_dirs["home"]
     path = _plain_path()
-    result = run_mpsd("install", "--shell", "bash", env={"PATH": path, "SHELL": BASH or ""})
+    before = {rc: rc.read_bytes() for rc in (home / ".zshrc", home / ".bashrc")}
+    shells = ",".join(HOOKED)
+    result = run_mpsd("install", "--shell", shells, env={"PATH": path, "SHELL": BASH or ""})
     assert result.returncode == 0, result.stderr
-    assert (_bin(home) / "mpsd").is_symlink()
-    assert "~/.local/bin is not on your PATH" in result.stdout
-    add = "echo 'export PATH=\"$HOME/.local/bin:$PATH\"' >> ~/.bashrc"
-    assert f"    {add}\n" in result.stdout
+    link = _bin(home) / "mpsd"
+    assert link.is_symlink()
+    assert (
+        "~/.local/bin is not on this terminal's PATH; the mpsd block puts it there for new "
+        in result.stdout
+    )
     project = tmp_path / "project"
     project.mkdir()
-    assert _new_shell("mpsd enable", home, path, project).returncode == 127
-    # Every command, in the order printed: the PATH line, then (a new terminal) `mpsd enable`.
-    suggested = _suggested(result.stdout.split("is not on your PATH")[-1])
+    for shell in HOOKED:
+        assert _which_mpsd(shell, home, path) == str(link), shell
+    # Already on PATH (a terminal started from one of those): not added twice.
+    twice = _new_shell('echo "$PATH"', home, f"{_bin(home)}{os.pathsep}{path}", home)
+    assert twice.stdout.strip() == f"{_bin(home)}{os.pathsep}{path}"
+    # Every command, in the order printed: (a new terminal) `mpsd enable`.
+    suggested = _suggested(result.stdout.split("is not on this terminal's PATH")[-1])
     assert suggested == ["mpsd enable"]
-    assert _new_shell(add, home, path, home).returncode == 0
     done = _new_shell(suggested[0], home, path, project)
     assert done.returncode == 0, done.stderr
     assert f"Opted in {project}" in done.stdout
+    # Uninstall takes the PATH line out with the block: the rc files are back byte for byte.
+    assert run_mpsd("uninstall", env={"PATH": path}).returncode == 0
+    assert {rc: rc.read_bytes() for rc in before} == before
+    for shell in HOOKED:
+        assert _which_mpsd(shell, home, path) == "", shell
+
+
+@pytest.mark.skipif(shutil.which("zsh") is None, reason="needs zsh")
+@pytest.mark.usefixtures("hook_sources", "no_launchctl")
+def test_a_login_shell_install_did_not_hook_gets_the_line_to_add(
+    isolated_dirs: dict[str, Path],
+) -> None:
+    home = isolated_dirs["home"]
+    path = _plain_path()
+    zsh = shutil.which("zsh") or ""
+    result = run_mpsd("install", "--shell", "bash", env={"PATH": path, "SHELL": zsh})
+    assert result.returncode == 0, result.stderr
+    assert "~/.local/bin is not on your PATH, and your shell (zsh) was not hooked" in (
+        result.stdout
+    )
+    add = "echo 'export PATH=\"$HOME/.local/bin:$PATH\"' >> ~/.zshrc"
+    assert f"    {add}\n" in result.stdout
+    assert _which_mpsd("zsh", home, path) == ""
+    assert subprocess.run(["sh", "-c", add], env={"HOME": str(home)}, check=False).returncode == 0
+    assert _which_mpsd("zsh", home, path) == str(_bin(home) / "mpsd")
 
 
 @pytest.mark.usefixtures("hook_sources", "no_launchctl")

@@ -322,6 +322,21 @@ def test_torch_without_mps_on_a_mac_is_a_problem() -> None:
     assert "arm64 Python" in check.fix
 
 
+def test_a_python_that_is_not_there_or_not_a_program_gets_a_fix_about_the_path(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing = tmp_path / "nope" / "bin" / "python"
+    for given, detail in (
+        (missing, f"there is no interpreter {missing} (--python) to check torch in"),
+        (tmp_path, f"{tmp_path} (--python) cannot be run (Permission denied)"),
+    ):
+        code = main(["doctor", "--json", "--python", str(given)])
+        torch = _by_name(json.loads(capsys.readouterr().out))["torch"]
+        assert code == 1
+        assert (torch["status"], torch["detail"]) == ("problem", detail)
+        assert "--python" in torch["fix"] and "reinstall" not in torch["fix"]
+
+
 @pytest.mark.usefixtures("healthy")
 def test_a_damaged_history_is_a_sampling_problem_naming_the_file(
     capsys: pytest.CaptureFixture[str],

@@ -217,7 +217,8 @@ def test_one_metal_command_buffer_error_is_counted_once() -> None:
 
 
 def test_with_limits_toml_the_ratio_is_read_against_this_macs_maximum() -> None:
-    _write_limits(0.62, recommended=round(10.67 * GIB), baseline=9 * GIB)
+    # A 16 GB Mac's recommended max, 2/3 of its RAM (10.6667 GiB): 1.7 x that is 18.13 GiB.
+    _write_limits(0.62, recommended=16 * GIB * 2 // 3, baseline=9 * GIB)
     done = run_mpsd("explain", str(EXAMPLE))
     assert done.returncode == 0, done.stderr
     out = done.stdout
@@ -236,6 +237,29 @@ def test_with_limits_toml_a_job_that_ran_with_mpsds_value_is_recognised() -> Non
     out = run_mpsd("explain", input=article).stdout
     assert "18.72 GiB = 0.50 x 37.44 GiB" in out
     assert "mpsd's value" in out
+
+
+def test_the_readme_sample_is_mpsds_value_only_when_mpsds_ratio_gives_its_cap() -> None:
+    # The new-user trial: limits.toml says 0.91 of 20.01 GiB (a cap of 18.21 GiB), and the
+    # sample failed at 18.13 GiB, 0.906 x 20.01 GiB: no two-decimal ratio, so not mpsd's.
+    for source in ("metal", "estimate"):
+        _write_limits(0.91, recommended=round(20.01 * GIB), baseline=30 * GIB, source=source)
+        out = " ".join(run_mpsd("explain", str(EXAMPLE)).stdout.split())
+        assert "That is mpsd's value" not in out
+        assert "18.13 GiB = 0.91 x" not in out
+        if source == "metal":
+            assert "18.13 GiB = 0.906 x 20.01 GiB (this Mac's recommended maximum" in out
+            assert "so it is not mpsd's value (0.91)" in out
+            assert "a cap of 18.21 GiB (0.91 x 20.01 GiB)." in out
+        else:
+            assert "18.13 GiB is about 0.91 x 20.01 GiB (mpsd's estimate" in out
+            assert "mpsd cannot tell whether this job ran with it" in out
+            assert "a cap of about 18.21 GiB (0.91 x 20.01 GiB, an estimated maximum)." in out
+    # Failing at 0.91 x 20.01 GiB itself is mpsd's value.
+    at_mpsds = EXAMPLE.read_text(encoding="utf-8").replace("18.13 GB", "18.21 GB")
+    out = " ".join(run_mpsd("explain", input=at_mpsds).stdout.split())
+    assert "18.21 GiB = 0.91 x 20.01 GiB" in out
+    assert "That is mpsd's value: the job ran with mpsd's variables." in out
 
 
 def test_the_watermark_error_gets_the_exact_pair_to_set() -> None:

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import plistlib
 import stat
-from collections.abc import Callable
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -200,7 +204,13 @@ def test_dry_run_prints_the_changes_as_diffs_and_touches_nothing(
     # The new config.toml and the hook scripts are named, not printed...
     assert "+++ " + str(paths.config_file()) not in out
     assert "# mpsd hook for bash" not in out
-    assert "--verbose prints them" in out
+    # ...each by its path (two files are called mpsd.bash: the hook copy and its completion).
+    note = out.split("(Not shown: the contents of ")[1].split("; --verbose prints them.)")[0]
+    named = " ".join(note.split()).split(", ")  # as wrapped to the terminal
+    assert named[0] == str(paths.config_file())
+    assert str(paths.data_dir() / "mpsd.bash") in named
+    assert str(paths.data_dir() / "completions" / "mpsd.bash") in named
+    assert len(named) == len(set(named))
     # ...unless asked for.
     out = _install(capsys, "--dry-run", "--verbose")[1]
     assert f"+++ {paths.config_file()}" in out
@@ -582,6 +592,92 @@ def test_uninstall_names_a_daemon_the_user_started_and_how_to_stop_it(
     assert (
         f"warning: a daemon you started is still running (pid {pid}); stop it: `kill {pid}`" in err
     )
+
+
+@contextlib.contextmanager
+def _daemon_started_by_hand() -> Iterator[subprocess.Popen[bytes]]:
+    """A real `python -m mpsd daemon` (as a user runs it in a terminal), once it holds its
+    lock; killed at the end if still running."""
+    from mpsd.locks import PidLock
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mpsd", "daemon"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=dict(os.environ),
+    )
+    try:
+        lock = PidLock(paths.daemon_lock_file())
+        deadline = time.monotonic() + 30
+        while not (lock.is_held_elsewhere() and lock.holder() == proc.pid):
+            assert proc.poll() is None, "the daemon exited at start"
+            assert time.monotonic() < deadline, "the daemon did not take its lock in 30 s"
+            time.sleep(0.05)
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait(timeout=30)
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("hook_sources", "no_launchctl")
+def test_purge_beside_a_daemon_the_user_started_keeps_the_dirs_and_says_how_to_stop_it(
+    isolated_dirs: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert _install(capsys)[0] == 0
+    config, state = paths.config_dir(), paths.state_dir()
+    with _daemon_started_by_hand() as daemon:
+        pid = daemon.pid
+        code, out, err = _uninstall(capsys, "--purge", "--dry-run")
+        assert code == 0
+        assert f"would not remove {config} and {state}: a daemon you started (pid {pid})" in out
+        code, out, err = _uninstall(capsys, "--purge")
+        assert code == 2
+        assert err == (
+            f"mpsd: did not remove {config} and {state}: a daemon you started (pid {pid}) is "
+            f"still running and would write them again; stop it (`kill {pid}`), then run "
+            "`mpsd uninstall --purge` again\n"
+        )
+        # The rest of uninstall is done, and said; nothing claims the dirs went.
+        assert f"removed {config}" not in out and f"removed {state}" not in out
+        assert "removed ~/.zshrc (nothing but the mpsd block was in it)" in out
+        assert not (isolated_dirs["home"] / ".zshrc").exists()
+        assert paths.config_file().is_file() and state.is_dir()
+        assert daemon.poll() is None  # the user's process is left running
+        daemon.terminate()
+        daemon.wait(timeout=30)
+    code, out, err = _uninstall(capsys, "--purge")
+    assert code == 0, err
+    assert f"removed {config}" in out and f"removed {state}" in out
+    assert not config.exists() and not state.exists()
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("hook_sources")
+def test_purge_waits_for_the_agents_own_daemon_to_exit_after_the_bootout(
+    launchctl: StandinLaunchctl,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # launchd's bootout returns before the agent's process is gone: the daemon still holding
+    # the lock for a moment is the agent's, not one the user started.
+    assert _install(capsys)[0] == 0
+    with _daemon_started_by_hand() as daemon:
+        real_unload = launchd.unload
+
+        def unload(**kwargs: object) -> launchd.Outcome:
+            outcome = real_unload(**kwargs)  # type: ignore[arg-type]
+            outcome.pid = daemon.pid
+            daemon.terminate()  # what launchd does to the agent's process
+            return outcome
+
+        monkeypatch.setattr(launchd, "unload", unload)
+        code, out, err = _uninstall(capsys, "--purge")
+    assert f"removed {paths.state_dir()}" in out
+    assert code == 0, err
+    assert "still running" not in err
+    assert not paths.config_dir().exists() and not paths.state_dir().exists()
 
 
 @pytest.mark.usefixtures("hook_sources")
