@@ -613,6 +613,10 @@ OWN_FILES: dict[str, tuple[Callable[[Sandbox], Path], tuple[tuple[str, ...], ...
         lambda sb: sb.state / "free-memory.json",
         (("daemon", "--once"), ("status", "--json")),
     ),
+    "last-good-config.toml": (
+        lambda sb: sb.state / "last-good-config.toml",
+        (("daemon", "--once"), ("status",), ("doctor",)),
+    ),
     "~/.bashrc": (
         lambda sb: sb.home / ".bashrc",
         (("install", "--shell", "bash", "--no-agent"), ("uninstall",), ("doctor",)),
@@ -680,6 +684,7 @@ LINKED: dict[str, Callable[[Sandbox], Path]] = {
     "daemon.log": lambda sb: sb.daemon_log,
     "history.sqlite3": lambda sb: sb.history,
     "free-memory.json": lambda sb: sb.state / "free-memory.json",
+    "last-good-config.toml": lambda sb: sb.state / "last-good-config.toml",
 }
 
 

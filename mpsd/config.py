@@ -238,12 +238,18 @@ def load_config(path: Path) -> Config:
     Whatever the file holds, the only exception is ``ConfigError``: a FIFO or directory in its
     place, a file over ``CONFIG_LIMIT`` (refused unread), arrays nested thousands deep, numbers
     of hundreds of digits."""
+    return read_config(path)[0]
+
+
+def read_config(path: Path) -> tuple[Config, bytes | None]:
+    """``load_config``, with the bytes the config was read from (None: no file, the defaults),
+    for the daemon's copy of the last good config (``mpsd.daemon.last_good``)."""
     from mpsd.files import read_bytes
 
     try:
         raw = read_bytes(path, limit=CONFIG_LIMIT)
     except FileNotFoundError:
-        return Config()
+        return Config(), None
     except OSError as exc:
         from mpsd.paths import in_the_way_sentence
 
@@ -251,6 +257,11 @@ def load_config(path: Path) -> Config:
         if blocked:
             raise ConfigError(path, [blocked], whole=f"{blocked}.") from None
         raise ConfigError(path, [f"cannot be read ({exc.strerror})"]) from None
+    return parse_config(raw, path), raw
+
+
+def parse_config(raw: bytes, path: Path) -> Config:
+    """The config that config.toml's bytes ``raw`` hold (``path`` names the file in errors)."""
     try:
         data = tomllib.loads(raw.decode("utf-8"))
     except UnicodeDecodeError:
@@ -260,6 +271,38 @@ def load_config(path: Path) -> Config:
     except (RecursionError, MemoryError):
         raise ConfigError(path, ["is not valid TOML (nested too deeply)"]) from None
     return validate(data, path)
+
+
+# The keys whose values are durations (shown as "7d", not 604800.0).
+DURATION_KEYS = frozenset({"interval", "window", "retention", "swap_recovery"})
+
+
+def policy_values(config: Config) -> dict[str, float]:
+    """The values the daemon works the limits out with (all but ``projects`` and ``retention``),
+    JSON-ready: what
+    its record of a decision keeps, so that ``mpsd status`` can tell an edit since."""
+    return {
+        key.name: getattr(config, key.name)
+        for key in SCHEMA
+        if key.name not in ("projects", "retention")  # these two do not change the limits
+    }
+
+
+def changed_values(used: dict[str, object], config: Config) -> list[str]:
+    """``headroom 0.8 -> 0.7``: each value of ``config`` that differs from ``used`` (as
+    ``policy_values`` wrote it; a key it lacks is not compared)."""
+    from mpsd.durations import format_duration
+
+    def shown(name: str, value: object) -> str:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return format_duration(float(value)) if name in DURATION_KEYS else f"{value:g}"
+        return repr(value)
+
+    changes = []
+    for name, value in policy_values(config).items():
+        if name in used and used[name] != value:
+            changes.append(f"{name} {shown(name, used[name])} -> {shown(name, value)}")
+    return changes
 
 
 def _short(text: str, most: int = 80) -> str:

@@ -39,6 +39,12 @@ def run(args: argparse.Namespace) -> int:
         lock.release()
     from mpsd.term import plural
 
+    if daemon.held:  # config.toml is invalid and no good config of it is known
+        print(
+            f"{paths.limits_file()}: kept as it is (high {limits.high_watermark_ratio:.2f}, "
+            f"low {limits.low_watermark_ratio:.2f}) until {paths.config_file()} is fixed."
+        )
+        return 0
     print(
         f"{paths.limits_file()}: high {limits.high_watermark_ratio:.2f}, "
         f"low {limits.low_watermark_ratio:.2f} (limit {gib(limits.limit_bytes)} of the "

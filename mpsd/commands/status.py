@@ -17,7 +17,7 @@ from dataclasses import fields
 from typing import Any
 
 from mpsd import limits, paths
-from mpsd.config import Config, ConfigError, load_config
+from mpsd.config import Config, ConfigError, changed_values, load_config
 from mpsd.daemon.history import HistoryError, Store
 from mpsd.durations import format_duration
 from mpsd.env.here import optin_facts, render_optin
@@ -55,24 +55,66 @@ def collect(now: float | None = None) -> dict[str, Any]:
     """Every fact status shows, as plain JSON values."""
     now = time.time() if now is None else now
     facts: dict[str, Any] = {"now": now}
-    try:
-        config = load_config(paths.config_file())
-        facts["config_problem"] = None
-    except ConfigError as exc:
-        config = Config()
-        facts["config_problem"] = str(exc)
+    config, facts["config_problem"], facts["config_in_force"] = _config_facts()
     facts["window_seconds"] = config.window
     facts["interval_seconds"] = config.interval
     facts["daemon"] = _daemon_facts()
     facts["state_problem"] = facts["daemon"].pop("problem", None)
     facts.update(_limits_facts())
+    # config.toml is invalid and the daemon has no good config of it: it keeps limits.toml's
+    # ratios as they are (docs/file-formats.md, "While config.toml is invalid").
+    facts["limits_held"] = (
+        facts["config_in_force"]["from"] is None and facts["high_watermark_ratio"] is not None
+    )
     facts.update(_history_facts(now, config))
+    facts["config_changed"] = _config_changed(facts.pop("decided_config", None), config, facts)
     if facts["next_job"] is not None and facts["high_watermark_ratio"] is not None:
         # What the next job really gets is what limits.toml holds (the hooks export it).
         facts["next_job"]["limit_bytes"] = facts["limit_bytes"]
         facts["next_job"]["ratio"] = facts["high_watermark_ratio"]
     facts["here"] = _here_facts()
     return facts
+
+
+def _config_facts() -> tuple[Config, str | None, dict[str, Any]]:
+    """The config the daemon works with, why config.toml is not it (None when it is), and
+    where it comes from: ``from`` is "config.toml", "defaults" (no file), "last good" (the
+    file is invalid: the copy of its last good config) or None (invalid, and no good config of
+    it is known: the limits are held)."""
+    path = paths.config_file()
+    try:
+        config = load_config(path)
+    except ConfigError as exc:
+        from mpsd.daemon import last_good
+
+        good, copy_problem = last_good.load(path)
+        if good is None:
+            return Config(), str(exc), {"from": None, "copy_problem": copy_problem}
+        return (
+            good.config,
+            str(exc),
+            {
+                "from": "last good",
+                "copy": str(good.path),
+                "copied_at": good.saved_iso,
+                "headroom": good.config.headroom,
+            },
+        )
+    return config, None, {"from": "config.toml" if path.exists() else "defaults"}
+
+
+def _config_changed(used: Any, config: Config, facts: dict[str, Any]) -> list[str]:
+    """``headroom 0.8 -> 0.7``: each value of config.toml that differs from the config the
+    daemon's last decision used (or, from a daemon that did not record it, from limits.toml's
+    headroom); empty while config.toml is invalid or the limits are not the daemon's."""
+    if facts["config_problem"] or facts["high_watermark_ratio"] is None:
+        return []
+    if isinstance(used, dict):
+        return changed_values(used, config)
+    headroom = facts.get("headroom")
+    if isinstance(headroom, float) and headroom != config.headroom:
+        return [f"headroom {headroom:g} -> {config.headroom:g}"]
+    return []
 
 
 def _here_facts() -> dict[str, Any] | None:
@@ -190,6 +232,7 @@ def _read_history(store: Any, now: float, config: Any, facts: dict[str, Any]) ->
         facts["decided_ratio"] = decision.get("high_watermark_ratio")
         facts["reasons"] = list(decision.get("reasons", []))
         facts["decided_at"] = _iso(float(decision.get("t", 0)))
+        facts["decided_config"] = decision.get("config")
         facts["next_job"] = _next_job(decision, now)
     series = store.free_series(since, now, CHART_WIDTH)
     if any(value is not None for _, value in series):
@@ -334,6 +377,9 @@ def render(facts: dict[str, Any], width: int | None = None, color: bool = False)
         if source == "estimate":  # errs high on purpose: docs/macos-and-pytorch.md
             source = "an estimate: 0.85 x RAM, nothing real was readable"
         lines.append(f"recommended max: {_gib2(facts['recommended_max_bytes'])} ({source})")
+    config_line = _config_line(facts)
+    if config_line:
+        lines.append(f"config:          {config_line}")
     next_job = facts.get("next_job")
     if next_job is not None and (next_job["jobs_hold_bytes"] > 0 or next_job["floored"]):
         words = next_job_words(next_job, facts["interval_seconds"])
@@ -370,6 +416,37 @@ def render(facts: dict[str, Any], width: int | None = None, color: bool = False)
             )
         )
     return "\n".join(lines) + "\n"
+
+
+def _config_line(facts: dict[str, Any]) -> str | None:
+    """What the limits shown were worked out with, when that is not config.toml as it is now:
+    the last good config or none (config.toml is invalid), or older values (it was edited
+    since the daemon's last decision)."""
+    in_force = facts["config_in_force"]
+    if facts.get("config_problem"):
+        invalid = "config.toml is invalid (the problem is below)"
+        if in_force["from"] == "last good":
+            return (
+                f"{invalid}: the daemon keeps its last good config until it is fixed "
+                f"(headroom {in_force['headroom']:g}, copied to {in_force['copy']} at "
+                f"{in_force['copied_at']})"
+            )
+        if facts.get("limits_held"):
+            return (
+                f"{invalid}: the limits are held, limits.toml kept as it is until it is "
+                "fixed (mpsd has no earlier good config of it)"
+            )
+        return f"{invalid}: the daemon works with the defaults until it is fixed"
+    changes = facts.get("config_changed")
+    if not changes:
+        return None
+    line = (
+        f"config.toml was edited since these limits were worked out ({', '.join(changes)}): "
+        "the daemon applies the new values at its next sample"
+    )
+    if not facts["daemon"]["running"]:
+        line += "; no daemon is running: `mpsd daemon --once` applies them now"
+    return line
 
 
 def _reconcile(facts: dict[str, Any]) -> list[str]:

@@ -7,8 +7,10 @@
   only stamps samples. A wall-clock jump (sleep, a clock change, even backwards) is logged
   and changes nothing else: the policy sees samples by their stamps.
 - config.toml is watched through its directory (``mpsd.daemon.config_watch``), debounced, and
-  checked by mtime every few seconds as a backstop. A bad file is logged and the
-  last good config kept (the defaults if there never was one).
+  checked by mtime every few seconds as a backstop. A bad file is logged in one line and the
+  last good config of it kept: the one read before the bad edit, or across a restart the copy
+  ``mpsd.daemon.last_good`` keeps in the state dir. Without either, limits.toml's ratios are
+  kept as they are until the file is fixed (docs/file-formats.md).
 - limits.toml is rewritten only when its values change (``Limits.same_values``); a change
   of 0.01 is churn, except when PyTorch jobs started or ended, or running ones took more:
   then the next job's value is written as it is. The policy runs every 10 minutes, and its
@@ -23,6 +25,7 @@ the real ones, tests inject their own.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime as dt
 import logging
 import logging.handlers
@@ -41,8 +44,8 @@ from typing import Any
 
 from mpsd import limits as limits_mod
 from mpsd import paths
-from mpsd.config import Config, ConfigError, load_config
-from mpsd.daemon import policy
+from mpsd.config import Config, ConfigError, policy_values, read_config
+from mpsd.daemon import last_good, policy
 from mpsd.daemon.history import HistoryError, Row, Store, row_of
 from mpsd.daemon.schedule import CONFIG_POLL, POLICY_EVERY, Schedule
 from mpsd.errors import EXIT_ABSENT, MpsdError
@@ -166,7 +169,12 @@ class Daemon:
     wall: Callable[[], float] = time.time
     mono: Callable[[], float] = time.monotonic
     config: Config = field(default_factory=Config)
-    config_good: bool = False
+    # Where ``config`` comes from: "file" (config.toml), "last good" (config.toml is invalid:
+    # its last valid config, read before the bad edit or kept in ``last_good``'s copy), or ""
+    # (no good config of it yet: limits.toml's ratios are held, ``_hold``).
+    config_from: str = ""
+    config_problem: str | None = None  # why config.toml is not in force, in one sentence
+    held: bool = False  # the last update kept limits.toml's ratios (config.toml is invalid)
     recommended: tuple[int, str] | None = None
     store: Store | None = None
     window: list[Row] | None = None
@@ -187,24 +195,86 @@ class Daemon:
     _queue: queue.SimpleQueue[tuple[str, Any]] = field(default_factory=queue.SimpleQueue)
 
     # -- config -----------------------------------------------------------------------
+    @property
+    def config_good(self) -> bool:
+        """True when a good config of config.toml is in use (the file's, or its last good)."""
+        return bool(self.config_from)
+
     def reload_config(self, force: bool = False) -> bool:
-        """Re-read config.toml if it changed (or ``force``); True when the config in use changed."""
+        """Re-read config.toml if it changed (or ``force``); True when the config in use changed.
+
+        A good file is kept as the last good config (``last_good``). A bad one is logged in one
+        line and changes nothing but ``config_problem``: the last good config stays in use, and
+        without one limits.toml's ratios stay as they are."""
         path = paths.config_file()
         sig = _signature(path)
         if not force and sig == self._config_sig:
             return False
         self._config_sig = sig
         try:
-            config = load_config(path)
+            config, raw = read_config(path)
         except ConfigError as exc:
-            kept = "the last good config" if self.config_good else "the defaults"
-            log.error("%s; keeping %s until the file is fixed", exc, kept)
-            return False
-        changed = config != self.config or not self.config_good
-        if changed:
+            return self._config_invalid(exc)
+        changed = config != self.config or self.config_from != "file"
+        if changed or self.config_problem:
             log.info("config %s", f"loaded from {path}" if sig.exists else "absent: defaults")
-        self.config, self.config_good = config, True
+        self.config, self.config_from, self.config_problem = config, "file", None
+        try:
+            last_good.save(raw, path, self.wall())
+        except (OSError, MpsdError) as exc:
+            log.warning(
+                "cannot keep a copy of the good config in %s (%s): a restart while config.toml "
+                "is invalid would keep limits.toml as it is",
+                paths.last_good_config_file(),
+                getattr(exc, "strerror", None) or exc,
+            )
         return changed
+
+    def _config_invalid(self, exc: ConfigError) -> bool:
+        """config.toml is invalid: say so in one line and keep what is in force; True when
+        the last good config, read from its copy, replaces the defaults."""
+        self.config_problem = str(exc)
+        if self.config_from:
+            self.config_from = "last good"
+            log.error(
+                "%s; keeping the last good config (headroom %g) until the file is fixed",
+                exc,
+                self.config.headroom,
+            )
+            return False
+        good, problem = last_good.load(paths.config_file())
+        if good is not None:
+            self.config, self.config_from = good.config, "last good"
+            log.error(
+                "%s; keeping the last good config (%s) until the file is fixed",
+                exc,
+                good.describe(),
+            )
+            return True
+        why = f"; {problem}" if problem else ""
+        current = limits_mod.read_file()
+        if current.limits is not None:
+            log.error(
+                "%s; limits.toml is kept as it is until config.toml is fixed (mpsd has no "
+                "earlier good config of it%s)",
+                exc,
+                why,
+            )
+        elif current.exports:
+            log.error(
+                "%s; limits.toml, not in mpsd's form, is rewritten from the defaults with its "
+                "ratios never raised until config.toml is fixed%s",
+                exc,
+                why,
+            )
+        else:
+            log.error(
+                "%s; limits.toml holds no ratios to keep, so the defaults apply until "
+                "config.toml is fixed%s",
+                exc,
+                why,
+            )
+        return False
 
     def check_lock(self) -> bool:
         """False when another daemon took the lock (this one must stop). A deleted lock file
@@ -319,14 +389,17 @@ class Daemon:
 
     # -- the policy and limits.toml ------------------------------------------------------
     def projects(self) -> tuple[str, ...]:
-        if self.config_good:
-            # As the hooks compare them: physical, and only paths they can read safely.
-            from mpsd.env.projects import for_limits
+        # As the hooks compare them: physical, and only paths they can read safely.
+        from mpsd.env.projects import for_limits
 
+        if self.config_from == "file":
             return for_limits(self.config.projects)
-        # Never had a good config: keep what limits.toml lists (mpsd enable wrote it).
-        current = limits_mod.read()
-        return current.projects if current else ()
+        # config.toml is invalid: keep what limits.toml lists (mpsd enable writes both files,
+        # and a copy of the last good config may be older than the last enable).
+        current = limits_mod.read_file()
+        if current.found or not self.config_from:
+            return current.projects
+        return for_limits(self.config.projects)
 
     def jobs_changed(self, sample: Sample | None) -> bool:
         """True when what running PyTorch jobs hold differs from what the policy last saw:
@@ -337,11 +410,19 @@ class Daemon:
         """Run the policy over the window and write limits.toml if a value changed; with
         ``jobs`` (a sample where only the running jobs changed), only the next job's share
         on the last run's baseline (``policy.for_next_job``), when config and recommended
-        max are the same as then.
+        max are the same as then. While config.toml is invalid and no good config of it is
+        known, limits.toml's ratios are held (``_hold``; docs/file-formats.md).
 
         Returns the limits now in force, or None when there is nothing to go on yet."""
         if self.recommended is None:
             return None
+        held = None
+        if not self.config_from:  # config.toml is invalid and no good config of it is known
+            held = limits_mod.read_file()
+            if held.limits is not None:
+                self.held = True
+                return self._hold(held.limits)
+        self.held = False
         now = self.wall()
         try:
             store = self.open_store()
@@ -381,6 +462,16 @@ class Daemon:
             projects=self.projects(),
             sample_count=decision.sample_count,
         )
+        if held is not None and held.high is not None and held.low is not None:
+            # Not in mpsd's form, but the hooks export a cap from it: the defaults never raise it.
+            high = min(new.high_watermark_ratio, float(held.high))
+            low = min(new.low_watermark_ratio, float(held.low), high)
+            new = dataclasses.replace(
+                new,
+                high_watermark_ratio=high,
+                low_watermark_ratio=low,
+                limit_bytes=int(high * max_bytes),
+            )
         with contextlib.suppress(Exception):
             store.set_meta(
                 "decision",
@@ -400,6 +491,9 @@ class Daemon:
                     "min_ratio": self.config.min_ratio,
                     "reasons": list(decision.reasons),
                     "config_good": self.config_good,
+                    # What the limits were worked out with: status tells an edit since.
+                    "config_from": self.config_from or "defaults",
+                    "config": policy_values(self.config),
                 },
             )
         current = limits_mod.read()
@@ -422,11 +516,43 @@ class Daemon:
         self._jobs_written = jobs_now
         old = f"{current.high_watermark_ratio:.2f}" if current else "none"
         log.info(
-            "limits.toml: high %s -> %.2f, low %.2f (%s)",
+            "limits.toml: high %s -> %.2f, low %.2f (%s)%s",
             old,
             new.high_watermark_ratio,
             new.low_watermark_ratio,
             "; ".join(decision.reasons),
+            "" if held is None else "; from the defaults, as config.toml is invalid",
+        )
+        return new
+
+    def _hold(self, current: Limits) -> Limits:
+        """limits.toml while config.toml is invalid and no good config of it is known: its
+        ratios stay as they are. Only what depends on the machine, not on the config, follows
+        it: the recommended max, where it came from, and so the limit in bytes (PyTorch applies
+        the ratio to the real recommended max anyway)."""
+        assert self.recommended is not None
+        max_bytes, source = self.recommended
+        if (current.recommended_max_bytes, current.recommended_max_source) == (max_bytes, source):
+            return current
+        new = dataclasses.replace(
+            current,
+            recommended_max_bytes=max_bytes,
+            recommended_max_source=source,
+            limit_bytes=int(current.high_watermark_ratio * max_bytes),
+            updated_at=_stamp(self.wall()),
+        )
+        try:
+            limits_mod.write(new)
+        except (OSError, MpsdError) as exc:
+            log.error("cannot write %s: %s", paths.limits_file(), exc)
+            return current
+        log.info(
+            "limits.toml: recommended max %d bytes (%s); high %.2f and low %.2f kept until "
+            "config.toml is fixed",
+            max_bytes,
+            source,
+            current.high_watermark_ratio,
+            current.low_watermark_ratio,
         )
         return new
 
@@ -562,7 +688,7 @@ def clean_temps() -> None:
     config.toml (mpsd's own temp-name pattern only, and only old ones)."""
     from mpsd.atomic import clean_stale_temps
 
-    for path in (paths.limits_file(), paths.config_file()):
+    for path in (paths.limits_file(), paths.config_file(), paths.last_good_config_file()):
         for name in clean_stale_temps(path):
             log.info("removed %s, left by a writer killed mid-write", path.parent / name)
 

@@ -10,8 +10,8 @@ from typing import Any
 
 from mpsd import limits, paths
 from mpsd.env import watermarks
-from mpsd.env.decision import MARKS, VARIABLES, Exports, decide_exports
-from mpsd.env.projects import current_directory
+from mpsd.env.decision import MARKS, VARIABLES, Exports, containing_project, decide_exports
+from mpsd.env.projects import current_directory, for_limits
 from mpsd.env.pyhooks import facts_for
 from mpsd.errors import MpsdError
 
@@ -87,13 +87,46 @@ def hook_copy_command(environ: Mapping[str, str] | None = None) -> str | None:
     return f"source {shown}" if shell == "fish" else f". {shown}"
 
 
+def opted_in_by_config(decision: Exports) -> tuple[str, str, str] | None:
+    """A project of config.toml's list that holds the directory while limits.toml, which the
+    hooks read, does not give it (unreadable, missing, or not updated yet): the project, why a
+    ``python`` there gets nothing (a clause) and the fix. None otherwise, or when config.toml
+    cannot be read."""
+    from mpsd.config import ConfigError, load_config
+
+    if decision.project is not None:
+        return None
+    try:
+        listed = for_limits(load_config(paths.config_file()).projects)
+    except ConfigError:
+        return None
+    project = containing_project(decision.directory, listed)
+    if project is None:
+        return None
+    if decision.limits_problem is not None and not decision.limits_valid:
+        return project, "limits.toml is unreadable", "run `mpsd daemon --once` to rewrite it"
+    if not decision.limits_found:
+        return project, "there is no limits.toml yet", "run `mpsd daemon --once` to write it"
+    return (
+        project,
+        "limits.toml does not list it yet",
+        "the daemon copies config.toml's projects into it at its next sample; "
+        "`mpsd daemon --once` does it now",
+    )
+
+
 def exports_facts(decision: Exports, environ: Mapping[str, str]) -> dict[str, Any]:
     """What ``decision`` means for a ``python`` started with ``environ``, JSON-ready: the facts
-    ``mpsd status`` and ``mpsd env --shell json`` share."""
-    return {
+    ``mpsd status`` and ``mpsd env --shell json`` share.
+
+    ``opted_in``: config.toml or limits.toml lists a project holding the directory;
+    ``in_limits``: limits.toml does (the hooks read that one: without it a ``python`` here gets
+    nothing, and ``reason`` says why and what to run)."""
+    facts = {
         "directory": decision.directory,
         "opted_in": decision.project is not None,
         "project": decision.project,
+        "in_limits": decision.project is not None,
         "limits_file": str(paths.limits_file()),
         "limits_found": decision.limits_found,
         "limits_valid": decision.limits_valid,
@@ -101,7 +134,19 @@ def exports_facts(decision: Exports, environ: Mapping[str, str]) -> dict[str, An
         "python_gets": decision.python_gets(environ),
         "hand_set": list(decision.hand_set),
         "reason": decision.reason,
+        "not_in_limits": None,
     }
+    listed = opted_in_by_config(decision)
+    if listed is not None:
+        project, why, fix = listed
+        facts["opted_in"], facts["project"] = True, project
+        facts["not_in_limits"] = {"why": why, "fix": fix}
+        if not decision.hand_set:
+            facts["reason"] = (
+                f"config.toml opts this directory in (project {project}), but {why}, "
+                f"so nothing is exported: {fix}"
+            )
+    return facts
 
 
 _HOOK_WORDS = {
@@ -114,7 +159,12 @@ _HOOK_WORDS = {
 def render_optin(facts: Mapping[str, Any]) -> list[str]:
     """``optin_facts`` as the lines ``mpsd status`` prints (labels 17 wide, like its own)."""
     lines = []
-    if facts["opted_in"]:
+    missing = facts.get("not_in_limits")
+    if missing:
+        lines.append(
+            f"{'this directory:':<17}opted in (project {facts['project']}, listed in config.toml)"
+        )
+    elif facts["opted_in"]:
         lines.append(f"{'this directory:':<17}opted in (project {facts['project']})")
     else:
         lines.append(f"{'this directory:':<17}not opted in (run `mpsd enable` to opt it in)")
@@ -131,6 +181,10 @@ def render_optin(facts: Mapping[str, Any]) -> list[str]:
         )
     elif any(value is not None for value in facts["python_gets"].values()):
         lines.append(f"{'python here:':<17}gets {_pairs(facts['python_gets'])}")
+    elif missing:
+        lines.append(
+            f"{'python here:':<17}gets neither variable while {missing['why']} ({missing['fix']})"
+        )
     else:
         lines.append(f"{'python here:':<17}gets neither variable (PyTorch's defaults)")
     for env in facts.get("python_hooks", ()):

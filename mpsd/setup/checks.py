@@ -61,12 +61,24 @@ def check_config() -> Check:
     try:
         load_config(path)
     except MpsdError as exc:
-        if paths.file_in_the_way(path):
-            return Check("config", PROBLEM, str(exc), f"move {paths.file_in_the_way(path)} away")
-        return Check("config", PROBLEM, str(exc), f"edit {path} (every key is explained in it)")
+        blocker = paths.file_in_the_way(path)
+        fix = f"move {blocker} away" if blocker else f"edit {path} (every key is explained in it)"
+        return Check("config", PROBLEM, str(exc), f"{fix}; {_meanwhile(path)}")
     if not path.exists():
         return Check("config", OK, f"no {path}: the defaults apply")
     return Check("config", OK, f"{path} is valid")
+
+
+def _meanwhile(path: Path) -> str:
+    """What the daemon does while config.toml is invalid (docs/file-formats.md)."""
+    from mpsd.daemon import last_good
+
+    good, _ = last_good.load(path)
+    if good is not None:
+        return f"meanwhile the daemon keeps its last good config ({good.describe()})"
+    if limits.read() is not None:
+        return "meanwhile the limits are held: the daemon keeps limits.toml as it is"
+    return "meanwhile the daemon works with the defaults"
 
 
 def check_limits() -> Check:
@@ -401,6 +413,16 @@ def check_hook_active(env: Mapping[str, str], cwd: str | None = None) -> Check:
     projects = limits.read_file().projects
     here = os.path.realpath(cwd or os.getcwd())
     if containing_project(here, projects) is None:
+        listed = _opted_in_by_config_only(here, env)
+        if listed is not None:
+            project, why, fix = listed
+            return Check(
+                "hook active",
+                SKIPPED,
+                f"cannot be told here: {here} is opted in (config.toml lists the project "
+                f"{project}), but {why}, so the hook exports nothing here",
+                fix,
+            )
         return Check(
             "hook active",
             SKIPPED,
@@ -423,6 +445,16 @@ def check_hook_active(env: Mapping[str, str], cwd: str | None = None) -> Check:
         f"the hook is not active in this shell ({here} is opted in, yet the variables are not set)",
         f"open a new terminal{how} (after `mpsd install`)",
     )
+
+
+def _opted_in_by_config_only(here: str, env: Mapping[str, str]) -> tuple[str, str, str] | None:
+    """config.toml opts ``here`` in but limits.toml, which the hook reads, does not."""
+    from mpsd.env.here import exports_here, opted_in_by_config
+
+    try:
+        return opted_in_by_config(exports_here(here, env))
+    except MpsdError:  # the directory went away meanwhile
+        return None
 
 
 def check_variables(env: Mapping[str, str]) -> Check:

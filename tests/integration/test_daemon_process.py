@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import signal
@@ -155,9 +156,68 @@ def test_daemon_with_a_bad_config_from_the_start_runs_on_the_defaults() -> None:
         current = wait_for(limits.read)
         assert_sane(current, 0.8)  # type: ignore[arg-type]
         assert "at 'window'" in log_text()
-        assert "keeping the defaults" in log_text()
+        assert "the defaults apply until config.toml is fixed" in log_text()
     finally:
         proc.kill()
+        proc.communicate(timeout=10)
+
+
+def samples_stored() -> int:
+    store = Store.open_readonly(paths.history_file())
+    if store is None:
+        return 0
+    with store:
+        return store.count()
+
+
+def stop(proc: subprocess.Popen[str]) -> None:
+    proc.send_signal(signal.SIGINT)  # Ctrl-C
+    assert proc.wait(timeout=10) == 0
+    _, err = proc.communicate(timeout=10)
+    assert "Traceback" not in err
+
+
+def test_a_restart_on_a_broken_config_keeps_the_headroom_and_without_a_copy_holds_limits() -> None:
+    write_config("interval = 1\nheadroom = 0.5\n")
+    proc = start_daemon()
+    try:
+        wait_for(lambda: (c := limits.read()) and c.headroom == 0.5)
+        with paths.config_file().open("a") as handle:  # the user's typo, in place
+            handle.write("headrom = 0.9\n")
+        wait_for(lambda: "unknown key 'headrom'" in log_text())
+        assert "keeping the last good config (headroom 0.5) until the file is fixed" in log_text()
+        stop(proc)
+        # launchd starts the daemon again at the next login: the copy keeps the headroom.
+        proc = start_daemon()
+        wait_for(lambda: "keeping the last good config (headroom 0.5, copied to" in log_text())
+        seen = samples_stored()
+        wait_for(lambda: samples_stored() >= seen + 3)
+        current = limits.read()
+        assert current is not None
+        assert_sane(current, 0.5)
+        stop(proc)
+        # With no copy (an upgrade from an mpsd that kept none), limits.toml stays as it is.
+        paths.last_good_config_file().unlink()
+        before = paths.limits_file().read_bytes()
+        proc = start_daemon()
+        wait_for(lambda: "limits.toml is kept as it is until config.toml is fixed" in log_text())
+        seen = samples_stored()
+        # It keeps sampling (every 30 s: `interval = 1` is in the invalid file).
+        wait_for(lambda: samples_stored() >= seen + 1, timeout=45)
+        assert paths.limits_file().read_bytes() == before
+        facts = json.loads(run_mpsd("status", "--json").stdout)
+        assert facts["limits_held"] is True and facts["daemon"]["running"] is True
+        # Fixed: picked up within a second or two, and the limits follow the file again.
+        write_config("interval = 1\nheadroom = 0.4\n")
+        edited = time.monotonic()
+        fixed = wait_for(lambda: (c := limits.read()) and c.headroom == 0.4 and c, timeout=10)
+        assert time.monotonic() - edited < 3.0
+        assert_sane(fixed, 0.4)  # type: ignore[arg-type]
+        assert json.loads(run_mpsd("status", "--json").stdout)["limits_held"] is False
+        assert proc.poll() is None
+    finally:
+        if proc.poll() is None:
+            proc.kill()
         proc.communicate(timeout=10)
 
 

@@ -1,0 +1,167 @@
+"""What a user sees while config.toml is invalid, or edited since the last decision, and when
+limits.toml cannot give an opted-in directory its values (docs/file-formats.md, "While
+config.toml is invalid")."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from mpsd import limits, paths
+from mpsd.daemon.history import Store
+from mpsd.env.decision import HIGH_VAR, LOW_VAR
+from tests.conftest import run_mpsd
+
+WIDE = {"COLUMNS": "400"}  # long temporary paths stay on their lines
+
+
+def once() -> str:
+    done = run_mpsd("daemon", "--once")
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr
+    return done.stdout + done.stderr
+
+
+def write_config(text: str) -> None:
+    paths.config_dir().mkdir(parents=True, exist_ok=True)
+    paths.config_file().write_text(text)
+
+
+def status_line(label: str) -> str:
+    text = run_mpsd("status", env=WIDE).stdout
+    found = [line for line in text.splitlines() if line.startswith(label)]
+    assert len(found) == 1, text
+    return found[0]
+
+
+def test_once_with_a_typo_keeps_the_headroom_the_user_chose_and_status_says_which() -> None:
+    write_config("headroom = 0.5\n")
+    once()
+    before = limits.read()
+    assert before is not None and before.headroom == 0.5
+    write_config("headroom = 0.5\nheadrom = 0.9\n")
+    out = once()
+    assert "unknown key 'headrom'" in out
+    assert "keeping the last good config (headroom 0.5" in out
+    after = limits.read()
+    assert after is not None and after.headroom == 0.5
+    assert abs(after.high_watermark_ratio - before.high_watermark_ratio) < 0.02
+    line = status_line("config:")
+    assert "config.toml is invalid" in line
+    assert "the daemon keeps its last good config until it is fixed (headroom 0.5" in line
+    assert str(paths.last_good_config_file()) in line
+    facts = json.loads(run_mpsd("status", "--json").stdout)
+    assert facts["config_in_force"]["from"] == "last good"
+    assert facts["config_in_force"]["headroom"] == 0.5
+    assert facts["limits_held"] is False
+    assert "unknown key 'headrom'" in facts["config_problem"]
+    doctor = run_mpsd("doctor", env=WIDE).stdout
+    assert "meanwhile the daemon keeps its last good config (headroom 0.5" in doctor
+
+
+def test_once_with_no_good_config_known_holds_limits_and_status_and_doctor_say_so() -> None:
+    write_config("headroom = 0.5\n")
+    once()
+    before = paths.limits_file().read_bytes()
+    paths.last_good_config_file().unlink()  # as after an upgrade from an mpsd that kept none
+    write_config("headroom = 0.5\nheadroom = \n")
+    done = run_mpsd("daemon", "--once")
+    assert done.returncode == 0, done.stderr
+    assert "limits.toml is kept as it is until config.toml is fixed" in done.stderr
+    assert done.stdout.strip().endswith(f"until {paths.config_file()} is fixed.")
+    assert "kept as it is (high " in done.stdout
+    assert paths.limits_file().read_bytes() == before
+    line = status_line("config:")
+    assert "the limits are held, limits.toml kept as it is until it is fixed" in line
+    facts = json.loads(run_mpsd("status", "--json").stdout)
+    assert facts["limits_held"] is True and facts["config_in_force"]["from"] is None
+    doctor = run_mpsd("doctor", env=WIDE)
+    assert doctor.returncode == 1
+    assert "meanwhile the limits are held: the daemon keeps limits.toml as it is" in doctor.stdout
+    # Fixed: the next run works the limits out with the file's values again.
+    write_config("headroom = 0.4\n")
+    once()
+    assert limits.read().headroom == 0.4  # type: ignore[union-attr]
+    assert "config:" not in run_mpsd("status").stdout
+
+
+def test_status_says_when_config_toml_was_edited_since_the_last_decision() -> None:
+    once()
+    assert "config:" not in run_mpsd("status").stdout
+    write_config('headroom = 0.7\nwindow = "2d"\n')
+    line = status_line("config:")
+    assert line == (
+        "config:          config.toml was edited since these limits were worked out "
+        "(headroom 0.8 -> 0.7, window 7d -> 2d): the daemon applies the new values at its "
+        "next sample; no daemon is running: `mpsd daemon --once` applies them now"
+    )
+    facts = json.loads(run_mpsd("status", "--json").stdout)
+    assert facts["config_changed"] == ["headroom 0.8 -> 0.7", "window 7d -> 2d"]
+    once()
+    assert "config:" not in run_mpsd("status").stdout
+    assert json.loads(run_mpsd("status", "--json").stdout)["config_changed"] == []
+
+
+def test_an_edit_is_told_from_limits_toml_headroom_after_an_older_daemon() -> None:
+    once()
+    with Store.open(paths.history_file()) as store:  # an mpsd that did not record its config
+        decision = store.get_meta("decision")
+        assert isinstance(decision, dict)
+        decision.pop("config")
+        store.set_meta("decision", decision)
+    write_config("headroom = 0.6\n")
+    assert "(headroom 0.8 -> 0.6)" in status_line("config:")
+
+
+def opted_in_by_config(tmp_path: Path) -> Path:
+    project = (tmp_path / "proj").resolve()
+    project.mkdir()
+    assert run_mpsd("enable", str(project)).returncode == 0
+    return project
+
+
+def test_an_opted_in_directory_with_an_unreadable_limits_toml_is_said_to_be_opted_in(
+    tmp_path: Path,
+) -> None:
+    project = opted_in_by_config(tmp_path)
+    paths.limits_file().write_text("garbage\n")
+    text = run_mpsd("status", cwd=project, env=WIDE).stdout
+    assert f"this directory:  opted in (project {project}, listed in config.toml)" in text
+    assert (
+        "python here:     gets neither variable while limits.toml is unreadable "
+        "(run `mpsd daemon --once` to rewrite it)"
+    ) in text
+    assert "not opted in" not in text and "mpsd enable" not in text
+    data = json.loads(run_mpsd("env", "--shell", "json", cwd=project).stdout)
+    assert data["opted_in"] is True and data["in_limits"] is False
+    assert data["project"] == str(project)
+    assert data["export"] == {}
+    assert data["reason"] == (
+        f"config.toml opts this directory in (project {project}), but limits.toml is "
+        "unreadable, so nothing is exported: run `mpsd daemon --once` to rewrite it"
+    )
+    doctor = run_mpsd("doctor", cwd=project, env=WIDE).stdout
+    hook = [line for line in doctor.splitlines() if "hook active" in line]
+    assert hook and f"{project} is opted in (config.toml lists the project" in hook[0]
+    assert "limits.toml is unreadable, so the hook exports nothing here" in hook[0]
+    # The fix it names works.
+    once()
+    data = json.loads(run_mpsd("env", "--shell", "json", cwd=project).stdout)
+    assert data["in_limits"] is True and set(data["export"]) == {HIGH_VAR, LOW_VAR}
+    assert "listed in config.toml" not in run_mpsd("status", cwd=project, env=WIDE).stdout
+
+
+def test_a_project_config_toml_lists_before_limits_toml_does_is_said_to_be_pending(
+    tmp_path: Path,
+) -> None:
+    project = opted_in_by_config(tmp_path)
+    other = (tmp_path / "other").resolve()
+    other.mkdir()
+    write_config(f'projects = ["{project}", "{other}"]\n')  # by hand, no daemon running
+    data = json.loads(run_mpsd("env", "--shell", "json", cwd=other).stdout)
+    assert data["opted_in"] is True and data["in_limits"] is False
+    assert "limits.toml does not list it yet" in data["reason"]
+    assert "`mpsd daemon --once` does it now" in data["reason"]
+    once()
+    data = json.loads(run_mpsd("env", "--shell", "json", cwd=other).stdout)
+    assert data["in_limits"] is True and data["export"]
