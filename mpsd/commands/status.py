@@ -68,10 +68,15 @@ def collect(now: float | None = None) -> dict[str, Any]:
     )
     facts.update(_history_facts(now, config))
     facts["config_changed"] = _config_changed(facts.pop("decided_config", None), config, facts)
-    if facts["next_job"] is not None and facts["high_watermark_ratio"] is not None:
-        # What the next job really gets is what limits.toml holds (the hooks export it).
-        facts["next_job"]["limit_bytes"] = facts["limit_bytes"]
-        facts["next_job"]["ratio"] = facts["high_watermark_ratio"]
+    if facts["next_job"] is not None:
+        if facts["high_watermark_ratio"] is None:
+            # limits.toml gives no ratio (unreadable, missing): the next job gets nothing, and
+            # the limits line says why; the daemon's share would be a promise nobody keeps.
+            facts["next_job"] = None
+        else:
+            # What the next job really gets is what limits.toml holds (the hooks export it).
+            facts["next_job"]["limit_bytes"] = facts["limit_bytes"]
+            facts["next_job"]["ratio"] = facts["high_watermark_ratio"]
     facts["here"] = _here_facts()
     return facts
 

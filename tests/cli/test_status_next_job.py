@@ -101,3 +101,13 @@ def test_status_with_no_job_running_adds_no_words_about_jobs() -> None:
     assert facts["next_job"]["jobs_hold_bytes"] == 0
     assert facts["next_job"]["ratio"] == facts["next_job"]["ratio_once_they_end"] == 0.66
     assert facts["next_job"]["floored"] is False
+
+
+def test_status_promises_the_next_job_nothing_when_limits_toml_is_unreadable() -> None:
+    _daemon_saw(held_gib=14.2, jobs=2)
+    paths.limits_file().write_text("high_watermark_ratio = 0.35 # a hand edit\n")
+    text, facts = _status()
+    assert "next job:" not in text  # the daemon's reasons ("why:") may still say how it worked
+    assert facts["next_job"] is None
+    assert facts["high_watermark_ratio"] is None
+    assert "unreadable" in text
