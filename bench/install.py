@@ -8,6 +8,7 @@ Not a test: it prints figures. Goal: a re-run of install (nothing to do) well un
 
 from __future__ import annotations
 
+import argparse
 import os
 import statistics
 import subprocess
@@ -47,7 +48,9 @@ def _time(argv: list[str], env: dict[str, str]) -> float:
 
 
 def main() -> None:
-    runs = int(sys.argv[1]) if len(sys.argv) > 1 else 5
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("runs", nargs="?", type=int, default=5, help="runs (default: 5)")
+    runs = parser.parse_args().runs
     mpsd = [sys.executable, "-m", "mpsd"]
     steps = {
         "python -c pass": [sys.executable, "-c", "pass"],

@@ -11,6 +11,7 @@ one read of this machine's real swap watch (what the parent does after every ste
 
 from __future__ import annotations
 
+import argparse
 import os
 import statistics
 import sys
@@ -74,7 +75,9 @@ def watch_cost(reads: int = 200) -> float:
 
 
 def main() -> None:
-    runs = int(sys.argv[1]) if len(sys.argv) > 1 else 5
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("runs", nargs="?", type=int, default=5, help="runs (default: 5)")
+    runs = parser.parse_args().runs
     delays = reaction(runs)
     killed = [d[0] * 1000 for d in delays]
     reaped = [d[1] * 1000 for d in delays]
