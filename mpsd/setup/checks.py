@@ -473,8 +473,12 @@ def check_variables(env: Mapping[str, str]) -> Check:
     return Check("variables", OK, f"high {high}, low {env.get(watermarks.LOW)}")
 
 
+# The first line says a python runs it: a program that is not Python (`--python /bin/ls`)
+# fails without it, and is not told to reinstall torch.
+PYTHON_MARK = "mpsd: a python"
 TORCH_PROBE = (
     "import json\n"
+    f"print({PYTHON_MARK!r}, flush=True)\n"
     "try:\n"
     "    import torch\n"
     "except ModuleNotFoundError as exc:\n"
@@ -505,6 +509,8 @@ def torch_info(python: str = sys.executable, timeout: float = 180.0) -> dict[str
     except OSError as exc:  # no such file, not executable: the interpreter, not torch
         missing = isinstance(exc, FileNotFoundError)
         return {"error": exc.strerror or str(exc), "unrunnable": "missing" if missing else "other"}
+    if PYTHON_MARK not in done.stdout.splitlines()[:1]:
+        return {"error": "not a python interpreter", "unrunnable": "not python"}
     if done.returncode != 0:
         lines = done.stderr.strip().splitlines()
         return {"error": lines[-1] if lines else f"exit status {done.returncode}"}
@@ -528,12 +534,13 @@ def check_torch(
     platform = sys.platform if platform is None else platform
     where = f"{path} ({how})"
     if data is None:
-        return Check(
-            "torch",
-            SKIPPED,
-            f"torch is not installed for {where}",
-            "check your project's python with `mpsd doctor --python PATH`",
+        fix = (
+            "check your project's python with `mpsd doctor --python PATH`"
+            if python is None
+            else f"install it there (`{path} -m pip install torch`), or give --python the "
+            "python your project runs"
         )
+        return Check("torch", SKIPPED, f"torch is not installed for {where}", fix)
     if "unrunnable" in data:
         given = how == "--python"
         example = "`mpsd doctor --python .venv/bin/python`"
@@ -543,6 +550,13 @@ def check_torch(
                 f"check the path: give --python your project's python, e.g. {example}"
                 if given
                 else f"check that {path} still exists (a removed venv?)"
+            )
+        elif data["unrunnable"] == "not python":
+            detail = f"{path} ({how}) is not a python interpreter"
+            fix = (
+                f"give --python your project's python, e.g. {example}"
+                if given
+                else f"check that {path} is a python you can run (`{path} -V`)"
             )
         else:
             detail = f"{path} ({how}) cannot be run ({data['error']})"

@@ -327,9 +327,14 @@ def test_a_python_that_is_not_there_or_not_a_program_gets_a_fix_about_the_path(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     missing = tmp_path / "nope" / "bin" / "python"
+    not_python = tmp_path / "not-python"
+    not_python.write_text("#!/bin/sh\necho 'usage: not-python FILE' >&2\nexit 2\n")
+    not_python.chmod(0o755)
     for given, detail in (
         (missing, f"there is no interpreter {missing} (--python) to check torch in"),
         (tmp_path, f"{tmp_path} (--python) cannot be run (Permission denied)"),
+        (not_python, f"{not_python} (--python) is not a python interpreter"),
+        (Path("/bin/ls"), "/bin/ls (--python) is not a python interpreter"),
     ):
         code = main(["doctor", "--json", "--python", str(given)])
         torch = _by_name(json.loads(capsys.readouterr().out))["torch"]
