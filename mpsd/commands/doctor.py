@@ -29,7 +29,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.python:
+    if args.python is not None:
         python = (project_python.given(args.python), "--python")
     else:
         python = project_python.find()

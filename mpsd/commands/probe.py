@@ -11,6 +11,7 @@ from collections.abc import Callable
 from types import FrameType
 from typing import IO, TYPE_CHECKING, Any
 
+from mpsd.env import project_python
 from mpsd.errors import EXIT_ABSENT, EXIT_OK, EXIT_USAGE, MpsdError
 
 if TYPE_CHECKING:  # imported for real inside run(): start-up stays fast
@@ -80,22 +81,9 @@ def _step(text: str) -> int:
     return value
 
 
-def _interpreter(text: str) -> str:
-    """``--python``: a path as given (a venv's python is often a symlink: keep it), or a
-    command name found on PATH."""
-    import os
-    import shutil
-
-    if os.sep in text:
-        return os.path.expanduser(text)
-    return shutil.which(text) or text
-
-
 def _project_python() -> str:
     """The python this shell would run here (where the project's torch is); the report and
     every error name it."""
-    from mpsd.env import project_python
-
     return project_python.find()[0]
 
 
@@ -166,7 +154,7 @@ def run(args: argparse.Namespace) -> int:
 
     ratio = _ratio(args.ratio) if args.ratio is not None else None
     step = _step(args.step)
-    python = _interpreter(args.python) if args.python else _project_python()
+    python = project_python.given(args.python) if args.python is not None else _project_python()
     current = limits_mod.read()
     if ratio is None and current is None and not args.calibrate:
         raise MpsdError(

@@ -72,6 +72,10 @@ def find(directory: str | None = None, environ: Mapping[str, str] | None = None)
 def given(text: str) -> str:
     """``--python``: a path as given (a venv's python is often a symlink: keep it), or a
     command name found on PATH."""
+    if not text.strip():
+        from mpsd.errors import MpsdError
+
+        raise MpsdError("--python needs an interpreter: a path or a command name, not ''.")
     if os.sep in text:
         return os.path.expanduser(text)
     return _on_path(text, os.environ.get("PATH", "")) or text

@@ -457,3 +457,13 @@ def test_in_a_directory_removed_under_the_shell_it_is_one_sentence_not_an_unexpe
     )
     assert done.returncode == 2
     assert done.stderr == f"mpsd: the current directory no longer exists; {sentence}\n"
+
+
+@pytest.mark.parametrize("command", ["doctor", "probe"])
+def test_an_empty_python_is_refused_not_taken_for_no_python(
+    command: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main([command, "--python", ""])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err == "mpsd: --python needs an interpreter: a path or a command name, not ''.\n"
