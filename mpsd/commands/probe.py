@@ -152,6 +152,8 @@ def run(args: argparse.Namespace) -> int:
     from mpsd.probe.runner import ProbeSpec, run_probe
     from mpsd.probe.swapwatch import choose_watch
 
+    if args.yes and not args.calibrate:
+        raise MpsdError("--yes goes with --calibrate (a plain probe asks nothing).", EXIT_USAGE)
     ratio = _ratio(args.ratio) if args.ratio is not None else None
     step = _step(args.step)
     python = project_python.given(args.python) if args.python is not None else _project_python()

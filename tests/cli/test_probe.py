@@ -354,3 +354,9 @@ def test_the_readme_documents_every_probe_option_and_the_budget_example() -> Non
     missing = [o for o in options if o not in section and o != "--help"]
     assert missing == []
     assert "mpsd.budget()" in section and "headroom = 0.7" in section
+
+
+def test_yes_without_calibrate_is_refused() -> None:
+    done = run_mpsd("probe", "--yes")
+    assert done.returncode == 2
+    assert done.stderr == "mpsd: --yes goes with --calibrate (a plain probe asks nothing).\n"
