@@ -51,5 +51,6 @@ def run(args: argparse.Namespace) -> int:
         return 0
     sys.stdout.write(render(decision, args.shell))
     if sys.stderr.isatty() and sys.stdout.isatty():
-        sys.stderr.write(f"# {decision.reason}\n")
+        # The reason --shell json gives (it reads config.toml too: only for a person).
+        sys.stderr.write(f"# {exports_facts(decision, os.environ)['reason']}\n")
     return 0

@@ -7,7 +7,11 @@ nothing. status, env and doctor must all say so, rather than show a ratio nobody
 from __future__ import annotations
 
 import json
+import os
+import sys
 from pathlib import Path
+
+import pytest
 
 from mpsd import limits, paths
 from tests.conftest import run_mpsd
@@ -77,3 +81,21 @@ def test_the_daemon_rewrites_a_hand_edited_file_in_its_own_form(tmp_path: Path) 
     read = limits.read_file()
     assert read.problem is None and read.exports
     assert read.projects == (str(project.resolve()),)
+
+
+def test_env_on_a_terminal_gives_the_reason_json_gives(tmp_path: Path) -> None:
+    pexpect = pytest.importorskip("pexpect")
+    project = tmp_path / "project"
+    project.mkdir()
+    assert run_mpsd("enable", "--no-python-hook", str(project)).returncode == 0
+    paths.limits_file().write_text("high_watermark_ratio = 0.77 # mine\n")  # a hand-made one
+    shown = pexpect.run(
+        f"{sys.executable} -m mpsd env",
+        cwd=str(project),
+        env=dict(os.environ),
+        timeout=60,
+        encoding="utf-8",
+    )
+    reason = json.loads(run_mpsd("env", "--shell", "json", cwd=project).stdout)["reason"]
+    assert reason.startswith("config.toml opts this directory in")
+    assert f"# {reason}" in " ".join(shown.split())
