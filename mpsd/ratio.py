@@ -21,6 +21,13 @@ def floor2(value: float) -> float:
     return math.floor(round(value * 100, 6)) / 100
 
 
+def ratio_text(value: float) -> str:
+    """A ratio to show: two decimals, more when it has them (0.805 stays 0.805, never 0.81,
+    which is another cap)."""
+    decimals = len(f"{value:.6f}".rstrip("0").partition(".")[2])
+    return f"{value:.{max(2, decimals)}f}"
+
+
 def clamp_ratio(value: float, low: float = MIN_RATIO, high: float = MAX_RATIO) -> float:
     """Clamp into [low, high] within PyTorch's valid range, never 0.0."""
     low = max(low, MIN_RATIO)

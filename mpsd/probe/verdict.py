@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from mpsd.machine.sample import PRESSURE_CRITICAL
-from mpsd.ratio import floor2
+from mpsd.ratio import floor2, ratio_text
 from mpsd.sizes import format_gib
 from mpsd.words import plural
 
@@ -232,7 +232,7 @@ def to_json(result: ProbeResult, advice: Advice) -> dict[str, Any]:
 def report_lines(result: ProbeResult, advice: Advice) -> list[str]:
     """The human report, one fact a line."""
     lines = [
-        f"Probe: ratio {result.high:.2f} (low {result.low:.2f}), steps of "
+        f"Probe: ratio {ratio_text(result.high)} (low {ratio_text(result.low)}), steps of "
         f"{format_gib(result.step_bytes)} of torch.rand on {result.device}"
         + (f" (torch {result.torch_version})" if result.torch_version else "")
         + "."
@@ -241,7 +241,8 @@ def report_lines(result: ProbeResult, advice: Advice) -> list[str]:
     limit_text = "max allowed " + (format_gib(limit) if limit is not None else "unknown")
     if result.recommended_max_bytes and limit is not None:
         limit_text += (
-            f" ({result.high:.2f} x {format_gib(result.recommended_max_bytes)} recommended max)"
+            f" ({ratio_text(result.high)} x {format_gib(result.recommended_max_bytes)} "
+            "recommended max)"
         )
     if result.outcome == OOM:
         at = result.error_at_bytes or 0

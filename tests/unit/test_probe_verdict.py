@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -86,6 +87,13 @@ def test_every_recorded_mps_oom_message_gives_its_numbers() -> None:
                 assert found[key] == expected[key], (row["id"], key)
         checked += 1
     assert checked >= 20
+
+
+def test_the_report_shows_a_ratio_with_every_decimal_it_has() -> None:
+    result = replace(_clean(), high=0.805, low=0.8, max_allowed_bytes=int(0.805 * 37.44 * GIB))
+    text = "\n".join(pv.report_lines(result, pv.advise(result, _current(0.8, 0.8))))
+    assert text.startswith("Probe: ratio 0.805 (low 0.80), steps of")
+    assert "(0.805 x 37.44 GiB recommended max)" in text  # not 0.81: that is another cap
 
 
 def test_text_without_an_mps_oom_gives_nothing() -> None:
