@@ -279,8 +279,8 @@ DURATION_KEYS = frozenset({"interval", "window", "retention", "swap_recovery"})
 
 def policy_values(config: Config) -> dict[str, float]:
     """The values the daemon works the limits out with (all but ``projects`` and ``retention``),
-    JSON-ready: what
-    its record of a decision keeps, so that ``mpsd status`` can tell an edit since."""
+    JSON-ready: what its record of a decision keeps, so that ``mpsd status`` can tell an edit
+    since."""
     return {
         key.name: getattr(config, key.name)
         for key in SCHEMA
