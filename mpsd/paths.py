@@ -119,3 +119,36 @@ def in_the_way_sentence(path: str | Path) -> str | None:
         "in it: move that file away (or point MPSD_CONFIG_DIR, MPSD_STATE_DIR or "
         "MPSD_DATA_DIR elsewhere)"
     )
+
+
+def untrusted(directory: str | Path) -> str | None:
+    """The trust rule (ssh's StrictModes): None when ``directory`` is absent, or is owned by
+    this user and writable by nobody else; otherwise one sentence that names the directory
+    and the command that fixes it. mpsd reads nothing in a directory that fails it."""
+    import shlex
+    import stat
+
+    try:
+        st = os.stat(directory)
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        return f"{directory} cannot be checked ({e.strerror}), so mpsd trusts nothing in it"
+    quoted = shlex.quote(os.fspath(directory))
+    if st.st_uid != os.getuid():
+        return (
+            f"{directory} belongs to another user (uid {st.st_uid}), so mpsd trusts nothing "
+            f"in it: run `sudo chown -R $(id -un) {quoted}`"
+        )
+    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        return (
+            f"{directory} is writable by others (mode {stat.S_IMODE(st.st_mode):o}), so mpsd "
+            f"trusts nothing in it: run `chmod go-w {quoted}`"
+        )
+    return None
+
+
+def untrusted_dirs() -> list[str]:
+    """The trust rule's sentence for each of mpsd's config, state and data dirs that fails it."""
+    found = (untrusted(d) for d in (config_dir(), state_dir(), data_dir()))
+    return [sentence for sentence in found if sentence]
