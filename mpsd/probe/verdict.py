@@ -11,8 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from mpsd.machine.sample import PRESSURE_CRITICAL
 from mpsd.ratio import floor2, ratio_text
-from mpsd.sizes import format_gib
-from mpsd.words import plural
+from mpsd.sizes import format_gib, plural
 
 if TYPE_CHECKING:
     from mpsd.limits import Limits
