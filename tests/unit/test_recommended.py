@@ -141,13 +141,13 @@ def test_the_wired_limit_override_is_read_from_either_sysctl(
     monkeypatch: pytest.MonkeyPatch, sysctls: dict[str, int], expected: int | None
 ) -> None:
     monkeypatch.setattr(recommended, "current_platform", lambda: "darwin")
-    monkeypatch.setattr(recommended, "_readers", lambda: [sysctls.get])
+    monkeypatch.setattr(recommended.sysctl, "read", sysctls.get)
     assert recommended.wired_limit_bytes() == expected
 
 
 def test_the_wired_limit_is_not_looked_for_off_macos(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(recommended, "current_platform", lambda: "linux")
-    monkeypatch.setattr(recommended, "_readers", lambda: [{"iogpu.wired_limit_mb": 9}.get])
+    monkeypatch.setattr(recommended.sysctl, "read", {"iogpu.wired_limit_mb": 9}.get)
     assert recommended.wired_limit_bytes() is None
 
 
