@@ -20,6 +20,7 @@ import os
 import selectors
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Mapping
@@ -83,15 +84,6 @@ def plain_ratio(value: float) -> str:
     return text
 
 
-def child_env(spec: ProbeSpec, base: Mapping[str, str]) -> dict[str, str]:
-    env = dict(base)
-    env[HIGH_VAR] = plain_ratio(spec.high)
-    env[LOW_VAR] = plain_ratio(spec.low)
-    env["PYTHONWARNINGS"] = "ignore"  # torch's import-time warnings are noise here
-    env["PYTHONUNBUFFERED"] = "1"
-    return env
-
-
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
     """SIGKILL the child's whole process group, then reap the child.
 
@@ -141,17 +133,22 @@ def run_probe(
             "`mpsd probe` again.",
             EXIT_ABSENT,
         )
-    source = CHILD_SOURCE.read_text(encoding="utf-8")
-    argv = [spec.python, "-c", source, str(spec.step_bytes)]
+    argv = [spec.python, "-c", CHILD_SOURCE.read_text(encoding="utf-8"), str(spec.step_bytes)]
+    child_env = {
+        **(os.environ if env is None else env),
+        HIGH_VAR: plain_ratio(spec.high),
+        LOW_VAR: plain_ratio(spec.low),
+        "PYTHONWARNINGS": "ignore",  # torch's import-time warnings are noise here
+        "PYTHONUNBUFFERED": "1",
+    }
     started = time.monotonic()
-    last_event: dict[str, Any] | None = None
     with tempfile.TemporaryFile() as stderr:
         proc = subprocess.Popen(
             argv,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=stderr,
-            env=child_env(spec, env if env is not None else os.environ),
+            env=child_env,
             start_new_session=True,  # its own group: one killpg frees everything it holds
         )
         try:
@@ -278,7 +275,7 @@ def _child_failed(
         if kind == "no_mps":
             raise MpsdError(
                 f"MPS is not available to torch {last.get('torch', '')} on this machine "
-                f"({last.get('platform', 'unknown')}): MPS needs an Apple Silicon Mac with "
+                f"({sys.platform}): MPS needs an Apple Silicon Mac with "
                 "macOS 12.3+ and a torch built with MPS (the macOS arm64 wheels are).",
                 EXIT_USAGE,
             )
