@@ -8,6 +8,7 @@ import math
 import signal
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from types import FrameType
 from typing import IO, TYPE_CHECKING, Any
 
@@ -210,8 +211,7 @@ def _calibrate(
     args: argparse.Namespace, ratio: float | None, current: Limits | None, probe: Probe
 ) -> int:
     from mpsd import paths
-    from mpsd.probe.calibrate import calibrate, set_headroom
-    from mpsd.probe.verdict import advise, headroom_for, to_json
+    from mpsd.probe.verdict import advise, calibrate, headroom_for, to_json
 
     if current is None:
         raise MpsdError(
@@ -280,3 +280,36 @@ def _calibrate(
     if not found.changed and not args.json:
         print(f"Ratio {start:.2f} already gives a clean error with no swap: nothing to change.")
     return EXIT_OK
+
+
+def set_headroom(path: Path, headroom: float) -> bool:
+    """Set ``headroom`` in config.toml at ``path`` (created if missing), keeping every comment
+    and the layout (tomlkit). Raises ``ConfigError`` (and writes nothing) when the file is not
+    valid TOML, the result would not be a valid config, or the file cannot be written.
+    False when the value was already there."""
+    import tomlkit
+    import tomlkit.exceptions
+
+    from mpsd.atomic import write_atomic
+    from mpsd.config import ConfigError, validate
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        text = ""
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(path, [f"cannot be read ({exc})"]) from None
+    try:
+        document = tomlkit.parse(text)
+    except tomlkit.exceptions.TOMLKitError as exc:
+        raise ConfigError(
+            path, [f"is not valid TOML ({exc}); fix it, then calibrate again"]
+        ) from None
+    document["headroom"] = headroom
+    validate(document.unwrap(), path)
+    try:
+        return write_atomic(path, tomlkit.dumps(document).encode("utf-8"), follow_links=True)
+    except OSError as exc:
+        raise ConfigError(
+            path, [f"cannot be written ({exc.strerror}); add `headroom = {headroom:g}` by hand"]
+        ) from None

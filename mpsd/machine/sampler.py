@@ -8,9 +8,8 @@
   the pressure level ``kern.memorystatus_vm_pressure_level``; the cumulative ``Swapouts`` of
   ``vm_stat`` (psutil's ``sout`` on macOS counts all page-outs, not swap). Where a counter
   cannot be read, psutil gives the figure (source ``psutil``).
-- ``PsutilSource`` (Linux and the rest): psutil's ``available`` and ``total``, swap-outs
-  from ``/proc/vmstat`` ``pswpout`` (pages; psutil's ``sout`` elsewhere), pressure
-  from the PSI file ``/proc/pressure/memory`` where there is one.
+- ``PsutilSource`` (Linux): psutil's ``available`` and ``total``, swap-outs (pages) from
+  ``/proc/vmstat`` ``pswpout``, pressure from the PSI file ``/proc/pressure/memory``.
 
 A sample that cannot be taken (psutil's ``virtual_memory()`` fails intermittently on
 macOS 26) raises ``SampleError``: the loop logs it and skips the sample.
@@ -21,7 +20,6 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import resource
 import shutil
 import subprocess
 import sys
@@ -45,11 +43,8 @@ class SampleError(Exception):
 
 @dataclass(frozen=True)
 class Memory:
-    """What a source read: the machine-wide part of a ``Sample``.
-
-    ``parts``: the figures ``available_bytes`` was computed from, so that a user can redo
-    the sum (``mpsd status --json``): on macOS ``free_pages``, ``file_backed_pages``,
-    ``purgeable_pages`` and ``page_size``; from psutil ``psutil_available``."""
+    """What a source read: the machine-wide part of a ``Sample``. ``parts``: the figures
+    ``available_bytes`` was computed from, so that a user can redo the sum (``status --json``)."""
 
     available_bytes: int
     total_bytes: int
@@ -116,12 +111,7 @@ class PsutilSource:
     def _swapouts(self) -> int | None:
         """Pages swapped out since boot."""
         match = re.search(r"^pswpout (\d+)$", _read_text(f"{self.proc}/vmstat") or "", re.M)
-        if match:
-            return int(match.group(1))
-        try:
-            return int(psutil.swap_memory().sout) // resource.getpagesize()
-        except (*_PSUTIL_FAILURES, AttributeError):
-            return None
+        return int(match.group(1)) if match else None
 
 
 # --- macOS ------------------------------------------------------------------------------------
@@ -200,10 +190,7 @@ _source: Source | None = None
 
 
 def take_sample(
-    now: float | None = None,
-    *,
-    source: Source | None = None,
-    scanner: ProcessScanner | None = None,
+    now: float | None = None, *, source: Source | None = None, scanner: ProcessScanner | None = None
 ) -> Sample:
     """One ``Sample`` at ``now`` (default: ``time.time()``). Raises ``SampleError`` when the
     memory counters or the process table cannot be read: the caller skips this sample."""
@@ -211,18 +198,13 @@ def take_sample(
 
 
 def take_sample_and_parts(
-    now: float | None = None,
-    *,
-    source: Source | None = None,
-    scanner: ProcessScanner | None = None,
+    now: float | None = None, *, source: Source | None = None, scanner: ProcessScanner | None = None
 ) -> tuple[Sample, dict[str, object]]:
     """``take_sample()`` and the figures its free memory was computed from (``parts_of``)."""
     global _source
     t = time.time() if now is None else now
     if source is None:
-        if _source is None:
-            _source = default_source()
-        source = _source
+        source = _source = _source or default_source()
     memory = source.read()
     if memory.total_bytes <= 0 or memory.available_bytes < 0:
         raise SampleError(

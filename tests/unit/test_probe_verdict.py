@@ -249,5 +249,5 @@ def test_a_child_that_ends_without_a_verdict_is_one_sentence_saying_why() -> Non
     assert "(4.00 MiB allocated)" in str(crash.value) and crash.value.exit_code == 2
     assert "its last words: Fatal Python error" in str(crash.value)
     no_mps = {"event": "error", "kind": "no_mps", "torch": "2.13.0+cpu"}
-    with pytest.raises(MpsdError, match="MPS needs an Apple Silicon Mac with macOS 12.3+"):
+    with pytest.raises(MpsdError, match=r"MPS needs an Apple Silicon Mac with macOS 12\.3\+"):
         _child_failed(4, no_mps, result, "")

@@ -162,19 +162,9 @@ def test_linux_swapouts_come_from_proc_vmstat_pswpout(tmp_path: Path) -> None:
     assert memory.pressure == 1
 
 
-def test_linux_without_proc_vmstat_falls_back_to_psutil_sout(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    root = _fake_proc(tmp_path, None, None)
-
-    class Swap:
-        sout = 8192 * 4096
-
-    monkeypatch.setattr(psutil, "swap_memory", lambda: Swap())
-    monkeypatch.setattr(sampler.resource, "getpagesize", lambda: 4096)
-    memory = PsutilSource(str(root)).read()
-    assert memory.swapouts == 8192
-    assert memory.pressure is None
+def test_linux_without_proc_vmstat_or_psi_has_no_swapouts_or_pressure(tmp_path: Path) -> None:
+    memory = PsutilSource(str(_fake_proc(tmp_path, None, None))).read()
+    assert (memory.swapouts, memory.pressure) == (None, None)
 
 
 @pytest.mark.parametrize(
