@@ -1,20 +1,13 @@
 """Metal's ``recommendedMaxWorkingSetSize``: the number PyTorch multiplies the watermark by.
 
-Where it comes from, best first (``source``):
-
-- ``metal``: the default Metal device's ``recommendedMaxWorkingSetSize``, read through ctypes
-  (``mpsd.machine.metal``: milliseconds, no extra package);
-- ``torch``: ``torch.mps.recommended_max_memory()``, where Metal could not be read and torch
-  with MPS is installed (the same number; importing torch takes seconds);
-- ``iogpu``: the working-set override when set (``iogpu.wired_limit_mb`` in MiB on macOS 14+,
-  ``debug.iogpu.wired_limit`` in bytes on macOS 13), which Metal then reports;
-- ``estimate``: 0.85 x RAM (``mpsd.ratio.estimate_recommended_max``), e.g. on Linux. It errs
-  high on purpose and is always shown as an estimate (docs/macos-and-pytorch.md).
-
-The first two run in a short-lived subprocess: the caller never loads Metal or imports torch.
-The answer is cached as JSON in the state dir with the boot time, the OS version and the
-wired-limit override, and probed again when any of them changes (a reboot, an OS update, a
-new override), and an estimate after a day (torch may have been installed since).
+Where it comes from, best first (``source``): ``metal`` (read through ctypes by
+``mpsd.machine.metal``), ``torch`` (``torch.mps.recommended_max_memory()``, the same number),
+``iogpu`` (the working-set override ``iogpu.wired_limit_mb``, or ``debug.iogpu.wired_limit`` on
+macOS 13, which Metal then reports), ``estimate`` (0.85 x RAM, e.g. on Linux: it errs high on
+purpose, docs/macos-and-pytorch.md). The first two run in a short-lived subprocess: the caller
+never loads Metal or imports torch. The answer is cached in the state dir with the boot time,
+the OS version and the override, and probed again when any of them changes, and an estimate
+after a day (torch may have been installed since).
 """
 
 from __future__ import annotations
@@ -26,7 +19,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -56,8 +49,8 @@ def probe_code() -> str:
 def probe_subprocess(
     python: str | None = None, timeout: float = PROBE_TIMEOUT
 ) -> tuple[int, str] | None:
-    """Run ``probe_code()`` with ``python`` (default: this interpreter); (bytes, source) or
-    None when it found nothing, failed, printed nonsense or took longer than ``timeout``."""
+    """Run ``probe_code()`` with ``python`` (default: this interpreter); (bytes, source), or
+    None when it found nothing or failed in any way."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTORCH_MPS_")}
     env.update(sysctl.C_LOCALE)
     try:
@@ -191,7 +184,7 @@ def recommended_max(total_ram: int, *, refresh: bool = False) -> tuple[int, str]
     if cached is not None and cached.still_true(now):
         return cached.bytes, cached.source
     value, source = probe(total_ram, limit)
-    fresh = Cached(**{**asdict(now), "bytes": value, "source": source})
+    fresh = replace(now, bytes=value, source=source)
     # A state dir we cannot write costs a probe next time, nothing else.
     with contextlib.suppress(OSError):
         write_atomic(path, (json.dumps(asdict(fresh), indent=2) + "\n").encode())

@@ -98,7 +98,6 @@ def test_refresh_probes_whatever_the_cache_says(mac: FakeMac) -> None:
         "",
         "{not json",
         "[]",
-        '{"bytes": -5, "source": "torch"}',
         json.dumps(
             {
                 "bytes": 1,
@@ -284,22 +283,11 @@ def test_probe_subprocess_that_finds_nothing_or_misbehaves_is_none(
     tmp_path: Path, body: str
 ) -> None:
     python = _stand_in(tmp_path, body + "\n")
-    assert recommended.probe_subprocess(python, timeout=2) is None
+    assert recommended.probe_subprocess(python, timeout=0.5) is None
 
 
 def test_probe_subprocess_with_a_missing_python_is_none(tmp_path: Path) -> None:
     assert recommended.probe_subprocess(str(tmp_path / "no-such-python")) is None
-
-
-def test_a_stand_in_probe_feeds_the_whole_chain_on_a_pretend_mac(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    python = _stand_in(tmp_path, 'echo \'{"bytes": 19069665280, "source": "metal"}\'\n')
-    real = recommended.probe_subprocess
-    monkeypatch.setattr(recommended, "current_platform", lambda: "darwin")
-    monkeypatch.setattr(recommended, "wired_limit_bytes", lambda: 0)
-    monkeypatch.setattr(recommended, "probe_subprocess", lambda: real(python))
-    assert recommended.recommended_max(24 * GIB) == (19069665280, "metal")
 
 
 @pytest.mark.slow
