@@ -122,6 +122,14 @@ def run_probe(
             "e.g. `mpsd probe --python .venv/bin/python`.",
             EXIT_USAGE,
         )
+    try:
+        os.getcwd()  # the child starts here (a pyenv shim picks its python by it)
+    except FileNotFoundError:
+        raise MpsdError(
+            "the current directory no longer exists; cd to your project, then run `mpsd probe` "
+            "again.",
+            EXIT_USAGE,
+        ) from None
     result = ProbeResult(
         high=spec.high, low=spec.low, step_bytes=spec.step_bytes, outcome="", python=spec.python
     )
