@@ -146,9 +146,6 @@ class Cached:
         if same != (now.os_version, now.total_ram, now.wired_limit_bytes):
             return False
         if self.source == "estimate":
-            # An estimate made by an older rule (2/3 or 3/4 of RAM) is not kept.
-            if self.bytes != estimate_recommended_max(self.total_ram):
-                return False
             then, at = (datetime.fromisoformat(d).timestamp() for d in (self.date, now.date))
             return 0 <= at - then < ESTIMATE_TTL
         return True

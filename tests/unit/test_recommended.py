@@ -215,24 +215,6 @@ def test_the_estimate_is_above_every_value_observed_on_apple_silicon(ram: int) -
     assert estimate_recommended_max(ram * GIB) < ram * GIB
 
 
-def test_an_estimate_cached_by_the_old_rule_is_not_kept(mac: FakeMac) -> None:
-    path = paths.recommended_max_cache()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    old = {
-        "bytes": MAC_48 * 3 // 4,
-        "source": "estimate",
-        "date": "2027-01-15T08:00:00+00:00",
-        "boot_time": mac.boot,
-        "os_version": mac.os,
-        "total_ram": MAC_48,
-        "wired_limit_bytes": 0,
-    }
-    path.write_text(json.dumps(old))
-    mac.answer = None
-    assert recommended.recommended_max(MAC_48) == (MAC_48 * 85 // 100, "estimate")
-    assert mac.probes == 1
-
-
 def _stand_in(tmp_path: Path, body: str) -> str:
     path = tmp_path / "python-stand-in"
     path.write_text("#!/bin/sh\n" + textwrap.dedent(body))
