@@ -13,12 +13,11 @@ Protocol: one JSON object a line on stdout, flushed at once:
   {"event": "never_reached", ...}                   filled past max allowed with no error: exit 0
   {"event": "error", "kind": K, "message": TEXT}    exit EXIT_NO_TORCH / EXIT_NO_MPS / EXIT_TORCH
 
-The device seam: ``MPSD_PROBE_FAKE_DEVICE=BYTES`` makes a stand-in device on the CPU play MPS
-with that recommended max. It allocates real ``torch.rand`` CPU tensors and raises PyTorch's own
-out-of-memory wording once ratio x BYTES would be exceeded. Test knobs (fake device only):
-``MPSD_PROBE_FAKE_SWAP=FILE`` with ``MPSD_PROBE_FAKE_SWAP_AT=BYTES`` (the stand-in OS: above that
-much allocated, each step adds swap-outs to the counter in FILE), ``MPSD_PROBE_FAKE_DELAY=SECONDS``
-(per step), ``MPSD_PROBE_FAKE_CRASH_AT=BYTES`` (die by SIGSEGV once that much is allocated).
+The device seam: ``MPSD_PROBE_FAKE_DEVICE=BYTES`` makes a stand-in on the CPU play MPS with
+that recommended max (real ``torch.rand`` tensors, PyTorch's own wording at the cap). Its knobs:
+``MPSD_PROBE_FAKE_SWAP=FILE`` with ``..._SWAP_AT=BYTES`` (above that much, each step adds
+swap-outs to the counter in FILE), ``..._DELAY=SECONDS`` (per step), ``..._CRASH_AT=BYTES``
+(die by SIGSEGV there).
 """
 
 from __future__ import annotations
