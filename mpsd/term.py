@@ -13,7 +13,7 @@ import sys
 import textwrap
 from typing import Any
 
-from mpsd.words import plural
+from mpsd.sizes import plural
 
 __all__ = ["UNLIMITED", "Style", "columns", "fill", "plural", "style", "use_color", "wrap"]
 

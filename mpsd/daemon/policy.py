@@ -66,8 +66,7 @@ from mpsd import ratio
 from mpsd.daemon.schedule import POLICY_EVERY
 from mpsd.durations import format_duration
 from mpsd.machine.sample import PRESSURE_WARN
-from mpsd.sizes import gib
-from mpsd.words import plural
+from mpsd.sizes import gib, plural
 
 if TYPE_CHECKING:  # the settings' shape only: mpsd.config also loads the file (I/O)
     from mpsd.config import Config
