@@ -33,7 +33,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "projects": ("projects", "list the opted-in directories"),
     "env": ("env", "print the watermark exports that apply in a directory"),
     "run": ("run", "run a command with the watermark variables applied"),
-    "hook": ("hook", 'print the shell hook code (eval "$(mpsd hook zsh)")'),
+    "hook": ("completion", 'print the shell hook code (eval "$(mpsd hook zsh)")'),
     "completion": ("completion", "print tab completion for zsh, bash or fish"),
     "daemon": ("daemon", "run the daemon in the foreground (--once: one update, then exit)"),
     "status": ("status", "is the daemon alive, the limits in force, free memory over the window"),

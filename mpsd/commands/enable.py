@@ -12,7 +12,6 @@ from mpsd.env.here import exports_here, hook_copy_command, hook_here
 from mpsd.env.optin import enable
 from mpsd.env.pyhooks import Target
 from mpsd.errors import EXIT_USAGE, MpsdError
-from mpsd.setup import thisshell
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -42,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
     explicit: list[Target] = []
     if args.python:
         # Asked before anything changes: a wrong --python changes nothing.
-        explicit = [pyhooks.ask(python) for python in args.python]
+        explicit = [pyhooks.inspect_interpreter(python) for python in args.python]
     change = enable(args.directory)
     if change.changed:
         print(
@@ -119,13 +118,8 @@ def _this_shell_note(directory: str) -> str | None:
             "No shell has the mpsd hook yet: run `mpsd install`, or start python with "
             "`mpsd run -- python ...`."
         )
-    if thisshell.predates_hook() is not True:
-        return (
-            "A shell with the mpsd hook sets them at its next prompt (`mpsd status` there "
-            "says whether this one has it)."
-        )
-    how = f"open a new terminal, or run `{load}` here"
     return (
-        "This shell has no mpsd hook yet (it was started before `mpsd install` hooked its rc "
-        f"file), so it gives a python neither variable: {how}."
+        "A shell with the mpsd hook sets them at its next prompt (`mpsd status` there says "
+        "whether it has one); a terminal opened before `mpsd install` has none: open a new "
+        f"one, or run `{load}` in it."
     )

@@ -13,10 +13,9 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from mpsd import paths
 from mpsd.atomic import write_atomic
 from mpsd.errors import MpsdError
-from mpsd.files import UnsafeFileError
+from mpsd.paths import in_the_way_sentence
 
 
 @dataclass(frozen=True)
@@ -69,12 +68,8 @@ def diff(change: FileChange, name: str | None = None) -> str:
 
 def apply(change: FileChange) -> bool:
     """Make the change on disk; False when there was nothing to do. An OS error becomes
-    one MpsdError sentence.
-
-    Writes go through ``write_atomic``: a symlinked file is written through its link and
-    keeps its mode (a hard-linked one is rewritten in place). A removal of a symlink removes
-    the link only.
-    """
+    one MpsdError sentence. A file is written through its symlink (a dotfile manager's rc
+    file stays a link) and keeps its mode; a removal of a symlink removes the link only."""
     if not change.changed:
         return False
     try:
@@ -83,15 +78,8 @@ def apply(change: FileChange) -> bool:
                 os.unlink(change.path)
             return True
         mode = None if change.old is not None else change.mode
-        # The user's files (rc files, a dotfile-managed config) are written through their
-        # links; mpsd's own (the hook copies in its data dir) never are.
-        own = change.path.parent in (paths.data_dir(), paths.state_dir())
-        return write_atomic(change.path, change.new, mode=mode, follow_links=not own)
-    except UnsafeFileError as exc:  # a link or a FIFO where the file goes: its own advice
-        raise MpsdError(f"cannot write {change.path}: {exc.strerror}.") from None
+        return write_atomic(change.path, change.new, mode=mode, follow_links=True)
     except OSError as exc:
-        from mpsd.paths import in_the_way_sentence
-
         blocked = in_the_way_sentence(change.path)
         if blocked:
             raise MpsdError(f"{blocked}; then run the command again") from None
