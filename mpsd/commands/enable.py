@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import sys
 
 from mpsd.env import pyhooks
@@ -74,7 +75,7 @@ def _python_hooks(project: str, explicit: list[Target]) -> None:
                 f"warning: {target.site} is the site-packages of a whole Python installation "
                 f"({target.prefix}), not of a virtual environment: every python "
                 f"{target.version} started from it gets the hook, in any opted-in project; "
-                f"`mpsd disable {_quoted(project)} --python {_quoted(target.python)}` "
+                f"`mpsd disable {shlex.quote(project)} --python {shlex.quote(target.python)}` "
                 "takes it out of this one.",
                 file=sys.stderr,
             )
@@ -96,12 +97,6 @@ def _shown(site: str, project: str) -> str:
     if site.startswith(project.rstrip("/") + "/"):
         return site[len(project.rstrip("/")) + 1 :]
     return site
-
-
-def _quoted(path: str) -> str:
-    import shlex
-
-    return shlex.quote(path)
 
 
 def _this_shell_note(directory: str) -> str | None:

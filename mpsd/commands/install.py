@@ -355,10 +355,7 @@ def run_uninstall(args: argparse.Namespace) -> int:
     for change in plan.all:
         if changes.apply(change):
             report(_describe(change))
-    _python_hook_bytecode(plan.files)
-    _remove_empty_parents([c.path for c in plan.files if c.changed and c.what in OWN_FILES])
-    if any(c.what == "hook copy" and c.changed for c in plan.files):
-        _remove_empty_dir(paths.data_dir(), report)
+    _tidy_up([c for c in plan.files if c.changed], report)
     for directory in purge:
         _purge(directory, installer.foreign_entries(directory), report)
 
@@ -430,34 +427,31 @@ def _refused_purge(
     )
 
 
-# Files install writes into other programs' config dirs (fish's): their dirs go when empty.
-OWN_FILES = ("fish hook", "completion")
-
-
-def _remove_empty_parents(files: list[Path]) -> None:
-    """The directories above ``files`` that are empty now, up to (not including) HOME or the
-    data dir."""
+def _tidy_up(removed: list[FileChange], report: Callable[[str], None]) -> None:
+    """What goes with the files uninstall removed: the start-up hook's bytecode (python wrote
+    it), and the directories install made for its own files once they are empty (the data
+    dir, fish's conf.d and completions), up to HOME."""
     from mpsd import paths
+    from mpsd.env import pyhooks
     from mpsd.setup.installer import home
 
-    tops = (home(), paths.data_dir())
-    for path in files:
-        directory = path.parent
-        while directory not in tops and any(top in directory.parents for top in tops):
+    data = paths.data_dir()
+    for change in removed:
+        if change.path.name == pyhooks.MODULE_FILE:
+            pyhooks.remove_bytecode(str(change.path.parent))
+        if change.what not in ("fish hook", "completion", "hook copy"):
+            continue
+        directory = change.path.parent
+        while directory not in (home(), data.parent) and (
+            home() in directory.parents or data in (directory, *directory.parents)
+        ):
             try:
                 directory.rmdir()
             except OSError:
                 break
+            if directory == data:
+                report(f"removed {_tilde(directory)}")
             directory = directory.parent
-
-
-def _python_hook_bytecode(removed: list[FileChange]) -> None:
-    """The start-up hook's bytecode goes with its module (python wrote it, not mpsd)."""
-    from mpsd.env import pyhooks
-
-    for change in removed:
-        if change.path.name == pyhooks.MODULE_FILE:
-            pyhooks.remove_bytecode(str(change.path.parent))
 
 
 def _purge(directory: Path, others: list[str], report: Callable[[str], None]) -> None:
@@ -474,11 +468,3 @@ def _purge(directory: Path, others: list[str], report: Callable[[str], None]) ->
         raise MpsdError(f"cannot remove {directory} ({exc.strerror}); remove it by hand") from None
     shown = ", ".join(others[:3]) + (", ..." if len(others) > 3 else "")
     report(f"kept {_tilde(directory)} (it also holds {shown}); removed mpsd's files from it")
-
-
-def _remove_empty_dir(directory: Path, report: Callable[[str], None]) -> None:
-    try:
-        directory.rmdir()
-    except OSError:
-        return
-    report(f"removed {_tilde(directory)}")

@@ -10,6 +10,7 @@ the other's change; the daemon need not be running.
 from __future__ import annotations
 
 import os
+import shlex
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -183,7 +184,7 @@ def disable(directory: str | None = None) -> Change:
         if owner is not None:
             raise MpsdError(
                 f"{path} is not a project itself but lies inside the project {owner}; "
-                f"run `mpsd disable {_quoted(owner)}` to take that one out.",
+                f"run `mpsd disable {shlex.quote(owner)}` to take that one out.",
                 EXIT_ABSENT,
             )
         raise MpsdError(f"{path} is not opted in (see `mpsd projects` for the list).", EXIT_ABSENT)
@@ -213,9 +214,3 @@ def listing() -> dict[str, Any]:
         "config_file": str(paths.config_file()),
         "limits_file": str(paths.limits_file()),
     }
-
-
-def _quoted(path: str) -> str:
-    import shlex
-
-    return shlex.quote(path)

@@ -382,20 +382,29 @@ def set_up(project: str, explicit: Iterable[Target] = ()) -> SetUp:
     return result
 
 
+def _take_out(mine: list[Entry], entries: list[Entry]) -> list[tuple[Entry, str]]:
+    """Drop ``mine`` from the list (under the lock) and take their copies out, unless another
+    entry still lists the same site-packages: for each, ``removed``, ``gone`` (already
+    missing) or ``kept``."""
+    rest = [e for e in entries if e not in mine]
+    still_used = {e.site for e in rest}
+    done = []
+    for entry in mine:
+        if entry.site in still_used:
+            done.append((entry, "kept"))
+        else:
+            done.append((entry, "removed" if remove_copy(entry.site) else "gone"))
+    _write_record(rest)
+    return done
+
+
 def tear_down(project: str) -> list[str]:
     """Take the hook out of the environments listed for ``project`` (unless another project
     still lists the same one); returns the site-packages it was removed from."""
-    removed = []
     with _locked():
         entries = record()
-        mine = [entry for entry in entries if entry.project == project]
-        rest = [entry for entry in entries if entry.project != project]
-        still_used = {entry.site for entry in rest}
-        for entry in mine:
-            if entry.site not in still_used and remove_copy(entry.site):
-                removed.append(entry.site)
-        _write_record(rest)
-    return removed
+        done = _take_out([e for e in entries if e.project == project], entries)
+    return [entry.site for entry, outcome in done if outcome == "removed"]
 
 
 def _same_python(a: str, b: str) -> bool:
@@ -420,7 +429,6 @@ def tear_down_python(project: str, python: str) -> list[tuple[Entry, str]]:
     project's entry goes). One sentence (exit 1) when ``project`` lists no such python."""
     from mpsd.errors import EXIT_ABSENT
 
-    done: list[tuple[Entry, str]] = []
     with _locked():
         entries = record()
         mine = [e for e in entries if e.project == project and _same_python(e.python, python)]
@@ -439,15 +447,7 @@ def tear_down_python(project: str, python: str) -> list[tuple[Entry, str]]:
             raise MpsdError(
                 f"{python} has no start-up hook from mpsd for {project}; {hint}.", EXIT_ABSENT
             )
-        rest = [e for e in entries if e not in mine]
-        still_used = {e.site for e in rest}
-        for entry in mine:
-            if entry.site in still_used:
-                done.append((entry, "kept"))
-            else:
-                done.append((entry, "removed" if remove_copy(entry.site) else "gone"))
-        _write_record(rest)
-    return done
+        return _take_out(mine, entries)
 
 
 def facts_for(project: str | None) -> list[dict[str, Any]]:
