@@ -20,8 +20,7 @@ from typing import TYPE_CHECKING
 from mpsd.errors import EXIT_OK, MpsdError
 
 if TYPE_CHECKING:
-    from mpsd.setup.changes import FileChange
-    from mpsd.setup.installer import Plan
+    from mpsd.setup.installer import FileChange, Plan
 
 # After loading the agent: how long to wait for its first sample, and after how long
 # without a daemon holding its lock to stop waiting.
@@ -87,7 +86,7 @@ def _daemon_command() -> str:
 def run_install(args: argparse.Namespace) -> int:
     from mpsd import limits, paths
     from mpsd.commands import full_parser
-    from mpsd.setup import changes, installer, launchd
+    from mpsd.setup import installer, launchd
 
     shells = installer.parse_shells(args.shell)
     use_launchd = not args.no_agent and launchd.available()
@@ -109,7 +108,7 @@ def run_install(args: argparse.Namespace) -> int:
         print(line, flush=True)
 
     for change in plan.files:
-        if changes.apply(change):
+        if installer.apply_change(change):
             report(_describe(change))
     for directory in (paths.config_dir(), paths.state_dir()):
         if not directory.is_dir():
@@ -251,7 +250,7 @@ def _dry_run_install(
     the files of yours it would edit (rc files) and of the plist; the new config.toml and
     hook scripts are named only (``--verbose`` prints them too)."""
     from mpsd import paths
-    from mpsd.setup import changes, launchd
+    from mpsd.setup import installer, launchd
     from mpsd.term import wrap
 
     summary = [_planned(_describe(change)) for change in plan.changed]
@@ -269,7 +268,7 @@ def _dry_run_install(
     hidden = [c for c in plan.changed if c not in shown and c.new is not None]
     lines = ["".join(f"{part}\n" for line in summary for part in wrap(line, None, "  ", "    "))]
     if shown:
-        lines.append("\n" + "".join(changes.diff(c, name=_tilde(c.path)) for c in shown))
+        lines.append("\n" + "".join(installer.diff(c, name=_tilde(c.path)) for c in shown))
     if hidden:
         names = ", ".join(_tilde(c.path) for c in hidden)
         note = f"(Not shown: the contents of {names}; --verbose prints them.)"
@@ -305,14 +304,14 @@ def _print_dry_run(lines: list[str], notes: list[str], nothing: str) -> int:
 
 def run_uninstall(args: argparse.Namespace) -> int:
     from mpsd import paths
-    from mpsd.setup import changes, installer, launchd
+    from mpsd.setup import installer, launchd
 
     plan = installer.uninstall_plan()
     purge = installer.purge_dirs() if args.purge else []
     has_launchctl = launchd.available()
 
     if args.dry_run:
-        lines = [changes.diff(change, name=_tilde(change.path)) for change in plan.changed]
+        lines = [installer.diff(change, name=_tilde(change.path)) for change in plan.changed]
         job = launchd.loaded() if has_launchctl else None
         if job is not None:
             lines.insert(0, f"would run: launchctl bootout {job.domain}/{launchd.LABEL}\n")
@@ -353,7 +352,7 @@ def run_uninstall(args: argparse.Namespace) -> int:
         who, pid = daemon
         warnings.append(f"{who} is still running (pid {pid}); stop it: `kill {pid}`")
     for change in plan.all:
-        if changes.apply(change):
+        if installer.apply_change(change):
             report(_describe(change))
     _tidy_up([c for c in plan.files if c.changed], report)
     for directory in purge:
