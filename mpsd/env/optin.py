@@ -22,19 +22,17 @@ from mpsd.atomic import write_atomic
 from mpsd.config import Config, default_config_text, load_config
 from mpsd.env import projects, pyhooks
 from mpsd.errors import EXIT_ABSENT, EXIT_USAGE, MpsdError
-from mpsd.files import UnsafeFileError
 from mpsd.locks import exclusive
 
 
 @dataclass(frozen=True)
 class Change:
-    """What ``enable``/``disable`` did: ``path`` (physical), whether the list changed, the
-    project that already covered it (enable) and whether limits.toml was written."""
+    """What ``enable``/``disable`` did: ``path`` (physical), whether the list changed, and
+    the project that covers it (still)."""
 
     path: str
     changed: bool
     covered_by: str | None = None
-    limits_written: bool = False
 
 
 def target(directory: str | None) -> str:
@@ -92,17 +90,15 @@ def _set_projects(document: Any, entries: tuple[str, ...], *, new_lines: bool = 
     document["projects"] = array
 
 
-def _edit(change: Callable[[tuple[str, ...]], tuple[str, ...]]) -> tuple[Config, bool, bool]:
+def _edit(change: Callable[[tuple[str, ...]], tuple[str, ...]]) -> tuple[Config, bool]:
     """Under the limits lock: apply ``change(entries) -> entries`` to config.toml's projects,
-    then mirror them into limits.toml. Returns (new config, config changed, limits written)."""
+    then mirror them into limits.toml. Returns (new config, config changed)."""
+    from mpsd.env.estimate import current_limits
+
     config_file = paths.config_file()
     # With no limits.toml yet, estimate before taking the lock: the recommended max may be
     # probed in a subprocess, and the daemon must not wait on that.
-    estimate = None
-    if limits.read() is None:
-        from mpsd.env.estimate import current_limits
-
-        estimate = current_limits(load_config(config_file), ())
+    estimate = current_limits(load_config(config_file), ()) if limits.read() is None else None
     with exclusive(paths.limits_lock_file()):
         config = load_config(config_file)
         entries = change(config.projects)
@@ -113,18 +109,14 @@ def _edit(change: Callable[[tuple[str, ...]], tuple[str, ...]]) -> tuple[Config,
         mirrored = projects.for_limits(config.projects)
 
         def mirror(current: limits.Limits | None) -> limits.Limits:
-            if current is None:
-                from mpsd.env.estimate import current_limits
-
-                base = estimate if estimate is not None else current_limits(config, ())
-                return replace(base, projects=mirrored)
-            return replace(current, projects=mirrored)
+            base = current or estimate or current_limits(config, ())
+            return replace(base, projects=mirrored)
 
         try:
-            written = limits.update_locked(mirror)
+            limits.update_locked(mirror)
         except OSError as exc:
             raise _unwritable(paths.limits_file(), exc) from None
-    return config, config_changed, written
+    return config, config_changed
 
 
 def _edited_text(config_file: Path, entries: tuple[str, ...]) -> str:
@@ -153,8 +145,6 @@ def _write(path: Path, data: bytes) -> None:
 
 
 def _unwritable(path: Path, exc: OSError) -> MpsdError:
-    if isinstance(exc, UnsafeFileError):  # a link or a FIFO where the file goes
-        return MpsdError(f"cannot write {path}: {exc.strerror}.")
     return MpsdError(f"cannot write {path} ({exc.strerror}); check that its directory is yours.")
 
 
@@ -169,9 +159,9 @@ def enable(directory: str | None = None) -> Change:
             return entries
         return projects.add(entries, path)
 
-    config, changed, written = _edit(add)
+    config, changed = _edit(add)
     others = [p for p in projects.for_limits(config.projects) if p != path]
-    return Change(path, changed, projects.containing_project(path, others), written)
+    return Change(path, changed, projects.containing_project(path, others))
 
 
 def disable(directory: str | None = None) -> Change:
@@ -188,9 +178,9 @@ def disable(directory: str | None = None) -> Change:
                 EXIT_ABSENT,
             )
         raise MpsdError(f"{path} is not opted in (see `mpsd projects` for the list).", EXIT_ABSENT)
-    config, changed, written = _edit(lambda entries: projects.remove(entries, path))
+    config, changed = _edit(lambda entries: projects.remove(entries, path))
     owner = projects.containing_project(path, projects.for_limits(config.projects))
-    return Change(path, changed, owner, written)
+    return Change(path, changed, owner)
 
 
 def listing() -> dict[str, Any]:
