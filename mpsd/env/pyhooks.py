@@ -1,18 +1,13 @@
-"""The interpreter start-up hook in a project's environments: find them, put the hook in, take it
-out, and keep the list of every copy mpsd installed.
+"""The interpreter start-up hook in a project's environments: find them, write the hook's copy
+in, remove it, and keep the list of every copy mpsd installed.
 
-A copy is two files in an environment's site-packages (its ``purelib``, as that interpreter's
+A copy is two files in an environment's site-packages (``purelib``, as that interpreter's
 ``sysconfig`` says): ``_mpsd_startup.py``, a byte-for-byte copy of ``mpsd/env/startup_hook.py``
-(the project's environment has no mpsd to import), and ``_mpsd_startup.pth``, whose one line
-imports it at every start of python, guarded so that a missing module prints nothing.
-
-The list (``python-hooks.tsv`` in the state dir, written atomically under a lock) holds one line
-per copy: the project it was installed for, the interpreter, its site-packages. ``disable`` and
-``uninstall`` remove what it lists; ``status`` and ``doctor`` use it to tell a copy that is gone
-(a recreated venv) from one never asked for.
-
-The functions ``status`` calls (``record``, ``environments_of``, ``facts_for``) import nothing
-beyond ``os``: its start-up is a contract.
+(the environment has no mpsd to import), and ``_mpsd_startup.pth``, whose one guarded line
+imports it at every start of python. The list (``python-hooks.tsv`` in the state dir) holds one
+line per copy: project, interpreter, site-packages; ``disable`` and ``uninstall`` remove what it
+lists, ``status`` and ``doctor`` tell a lost copy (a recreated venv) from one never asked for.
+What ``status`` calls imports nothing beyond ``os`` (its start-up is a contract).
 """
 
 from __future__ import annotations
@@ -254,10 +249,8 @@ def inspect_interpreter(python: str) -> Target:
 # -- writing copies, removing them ----------------------------------------------------
 
 
-def write_copy(site: str, python: str | None = None) -> bool:
-    """Write both files into ``site``; True when something changed. With ``python``, it
-    compiles the module's bytecode too (a python run with PYTHONDONTWRITEBYTECODE would
-    otherwise compile it at every start)."""
+def write_copy(site: str) -> bool:
+    """Write both files into ``site``; True when something changed."""
     from mpsd.atomic import write_atomic
 
     try:
@@ -265,26 +258,7 @@ def write_copy(site: str, python: str | None = None) -> bool:
         pth = write_atomic(Path(site, PTH_FILE), PTH_TEXT.encode("utf-8"))
     except OSError as exc:
         raise MpsdError(f"cannot write the start-up hook into {site} ({exc.strerror}).") from None
-    if python is not None:
-        _compile(python, os.path.join(site, MODULE_FILE))
     return module or pth
-
-
-COMPILE = "import py_compile, sys; py_compile.compile(sys.argv[1], doraise=True)"
-
-
-def _compile(python: str, module: str) -> None:
-    """Bytecode for ``module`` by ``python`` itself; a failure only costs start-up time."""
-    import subprocess
-
-    with contextlib.suppress(OSError, subprocess.TimeoutExpired):
-        subprocess.run(
-            [python, "-I", "-c", COMPILE, module],
-            capture_output=True,
-            timeout=PYTHON_TIMEOUT,
-            stdin=subprocess.DEVNULL,
-            check=False,
-        )
 
 
 def remove_copy(site: str) -> bool:
@@ -372,7 +346,7 @@ def set_up(project: str, explicit: Iterable[Target] = ()) -> SetUp:
             if not (entry.project == project and entry.python in result.dropped)
         ]
         for target in targets.values():
-            changed = write_copy(target.site, target.python)
+            changed = write_copy(target.site)
             result.done.append((target, changed))
             entries = [
                 e for e in entries if not (e.project == project and e.python == target.python)

@@ -48,12 +48,16 @@ class Result:
         return self.returncode == 0
 
     @property
+    def lines(self) -> list[str]:
+        """What launchctl printed (it prints errors on stderr or stdout), line by line."""
+        return [
+            line.strip() for line in (self.stderr + "\n" + self.stdout).splitlines() if line.strip()
+        ]
+
+    @property
     def message(self) -> str:
-        """launchctl's first line about the failure (it prints errors on stderr or stdout)."""
-        for line in (self.stderr + "\n" + self.stdout).splitlines():
-            if line.strip():
-                return line.strip()
-        return f"exit status {self.returncode}"
+        """launchctl's first line about the failure."""
+        return (self.lines or [f"exit status {self.returncode}"])[0]
 
 
 def launchctl(*args: str, timeout: float = 30.0) -> Result:
@@ -194,13 +198,9 @@ def parse_disabled(text: str, label: str = LABEL) -> bool | None:
     return match.group(1).lower() in ("true", "disabled")
 
 
-def uid() -> int:
-    return os.getuid()
-
-
 def domains() -> tuple[str, str]:
     """The GUI domain first, then the per-user one (used without a GUI session)."""
-    return (f"gui/{uid()}", f"user/{uid()}")
+    return (f"gui/{os.getuid()}", f"user/{os.getuid()}")
 
 
 def loaded() -> LoadedAgent | None:
@@ -229,13 +229,9 @@ def for_domain(plist: bytes, domain: str) -> bytes:
     return plistlib.dumps(data, fmt=plistlib.FMT_XML, sort_keys=False)
 
 
-def _text(result: Result) -> str:
-    return result.stderr + "\n" + result.stdout
-
-
 def _is_domain_error(result: Result) -> bool:
     """No GUI session to load into: error 125, or launchctl cannot find the gui domain."""
-    text = _text(result)
+    text = "\n".join(result.lines)
     return (
         result.returncode == 125
         or " 125:" in text
@@ -245,7 +241,7 @@ def _is_domain_error(result: Result) -> bool:
 
 
 def _is_session_error(result: Result) -> bool:
-    text = _text(result)
+    text = "\n".join(result.lines)
     return result.returncode == 134 or " 134:" in text or "cannot load in requested session" in text
 
 
@@ -253,18 +249,12 @@ def _is_io_error(result: Result) -> bool:
     return result.returncode == 5 or ": 5:" in result.message
 
 
-def _all_said(result: Result) -> str:
-    """Every line launchctl printed, as one line."""
-    lines = [line.strip() for line in _text(result).splitlines() if line.strip()]
-    return " / ".join(lines) if lines else f"exit status {result.returncode}"
-
-
 def failure_sentence(action: str, result: Result, after_bootout: bool = False) -> str:
     """One sentence for a failed launchctl ``action`` that names the cause the evidence
     supports (exit status and launchctl's own words) and says what to do next.
     ``after_bootout``: this ``bootstrap`` came right after we unloaded the old copy."""
     said = result.message
-    domain = result.args[1] if len(result.args) > 1 else f"gui/{uid()}"
+    domain = result.args[1] if len(result.args) > 1 else domains()[0]
     plist = result.args[2] if len(result.args) > 2 else str(agent_file())
     meanwhile = "or run `mpsd daemon` yourself meanwhile"
     if action == "bootstrap" and _is_domain_error(result):
@@ -287,11 +277,12 @@ def failure_sentence(action: str, result: Result, after_bootout: bool = False) -
     if action == "bootstrap" and _is_io_error(result):
         return (
             f"launchctl could not load the mpsd agent into {domain} and gave no reason beyond "
-            f'"{_all_said(result)}"; run `launchctl bootstrap {domain} {plist}` yourself to see '
-            "it again, `mpsd doctor` to check the rest, then run `mpsd install` again."
+            f'"{" / ".join(result.lines) or said}"; run `launchctl bootstrap {domain} {plist}` '
+            "yourself to see it again, `mpsd doctor` to check the rest, then run `mpsd install` "
+            "again."
         )
     if action == "bootout":
-        target = result.args[1] if len(result.args) > 1 else f"gui/{uid()}/{LABEL}"
+        target = result.args[1] if len(result.args) > 1 else f"{domains()[0]}/{LABEL}"
         return (
             f"launchctl could not unload the mpsd agent ({said}); run `launchctl bootout "
             f"{target}` yourself, then run this command again."
