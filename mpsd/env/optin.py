@@ -21,6 +21,7 @@ from mpsd._toml import tomllib
 from mpsd.atomic import write_atomic
 from mpsd.config import Config, default_config_text, load_config
 from mpsd.env import projects, pyhooks
+from mpsd.env.decision import containing_project
 from mpsd.errors import EXIT_ABSENT, EXIT_USAGE, MpsdError
 from mpsd.locks import exclusive
 
@@ -161,7 +162,7 @@ def enable(directory: str | None = None) -> Change:
 
     config, changed = _edit(add)
     others = [p for p in projects.for_limits(config.projects) if p != path]
-    return Change(path, changed, projects.containing_project(path, others))
+    return Change(path, changed, containing_project(path, others))
 
 
 def disable(directory: str | None = None) -> Change:
@@ -170,7 +171,7 @@ def disable(directory: str | None = None) -> Change:
     path = target(directory)
     config = load_config(paths.config_file())
     if path not in projects.for_limits(config.projects):
-        owner = projects.containing_project(path, projects.for_limits(config.projects))
+        owner = containing_project(path, projects.for_limits(config.projects))
         if owner is not None:
             raise MpsdError(
                 f"{path} is not a project itself but lies inside the project {owner}; "
@@ -179,7 +180,7 @@ def disable(directory: str | None = None) -> Change:
             )
         raise MpsdError(f"{path} is not opted in (see `mpsd projects` for the list).", EXIT_ABSENT)
     config, changed = _edit(lambda entries: projects.remove(entries, path))
-    owner = projects.containing_project(path, projects.for_limits(config.projects))
+    owner = containing_project(path, projects.for_limits(config.projects))
     return Change(path, changed, owner)
 
 

@@ -37,13 +37,12 @@ COMPLETION_HEADER = b"# Installed by `mpsd install`; `mpsd uninstall` removes it
 @dataclass(frozen=True)
 class FileChange:
     """``path`` goes from ``old`` to ``new`` bytes (None: the file does not exist / is
-    removed). ``what`` names it for the summary; ``mode`` applies to a new file."""
+    removed). ``what`` names it for the summary."""
 
     path: Path
     old: bytes | None
     new: bytes | None
     what: str
-    mode: int = 0o644
 
     @property
     def changed(self) -> bool:
@@ -68,10 +67,9 @@ def _lines(data: bytes | None) -> list[str]:
     return lines
 
 
-def diff(change: FileChange, name: str | None = None) -> str:
+def diff(change: FileChange, name: str) -> str:
     """The change as a unified diff (``/dev/null`` for a created or removed file), the file
-    called ``name`` (default: its path)."""
-    name = str(change.path) if name is None else name
+    called ``name``."""
     return "".join(
         difflib.unified_diff(
             _lines(change.old),
@@ -93,8 +91,7 @@ def apply_change(change: FileChange) -> bool:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(change.path)
             return True
-        mode = None if change.old is not None else change.mode
-        return write_atomic(change.path, change.new, mode=mode, follow_links=True)
+        return write_atomic(change.path, change.new, follow_links=True)
     except OSError as exc:
         blocked = in_the_way_sentence(change.path)
         if blocked:
