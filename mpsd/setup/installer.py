@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mpsd import files, paths
+from mpsd import paths
 from mpsd.atomic import write_atomic
 from mpsd.config import default_config_text
 from mpsd.errors import EXIT_USAGE, MpsdError
@@ -199,24 +199,10 @@ def completion_file(shell: str) -> Path:
     return paths.data_dir() / "completions" / COMPLETION_FILES[shell]
 
 
-def read_or_none(path: Path) -> bytes | None:
-    """The bytes of ``path``, or None when it does not exist; one sentence when it cannot
-    be read (a directory in its place, no permission)."""
-    try:
-        return files.read_bytes(path, limit=files.RC_LIMIT)
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        raise MpsdError(
-            f"{path} cannot be read ({exc.strerror}); move it out of the way, then run the "
-            "command again"
-        ) from None
-
-
 def _mpsd_file(path: Path, header: bytes) -> bytes | None:
     """The bytes of a file mpsd writes into another program's dir (fish's); one sentence
     when a file of the user's is in its place."""
-    old = read_or_none(path)
+    old = rcfile.read(path)
     if old is not None and not old.startswith(header):
         raise MpsdError(
             f"{path} exists and is not mpsd's; move it away (mpsd writes its own there), then "
@@ -238,7 +224,7 @@ def completion_change(shell: str, parser: argparse.ArgumentParser) -> FileChange
     # zsh's first line must stay `#compdef mpsd` for compinit.
     first, _, rest = text.partition(b"\n") if shell == "zsh" else (b"", b"", text)
     new = first + (b"\n" if first else b"") + COMPLETION_HEADER + rest
-    old = _mpsd_file(path, COMPLETION_HEADER) if shell == "fish" else read_or_none(path)
+    old = _mpsd_file(path, COMPLETION_HEADER) if shell == "fish" else rcfile.read(path)
     return FileChange(path, old, new, "completion")
 
 
@@ -251,7 +237,7 @@ def shell_changes(shell: str, parser: argparse.ArgumentParser) -> list[FileChang
         changes = [FileChange(path, _mpsd_file(path, FISH_HEADER), new, "fish hook")]
         return [*changes, completion_change(shell, parser)]
     copy = hook_copy(shell)
-    changes = [FileChange(copy, read_or_none(copy), hook_bytes(shell), f"{shell} hook")]
+    changes = [FileChange(copy, rcfile.read(copy), hook_bytes(shell), f"{shell} hook")]
     changes.append(completion_change(shell, parser))
     for rc in rcfile.rc_files(shell, home()):
         old = rcfile.read(rc)
@@ -284,7 +270,7 @@ def install_plan(
     if agent:
         path = launchd.agent_file()
         new = launchd.render(python, paths.config_dir(), paths.state_dir(), paths.data_dir())
-        plan.agent = FileChange(path, read_or_none(path), new, "launchd agent")
+        plan.agent = FileChange(path, rcfile.read(path), new, "launchd agent")
     return plan
 
 
@@ -298,13 +284,6 @@ def rc_candidates() -> list[Path]:
     return list(dict.fromkeys(found))
 
 
-def _read_quietly(path: Path) -> bytes | None:
-    try:
-        return files.read_bytes(path, limit=files.RC_LIMIT)
-    except OSError:
-        return None
-
-
 def uninstall_plan() -> Plan:
     """Take out exactly what install put in: the rc blocks, the hook copies, the completion
     files, the start-up hooks ``mpsd enable`` listed, the plist."""
@@ -312,7 +291,10 @@ def uninstall_plan() -> Plan:
 
     plan = Plan()
     for rc in rc_candidates():
-        old = _read_quietly(rc)
+        try:
+            old = rcfile.read(rc)
+        except rcfile.RcFileError:
+            continue  # not a file install could have edited (a broken link)
         if old is None or rcfile.BEGIN not in old:
             continue
         new: bytes | None = rcfile.remove(old, rc)
@@ -329,12 +311,12 @@ def uninstall_plan() -> Plan:
     listed = [*pyhooks.copy_files(pyhooks.record()), str(pyhooks.record_path())]
     owned += [(Path(name), b"", "python start-up hook") for name in listed]
     for path, header, what in owned:
-        old = _read_quietly(path)
+        old = rcfile.read(path)
         # Files in another program's dir (fish's) are mpsd's only when they carry its header.
         if old is not None and old.startswith(header):
             plan.files.append(FileChange(path, old, None, what))
     agent = launchd.agent_file()
-    old_plist = read_or_none(agent)
+    old_plist = rcfile.read(agent)
     if old_plist is not None:
         plan.agent = FileChange(agent, old_plist, None, "launchd agent")
     return plan

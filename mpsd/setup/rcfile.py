@@ -269,11 +269,10 @@ def rc_files(
 
 
 def read(path: Path) -> bytes | None:
-    """The bytes of ``path`` (through a symlink), or None when it does not exist.
-
-    A symlink whose target is missing is an error: writing through it would create a
-    file somewhere the user did not choose.
-    """
+    """The bytes of ``path`` (an rc file, a file install writes; through a symlink), or None
+    when it does not exist; one sentence when it cannot be read (a directory in its place, no
+    permission). A symlink whose target is missing is an error: writing through it would
+    create a file somewhere the user did not choose."""
     try:
         return files.read_bytes(path, limit=files.RC_LIMIT)
     except FileNotFoundError:
@@ -284,7 +283,10 @@ def read(path: Path) -> bytes | None:
             ) from None
         return None
     except OSError as exc:
-        raise RcFileError(f"{path} cannot be read ({exc.strerror}); fix it and try again") from None
+        raise RcFileError(
+            f"{path} cannot be read ({exc.strerror}); move it out of the way, then run the "
+            "command again"
+        ) from None
 
 
 def check_writable(path: Path) -> None:
