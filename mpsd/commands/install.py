@@ -358,27 +358,19 @@ def run_uninstall(args: argparse.Namespace) -> int:
     for directory in purge:
         _purge(directory, installer.foreign_entries(directory), report)
 
-    if refused is not None:
-        pass  # the error, printed last, says what stayed
-    elif not done:
-        kept = [d for d in (paths.config_dir(), paths.state_dir()) if d.exists()]
-        if kept and not args.purge:
-            where = ", ".join(_tilde(d) for d in kept)
-            print(
-                f"mpsd is not installed here; its config and history remain ({where}): "
-                "`mpsd uninstall --purge` removes them."
-            )
-        else:
-            print("mpsd is not installed here: nothing to remove.")
-    elif not args.purge:
+    kept = [_tilde(d) for d in (paths.config_dir(), paths.state_dir()) if d.exists()]
+    if refused is None and kept and not args.purge:
         from mpsd.term import fill
 
+        said = "Kept" if done else "mpsd is not installed here; kept"
         print(
             fill(
-                f"Kept your config and history ({_tilde(paths.config_dir())}, "
-                f"{_tilde(paths.state_dir())}); `mpsd uninstall --purge` removes them."
+                f"{said} your config and history ({', '.join(kept)}); "
+                "`mpsd uninstall --purge` removes them."
             )
         )
+    elif refused is None and not done:
+        print("mpsd is not installed here: nothing to remove.")
     for warning in warnings:
         print(f"warning: {warning}", file=sys.stderr)
     if _hooks_changed(plan.files):

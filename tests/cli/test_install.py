@@ -151,7 +151,7 @@ def test_a_second_uninstall_points_at_purge_while_config_and_history_remain(
     assert _uninstall(capsys)[0] == 0
     code, out, _ = _uninstall(capsys)
     assert code == 0
-    assert "mpsd is not installed here; its config and history remain" in out
+    assert "mpsd is not installed here; kept your config and history" in out
     assert "`mpsd uninstall --purge` removes them." in out
     assert _uninstall(capsys, "--purge")[0] == 0
     assert "nothing to remove" in _uninstall(capsys)[1]
