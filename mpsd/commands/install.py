@@ -273,11 +273,12 @@ def _dry_run_install(
         names = ", ".join(_tilde(c.path) for c in hidden)
         note = f"(Not shown: the contents of {names}; --verbose prints them.)"
         lines.append("\n" + "".join(f"{line}\n" for line in wrap(note)))
-    notes = []
+    _print_dry_run(
+        lines if summary else [], "Everything is already in place: nothing would change."
+    )
     if not use_launchd and not args.no_agent:
-        notes.append("no launchd here (`launchctl` is not on PATH): no agent would be installed\n")
-    nothing = "Everything is already in place: nothing would change."
-    return _print_dry_run(lines if summary else [], notes, nothing)
+        print("no launchd here (`launchctl` is not on PATH): no agent would be installed")
+    return EXIT_OK
 
 
 def _planned(described: str) -> str:
@@ -287,15 +288,13 @@ def _planned(described: str) -> str:
     return f"{base.get(verb, verb)} {rest}"
 
 
-def _print_dry_run(lines: list[str], notes: list[str], nothing: str) -> int:
-    """The changes a real run would make (``lines``), or ``nothing`` when there are none;
-    then ``notes`` (no changes themselves)."""
+def _print_dry_run(lines: list[str], nothing: str) -> int:
+    """The changes a real run would make (``lines``), or ``nothing`` when there are none."""
     if not lines:
         print(nothing)
     else:
         print("Dry run: nothing was changed. A real run would:")
         sys.stdout.write("".join(lines))
-    sys.stdout.write("".join(notes))
     return EXIT_OK
 
 
@@ -326,7 +325,7 @@ def run_uninstall(args: argparse.Namespace) -> int:
                 lines.append(f"would remove mpsd's files from {_tilde(directory)} and keep it\n")
             else:
                 lines.append(f"would remove {_tilde(directory)} and everything in it\n")
-        return _print_dry_run(lines, [], "mpsd is not installed here: nothing would change.")
+        return _print_dry_run(lines, "mpsd is not installed here: nothing would change.")
 
     done: list[str] = []
     warnings: list[str] = []
