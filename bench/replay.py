@@ -44,7 +44,7 @@ if str(ROOT) not in sys.path:
 
 from mpsd.config import Config, ConfigError, load_config  # noqa: E402
 from mpsd.daemon import policy  # noqa: E402
-from mpsd.daemon.history import thin  # noqa: E402
+from mpsd.daemon.history import lowest_free_per_bucket  # noqa: E402
 from mpsd.daemon.loop import POLICY_ROWS, WINDOW_RELOAD  # noqa: E402
 from mpsd.daemon.policy import Recommendation  # noqa: E402
 from mpsd.machine.sample import Sample  # noqa: E402
@@ -206,7 +206,7 @@ def main(argv: list[str] | None = None) -> int:
         if gaps:
             config = replace(config, interval=max(1.0, gaps[len(gaps) // 2]))
     times = [s.t for s in samples]
-    thinned = thin(samples, times[0], config.window / POLICY_ROWS)
+    thinned = lowest_free_per_bucket(samples, times[0], config.window / POLICY_ROWS)
     thin_times = [s.t for s in thinned]
     jobs = jobs_in(samples)
     job_starts = {job.start for job in jobs}

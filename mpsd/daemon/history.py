@@ -130,7 +130,6 @@ class Store:
         from mpsd.files import ensure_dir
 
         ensure_dir(path.parent)
-        _check_files(path)
         try:
             db = sqlite3.connect(str(path), timeout=10.0, isolation_level=None)
             db.execute("PRAGMA journal_mode=WAL")
@@ -151,7 +150,6 @@ class Store:
         """The history for reading only; None when there is none yet."""
         if not os.path.lexists(path):
             return None
-        _check_files(path)
         try:
             db = sqlite3.connect(f"{_uri(path)}?mode=ro", uri=True, timeout=5.0)
             version = db.execute("PRAGMA user_version").fetchone()[0]
@@ -308,7 +306,7 @@ class Store:
         return [(since + i * width, values.get(i)) for i in range(buckets)]
 
 
-def thin(samples: Iterable[Sample], since: float, width: float) -> list[Sample]:
+def lowest_free_per_bucket(samples: Iterable[Sample], since: float, width: float) -> list[Sample]:
     """The pure twin of ``Store.samples`` when it thins: per bucket of ``width`` seconds
     counted from ``since``, the sample with the least free memory (available + ml), in time
     order. ``bench/replay.py`` replays the daemon with it, without SQLite; a test holds the
@@ -322,28 +320,6 @@ def thin(samples: Iterable[Sample], since: float, width: float) -> list[Sample]:
         ):
             best[key] = s
     return sorted(best.values(), key=lambda s: s.t)
-
-
-def _check_files(path: str | Path) -> None:
-    """Refuse a history that is a symlink, FIFO or directory (SQLite would follow the link, or
-    block on the FIFO): one sentence, and the daemon goes on without storing samples."""
-    import stat
-
-    for suffix in ("", "-wal", "-shm", "-journal"):
-        name = f"{path}{suffix}"
-        try:
-            st = os.lstat(name)
-        except OSError:
-            continue
-        if stat.S_ISLNK(st.st_mode):
-            why = "a symbolic link, which mpsd never follows for its own files"
-        elif not stat.S_ISREG(st.st_mode):
-            from mpsd.files import kind
-
-            why = f"{kind(st.st_mode)}, not a regular file"
-        else:
-            continue
-        raise HistoryError(f"the history file {name} is {why}; remove it and try again.")
 
 
 def _statements(script: str) -> Iterator[str]:

@@ -48,7 +48,7 @@ from mpsd import paths
 from mpsd.config import Config, ConfigError, load_config, policy_values
 from mpsd.daemon import policy
 from mpsd.daemon.history import HistoryError, Row, Store, row_of
-from mpsd.daemon.schedule import CONFIG_POLL, POLICY_EVERY, Schedule
+from mpsd.daemon.schedule import POLICY_EVERY, Schedule
 from mpsd.errors import EXIT_ABSENT, MpsdError
 from mpsd.files import ensure_dir
 from mpsd.limits import Limits
@@ -106,20 +106,6 @@ def setup_logging(to_stderr: bool | None = None, warnings_to_stderr: bool = Fals
     logger.propagate = False
 
 
-def log_to_file_again() -> None:
-    """Reopen the log file (after its directory was deleted and recreated)."""
-    for handler in logging.getLogger("mpsd").handlers:
-        if isinstance(handler, logging.handlers.RotatingFileHandler):
-            with contextlib.suppress(OSError):
-                handler.acquire()
-                try:
-                    if handler.stream is not None:
-                        handler.stream.close()
-                    handler.stream = handler._open()
-                finally:
-                    handler.release()
-
-
 def state_dir_untrusted(said: list[str]) -> bool:
     """True while the state dir fails the trust rule; the sentence goes to stderr once per
     problem (``said`` keeps the last one), and a line when it is trusted again."""
@@ -142,20 +128,13 @@ def wait_for_a_trusted_state_dir(interval: float = 30.0) -> None:
         time.sleep(interval)
 
 
-@dataclass
-class _FileSig:
-    exists: bool
-    mtime_ns: int = 0
-    size: int = 0
-    inode: int = 0
-
-
-def _signature(path: Path) -> _FileSig:
+def _signature(path: Path) -> tuple[int, int, int] | None:
+    """What tells an edit of ``path``: its mtime, size and inode (None: no file)."""
     try:
         st = path.stat()
     except OSError:
-        return _FileSig(False)
-    return _FileSig(True, st.st_mtime_ns, st.st_size, st.st_ino)
+        return None
+    return (st.st_mtime_ns, st.st_size, st.st_ino)
 
 
 @dataclass
@@ -178,8 +157,7 @@ class Daemon:
     last_wall: float | None = None
     last_mono: float | None = None
     total_bytes: int | None = None
-    _config_sig: _FileSig | None = None
-    lock: PidLock | None = None  # checked every CONFIG_POLL: one daemon, always
+    _config_sig: tuple[int, int, int] | bool | None = False  # False: not read yet
     # (bytes, count) of running PyTorch jobs the policy last saw; (running?, count) behind
     # the limits.toml last written or kept.
     _jobs_seen: tuple[int, int] | None = None
@@ -221,7 +199,7 @@ class Daemon:
             return False
         changed = config != self.config or self.config_problem is not None
         if changed:
-            log.info("config %s", f"loaded from {path}" if sig.exists else "absent: defaults")
+            log.info("config %s", "absent: defaults" if sig is None else f"loaded from {path}")
         self.config, self.config_problem, self.ceiling = config, None, None
         return changed
 
@@ -236,23 +214,6 @@ class Daemon:
         if current.high is None or current.low is None:
             return None
         return (float(current.high), float(current.low))
-
-    def check_lock(self) -> bool:
-        """False when another daemon took the lock (this one must stop). A deleted lock file
-        or state dir is recreated and the lock taken again; the history and the log reopen
-        in the new dir."""
-        if self.lock is None or self.lock.intact():
-            return True
-        if not self.lock.still_held():
-            log.error(
-                "the daemon lock %s was deleted and another daemon took it; stopping",
-                self.lock.path,
-            )
-            return False
-        log_to_file_again()
-        log.warning("the daemon lock %s or its dir was deleted; recreated it", self.lock.path)
-        self._drop_store()
-        return True
 
     # -- history ----------------------------------------------------------------------
     def open_store(self) -> Store:
@@ -500,7 +461,6 @@ class Daemon:
         self.reload_config(force=True)
         log.info("daemon started (pid %d, interval %gs)", os.getpid(), self.config.interval)
         schedule = Schedule(self.config.interval, self.mono())
-        lock_check = self.mono() + CONFIG_POLL  # the loop wakes at least this often
         try:
             while True:
                 try:
@@ -521,12 +481,7 @@ class Daemon:
                 elif kind == "recommended-failed":
                     schedule.probe_finished()
                     log.error("cannot find the recommended max: %s", value)
-                now = self.mono()
-                if now >= lock_check and not self._untrusted:
-                    lock_check = now + CONFIG_POLL
-                    if not self.check_lock():
-                        return EXIT_ABSENT
-                self._due(schedule, now)
+                self._due(schedule, self.mono())
         finally:
             watcher.stop()
             self._drop_store()

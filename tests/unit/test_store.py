@@ -8,7 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from mpsd.daemon.history import MIGRATIONS, SCHEMA_VERSION, HistoryError, Store, thin
+from mpsd.daemon.history import (
+    MIGRATIONS,
+    SCHEMA_VERSION,
+    HistoryError,
+    Store,
+    lowest_free_per_bucket,
+)
 from mpsd.machine.sample import Sample
 
 GIB = 1 << 30
@@ -127,7 +133,7 @@ def test_thin_is_the_pure_twin_of_the_thinned_query(tmp_path: Path) -> None:
     with Store.open(tmp_path / "h.sqlite3") as store:
         store.add_many(rows)
         queried = store.samples(0, 3000, max_rows=100)
-    pure = thin(rows, 0, 3000 / 100)
+    pure = lowest_free_per_bucket(rows, 0, 3000 / 100)
     assert [(s.t, s.available_bytes) for s in queried] == [(s.t, s.available_bytes) for s in pure]
 
 
