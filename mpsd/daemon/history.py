@@ -102,16 +102,7 @@ def row_of(sample: Sample) -> Row:
 
 
 def _row_to_sample(row: tuple[Any, ...]) -> Sample:
-    return Sample(
-        t=float(row[0]),
-        available_bytes=int(row[1]),
-        total_bytes=int(row[2]),
-        ml_bytes=int(row[3]),
-        swapouts=None if row[4] is None else int(row[4]),
-        pressure=None if row[5] is None else int(row[5]),
-        source=str(row[6]),
-        ml_jobs=int(row[7] or 0),
-    )
+    return Sample(*row[:7], row[7] or 0)
 
 
 class Store:
@@ -200,8 +191,9 @@ class Store:
             raise HistoryError(_newer(self.path, version))
         for number in range(version, SCHEMA_VERSION):
             with self._transaction():
-                for statement in _statements(MIGRATIONS[number]):
-                    self._db.execute(statement)
+                for statement in MIGRATIONS[number].split(";"):
+                    if statement.strip():
+                        self._db.execute(statement)
                 self._db.execute(f"PRAGMA user_version = {number + 1}")
 
     @contextlib.contextmanager
@@ -222,17 +214,14 @@ class Store:
         with self._transaction():
             self._db.executemany(_INSERT, map(_values, samples))
 
-    def prune(self, before: float, limit: int | None = None) -> int:
+    def prune(self, before: float, limit: int) -> int:
         """Delete samples older than ``before`` (at most ``limit`` of them, oldest first,
         so a big cut never blocks the caller for long); the number deleted."""
-        if limit is None:
-            cursor = self._db.execute("DELETE FROM samples WHERE t < ?", (before,))
-        else:
-            cursor = self._db.execute(
-                "DELETE FROM samples WHERE rowid IN "
-                "(SELECT rowid FROM samples WHERE t < ? ORDER BY t LIMIT ?)",
-                (before, limit),
-            )
+        cursor = self._db.execute(
+            "DELETE FROM samples WHERE rowid IN "
+            "(SELECT rowid FROM samples WHERE t < ? ORDER BY t LIMIT ?)",
+            (before, limit),
+        )
         return int(cursor.rowcount)
 
     def set_meta(self, key: str, value: Any) -> None:
@@ -320,12 +309,6 @@ def lowest_free_per_bucket(samples: Iterable[Sample], since: float, width: float
         ):
             best[key] = s
     return sorted(best.values(), key=lambda s: s.t)
-
-
-def _statements(script: str) -> Iterator[str]:
-    for part in script.split(";"):
-        if part.strip():
-            yield part.strip()
 
 
 def _uri(path: Path) -> str:

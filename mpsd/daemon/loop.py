@@ -74,7 +74,7 @@ LOG_BYTES = 1_000_000
 LOG_BACKUPS = 3
 
 
-def setup_logging(to_stderr: bool | None = None, warnings_to_stderr: bool = False) -> None:
+def setup_logging(warnings_to_stderr: bool = False) -> None:
     """Log to a rotating file in the state dir (about 4 MB at most) and to stderr in a terminal.
 
     ``warnings_to_stderr``: outside a terminal, still show warnings and errors on stderr
@@ -95,8 +95,7 @@ def setup_logging(to_stderr: bool | None = None, warnings_to_stderr: bool = Fals
         logger.addHandler(rotating)
     except OSError as exc:
         sys.stderr.write(f"mpsd: cannot write the log {paths.log_file()} ({exc.strerror}).\n")
-    if to_stderr is None:
-        to_stderr = sys.stderr.isatty()
+    to_stderr = sys.stderr.isatty()
     if to_stderr or warnings_to_stderr:
         stream = logging.StreamHandler(sys.stderr)
         stream.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
@@ -157,7 +156,7 @@ class Daemon:
     last_wall: float | None = None
     last_mono: float | None = None
     total_bytes: int | None = None
-    _config_sig: tuple[int, int, int] | bool | None = False  # False: not read yet
+    _config_sig: tuple[int, int, int] | None = None
     # (bytes, count) of running PyTorch jobs the policy last saw; (running?, count) behind
     # the limits.toml last written or kept.
     _jobs_seen: tuple[int, int] | None = None
@@ -375,26 +374,11 @@ class Daemon:
             sample_count=decision.sample_count,
         )
         with contextlib.suppress(Exception):
-            store.set_meta(
-                "decision",
-                {
-                    "t": now,
-                    "baseline_free_bytes": decision.baseline_free_bytes,
-                    "high_watermark_ratio": decision.high_watermark_ratio,
-                    "limit_bytes": decision.limit_bytes,
-                    "swap_factor": decision.swap_factor,
-                    "jobs": decision.jobs,
-                    "held_bytes": decision.held_bytes,
-                    "limit_once_they_end_bytes": decision.limit_once_they_end_bytes,
-                    "ratio_once_they_end": decision.ratio_once_they_end,
-                    "floored": decision.floored,
-                    "min_ratio": self.config.min_ratio,
-                    "reasons": list(decision.reasons),
-                    # What the limits were worked out with: status tells an edit since.
-                    "config": policy_values(self.config),
-                    "ceiling": self.ceiling,
-                },
-            )
+            # What the limits were worked out with, for `mpsd status` (it tells an edit
+            # since) and for a restart while config.toml is invalid (the ceiling).
+            record = dataclasses.asdict(decision)
+            record.update(t=now, min_ratio=self.config.min_ratio, ceiling=self.ceiling)
+            store.set_meta("decision", {**record, "config": policy_values(self.config)})
         current = limits_mod.read()
         # Jobs started or ended, or running ones took more: the next job's value exactly,
         # not within the churn tolerance.
@@ -578,20 +562,19 @@ def acquire_lock(once: bool) -> PidLock | None:
     """The daemon lock; None when ``once`` and another daemon holds it.
 
     Raises MpsdError (exit 1) naming the holder's pid when a daemon already runs."""
-    path = paths.daemon_lock_file()
-    lock = PidLock(path)
+    lock = PidLock(paths.daemon_lock_file())
     try:
         if lock.acquire():
             return lock
     except OSError as exc:
-        why = exc.strerror
-        in_the_way = next((p for p in path.parents if p.is_file()), None)
-        if in_the_way is not None:
-            why = f"{in_the_way} is a file, not a directory"
+        blocker = paths.file_in_the_way(lock.path)
+        why = f"{blocker} is a file, not a directory" if blocker else exc.strerror
         raise MpsdError(
             f"cannot take the daemon lock {lock.path} ({why}); make the state dir "
             "writable or point MPSD_STATE_DIR elsewhere."
         ) from None
+    if once:
+        return None
     pid = None
     for _ in range(20):  # the holder writes its pid just after taking the lock
         pid = lock.holder()
@@ -599,8 +582,6 @@ def acquire_lock(once: bool) -> PidLock | None:
             break
         time.sleep(0.025)
     who = f"pid {pid}" if pid is not None else "another process"
-    if once:
-        return None
     raise MpsdError(
         f"an mpsd daemon is already running ({who}); stop it first or check `mpsd status`.",
         EXIT_ABSENT,

@@ -108,7 +108,6 @@ def assert_sane(current: Limits, headroom: float) -> dict[str, Any]:
     return decision
 
 
-@pytest.mark.slow
 def test_daemon_writes_sane_limits_and_follows_an_edit_of_the_config(
     daemon: subprocess.Popen[str],
 ) -> None:
@@ -145,7 +144,6 @@ def stop(proc: subprocess.Popen[str]) -> None:
     assert "Traceback" not in err
 
 
-@pytest.mark.slow
 def test_a_bad_config_never_raises_the_ratio_also_across_a_restart_and_a_fix_is_picked_up() -> None:
     write_config("interval = 1\nheadroom = 0.5\n")
     proc = start_daemon()
