@@ -102,7 +102,8 @@ def row_of(sample: Sample) -> Row:
 
 
 def _row_to_sample(row: tuple[Any, ...]) -> Sample:
-    return Sample(*row[:7], row[7] or 0)
+    t, available, total, ml, swapouts, pressure, source, jobs = row
+    return Sample(t, available, total, ml, swapouts, pressure, source, jobs or 0)
 
 
 class Store:
