@@ -25,7 +25,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    problem = paths.untrusted(paths.state_dir())
+    problem = loop.trust_problem()
     if problem and args.once:
         raise MpsdError(f"{problem}.")
     if problem:  # launchd would restart a daemon that exits: it waits instead

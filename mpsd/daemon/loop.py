@@ -105,10 +105,17 @@ def setup_logging(warnings_to_stderr: bool = False) -> None:
     logger.propagate = False
 
 
+def trust_problem() -> str | None:
+    """Why the state dir fails the trust rule, or None (a file in its place is the lock's
+    sentence to say: ``acquire_lock``)."""
+    state = paths.state_dir()
+    return paths.untrusted(state) if state.is_dir() else None
+
+
 def state_dir_untrusted(said: list[str]) -> bool:
     """True while the state dir fails the trust rule; the sentence goes to stderr once per
     problem (``said`` keeps the last one), and a line when it is trusted again."""
-    problem = paths.untrusted(paths.state_dir())
+    problem = trust_problem()
     if problem != (said[0] if said else None):
         if problem:
             sys.stderr.write(f"mpsd: {problem}; the daemon waits until it is fixed.\n")

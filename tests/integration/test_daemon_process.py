@@ -270,3 +270,13 @@ def test_status_sees_the_running_daemon_and_its_heartbeat(
     assert facts["recommended_max_source"] == "estimate"
     text = run_mpsd("status").stdout
     assert f"running (pid {daemon.pid})" in text
+
+
+def test_once_refuses_a_state_dir_writable_by_others_in_one_sentence() -> None:
+    paths.state_dir().mkdir(parents=True, exist_ok=True)
+    paths.state_dir().chmod(0o777)
+    once = run_mpsd("daemon", "--once", timeout=30)
+    assert once.returncode == 1
+    assert once.stderr.startswith("mpsd: ") and once.stderr.count("\n") == 1
+    assert "writable by others" in once.stderr and "chmod go-w" in once.stderr
+    assert not paths.limits_file().exists()
