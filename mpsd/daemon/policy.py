@@ -38,7 +38,6 @@ from mpsd.words import plural
 if TYPE_CHECKING:  # the settings' shape only: mpsd.config also loads the file (I/O)
     from mpsd.config import Config
 
-GIB = 1 << 30
 RECENT_SPAN = 2 * 3600.0
 RECENT_PERCENTILE = 75.0
 NEXT_JOB_AFTER = 12 * 3600.0
