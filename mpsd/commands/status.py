@@ -17,7 +17,7 @@ from dataclasses import fields
 from typing import Any
 
 from mpsd import limits, paths
-from mpsd.config import Config, ConfigError, changed_values, load_config
+from mpsd.config import WHILE_INVALID, Config, ConfigError, changed_values, load_config
 from mpsd.daemon.history import HistoryError, Store
 from mpsd.durations import format_duration
 from mpsd.env.here import optin_facts, render_optin
@@ -61,8 +61,8 @@ def collect(now: float | None = None) -> dict[str, Any]:
     facts["daemon"] = _daemon_facts()
     facts["state_problem"] = facts["daemon"].pop("problem", None)
     facts.update(_limits_facts())
-    # config.toml is invalid and the daemon has no good config of it: it keeps limits.toml's
-    # ratios as they are (docs/file-formats.md, "While config.toml is invalid").
+    # config.toml is invalid: the daemon keeps limits.toml's ratios as a ceiling
+    # (docs/file-formats.md, "While config.toml is invalid").
     facts["limits_held"] = (
         facts["config_in_force"]["from"] is None and facts["high_watermark_ratio"] is not None
     )
@@ -83,28 +83,13 @@ def collect(now: float | None = None) -> dict[str, Any]:
 
 def _config_facts() -> tuple[Config, str | None, dict[str, Any]]:
     """The config the daemon works with, why config.toml is not it (None when it is), and
-    where it comes from: ``from`` is "config.toml", "defaults" (no file), "last good" (the
-    file is invalid: the copy of its last good config) or None (invalid, and no good config of
-    it is known: the limits are held)."""
+    where it comes from: ``from`` is "config.toml", "defaults" (no file) or None (invalid:
+    the daemon keeps the ratios under those limits.toml held, ``config.WHILE_INVALID``)."""
     path = paths.config_file()
     try:
         config = load_config(path)
     except ConfigError as exc:
-        from mpsd.daemon import last_good
-
-        good, copy_problem = last_good.load(path)
-        if good is None:
-            return Config(), str(exc), {"from": None, "copy_problem": copy_problem}
-        return (
-            good.config,
-            str(exc),
-            {
-                "from": "last good",
-                "copy": str(good.path),
-                "copied_at": good.saved_iso,
-                "headroom": good.config.headroom,
-            },
-        )
+        return Config(), str(exc), {"from": None}
     return config, None, {"from": "config.toml" if path.exists() else "defaults"}
 
 
@@ -425,23 +410,9 @@ def render(facts: dict[str, Any], width: int | None = None, color: bool = False)
 
 def _config_line(facts: dict[str, Any]) -> str | None:
     """What the limits shown were worked out with, when that is not config.toml as it is now:
-    the last good config or none (config.toml is invalid), or older values (it was edited
-    since the daemon's last decision)."""
-    in_force = facts["config_in_force"]
+    config.toml is invalid, or older values (it was edited since the daemon's last decision)."""
     if facts.get("config_problem"):
-        invalid = "config.toml is invalid (the problem is below)"
-        if in_force["from"] == "last good":
-            return (
-                f"{invalid}: the daemon keeps its last good config until it is fixed "
-                f"(headroom {in_force['headroom']:g}, copied to {in_force['copy']} at "
-                f"{in_force['copied_at']})"
-            )
-        if facts.get("limits_held"):
-            return (
-                f"{invalid}: the limits are held, limits.toml kept as it is until it is "
-                "fixed (mpsd has no earlier good config of it)"
-            )
-        return f"{invalid}: the daemon works with the defaults until it is fixed"
+        return f"config.toml is invalid (the problem is below): until it is fixed, {WHILE_INVALID}"
     changes = facts.get("config_changed")
     if not changes:
         return None

@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from mpsd import files, limits, paths
-from mpsd.config import Config, load_config
+from mpsd.config import WHILE_INVALID, Config, load_config
 from mpsd.daemon.history import HistoryError, Store
 from mpsd.env import project_python, pyhooks, watermarks
 from mpsd.env.decision import containing_project
@@ -71,14 +71,7 @@ def check_config() -> Check:
 
 def _meanwhile(path: Path) -> str:
     """What the daemon does while config.toml is invalid (docs/file-formats.md)."""
-    from mpsd.daemon import last_good
-
-    good, _ = last_good.load(path)
-    if good is not None:
-        return f"meanwhile the daemon keeps its last good config ({good.describe()})"
-    if limits.read() is not None:
-        return "meanwhile the limits are held: the daemon keeps limits.toml as it is"
-    return "meanwhile the daemon works with the defaults"
+    return f"meanwhile {WHILE_INVALID}"
 
 
 def check_limits() -> Check:

@@ -168,9 +168,7 @@ def test_once_outside_a_terminal_still_shows_a_config_problem_on_stderr() -> Non
     done = run_mpsd("daemon", "--once")
     assert done.returncode == 0, done.stderr
     assert "at 'headroom': must be a number in (0, 1], not 2" in done.stderr
-    assert "holds no ratios to keep, so the defaults apply until config.toml is fixed" in (
-        done.stderr
-    )
+    assert "goes on with headroom 0.8, limits.toml held no ratios to keep" in done.stderr
     assert "INFO" not in done.stderr  # only warnings and errors, outside a terminal
 
 
