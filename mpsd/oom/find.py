@@ -20,6 +20,7 @@ TAIL = 8 * 1024  # with the characters after it that an error starting in it may
 WORDS = ("mem", "alloc", "water", "invalid", "buffer", "ndarray", "int_max", "dimension", "dims")
 RECENT = 20  # a repeated or truncated copy comes soon after its error: look that far back
 MAX_FINDINGS = 1000  # distinct errors read; the errors after them are only counted
+MAX_READ = 10 * MAX_FINDINGS  # the texts of errors read, kept to count their repeats
 
 
 def windows(pieces: Iterable[str]) -> Iterator[tuple[str, str]]:
@@ -67,6 +68,7 @@ class Found:
     more: int = 0
     _exact: dict[tuple[object, ...], Finding] = field(default_factory=dict)
     _recent: dict[tuple[str, str], list[int]] = field(default_factory=dict)
+    _read: dict[tuple[str, str], Finding | None] = field(default_factory=dict)
 
     def add(self, finding: Finding) -> None:
         if finding.key() in self._exact:
@@ -93,18 +95,24 @@ class Found:
 
     def read(self, text: str, stop: int) -> None:
         """Add the findings of squeezed ``text`` whose head is before ``stop`` (the rest of
-        the text is only there to complete them)."""
+        the text is only there to complete them). Past MAX_FINDINGS, an error not seen before
+        is counted without being read: a paste of a million errors costs little more than a
+        search for their heads."""
         anchors = heads(text)
-        seen: dict[tuple[str, str], Finding | None] = {}  # a log may repeat one error
         for i, (start, head) in enumerate(anchors):
             if start >= stop:
                 break
             end = anchors[i + 1][0] if i + 1 < len(anchors) else len(text)
-            segment = text[start : min(end, start + head.max_len)]
-            key = (head.name, segment)
-            if key not in seen:
-                seen[key] = head.extract(segment)
-            finding = seen[key]
+            key = (head.name, text[start : min(end, start + head.max_len)])
+            if key in self._read:  # a log may repeat one error thousands of times
+                finding = self._read[key]
+            elif len(self.findings) >= MAX_FINDINGS:
+                self.more += 1
+                continue
+            else:
+                finding = head.extract(key[1])
+                if len(self._read) < MAX_READ:
+                    self._read[key] = finding
             if finding is not None:
                 self.add(finding)
 
