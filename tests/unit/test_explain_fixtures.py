@@ -42,7 +42,7 @@ def test_every_real_paste_is_explained_and_its_sums_hold(case: dict) -> None:
         for m in SUM.finditer(out):  # "a + b + c = d", each rounded to two decimals
             terms = [float(t) * 1024 ** "KMGT".index(u[0]) for t, u in re.findall(SIZE, m[1])]
             total = float(m[m.lastindex - 1]) * 1024 ** "KMGT".index(m[m.lastindex][0])
-            assert abs(sum(terms) - total) <= 0.006 * len(terms) * max(terms + [total]), m[0]
+            assert abs(sum(terms) - total) <= 0.006 * len(terms) * max([*terms, total]), m[0]
 
 
 def test_a_repeated_error_is_reported_once_and_counted() -> None:

@@ -30,7 +30,7 @@ IDS = (
     "sdscripts-603",
     "pytorch-141909-atalman",
 )
-KEYS = ("backend out of memory", "CUDA out", "HIP out", "watermark ratio", "buffer size", "tried to")
+KEYS = ("backend out of memory", "CUDA out", "HIP out", "watermark ratio", "buffer size", "tried")
 
 
 def message(ident: str) -> str:
