@@ -41,10 +41,6 @@ def heads(text: str) -> list[tuple[int, Head]]:
     """Where errors start in squeezed ``text``: (position, head), in order."""
     hits: dict[int, Head] = {}
     for head in HEADS:
-        if head.pattern:
-            for m in compiled(head.pattern).finditer(text):
-                hits.setdefault(m.start(), head)
-            continue
         at = text.find(head.phrase)
         while at >= 0:
             end = at + len(head.phrase)
@@ -68,7 +64,7 @@ class Found:
     more: int = 0
     _exact: dict[tuple[object, ...], Finding] = field(default_factory=dict)
     _recent: dict[tuple[str, str], list[int]] = field(default_factory=dict)
-    _read: dict[tuple[str, str], Finding | None] = field(default_factory=dict)
+    _read: dict[tuple[Head, str], Finding | None] = field(default_factory=dict)
 
     def add(self, finding: Finding) -> None:
         if finding.key() in self._exact:
@@ -103,7 +99,7 @@ class Found:
             if start >= stop:
                 break
             end = anchors[i + 1][0] if i + 1 < len(anchors) else len(text)
-            key = (head.name, text[start : min(end, start + head.max_len)])
+            key = (head, text[start : min(end, start + head.max_len)])
             if key in self._read:  # a log may repeat one error thousands of times
                 finding = self._read[key]
             elif len(self.findings) >= MAX_FINDINGS:
