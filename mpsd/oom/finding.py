@@ -70,7 +70,7 @@ class Finding:
 
     def key(self) -> tuple[Any, ...]:
         """What tells one error from another: its kind, detail and every number."""
-        return _values(self)  # type: ignore[no-any-return]
+        return _values(self)
 
     def covers(self, other: Finding) -> bool:
         """True when ``other`` says nothing this finding does not: the same error, each of its

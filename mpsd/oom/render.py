@@ -226,23 +226,14 @@ class Renderer:
                 "Mac has: the number is bogus (an accounting bug of that PyTorch/macOS "
                 "version, usually), not memory really in use."
             )
-        if (
-            cap is not None
-            and alloc is not None
-            and alloc > cap + f.rounding.get("max_allowed_bytes", 0)
-        ):
+        slack = f.rounding.get("max_allowed_bytes", 0)
+        if cap is not None and alloc is not None and alloc > cap + slack:
             notes.append(
                 '"MPS allocated" is above the cap. That happens when the cap was lowered '
                 "after the memory was allocated (torch.mps.set_per_process_memory_fraction, "
                 "or a library calling it), so the next allocation fails at once."
             )
-        if (
-            cap is not None
-            and alloc is not None
-            and other is not None
-            and alloc <= cap * 0.05
-            and other >= cap * 0.5
-        ):
+        if cap and alloc is not None and other and alloc <= cap * 0.05 and other >= cap * 0.5:
             notes.append(
                 'PyTorch\'s allocator holds almost nothing: "other allocations" fill the cap. '
                 "That memory is outside PyTorch's allocator (Metal buffers of other "
@@ -254,8 +245,7 @@ class Renderer:
                 '"other allocations" exceed what PyTorch\'s allocator holds: much of the '
                 "memory is outside it (other libraries' Metal buffers, MPSGraph caches)."
             )
-        s = self.style
-        return [f"  {s.warn('Note:')} {n}" for n in notes]
+        return [f"  {self.style.warn('Note:')} {n}" for n in notes]
 
     def ratio_lines(self, f: Finding) -> list[str]:
         cap = f.max_allowed_bytes
@@ -416,38 +406,36 @@ class Renderer:
 
     # --- watermark errors -----------------------------------------------------------
     def watermark(self, f: Finding) -> list[str]:
-        s = self.style
         shown = ratio_text(f.ratio) if f.ratio is not None else "?"
-        out: list[str] = []
-        if f.kind == fk.MPS_INVALID_LOW:
-            out.append(
+        if f.kind == fk.MPS_INVALID_HIGH:
+            out = [
+                f"  PyTorch refused the high watermark ratio {shown}: HIGH must be between 0 "
+                "and 2.",
+                "  It is a setting, not a lack of memory.",
+            ]
+        else:
+            out = [
                 f"  PyTorch refused the low watermark ratio {shown}: LOW must be between 0 and "
                 "HIGH."
-            )
+            ]
             if f.ratio is not None and abs(f.ratio - macs.DEFAULT_LOW) < 1e-9:
                 out.append(
                     f"  {shown} is LOW's default: {HIGH} was set below 1.4 and {LOW} was "
                     "left unset."
                 )
-            out.append(
-                f"  To keep the HIGH you chose, set LOW to the same value: {HIGH}=X {LOW}=X."
-            )
-            out.append(
+            out += [
+                f"  To keep the HIGH you chose, set LOW to the same value: {HIGH}=X {LOW}=X.",
                 "  It is a setting, not a lack of memory: it fails at the first MPS use, "
-                "whatever is free."
-            )
-        else:
-            out.append(
-                f"  PyTorch refused the high watermark ratio {shown}: HIGH must be between 0 and 2."
-            )
-            out.append("  It is a setting, not a lack of memory.")
-        out += ["", s.head("Fix")]
-        out += self.fix_lines("")
-        out.append(
+                "whatever is free.",
+            ]
+        return [
+            *out,
+            "",
+            self.style.head("Fix"),
+            *self.fix_lines(""),
             "  Then restart the Python process (the notebook's kernel too): PyTorch keeps the "
-            "values it read, so changing os.environ in the process that failed does nothing."
-        )
-        return out
+            "values it read, so changing os.environ in the process that failed does nothing.",
+        ]
 
     # --- other errors ---------------------------------------------------------------
     OTHER: ClassVar[dict[str, str]] = {
