@@ -445,10 +445,9 @@ class Renderer:
             "(smaller batch, lower resolution, tiled VAE decoding, chunked attention)."
         ),
         "ndarray_too_large": (
-            "An MPS kernel got a tensor of more than 4 GiB (2**32 bytes), more than "
-            "MPSNDArray takes on this macOS. Not a lack of memory: no ratio changes it. "
-            "Split the work (smaller batch or tiles), update macOS and PyTorch, or run that step "
-            "on the CPU."
+            "An MPS kernel got a tensor of more than 4 GiB (2**32 bytes), more than MPSNDArray "
+            "takes on this macOS. Not a lack of memory: no ratio changes it. Split the work "
+            "(smaller batch or tiles), update macOS and PyTorch, or run that step on the CPU."
         ),
         "dimension_too_large": (
             "A tensor dimension (or the product of dimensions) is above 2**31, beyond what "
@@ -555,9 +554,8 @@ class Renderer:
             else:
                 out.append(
                     f"  PyTorch also held {size(unused)} reserved but unallocated (its cache): "
-                    f"free and cached together, {size(free + unused)}, are less than the "
-                    "request. The job needs less memory, or the GPU's other users must free "
-                    "theirs."
+                    f"free and cached together, {size(free + unused)}, are less than the request. "
+                    "The job needs less memory, or the GPU's other users must free theirs."
                 )
         elif unused is not None:
             out.append(f"  PyTorch held {size(unused)} reserved but unallocated (its cache).")
