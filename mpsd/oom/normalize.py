@@ -29,9 +29,8 @@ _ANSI = (
     r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])"
     r"|\[\d{1,3}(?:;\d{1,3})*m"  # colour codes whose ESC was lost on the way
 )
-_INVISIBLE = dict.fromkeys(  # control characters but tab and line breaks; zero-width ones
-    [*range(9), 11, 12, *range(14, 32), 127, 0xAD, *range(0x200B, 0x2010), 0x2060, 0xFEFF]
-)
+# Control characters but tab and line breaks; soft hyphen, zero-width ones, byte-order mark.
+_INVISIBLE = r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\xad\u200b-\u200f\u2060\ufeff]+"
 
 
 def _unescape(match: re.Match[str]) -> str:
@@ -52,9 +51,7 @@ def clean(text: str) -> str:
         text = compiled(_ANSI).sub("", text)
     if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
-    if not text.isprintable():  # tabs and line breaks make most texts go this way
-        text = text.translate(_INVISIBLE)
-    return text
+    return compiled(_INVISIBLE).sub("", text)
 
 
 # What loggers, shells, Markdown and comment syntax put at the start of a line, all
