@@ -366,25 +366,18 @@ class Renderer:
             return ""
         cap = f.max_allowed_bytes
         slack = f.rounding.get("max_allowed_bytes", 0)
-        lim = self.limits
-        if lim is not None:
-            high, rm = lim.high_watermark_ratio, lim.recommended_max_bytes
-            if cap is not None and macs.gives(high, rm, cap, slack):
-                return f"That is the cap this job failed at: make the job use less memory ({LESS})."
-            safe, where = macs.cap_of(high, rm), ""
-        else:
+        if self.limits is None:
             guesses = macs.guesses(cap or 0, slack)
             if not guesses:
                 return ""
             safe = round(macs.FALLBACK_RATIO * guesses[0].working_set)
-            where = f"on {mac_name(guesses[0].ram_gb)}"
-        # With limits.toml the line above has already given the cap.
-        if lim is None:
-            lead = f"At that value the cap is {size(safe)} {where},"
-        elif self.estimated:
-            lead = "By mpsd's estimate, that cap is"
+            lead = f"At that value the cap is {size(safe)} on {mac_name(guesses[0].ram_gb)},"
         else:
-            lead = "That cap is"
+            high, rm = self.limits.high_watermark_ratio, self.limits.recommended_max_bytes
+            if cap is not None and macs.gives(high, rm, cap, slack):
+                return f"That is the cap this job failed at: make the job use less memory ({LESS})."
+            safe = macs.cap_of(high, rm)  # the fix's line above has given it
+            lead = "By mpsd's estimate, that cap is" if self.estimated else "That cap is"
         floor = max(need, cap or 0)  # what the job needed, at least
         if safe <= floor:
             return (
