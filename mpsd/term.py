@@ -33,8 +33,7 @@ def use_color(stream: Any = None) -> bool:
 
 
 class Style:
-    """The styles mpsd's outputs use, as ANSI codes or nothing. The same names and codes as
-    explain's own (``mpsd.oom.render_base.Style``, which may import nothing of mpsd)."""
+    """The styles mpsd's outputs use (explain, status, doctor), as ANSI codes or nothing."""
 
     def __init__(self, color: bool) -> None:
         self.color = color
