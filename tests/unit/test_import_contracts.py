@@ -54,7 +54,7 @@ def test_oom_is_forbidden_every_other_module_of_mpsd() -> None:
 BREAKS = {
     "parts": ("mpsd/paths.py", "import mpsd.cli"),
     "commands": ("mpsd/commands/status.py", "import mpsd.commands.env"),
-    "oom": ("mpsd/oom/finding.py", "import mpsd.sizes"),
+    "oom": ("mpsd/oom/finding.py", "import mpsd.config"),
     "pure": ("mpsd/ratio.py", "import os"),
 }
 
