@@ -21,10 +21,9 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import errno
 import math
-import os
 import re
-import stat
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -163,27 +162,26 @@ def _encoded(limits: Limits) -> bytes:
 
 
 def read_file(path: Path | None = None) -> LimitsFile:
-    """limits.toml as the hooks and every command see it. Never raises for the file's sake."""
+    """limits.toml as the hooks and every command see it. Never raises for the file's sake.
+    Absent in a config dir that fails the trust rule, as for the hooks."""
+    from mpsd.files import UnsafeFileError, read_bytes
+
     path = Path(path) if path is not None else paths.limits_file()
     try:
-        # O_NONBLOCK: a FIFO planted in the file's place must not hang the reader.
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        data = read_bytes(path, limit=MAX_BYTES)
     except FileNotFoundError:
         return LimitsFile(found=False)
+    except UnsafeFileError as exc:
+        if exc.errno == errno.EFBIG:
+            problem = (
+                f"larger than mpsd ever writes ({MAX_BYTES // 1024} KiB), so the hooks ignore it"
+            )
+        else:
+            problem = "not a regular file"
+        return LimitsFile(found=True, problem=f"{path} is {problem}")
     except OSError as exc:
         blocked = paths.in_the_way_sentence(path)  # ~/.config/mps is a file, say
         return LimitsFile(found=True, problem=blocked or f"{path} cannot be read ({exc.strerror})")
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        return LimitsFile(found=True, problem=f"{path} is not a regular file")
-    with open(fd, "rb") as handle:
-        data = handle.read(MAX_BYTES + 1)
-    if len(data) > MAX_BYTES:
-        return LimitsFile(
-            found=True,
-            problem=f"{path} is larger than mpsd ever writes ({MAX_BYTES // 1024} KiB), "
-            "so the hooks ignore it",
-        )
     return parse_text(data.decode("utf-8", "replace"))
 
 
