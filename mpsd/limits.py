@@ -163,10 +163,12 @@ def _encoded(limits: Limits) -> bytes:
 
 def read_file(path: Path | None = None) -> LimitsFile:
     """limits.toml as the hooks and every command see it. Never raises for the file's sake.
-    Absent in a config dir that fails the trust rule, as for the hooks."""
+    Absent, as for the hooks, when the config or the data dir fails the trust rule."""
     from mpsd.files import UnsafeFileError, read_bytes
 
     path = Path(path) if path is not None else paths.limits_file()
+    if paths.untrusted(paths.data_dir()):  # read_bytes checks the config dir
+        return LimitsFile(found=False)
     try:
         data = read_bytes(path, limit=MAX_BYTES)
     except FileNotFoundError:

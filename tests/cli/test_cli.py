@@ -157,17 +157,18 @@ def test_another_users_dir_is_named_with_the_chown_that_fixes_it(tmp_path):
     assert paths.untrusted(tmp_path / "absent") is None and paths.untrusted(tmp_path) is None
 
 
-def test_in_an_opted_in_project_env_exports_nothing_from_a_config_dir_writable_by_others(
-    tmp_path,
-):
+@pytest.mark.parametrize("which", ["config", "data"])
+def test_in_an_opted_in_project_env_exports_nothing_from_a_dir_writable_by_others(which, tmp_path):
     project = opted_in_project(tmp_path)
     assert "export PYTORCH_MPS_HIGH_WATERMARK_RATIO=0.77" in run_mpsd("env", cwd=project).stdout
-    paths.config_dir().chmod(0o777)
+    directory = paths.config_dir() if which == "config" else paths.data_dir()
+    directory.mkdir(exist_ok=True)
+    directory.chmod(0o777)
     done = run_mpsd("env", cwd=project)
     assert done.returncode == 0 and "PYTORCH" not in done.stdout
     assert done.stderr.count("mpsd: warning: ") == 1 and "chmod go-w" in done.stderr
-    # Nothing is written there either: the write is refused with the same sentence.
-    enabled = run_mpsd("enable", cwd=project)
-    assert enabled.returncode == 2
-    assert f"cannot write {paths.config_file()}: {paths.config_dir()} is writable" in enabled.stderr
-    assert not paths.config_file().exists()
+    if which == "config":  # nothing is written there either: refused with the same sentence
+        enabled = run_mpsd("enable", cwd=project)
+        assert enabled.returncode == 2
+        assert f"cannot write {paths.config_file()}: {directory} is writable" in enabled.stderr
+        assert not paths.config_file().exists()
