@@ -28,11 +28,6 @@ def _first_word(argv: Sequence[str]) -> str | None:
     return None
 
 
-def _chosen(argv: Sequence[str]) -> str | None:
-    word = _first_word(argv)
-    return word if word in COMMANDS else None
-
-
 def _unknown_command(word: str) -> str:
     from difflib import get_close_matches
 
@@ -49,8 +44,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if word is not None and word not in COMMANDS:
         sys.stderr.write(_unknown_command(word))
         return EXIT_USAGE
-    chosen = _chosen(args_list)
-    parser = build_parser(chosen, only=bool(args_list) and args_list[0] == chosen)
+    parser = build_parser(word, only=bool(args_list) and args_list[0] == word)
     try:
         args, extra = parser.parse_known_args(args_list)
         if extra:

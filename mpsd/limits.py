@@ -1,20 +1,11 @@
 """limits.toml: its one writer and its one reader.
 
-Every part of mpsd that needs the file comes here: the daemon and ``enable`` write it
-(``write``, ``update``); the daemon, ``status``, ``doctor``, ``env``, ``run``, ``apply()``,
-``probe`` and ``explain`` read it (``read_file``, ``read``). The shell hooks and the
-interpreter start-up hook read it too, with their own builtins, so its form is a contract
-(docs/file-formats.md): one ``key = value`` a line, ratios as plain decimals, no comments,
-``projects`` as one double-quoted absolute path a line.
-
-The reader has the hooks' semantics: what it says a ``python`` gets (``LimitsFile.high``,
-``.low``, ``.projects``) is what the hooks export, line for line the same rules. Beyond that it
-checks that the file is in the form the writer produces; any difference (a hand edit, a
-comment, ``key=value`` without spaces) is a ``problem`` that ``status`` and ``doctor`` show,
-and such a file gives no ``Limits``.
-
-Every command reads the file and few write it, so what only the writer needs (tomli-w, the
-lock, the atomic write) is imported in the writing functions.
+The daemon and ``enable`` write it (``write``, ``update_locked``); every command that needs it
+reads it here (``read_file``, ``read``). The shell hooks and the start-up hook read it with their
+own builtins, so its form is a contract (docs/file-formats.md). The reader has the hooks'
+semantics (``LimitsFile.high``, ``.low``, ``.projects`` are what they export) and also checks the
+writer's exact form: any difference (a hand edit, a comment) is a ``problem`` and gives no
+``Limits``. Only writers import tomli-w, the lock and the atomic write.
 """
 
 from __future__ import annotations
@@ -120,23 +111,13 @@ def write(limits: Limits, path: Path | None = None) -> bool:
         return write_atomic(path, _encoded(limits), mode=0o644)
 
 
-def update(change: Callable[[Limits | None], Limits | None], path: Path | None = None) -> bool:
-    """Read, change and write limits.toml as one step under the limits lock.
-
-    ``change`` gets the current limits (None when the file is missing or not in mpsd's form)
-    and returns the new ones, or None to leave the file alone. False when nothing was written.
-    """
-    from mpsd.locks import exclusive
-
-    with exclusive(paths.limits_lock_file()):
-        return update_locked(change, path)
-
-
 def update_locked(
     change: Callable[[Limits | None], Limits | None], path: Path | None = None
 ) -> bool:
-    """``update`` for a caller that already holds the limits lock (``exclusive`` is not
-    re-entrant: a second flock on the same file from this process would wait for itself)."""
+    """Read, change and write limits.toml as one step, for a caller that holds the limits lock
+    (``paths.limits_lock_file()``). ``change`` gets the current limits (None when missing or not
+    in mpsd's form) and returns the new ones, or None to leave the file alone. False when
+    nothing was written."""
     from mpsd.atomic import write_atomic
 
     path = path or paths.limits_file()
