@@ -85,16 +85,11 @@ def _write_in_place(target: Path, data: bytes) -> None:
         os.close(fd)
 
 
-def temp_pattern(name: str) -> re.Pattern[str]:
-    """The names ``write_atomic`` gives its temp files for ``name`` (tempfile's 8 characters)."""
-    return re.compile(rf"\.{re.escape(name)}\.[a-z0-9_]{{8}}\.tmp")
-
-
 def clean_stale_temps(path: Path, older_than: float = STALE_TEMP_SECONDS) -> list[str]:
     """Remove the temp files a killed ``write_atomic`` of ``path`` left behind: mpsd's own
     name pattern only, and only when older than ``older_than`` seconds. The names removed;
     never raises."""
-    pattern = temp_pattern(path.name)
+    pattern = re.compile(rf"\.{re.escape(path.name)}\.[a-z0-9_]{{8}}\.tmp")  # tempfile's 8
     removed: list[str] = []
     try:
         names = os.listdir(path.parent)

@@ -205,15 +205,10 @@ def ratio_value(text: str) -> int | None:
     The same check as ``_mpsd_number`` in the hooks: ``0.77``, ``1``, ``2.0`` pass;
     ``0``, ``2.5``, ``.5``, ``1e-1``, ``0.8 ``, ``$(x)`` do not.
     """
-    if len(text) == 1:
-        whole, frac = text, ""
-    elif len(text) >= 3 and text[1] == ".":
-        whole, frac = text[0], text[2:]
-    else:
+    whole, dot, frac = text.partition(".")
+    if whole not in ("0", "1", "2") or (dot and not frac) or len(frac) > 9:
         return None
-    if whole not in "012" or not whole:
-        return None
-    if not all(c in "0123456789" for c in frac) or len(frac) > 9:
+    if frac.strip("0123456789"):  # ASCII digits only (str.isdigit takes others)
         return None
     value = int(whole) * _SCALE + int((frac + "000000000")[:9])
     return value if 0 < value <= 2 * _SCALE else None
@@ -223,6 +218,11 @@ def _plain(ratio: float) -> str | None:
     """How the hooks see a ratio the writer wrote (None: they would not export it)."""
     text = repr(float(ratio))
     return text if ratio_value(text) is not None else None
+
+
+def _project_line(line: str) -> bool:
+    """``    "/path",``: the form of a project line (the two ends cannot overlap)."""
+    return line.startswith(_PROJECT_PREFIX + "/") and line.endswith(_PROJECT_SUFFIX)
 
 
 def _unsafe(path: str) -> bool:
@@ -245,14 +245,9 @@ def _hook_view(text: str) -> tuple[str | None, str | None, tuple[str, ...]]:
         start = lines.index("projects = [") + 1
         end = lines.index("]", start) if "]" in lines[start:] else len(lines)
         for line in lines[start:end]:
-            if (
-                line.startswith(_PROJECT_PREFIX + "/")
-                and line.endswith(_PROJECT_SUFFIX)
-                and len(line) >= len(_PROJECT_PREFIX) + 1 + len(_PROJECT_SUFFIX)
-            ):
-                path = line[len(_PROJECT_PREFIX) : -len(_PROJECT_SUFFIX)]
-                if not _unsafe(path):
-                    projects.append(path)
+            path = line[len(_PROJECT_PREFIX) : -len(_PROJECT_SUFFIX)]
+            if _project_line(line) and not _unsafe(path):
+                projects.append(path)
     high_value, low_value = ratio_value(high), ratio_value(low)
     if high_value is None or low_value is None or low_value > high_value:
         return None, None, tuple(projects)
@@ -300,17 +295,10 @@ def _strict(text: str) -> Limits:
                 while number < len(lines) and lines[number] != "]":
                     item = lines[number]
                     number += 1
-                    if not (
-                        item.startswith(_PROJECT_PREFIX + "/") and item.endswith(_PROJECT_SUFFIX)
-                    ):
+                    if not _project_line(item):
                         raise LimitsError(f"line {number} ({_shown(item)}) is not a project path")
-                    path = item[len(_PROJECT_PREFIX) : -len(_PROJECT_SUFFIX)]
-                    if _unsafe(path):
-                        raise LimitsError(
-                            f"line {number}: a project path holds a quote, "
-                            "a backslash or a control character"
-                        )
-                    data["projects"].append(path)
+                    # One the hooks refuse (a quote...) is told by parse_text's comparison.
+                    data["projects"].append(item[len(_PROJECT_PREFIX) : -len(_PROJECT_SUFFIX)])
                 if number >= len(lines):
                     raise LimitsError("the projects list has no closing ]")
                 number += 1

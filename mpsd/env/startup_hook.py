@@ -67,17 +67,11 @@ def trusted(directory: str) -> bool:
 
 def ratio(text: str) -> int:
     """``text`` in billionths when it is a plain decimal in (0, 2] (at most 9 decimals), else 0."""
-    if len(text) == 1:
-        whole, frac = text, ""
-    elif len(text) >= 3 and text[1] == ".":
-        whole, frac = text[0], text[2:]
-    else:
+    whole, dot, frac = text.partition(".")
+    if whole not in ("0", "1", "2") or (dot and not frac) or len(frac) > 9:
         return 0
-    if whole not in ("0", "1", "2") or len(frac) > 9:
+    if frac.strip("0123456789"):  # ASCII digits only (str.isdigit takes others)
         return 0
-    for char in frac:
-        if char not in "0123456789":
-            return 0
     value = int(whole) * 1000000000 + int((frac + "000000000")[:9])
     return value if value <= 2000000000 else 0
 
