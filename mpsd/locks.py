@@ -44,8 +44,7 @@ def _open_lock(path: str | Path) -> int:
     """The lock file's descriptor, created 0600 in a private dir. Any failure is one
     MpsdError sentence (a read-only or full state dir, one that fails the trust rule)."""
     try:
-        ensure_dir(os.path.dirname(os.fspath(path)))
-        return os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
+        return _open(path)
     except UnsafeFileError as exc:
         raise MpsdError(f"cannot use the lock {path}: {exc.strerror}.") from None
     except OSError as exc:
@@ -53,6 +52,11 @@ def _open_lock(path: str | Path) -> int:
             f"cannot take the lock {path} ({exc.strerror}); make its directory writable or "
             "point MPSD_STATE_DIR elsewhere."
         ) from None
+
+
+def _open(path: str | Path) -> int:
+    ensure_dir(os.path.dirname(os.fspath(path)))
+    return os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
 
 
 class PidLock:
@@ -67,7 +71,8 @@ class PidLock:
         self._fd: int | None = None
 
     def acquire(self) -> bool:
-        fd = _open_lock(self.path)
+        """True when this process now holds the lock; an ``OSError`` when it cannot be made."""
+        fd = _open(self.path)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

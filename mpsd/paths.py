@@ -129,7 +129,7 @@ def untrusted(directory: str | Path) -> str | None:
 
     try:
         st = os.stat(directory)
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):  # absent (a file in the way is told apart)
         return None
     except OSError as e:
         return f"{directory} cannot be checked ({e.strerror}), so mpsd trusts nothing in it"

@@ -58,7 +58,7 @@ def trusted(directory: str) -> bool:
     and writable by nobody else."""
     try:
         st = os.stat(directory)
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
         return True
     except OSError:
         return False

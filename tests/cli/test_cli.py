@@ -154,7 +154,10 @@ def test_another_users_dir_is_named_with_the_chown_that_fixes_it(tmp_path):
         f"{theirs} belongs to another user (uid 65534), so mpsd trusts nothing in it: "
         f"run `sudo chown -R $(id -un) {theirs}`"
     )
-    assert paths.untrusted(tmp_path / "absent") is None and paths.untrusted(tmp_path) is None
+    assert paths.untrusted(tmp_path) is None
+    (tmp_path / "file").write_text("")
+    for absent in (tmp_path / "absent", tmp_path / "file" / "below"):  # in the way: told apart
+        assert paths.untrusted(absent) is None
 
 
 @pytest.mark.parametrize("which", ["config", "data"])
