@@ -53,8 +53,10 @@ def target(directory: str | None) -> str:
 def _load_document(config_file: Path) -> Any:
     import tomlkit
 
+    from mpsd.files import read_bytes  # FIFO-safe, and absent in a dir the trust rule fails
+
     try:
-        text = config_file.read_text(encoding="utf-8")
+        text = read_bytes(config_file).decode("utf-8")
     except FileNotFoundError:
         text = default_config_text()
     try:

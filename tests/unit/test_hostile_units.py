@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sqlite3
 import time
 from pathlib import Path
@@ -12,7 +11,6 @@ import pytest
 from mpsd.config import ConfigError, load_config
 from mpsd.daemon.history import HistoryError, Store
 from mpsd.durations import parse_duration
-from mpsd.locks import PidLock
 from mpsd.machine.sample import Sample
 from mpsd.setup import rcfile
 
@@ -59,33 +57,6 @@ def test_the_duration_pattern_is_linear_on_runs_of_spaces() -> None:
             parse_duration(text)
         assert time.perf_counter() - started < 0.05
     assert parse_duration(" 2 h ") == 7200
-
-
-def test_a_deleted_lock_file_is_taken_again_and_a_second_lock_still_refused(
-    tmp_path: Path,
-) -> None:
-    path = tmp_path / "state" / "daemon.lock"
-    first = PidLock(path)
-    assert first.acquire()
-    os.unlink(path)
-    assert not first.intact()
-    assert not PidLock(path).acquire()  # the directory lock still keeps a second one out
-    assert first.still_held() and first.intact()
-    assert PidLock(path).holder() == os.getpid()
-    first.release()
-
-
-def test_a_deleted_state_dir_is_recreated_by_the_lock_holder(tmp_path: Path) -> None:
-    import shutil
-
-    path = tmp_path / "state" / "daemon.lock"
-    first = PidLock(path)
-    assert first.acquire()
-    shutil.rmtree(path.parent)
-    assert first.still_held()
-    assert path.exists() and first.intact()
-    assert not PidLock(path).acquire()
-    first.release()
 
 
 def _store_with(tmp_path: Path, rows: list[tuple[object, ...]]) -> Path:
