@@ -8,7 +8,7 @@ import os
 import sys
 
 from mpsd.env import pyhooks
-from mpsd.env.here import exports_here, hook_copy_command, hook_here
+from mpsd.env.exports import exports_here, hook_copy_command, hook_here
 from mpsd.env.optin import enable
 from mpsd.env.pyhooks import Target
 from mpsd.errors import EXIT_USAGE, MpsdError

@@ -291,21 +291,19 @@ class Store:
         ).fetchall()
         return [Row._make(row[:8]) for row in rows]
 
-    def free_series(
-        self, since: float, until: float, buckets: int
-    ) -> list[tuple[float, int | None]]:
-        """Free memory (available + ml, the lowest in each bucket) over [since, until]
-        in ``buckets`` equal buckets: (bucket start, bytes or None when no sample)."""
+    def window(self, since: float, until: float, buckets: int) -> tuple[int, list[int | None]]:
+        """The samples in [since, until]: how many, and the lowest free memory (available +
+        ml) in each of ``buckets`` equal buckets (None: no sample there), in one pass."""
         width = (until - since) / buckets
         if width <= 0:
-            return []
+            return 0, []
         rows = self._db.execute(
-            "SELECT MIN(CAST((t - ?) / ? AS INTEGER), ?) AS b, MIN(available + ml) "
+            "SELECT MIN(CAST((t - ?) / ? AS INTEGER), ?) AS b, MIN(available + ml), COUNT(*) "
             f"FROM samples WHERE t >= ? AND t <= ? AND {_VALID} GROUP BY b",
             (since, width, buckets - 1, since, until),
         ).fetchall()
-        values: dict[int, int] = {int(b): int(v) for b, v in rows}
-        return [(since + i * width, values.get(i)) for i in range(buckets)]
+        lowest: dict[int, int] = {int(b): int(v) for b, v, _ in rows}
+        return sum(n for _, _, n in rows), [lowest.get(i) for i in range(buckets)]
 
 
 def thin(samples: Iterable[Sample], since: float, width: float) -> list[Sample]:
