@@ -14,6 +14,7 @@ import os
 import sys
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
+from typing import Any
 
 from mpsd import paths
 from mpsd.env import project_python, watermarks
@@ -83,15 +84,12 @@ def run(args: argparse.Namespace) -> int:
 
 def checks(chain: model.Chain, env: Mapping[str, str]) -> list[Check]:
     """Every check, in the chain's order."""
-    assert chain.agent is not None and chain.hook_files is not None and chain.torch is not None
+    setup = chain.setup
+    assert setup is not None, "doctor reads the chain in full"
     found = [_untrusted(sentence) for sentence in chain.untrusted]
-    found += [_config(chain), _limits(chain)]
-    found += _agent(chain.agent)
-    found += _daemon(chain, chain.agent)
-    found += _hook_files(chain.hook_files)
-    found += _python_hooks(chain.python_hooks)
-    found += [_hook_active(chain, env), _variables(env), check_torch(chain.torch)]
-    return found
+    found += [_config(chain), _limits(chain), *_agent(setup), *_daemon(chain, setup)]
+    found += [*_shell_hooks(setup), *_python_hooks(setup.python_hooks)]
+    return [*found, _hook_active(chain, env), _variables(env), check_torch(setup)]
 
 
 def _untrusted(sentence: str) -> Check:
@@ -155,17 +153,17 @@ def _daemon_command() -> str:
     return f"{sys.executable} -m mpsd daemon"
 
 
-def _agent(agent: model.Agent) -> list[Check]:
+def _agent(agent: model.Setup) -> list[Check]:
     """The launchd agent: plist present, its interpreter alive, loaded, not disabled."""
     if not agent.launchd:
         detail = "no launchd here (`launchctl` is not on PATH): nothing runs the daemon for you"
         return [Check("agent", SKIPPED, detail, f"keep `{_daemon_command()}` running yourself")]
     plist, args = agent.plist, agent.arguments
-    if not agent.exists:
+    if not agent.plist_exists:
         return [Check("agent", PROBLEM, f"{plist} does not exist", INSTALL)]
-    if agent.unreadable is not None:
+    if agent.plist_error is not None:
         fix = f"move it out of the way, then {INSTALL}"
-        return [Check("agent", PROBLEM, f"{plist} cannot be read ({agent.unreadable})", fix)]
+        return [Check("agent", PROBLEM, f"{plist} cannot be read ({agent.plist_error})", fix)]
     found = []
     if not args:
         found.append(Check("agent", PROBLEM, f"{plist} is not a readable plist", INSTALL))
@@ -218,7 +216,7 @@ def _agent(agent: model.Agent) -> list[Check]:
     return found
 
 
-def _daemon(chain: model.Chain, agent: model.Agent) -> list[Check]:
+def _daemon(chain: model.Chain, agent: model.Setup) -> list[Check]:
     if agent.launchd:
         start = f"run `launchctl kickstart -k {agent.domain}/{paths.LABEL}`"
     else:
@@ -235,21 +233,21 @@ def _daemon(chain: model.Chain, agent: model.Agent) -> list[Check]:
         else:
             fix = f"move {history.history_file} aside (a new one is started), then {start}"
         return [*found, Check("sampling", PROBLEM, said.rstrip(".").split("; ")[0], fix)]
-    last, interval = history.last_sample, chain.interval_seconds
-    if last is None:
+    age, interval = _age(history.age_seconds), chain.interval_seconds
+    if history.last_sample is None:
         fix = start if not daemon.running else ""
         found.append(Check("sampling", PROBLEM, "no sample recorded yet", fix))
-    elif last.age_seconds > max(3 * interval, 120.0):
+    elif history.age_seconds > max(3 * interval, 120.0):
         found.append(
             Check(
                 "sampling",
                 PROBLEM,
-                f"the last sample is {_age(last.age_seconds)} old (expected every {interval:g}s)",
+                f"the last sample is {age} old (expected every {interval:g}s)",
                 f"look at {paths.state_dir()} for the daemon's log, then {start}",
             )
         )
     else:
-        found.append(Check("sampling", OK, f"last sample {_age(last.age_seconds)} ago"))
+        found.append(Check("sampling", OK, f"last sample {age} ago"))
     return found
 
 
@@ -259,7 +257,7 @@ def _age(seconds: float) -> str:
     return format_duration(seconds, about=True)
 
 
-def _hook_files(hooks: model.HookFiles) -> list[Check]:
+def _shell_hooks(setup: model.Setup) -> list[Check]:
     """The rc blocks are present and the hook copies they source are there and current."""
     found = [
         Check(
@@ -268,37 +266,37 @@ def _hook_files(hooks: model.HookFiles) -> list[Check]:
             f"{rc} sources {copy}, which does not exist (no shell gets the hook)",
             INSTALL,
         )
-        for rc, copy in hooks.gone
+        for rc, copy in setup.gone_copies
     ]
-    if hooks.blocks:
-        found.insert(0, Check("hook block", OK, "in " + ", ".join(hooks.blocks)))
+    if setup.rc_blocks:
+        found.insert(0, Check("hook block", OK, "in " + ", ".join(setup.rc_blocks)))
     else:
         found.append(Check("hook block", PROBLEM, "no mpsd block in any shell rc file", INSTALL))
     stale = "is from another mpsd version"
-    found += [Check("hook copy", WARNING, f"{copy} {stale}", REFRESH) for copy in hooks.stale]
-    return found
+    return found + [
+        Check("hook copy", WARNING, f"{copy} {stale}", REFRESH) for copy in setup.stale_copies
+    ]
 
 
-def _python_hooks(hooks: list[model.PythonHook]) -> list[Check]:
+def _python_hooks(hooks: list[dict[str, Any]]) -> list[Check]:
     """Each start-up hook copy ``mpsd enable`` listed is there and current."""
     found = []
-    current = [hook.site for hook in hooks if hook.state == "current"]
     for hook in hooks:
-        fix = f"run `mpsd enable {hook.project}`"
-        if hook.state == "outdated":
-            detail = f"{hook.site} has another mpsd's copy"
+        fix = f"run `mpsd enable {hook['project']}`"
+        if hook["state"] == "outdated":
+            detail = f"{hook['site']} has another mpsd's copy"
             found.append(Check("python hook", WARNING, detail, fix))
-        elif hook.state == "missing" and hook.python_exists:
+        elif hook["state"] == "missing" and hook["exists"]:
             detail = (
-                f"the start-up hook is gone from {hook.site} (a recreated environment?): "
-                f"{hook.python} started outside a hooked shell gets no variables"
+                f"the start-up hook is gone from {hook['site']} (a recreated environment?): "
+                f"{hook['python']} started outside a hooked shell gets no variables"
             )
             found.append(Check("python hook", PROBLEM, detail, fix))
-        elif hook.state == "missing":
-            found.append(Check("python hook", WARNING, f"{hook.python} no longer exists", fix))
+        elif hook["state"] == "missing":
+            found.append(Check("python hook", WARNING, f"{hook['python']} no longer exists", fix))
+    current = dict.fromkeys(hook["site"] for hook in hooks if hook["state"] == "current")
     if current:
-        shown = ", ".join(dict.fromkeys(current))
-        found.insert(0, Check("python hook", OK, f"current in {shown}"))
+        found.insert(0, Check("python hook", OK, f"current in {', '.join(current)}"))
     return found
 
 
@@ -359,9 +357,9 @@ def _variables(env: Mapping[str, str]) -> Check:
     return Check("variables", OK, f"high {high}, low {env.get(watermarks.LOW)}")
 
 
-def check_torch(torch: model.Torch, platform: str | None = None) -> Check:
+def check_torch(setup: model.Setup, platform: str | None = None) -> Check:
     """torch in the python doctor checks."""
-    path, how, data = torch.python, torch.how, torch.info
+    (path, how), data = setup.torch, setup.torch_info
     platform = sys.platform if platform is None else platform
     where = f"{path} ({how})"
     given = how == "--python"

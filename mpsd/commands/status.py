@@ -44,7 +44,16 @@ def to_json(chain: Chain) -> dict[str, Any]:
     """The model as one flat JSON object: the history's and limits.toml's keys at the top."""
     data = asdict(chain)
     data["config_in_force"]["from"] = data["config_in_force"].pop("source")
-    data = {**data.pop("history"), **data}  # the chain's next_job is limits.toml's
+    history = data.pop("history")
+    last, chart = history["last_sample"], history.pop("chart")
+    if last is not None:
+        last.update(time=iso(last["t"]), age_seconds=history.pop("age_seconds"))
+    if chart is not None:
+        since = chain.now - chain.window_seconds
+        bucket = chain.window_seconds / len(chart)
+        history["chart"] = {"since": since, "until": chain.now, "bucket_seconds": bucket}
+        history["chart"]["free_bytes"] = chart
+    data = {**history, **data}  # the chain's next_job is limits.toml's
     current = data.pop("limits")
     for f in fields(limits.Limits):
         if f.name == "updated_at":
@@ -130,13 +139,13 @@ def render(chain: Chain, width: int | None = None, color: bool = False) -> str:
         lines.append(_line("daemon", f"running{f' (pid {daemon.pid})' if daemon.pid else ''}"))
     else:
         lines.append(_line("daemon", "not running (start it with `mpsd daemon`)"))
-    last = history.last_sample
+    last, age = history.last_sample, history.age_seconds
     if last is None:
         lines.append(_line("last sample", "none yet"))
     else:
         free = _gib(last.available_bytes + last.ml_bytes)
-        lines.append(_line("last sample", f"{last.time}, {_ago(last.age_seconds)} (free {free})"))
-        if daemon.running and last.age_seconds > 3 * chain.interval_seconds + 10:
+        lines.append(_line("last sample", f"{iso(last.t)}, {_ago(age)} (free {free})"))
+        if daemon.running and age > 3 * chain.interval_seconds + 10:
             lines.append(
                 " " * LABEL + "(older than 3 intervals: the daemon may be stuck; "
                 f"see {daemon.log_file})"
@@ -150,6 +159,8 @@ def render(chain: Chain, width: int | None = None, color: bool = False) -> str:
                 f"unreadable ({chain.limits_problem}); run `mpsd daemon --once` to rewrite it",
             )
         )
+    elif not chain.config_trusted:
+        lines.append(_line("limits", "not read: the config dir is not trusted (see below)"))
     elif current is None:
         lines.append(
             _line(
@@ -202,7 +213,7 @@ def render(chain: Chain, width: int | None = None, color: bool = False) -> str:
         limit = current.limit_bytes if current is not None else None
         lines.extend(
             chart(
-                history.chart.free_bytes,
+                history.chart,
                 chain.baseline_free_bytes,
                 limit,
                 chain.window_seconds,

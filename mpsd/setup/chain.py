@@ -15,7 +15,7 @@ import os
 import sys
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from mpsd import limits, paths
@@ -24,6 +24,7 @@ from mpsd.daemon.history import HistoryError, Store
 from mpsd.env.exports import Optin, exports_here, optin
 from mpsd.errors import MpsdError
 from mpsd.locks import PidLock
+from mpsd.machine.sample import Sample
 
 if TYPE_CHECKING:  # doctor's modules: status does not load them
     from mpsd.setup.launchd import Job
@@ -31,7 +32,7 @@ if TYPE_CHECKING:  # doctor's modules: status does not load them
 CHART_WIDTH = 48
 
 
-@dataclass(frozen=True)
+@dataclass
 class InForce:
     """The config the daemon works with: ``source`` is "config.toml", "defaults", "last good"
     (config.toml is invalid: the copy of its last good config) or None (invalid, and no good
@@ -44,27 +45,14 @@ class InForce:
     copy_problem: str | None = None
 
 
-@dataclass(frozen=True)
+@dataclass
 class Daemon:
     running: bool
     pid: int | None
     log_file: str
 
 
-@dataclass(frozen=True)
-class LastSample:
-    t: float
-    time: str
-    age_seconds: float
-    available_bytes: int
-    ml_bytes: int
-    total_bytes: int
-    swapouts: int | None
-    pressure: int | None
-    source: str
-
-
-@dataclass(frozen=True)
+@dataclass
 class NextJob:
     """What the running PyTorch jobs hold and what that leaves the next one (docs/policy.md)."""
 
@@ -79,23 +67,17 @@ class NextJob:
     age_seconds: float
 
 
-@dataclass(frozen=True)
-class Chart:
-    since: float
-    until: float
-    bucket_seconds: float
-    free_bytes: list[int | None]
-
-
-@dataclass(frozen=True)
+@dataclass
 class History:
-    """The history's last sample, the window, and the daemon's last decision."""
+    """The history's last sample (and its age), the samples in the window and the lowest free
+    memory in each of its ``CHART_WIDTH`` columns, and the daemon's last decision."""
 
     history_file: str
     history_problem: str | None = None
-    last_sample: LastSample | None = None
+    last_sample: Sample | None = None
+    age_seconds: float = 0.0
     samples_in_window: int = 0
-    chart: Chart | None = None
+    chart: list[int | None] | None = None
     decided_at: str | None = None
     decided_ratio: float | None = None
     decided_baseline: int | None = None
@@ -104,16 +86,24 @@ class History:
     next_job: NextJob | None = None
 
 
-@dataclass(frozen=True)
-class Agent:
-    """The launchd agent (doctor). ``launchd``: launchctl is there; ``arguments``: the plist's
-    program, None when it is no readable plist; ``domain``: where it is loaded, else where
-    install loads it."""
+@dataclass
+class Setup:
+    """What ``mpsd install`` and ``enable`` set up, read only for doctor.
+
+    The launchd agent: ``launchd`` (launchctl is there), its ``plist`` (``plist_error``: why it
+    cannot be read), the program it runs (``arguments``, None when it is no readable plist;
+    ``python_runs``; ``private_folder``, the protected folder it lives in), the loaded
+    ``job``, ``disabled``, the ``gui`` domain install uses and the ``domain`` it runs in. The
+    shell hooks: the rc files with mpsd's block, each (rc file, hook copy) it sources that is
+    gone, the copies from another mpsd version. ``python_hooks``: each start-up hook copy
+    ``mpsd enable`` listed, with its ``state`` (current, outdated, missing). ``torch``: the
+    python checked, how it was found, and what a subprocess said (None: no torch there).
+    """
 
     launchd: bool
     plist: str = ""
-    exists: bool = False
-    unreadable: str | None = None
+    plist_exists: bool = False
+    plist_error: str | None = None
     arguments: list[str] | None = None
     python_runs: bool = False
     private_folder: str | None = None
@@ -121,43 +111,21 @@ class Agent:
     disabled: bool = False
     gui: str = ""
     domain: str = ""
+    rc_blocks: list[str] = field(default_factory=list)
+    gone_copies: list[tuple[str, str]] = field(default_factory=list)
+    stale_copies: list[str] = field(default_factory=list)
+    python_hooks: list[dict[str, Any]] = field(default_factory=list)
+    torch: tuple[str, str] = ("", "")
+    torch_info: dict[str, Any] | None = None
 
 
-@dataclass(frozen=True)
-class HookFiles:
-    """The rc files with mpsd's block, each (rc file, hook copy) it sources that is gone, and
-    the hook copies from another mpsd version (doctor)."""
-
-    blocks: list[str]
-    gone: list[tuple[str, str]]
-    stale: list[str]
-
-
-@dataclass(frozen=True)
-class PythonHook:
-    """A start-up hook copy ``mpsd enable`` listed: ``state`` current, outdated or missing."""
-
-    project: str
-    python: str
-    site: str
-    state: str
-    python_exists: bool
-
-
-@dataclass(frozen=True)
-class Torch:
-    """torch in ``python`` (found as ``how``): ``info`` from a subprocess, None when torch is
-    not installed there."""
-
-    python: str
-    how: str
-    info: dict[str, Any] | None
-
-
-@dataclass(frozen=True)
+@dataclass
 class Chain:
+    """The whole chain; ``setup`` only from ``read(full=True)``."""
+
     now: float
     untrusted: list[str]
+    config_trusted: bool
     config_file: str
     config_problem: str | None
     config_in_force: InForce
@@ -177,34 +145,32 @@ class Chain:
     next_job: NextJob | None
     here: Optin | None
     start_up_hooks: list[dict[str, Any]]
-    agent: Agent | None = None
-    hook_files: HookFiles | None = None
-    python_hooks: list[PythonHook] = field(default_factory=list)
-    torch: Torch | None = None
+    setup: Setup | None = None
 
 
 def read(
     environ: Mapping[str, str] | None = None,
     *,
-    now: float | None = None,
     full: bool = False,
     python: tuple[str, str] | None = None,
 ) -> Chain:
-    """The chain as it is now; ``full``: with doctor's facts, torch's in ``python`` (a path
-    and how it was found)."""
+    """The chain as it is now; ``full``: with doctor's ``setup``, torch's in ``python`` (a
+    path and how it was found; default: mpsd's own)."""
     env = os.environ if environ is None else environ
-    now = time.time() if now is None else now
+    now = time.time()
     trusted = paths.untrusted(paths.config_dir()) is None
     config, config_problem, in_force = _config() if trusted else (Config(), None, InForce(None))
     read_limits = limits.read_file() if trusted else limits.LimitsFile(found=False)
     current = read_limits.limits
     daemon, state_problem = _daemon()
     history = _history(now, config)
+    # What the next job really gets is what limits.toml holds (the hooks export it); with no
+    # ratio there, it gets nothing, and the limits line says why.
     next_job = history.next_job
-    if next_job is not None:
-        # What the next job really gets is what limits.toml holds (the hooks export it); with
-        # no ratio there, it gets nothing, and the limits line says why.
-        next_job = None if current is None else _with_limits(next_job, current)
+    if next_job is not None and current is not None:
+        next_job = replace(
+            next_job, limit_bytes=current.limit_bytes, ratio=current.high_watermark_ratio
+        )
     changed: list[str] = []
     if config_problem is None and current is not None:
         if history.decided_config is not None:
@@ -220,9 +186,11 @@ def read(
         from mpsd.env.pyhooks import facts_for
 
         hooks = facts_for(here.project)
-    chain = Chain(
+    decided = history.decided_at is not None
+    return Chain(
         now=now,
         untrusted=paths.untrusted_dirs(),
+        config_trusted=trusted,
         config_file=str(paths.config_file()),
         config_problem=config_problem,
         config_in_force=in_force,
@@ -235,28 +203,16 @@ def read(
         limits_problem=read_limits.problem,
         limits_exports=read_limits.exports,
         limits=current,
-        limits_held=in_force.source is None and current is not None and trusted,
+        limits_held=trusted and in_force.source is None and current is not None,
         history=history,
-        baseline_free_bytes=(
-            history.decided_baseline
-            if history.decided_at is not None
-            else (current.baseline_free_bytes if current else None)
-        ),
+        baseline_free_bytes=history.decided_baseline
+        if decided
+        else (current.baseline_free_bytes if current else None),
         config_changed=changed,
-        next_job=next_job,
+        next_job=next_job if current is not None else None,
         here=here,
         start_up_hooks=hooks,
-    )
-    if not full:
-        return chain
-    from dataclasses import replace
-
-    return replace(
-        chain,
-        agent=_agent(),
-        hook_files=_hook_files(env),
-        python_hooks=_python_hooks(),
-        torch=_torch(python or (sys.executable, "mpsd's own python")),
+        setup=_setup(env, python or (sys.executable, "mpsd's own python")) if full else None,
     )
 
 
@@ -272,12 +228,8 @@ def _config() -> tuple[Config, str | None, InForce]:
         good, copy_problem = last_good.load(path)
         if good is None:
             return Config(), str(exc), InForce(None, copy_problem=copy_problem)
-        copy = str(good.path)
-        return (
-            good.config,
-            str(exc),
-            InForce("last good", copy, good.saved_iso, good.config.headroom),
-        )
+        copy, headroom = str(good.path), good.config.headroom
+        return good.config, str(exc), InForce("last good", copy, good.saved_iso, headroom)
     return config, None, InForce("config.toml" if path.exists() else "defaults")
 
 
@@ -304,41 +256,23 @@ def _history(now: float, config: Config) -> History:
         return History(str(path))
     try:
         with store:
-            return _read_history(store, now, config)
+            last = store.last()
+            count, lowest = store.window(now - config.window, now, CHART_WIDTH)
+            decision = store.get_meta("decision")
     except Exception as exc:  # a damaged page, a garbled row: one sentence, never a traceback
         return History(
             str(path),
             f"the history {path} cannot be read ({type(exc).__name__}: {exc}); "
             "move it aside and restart the daemon.",
         )
-
-
-def _read_history(store: Store, now: float, config: Config) -> History:
-    last = store.last()
-    since = now - config.window
-    count, lowest = store.window(since, now, CHART_WIDTH)
-    decision = store.get_meta("decision")
     decision = decision if isinstance(decision, dict) else {}
     used = decision.get("config")
     return History(
-        history_file=str(store.path),
-        last_sample=None
-        if last is None
-        else LastSample(
-            last.t,
-            iso(last.t),
-            round(now - last.t, 1),
-            last.available_bytes,
-            last.ml_bytes,
-            last.total_bytes,
-            last.swapouts,
-            last.pressure,
-            last.source,
-        ),
+        history_file=str(path),
+        last_sample=last,
+        age_seconds=0.0 if last is None else round(now - last.t, 1),
         samples_in_window=count,
-        chart=Chart(since, now, (now - since) / CHART_WIDTH, lowest)
-        if any(value is not None for value in lowest)
-        else None,
+        chart=lowest if any(value is not None for value in lowest) else None,
         decided_at=iso(float(decision.get("t", 0))) if decision else None,
         decided_ratio=decision.get("high_watermark_ratio"),
         decided_baseline=decision.get("baseline_free_bytes"),
@@ -368,12 +302,6 @@ def _next_job(decision: dict[str, Any], now: float) -> NextJob | None:
         return None
 
 
-def _with_limits(job: NextJob, current: limits.Limits) -> NextJob:
-    from dataclasses import replace
-
-    return replace(job, limit_bytes=current.limit_bytes, ratio=current.high_watermark_ratio)
-
-
 def iso(t: float) -> str:
     """``t`` (seconds since the epoch) in ISO form, to the second."""
     return dt.datetime.fromtimestamp(int(t), dt.timezone.utc).isoformat()
@@ -394,44 +322,57 @@ def privacy_protected(python: str, home: str | None = None) -> str | None:
         for parts in PROTECTED_FOLDERS:
             # casefold: a Mac's disk ignores case by default (~/documents is ~/Documents)
             folder = os.path.join(home, *parts).casefold()
-            path = candidate.casefold()
-            if path == folder or path.startswith(folder + os.sep):
+            if candidate.casefold() == folder or candidate.casefold().startswith(folder + os.sep):
                 return "~/" + "/".join(parts)
     return None
 
 
-def _agent() -> Agent:
+def _setup(env: Mapping[str, str], python: tuple[str, str]) -> Setup:
+    from mpsd.env import pyhooks
+
+    setup = Setup(launchd=False, torch=python, torch_info=torch_info(python[0]))
+    _read_agent(setup)
+    _read_shell_hooks(setup, env)
+    for e in pyhooks.record():
+        state, exists = pyhooks.check_copy(e.site), os.path.exists(e.python)
+        setup.python_hooks.append(
+            {
+                "project": e.project,
+                "python": e.python,
+                "site": e.site,
+                "state": state,
+                "exists": exists,
+            }
+        )
+    return setup
+
+
+def _read_agent(setup: Setup) -> None:
     from mpsd.setup import launchd
 
-    if not launchd.available():
-        return Agent(launchd=False)
+    setup.launchd = launchd.available()
+    if not setup.launchd:
+        return
     plist = launchd.agent_file()
-    gui = launchd.domains()[0]
-    job = launchd.loaded()
-    disabled = launchd.launchctl("print-disabled", gui)
-    base = Agent(
-        launchd=True,
-        plist=str(plist),
-        exists=plist.exists(),
-        job=job,
-        disabled=disabled.ok and bool(launchd.parse_disabled(disabled.stdout)),
-        gui=gui,
-        domain=job.domain if job is not None else gui,
-    )
-    if not base.exists:
-        return base
-    from dataclasses import replace
-
+    setup.gui = launchd.domains()[0]
+    setup.job = launchd.loaded()
+    setup.domain = setup.job.domain if setup.job is not None else setup.gui
+    disabled = launchd.launchctl("print-disabled", setup.gui)
+    setup.disabled = disabled.ok and bool(launchd.parse_disabled(disabled.stdout))
+    setup.plist, setup.plist_exists = str(plist), plist.exists()
+    if not setup.plist_exists:
+        return
     try:
-        args = launchd.program_arguments(plist.read_bytes())
+        args = setup.arguments = launchd.program_arguments(plist.read_bytes())
     except OSError as exc:
-        return replace(base, unreadable=exc.strerror)
-    runs = bool(args) and os.access(args[0], os.X_OK)  # type: ignore[index]
-    private = privacy_protected(args[0]) if args and runs else None
-    return replace(base, arguments=args, python_runs=runs, private_folder=private)
+        setup.plist_error = exc.strerror
+        return
+    setup.python_runs = bool(args and os.access(args[0], os.X_OK))
+    if args and setup.python_runs:
+        setup.private_folder = privacy_protected(args[0])
 
 
-def _hook_files(env: Mapping[str, str]) -> HookFiles:
+def _read_shell_hooks(setup: Setup, env: Mapping[str, str]) -> None:
     from mpsd import files
     from mpsd.setup import rcfile
     from mpsd.setup.installer import (
@@ -443,9 +384,6 @@ def _hook_files(env: Mapping[str, str]) -> HookFiles:
         rc_candidates,
     )
 
-    blocks: list[str] = []
-    gone: list[tuple[str, str]] = []
-    stale: list[str] = []
     for path in rc_candidates():
         try:
             text = files.read_bytes(path, limit=files.RC_LIMIT)
@@ -454,37 +392,26 @@ def _hook_files(env: Mapping[str, str]) -> HookFiles:
             sourced = rcfile.sourced_files(text, env.get("HOME"))
         except (OSError, rcfile.RcFileError):
             continue
-        blocks.append(str(path))
-        gone.extend((str(path), copy) for copy in sourced if not os.path.isfile(copy))
+        setup.rc_blocks.append(str(path))
+        setup.gone_copies += [(str(path), copy) for copy in sourced if not os.path.isfile(copy)]
     fish = fish_hook_file()
     if fish.is_file():
-        blocks.append(str(fish))
+        setup.rc_blocks.append(str(fish))
+    for shell in ("fish", *HOOK_FILES):
+        copy = fish if shell == "fish" else hook_copy(shell)
         try:
-            # The PATH line install puts between the header and the hook may be there.
-            data, hook = fish.read_bytes(), hook_source("fish").read_bytes()
-            if not (data.startswith(FISH_HEADER) and data.endswith(hook)):
-                stale.append(str(fish))
+            data = copy.read_bytes() if copy.is_file() else None
+            hook = hook_source(shell).read_bytes()
         except OSError:
-            pass  # nothing to compare with: not ours to judge
-    for shell in HOOK_FILES:
-        copy = hook_copy(shell)
-        try:
-            if copy.exists() and copy.read_bytes() != hook_source(shell).read_bytes():
-                stale.append(str(copy))
-        except OSError:
-            pass
-    return HookFiles(blocks, gone, stale)
-
-
-def _python_hooks() -> list[PythonHook]:
-    from mpsd.env import pyhooks
-
-    return [
-        PythonHook(
-            e.project, e.python, e.site, pyhooks.check_copy(e.site), os.path.exists(e.python)
-        )
-        for e in pyhooks.record()
-    ]
+            continue  # nothing to compare with: not ours to judge
+        if data is None:
+            continue
+        if shell == "fish":  # the PATH line install puts after the header may be there
+            current = data.startswith(FISH_HEADER) and data.endswith(hook)
+        else:
+            current = data == hook
+        if not current:
+            setup.stale_copies.append(str(copy))
 
 
 # The first line says a python runs it: a program that is not Python (`--python /bin/ls`)
@@ -503,10 +430,6 @@ TORCH_PROBE = (
     "  'built': bool(mps and mps.is_built()),\n"
     "  'available': bool(mps and mps.is_available())}))\n"
 )
-
-
-def _torch(python: tuple[str, str]) -> Torch:
-    return Torch(python[0], python[1], torch_info(python[0]))
 
 
 def torch_info(python: str = sys.executable, timeout: float = 180.0) -> dict[str, Any] | None:

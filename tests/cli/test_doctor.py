@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 import os
 import plistlib
+import sqlite3
 import subprocess
 import sys
-import sqlite3
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -16,10 +16,9 @@ import pytest
 
 from mpsd import limits, paths
 from mpsd.cli import main
-from mpsd.locks import PidLock
 from mpsd.commands import doctor
-from mpsd.setup import chain
-from mpsd.setup import launchd
+from mpsd.locks import PidLock
+from mpsd.setup import chain, launchd
 from tests.installkit import (  # noqa: F401  (fixtures)
     hook_sources_fixture,
     launchctl_fixture,
@@ -298,7 +297,8 @@ def test_without_launchd_doctor_says_so_and_checks_the_rest(
 
 def test_the_torch_check_runs_torch_in_a_subprocess_only() -> None:
     before = "torch" in sys.modules
-    check = doctor.check_torch(chain.Torch(sys.executable, "mpsd's own", chain.torch_info()))
+    own = (sys.executable, "mpsd's own python")
+    check = doctor.check_torch(chain.Setup(False, torch=own, torch_info=chain.torch_info()))
     assert ("torch" in sys.modules) is before
     try:
         import importlib.util
@@ -316,7 +316,8 @@ def test_the_torch_check_runs_torch_in_a_subprocess_only() -> None:
 
 def test_torch_without_mps_on_a_mac_is_a_problem() -> None:
     info = {"version": "2.13.0", "built": False, "available": False}
-    check = doctor.check_torch(chain.Torch(sys.executable, "mpsd's own", info), platform="darwin")
+    setup = chain.Setup(False, torch=(sys.executable, "mpsd's own python"), torch_info=info)
+    check = doctor.check_torch(setup, platform="darwin")
     assert check.status == "problem"
     assert "arm64 Python" in check.fix
 
@@ -465,3 +466,21 @@ def test_an_empty_python_is_refused_not_taken_for_no_python(
     err = capsys.readouterr().err
     assert code == 2
     assert err == "mpsd: --python needs an interpreter: a path or a command name, not ''.\n"
+
+
+def test_an_untrusted_config_dir_is_a_problem_and_nothing_in_it_is_trusted() -> None:
+    from tests.conftest import run_mpsd
+
+    assert run_mpsd("daemon", "--once").returncode == 0
+    config = paths.config_dir()
+    config.chmod(0o777)
+    status = run_mpsd("status", env={"COLUMNS": "400"})
+    assert status.returncode == 0, status.stderr
+    assert f"problem: {config} is writable by others (mode 777)" in status.stdout
+    assert "limits:          not read: the config dir is not trusted" in status.stdout
+    assert "ratio:" not in status.stdout
+    done = run_mpsd("doctor", "--json")
+    assert done.returncode == 1
+    check = _by_name(json.loads(done.stdout))["trust"]
+    assert check["status"] == "problem" and f"{config} is writable by others" in check["detail"]
+    assert check["fix"] == f"run `chmod go-w {config}`"
