@@ -20,6 +20,7 @@ from mpsd import paths
 from mpsd.env import project_python, watermarks
 from mpsd.env.exports import hook_copy_command
 from mpsd.setup import chain as model
+from mpsd.setup import installed
 from mpsd.sizes import format_gib
 from mpsd.term import plural, style, wrap
 
@@ -100,16 +101,14 @@ def _untrusted(sentence: str) -> Check:
 def _config(chain: model.Chain) -> Check:
     path = chain.config_file
     if chain.config_problem is None:
-        if chain.config_in_force.source == "defaults":
+        if chain.config_source == "defaults":
             return Check("config", OK, f"no {path}: the defaults apply")
         return Check("config", OK, f"{path} is valid")
     blocker = paths.file_in_the_way(path)
     fix = f"move {blocker} away" if blocker else f"edit {path} (every key is explained in it)"
-    in_force = chain.config_in_force
-    if in_force.source == "last good":
+    if chain.last_good is not None:
         meanwhile = (
-            f"meanwhile the daemon keeps its last good config (headroom {in_force.headroom:g}, "
-            f"copied to {in_force.copy} at {in_force.copied_at})"
+            f"meanwhile the daemon keeps its last good config ({chain.last_good.describe()})"
         )
     elif chain.limits_held:
         meanwhile = "meanwhile the limits are held: the daemon keeps limits.toml as it is"
@@ -153,7 +152,7 @@ def _daemon_command() -> str:
     return f"{sys.executable} -m mpsd daemon"
 
 
-def _agent(agent: model.Setup) -> list[Check]:
+def _agent(agent: installed.Setup) -> list[Check]:
     """The launchd agent: plist present, its interpreter alive, loaded, not disabled."""
     if not agent.launchd:
         detail = "no launchd here (`launchctl` is not on PATH): nothing runs the daemon for you"
@@ -216,14 +215,14 @@ def _agent(agent: model.Setup) -> list[Check]:
     return found
 
 
-def _daemon(chain: model.Chain, agent: model.Setup) -> list[Check]:
+def _daemon(chain: model.Chain, agent: installed.Setup) -> list[Check]:
     if agent.launchd:
         start = f"run `launchctl kickstart -k {agent.domain}/{paths.LABEL}`"
     else:
         start = f"start it: `{_daemon_command()}`"
-    daemon, history = chain.daemon, chain.history
-    if daemon.running:
-        found = [Check("daemon", OK, f"running (pid {daemon.pid})")]
+    history = chain.history
+    if chain.daemon_running:
+        found = [Check("daemon", OK, f"running (pid {chain.daemon_pid})")]
     else:
         found = [Check("daemon", PROBLEM, chain.state_problem or "not running", start)]
     said = history.history_problem
@@ -235,7 +234,7 @@ def _daemon(chain: model.Chain, agent: model.Setup) -> list[Check]:
         return [*found, Check("sampling", PROBLEM, said.rstrip(".").split("; ")[0], fix)]
     age, interval = _age(history.age_seconds), chain.interval_seconds
     if history.last_sample is None:
-        fix = start if not daemon.running else ""
+        fix = start if not chain.daemon_running else ""
         found.append(Check("sampling", PROBLEM, "no sample recorded yet", fix))
     elif history.age_seconds > max(3 * interval, 120.0):
         found.append(
@@ -257,7 +256,7 @@ def _age(seconds: float) -> str:
     return format_duration(seconds, about=True)
 
 
-def _shell_hooks(setup: model.Setup) -> list[Check]:
+def _shell_hooks(setup: installed.Setup) -> list[Check]:
     """The rc blocks are present and the hook copies they source are there and current."""
     found = [
         Check(
@@ -313,9 +312,9 @@ def _hook_active(chain: model.Chain, env: Mapping[str, str]) -> Check:
                 "hook active",
                 SKIPPED,
                 f"cannot be told here: {where} is opted in (config.toml lists the project "
-                f"{here.project}), but {here.not_in_limits.why}, so the hook exports nothing "
+                f"{here.project}), but {here.not_in_limits['why']}, so the hook exports nothing "
                 "here",
-                here.not_in_limits.fix,
+                here.not_in_limits["fix"],
             )
         return Check(
             "hook active",
@@ -357,7 +356,7 @@ def _variables(env: Mapping[str, str]) -> Check:
     return Check("variables", OK, f"high {high}, low {env.get(watermarks.LOW)}")
 
 
-def check_torch(setup: model.Setup, platform: str | None = None) -> Check:
+def check_torch(setup: installed.Setup, platform: str | None = None) -> Check:
     """torch in the python doctor checks."""
     (path, how), data = setup.torch, setup.torch_info
     platform = sys.platform if platform is None else platform

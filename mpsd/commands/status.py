@@ -43,7 +43,15 @@ def run(args: argparse.Namespace) -> int:
 def to_json(chain: Chain) -> dict[str, Any]:
     """The model as one flat JSON object: the history's and limits.toml's keys at the top."""
     data = asdict(chain)
-    data["config_in_force"]["from"] = data["config_in_force"].pop("source")
+    good = chain.last_good
+    data["config_in_force"] = {"from": data.pop("config_source")}
+    if good is not None:
+        data["config_in_force"].update(
+            copy=str(good.path), copied_at=good.saved_iso, headroom=good.config.headroom
+        )
+    data.pop("last_good")
+    keys = ("daemon_running", "daemon_pid", "log_file")
+    data["daemon"] = dict(zip(("running", "pid", "log_file"), map(data.pop, keys)))
     history = data.pop("history")
     last, chart = history["last_sample"], history.pop("chart")
     if last is not None:
@@ -134,9 +142,9 @@ def render(chain: Chain, width: int | None = None, color: bool = False) -> str:
     """The short view, wrapped to ``width`` (default: the terminal's), styled when ``color``."""
     width = columns() - 1 if width is None else width
     lines: list[str] = []
-    daemon, history, current = chain.daemon, chain.history, chain.limits
-    if daemon.running:
-        lines.append(_line("daemon", f"running{f' (pid {daemon.pid})' if daemon.pid else ''}"))
+    history, current, pid = chain.history, chain.limits, chain.daemon_pid
+    if chain.daemon_running:
+        lines.append(_line("daemon", f"running{f' (pid {pid})' if pid else ''}"))
     else:
         lines.append(_line("daemon", "not running (start it with `mpsd daemon`)"))
     last, age = history.last_sample, history.age_seconds
@@ -145,10 +153,10 @@ def render(chain: Chain, width: int | None = None, color: bool = False) -> str:
     else:
         free = _gib(last.available_bytes + last.ml_bytes)
         lines.append(_line("last sample", f"{iso(last.t)}, {_ago(age)} (free {free})"))
-        if daemon.running and age > 3 * chain.interval_seconds + 10:
+        if chain.daemon_running and age > 3 * chain.interval_seconds + 10:
             lines.append(
                 " " * LABEL + "(older than 3 intervals: the daemon may be stuck; "
-                f"see {daemon.log_file})"
+                f"see {chain.log_file})"
             )
     if chain.limits_problem and file_in_the_way(chain.limits_file):
         lines.append(_line("limits", chain.limits_problem))
@@ -226,14 +234,12 @@ def _config_line(chain: Chain) -> str | None:
     """What the limits shown were worked out with, when that is not config.toml as it is now:
     the last good config or none (config.toml is invalid), or older values (it was edited
     since the daemon's last decision)."""
-    in_force = chain.config_in_force
     if chain.config_problem:
         invalid = "config.toml is invalid (the problem is below)"
-        if in_force.source == "last good":
+        if chain.last_good is not None:
             return (
                 f"{invalid}: the daemon keeps its last good config until it is fixed "
-                f"(headroom {in_force.headroom:g}, copied to {in_force.copy} at "
-                f"{in_force.copied_at})"
+                f"({chain.last_good.describe()})"
             )
         if chain.limits_held:
             return (
@@ -248,7 +254,7 @@ def _config_line(chain: Chain) -> str | None:
         f"({', '.join(chain.config_changed)}): the daemon applies the new values at its next "
         "sample"
     )
-    if not chain.daemon.running:
+    if not chain.daemon_running:
         line += "; no daemon is running: `mpsd daemon --once` applies them now"
     return line
 
@@ -290,7 +296,7 @@ def _here_lines(chain: Chain) -> list[str]:
         lines.append(_line("python here", f"gets {_pairs(here.python_gets)}"))
     elif missing:
         lines.append(
-            _line("python here", f"gets neither variable while {missing.why} ({missing.fix})")
+            _line("python here", f"gets neither variable while {missing['why']} ({missing['fix']})")
         )
     else:
         lines.append(_line("python here", "gets neither variable (PyTorch's defaults)"))

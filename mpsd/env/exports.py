@@ -67,24 +67,17 @@ def hook_copy_command(environ: Mapping[str, str] | None = None) -> str | None:
     return f"source {shown}" if shell == "fish" else f". {shown}"
 
 
-@dataclass(frozen=True)
-class NotInLimits:
-    """config.toml opts the directory in, limits.toml (which the hooks read) does not give it
-    the values: why (a clause) and the fix."""
-
-    why: str
-    fix: str
-
-
-@dataclass(frozen=True)
+@dataclass
 class Optin:
     """What the decision means for a ``python`` started in ``directory``.
 
     ``opted_in``: config.toml or limits.toml lists a project holding the directory;
     ``in_limits``: limits.toml does (without it a ``python`` here gets nothing, and ``reason``
-    says why and what to run). ``hook_here``: see ``hook_here``; ``new_shell_gets``: what a
-    python started from a new (hooked) terminal gets; ``problems``: what PyTorch refuses in
-    the pair a python here gets."""
+    says why and what to run); ``not_in_limits``: config.toml opts it in but limits.toml,
+    which the hooks read, does not give it the values: ``why`` (a clause) and the ``fix``.
+    ``hook_here``: see ``hook_here``; ``new_shell_gets``: what a python started from a new
+    (hooked) terminal gets; ``problems``: what PyTorch refuses in the pair a python here
+    gets."""
 
     directory: str
     opted_in: bool
@@ -97,7 +90,7 @@ class Optin:
     python_gets: dict[str, str | None]
     hand_set: list[str]
     reason: str
-    not_in_limits: NotInLimits | None
+    not_in_limits: dict[str, str] | None
     hook_here: bool | None
     new_shell_gets: dict[str, str | None]
     problems: list[str]
@@ -110,8 +103,8 @@ def optin(decision: Exports, environ: Mapping[str, str]) -> Optin:
     reason = decision.reason
     if pending is not None and not decision.hand_set:
         reason = (
-            f"config.toml opts this directory in (project {pending[0]}), but {pending[1].why}, "
-            f"so nothing is exported: {pending[1].fix}"
+            f"config.toml opts this directory in (project {pending[0]}), but "
+            f"{pending[1]['why']}, so nothing is exported: {pending[1]['fix']}"
         )
     return Optin(
         directory=decision.directory,
@@ -132,7 +125,7 @@ def optin(decision: Exports, environ: Mapping[str, str]) -> Optin:
     )
 
 
-def _not_in_limits(decision: Exports) -> tuple[str, NotInLimits] | None:
+def _not_in_limits(decision: Exports) -> tuple[str, dict[str, str]] | None:
     """The project of config.toml's list that holds the directory while limits.toml does not
     give it; None otherwise, or when config.toml cannot be read."""
     from mpsd.config import ConfigError, load_config  # only here: `mpsd env` runs at every cd
@@ -147,13 +140,13 @@ def _not_in_limits(decision: Exports) -> tuple[str, NotInLimits] | None:
     if project is None:
         return None
     if decision.limits_problem is not None and not decision.limits_valid:
-        why = NotInLimits("limits.toml is unreadable", "run `mpsd daemon --once` to rewrite it")
+        why, fix = "limits.toml is unreadable", "run `mpsd daemon --once` to rewrite it"
     elif not decision.limits_found:
-        why = NotInLimits("there is no limits.toml yet", "run `mpsd daemon --once` to write it")
+        why, fix = "there is no limits.toml yet", "run `mpsd daemon --once` to write it"
     else:
-        why = NotInLimits(
-            "limits.toml does not list it yet",
+        why = "limits.toml does not list it yet"
+        fix = (
             "the daemon copies config.toml's projects into it at its next sample; "
-            "`mpsd daemon --once` does it now",
+            "`mpsd daemon --once` does it now"
         )
-    return project, why
+    return project, {"why": why, "fix": fix}

@@ -10,7 +10,6 @@ dir that fails the trust rule is read as if empty: nothing in it is trusted.
 from __future__ import annotations
 
 import datetime as dt
-import json
 import os
 import sys
 import time
@@ -26,30 +25,11 @@ from mpsd.errors import MpsdError
 from mpsd.locks import PidLock
 from mpsd.machine.sample import Sample
 
-if TYPE_CHECKING:  # doctor's modules: status does not load them
-    from mpsd.setup.launchd import Job
+if TYPE_CHECKING:  # loaded only when needed: status does not load doctor's modules
+    from mpsd.daemon.last_good import LastGood
+    from mpsd.setup.installed import Setup
 
 CHART_WIDTH = 48
-
-
-@dataclass
-class InForce:
-    """The config the daemon works with: ``source`` is "config.toml", "defaults", "last good"
-    (config.toml is invalid: the copy of its last good config) or None (invalid, and no good
-    config of it is known: the limits are held)."""
-
-    source: str | None
-    copy: str | None = None
-    copied_at: str | None = None
-    headroom: float | None = None
-    copy_problem: str | None = None
-
-
-@dataclass
-class Daemon:
-    running: bool
-    pid: int | None
-    log_file: str
 
 
 @dataclass
@@ -87,51 +67,25 @@ class History:
 
 
 @dataclass
-class Setup:
-    """What ``mpsd install`` and ``enable`` set up, read only for doctor.
-
-    The launchd agent: ``launchd`` (launchctl is there), its ``plist`` (``plist_error``: why it
-    cannot be read), the program it runs (``arguments``, None when it is no readable plist;
-    ``python_runs``; ``private_folder``, the protected folder it lives in), the loaded
-    ``job``, ``disabled``, the ``gui`` domain install uses and the ``domain`` it runs in. The
-    shell hooks: the rc files with mpsd's block, each (rc file, hook copy) it sources that is
-    gone, the copies from another mpsd version. ``python_hooks``: each start-up hook copy
-    ``mpsd enable`` listed, with its ``state`` (current, outdated, missing). ``torch``: the
-    python checked, how it was found, and what a subprocess said (None: no torch there).
-    """
-
-    launchd: bool
-    plist: str = ""
-    plist_exists: bool = False
-    plist_error: str | None = None
-    arguments: list[str] | None = None
-    python_runs: bool = False
-    private_folder: str | None = None
-    job: Job | None = None
-    disabled: bool = False
-    gui: str = ""
-    domain: str = ""
-    rc_blocks: list[str] = field(default_factory=list)
-    gone_copies: list[tuple[str, str]] = field(default_factory=list)
-    stale_copies: list[str] = field(default_factory=list)
-    python_hooks: list[dict[str, Any]] = field(default_factory=list)
-    torch: tuple[str, str] = ("", "")
-    torch_info: dict[str, Any] | None = None
-
-
-@dataclass
 class Chain:
-    """The whole chain; ``setup`` only from ``read(full=True)``."""
+    """The whole chain. ``config_source``: where the config the daemon works with comes from:
+    "config.toml", "defaults", "last good" (config.toml is invalid: ``last_good``, the copy of
+    its last good config) or None (invalid, and no good config of it is known: the limits are
+    held). ``setup``: only from ``read(full=True)``."""
 
     now: float
     untrusted: list[str]
     config_trusted: bool
     config_file: str
     config_problem: str | None
-    config_in_force: InForce
+    config_source: str | None
+    last_good: LastGood | None
+    last_good_problem: str | None
     window_seconds: float
     interval_seconds: float
-    daemon: Daemon
+    daemon_running: bool
+    daemon_pid: int | None
+    log_file: str
     state_problem: str | None
     limits_file: str
     limits_found: bool
@@ -159,10 +113,16 @@ def read(
     env = os.environ if environ is None else environ
     now = time.time()
     trusted = paths.untrusted(paths.config_dir()) is None
-    config, config_problem, in_force = _config() if trusted else (Config(), None, InForce(None))
+    config, config_problem, good, copy_problem = (
+        _config() if trusted else (Config(), None, None, None)
+    )
+    if config_problem is not None:
+        source = None if good is None else "last good"
+    else:
+        source = "config.toml" if trusted and paths.config_file().exists() else "defaults"
     read_limits = limits.read_file() if trusted else limits.LimitsFile(found=False)
     current = read_limits.limits
-    daemon, state_problem = _daemon()
+    running, pid, state_problem = _daemon()
     history = _history(now, config)
     # What the next job really gets is what limits.toml holds (the hooks export it); with no
     # ratio there, it gets nothing, and the limits line says why.
@@ -187,23 +147,27 @@ def read(
 
         hooks = facts_for(here.project)
     decided = history.decided_at is not None
-    return Chain(
+    chain = Chain(
         now=now,
         untrusted=paths.untrusted_dirs(),
         config_trusted=trusted,
         config_file=str(paths.config_file()),
         config_problem=config_problem,
-        config_in_force=in_force,
+        config_source=source,
+        last_good=good,
+        last_good_problem=copy_problem,
         window_seconds=config.window,
         interval_seconds=config.interval,
-        daemon=daemon,
+        daemon_running=running,
+        daemon_pid=pid,
+        log_file=str(paths.log_file()),
         state_problem=state_problem,
         limits_file=str(paths.limits_file()),
         limits_found=read_limits.found,
         limits_problem=read_limits.problem,
         limits_exports=read_limits.exports,
         limits=current,
-        limits_held=trusted and in_force.source is None and current is not None,
+        limits_held=config_problem is not None and good is None and current is not None,
         history=history,
         baseline_free_bytes=history.decided_baseline
         if decided
@@ -212,38 +176,42 @@ def read(
         next_job=next_job if current is not None else None,
         here=here,
         start_up_hooks=hooks,
-        setup=_setup(env, python or (sys.executable, "mpsd's own python")) if full else None,
     )
+    if full:
+        from mpsd.setup import installed
+
+        chain.setup = installed.read(env, python or (sys.executable, "mpsd's own python"))
+    return chain
 
 
-def _config() -> tuple[Config, str | None, InForce]:
+def _config() -> tuple[Config, str | None, LastGood | None, str | None]:
     """The config the daemon works with, why config.toml is not it (None when it is), and
-    where it comes from."""
+    while it is invalid, the copy of its last good config (or why there is none)."""
     path = paths.config_file()
     try:
-        config = load_config(path)
+        return load_config(path), None, None, None
     except ConfigError as exc:
         from mpsd.daemon import last_good
 
         good, copy_problem = last_good.load(path)
-        if good is None:
-            return Config(), str(exc), InForce(None, copy_problem=copy_problem)
-        copy, headroom = str(good.path), good.config.headroom
-        return good.config, str(exc), InForce("last good", copy, good.saved_iso, headroom)
-    return config, None, InForce("config.toml" if path.exists() else "defaults")
+        return (Config() if good is None else good.config), str(exc), good, copy_problem
 
 
-def _daemon() -> tuple[Daemon, str | None]:
+def _daemon() -> tuple[bool, int | None, str | None]:
+    """Is the daemon running, its pid, and why the state dir cannot be used (None: it can)."""
     lock = PidLock(paths.daemon_lock_file())
-    log = str(paths.log_file())
     try:
         running = lock.is_held_elsewhere()
     except OSError as exc:  # the state dir is a file, or unreadable: no daemon can run there
-        return Daemon(False, None, log), (
-            f"the state dir {paths.state_dir()} cannot be used ({exc.strerror}); "
-            "make it a writable directory or point MPSD_STATE_DIR elsewhere."
+        return (
+            False,
+            None,
+            (
+                f"the state dir {paths.state_dir()} cannot be used ({exc.strerror}); "
+                "make it a writable directory or point MPSD_STATE_DIR elsewhere."
+            ),
         )
-    return Daemon(running, lock.holder() if running else None, log), None
+    return running, lock.holder() if running else None, None
 
 
 def _history(now: float, config: Config) -> History:
@@ -305,161 +273,3 @@ def _next_job(decision: dict[str, Any], now: float) -> NextJob | None:
 def iso(t: float) -> str:
     """``t`` (seconds since the epoch) in ISO form, to the second."""
     return dt.datetime.fromtimestamp(int(t), dt.timezone.utc).isoformat()
-
-
-# -- doctor's facts ---------------------------------------------------------------------------
-# Folders macOS's privacy protection (TCC) guards: a process launchd starts may be denied
-# them ("Operation not permitted") and crash-loop (docs/macos-and-pytorch.md, "Privacy
-# protection (TCC)").
-PROTECTED_FOLDERS = (("Desktop",), ("Documents",), ("Downloads",), ("Library", "Mobile Documents"))
-
-
-def privacy_protected(python: str, home: str | None = None) -> str | None:
-    """The protected folder (``~/Documents``...) that ``python`` lives in, as given or once its
-    symlinks are resolved; None when it lives in neither."""
-    home = os.path.abspath(home or os.environ.get("HOME") or os.path.expanduser("~"))
-    for candidate in (os.path.abspath(python), os.path.realpath(python)):
-        for parts in PROTECTED_FOLDERS:
-            # casefold: a Mac's disk ignores case by default (~/documents is ~/Documents)
-            folder = os.path.join(home, *parts).casefold()
-            if candidate.casefold() == folder or candidate.casefold().startswith(folder + os.sep):
-                return "~/" + "/".join(parts)
-    return None
-
-
-def _setup(env: Mapping[str, str], python: tuple[str, str]) -> Setup:
-    from mpsd.env import pyhooks
-
-    setup = Setup(launchd=False, torch=python, torch_info=torch_info(python[0]))
-    _read_agent(setup)
-    _read_shell_hooks(setup, env)
-    for e in pyhooks.record():
-        state, exists = pyhooks.check_copy(e.site), os.path.exists(e.python)
-        setup.python_hooks.append(
-            {
-                "project": e.project,
-                "python": e.python,
-                "site": e.site,
-                "state": state,
-                "exists": exists,
-            }
-        )
-    return setup
-
-
-def _read_agent(setup: Setup) -> None:
-    from mpsd.setup import launchd
-
-    setup.launchd = launchd.available()
-    if not setup.launchd:
-        return
-    plist = launchd.agent_file()
-    setup.gui = launchd.domains()[0]
-    setup.job = launchd.loaded()
-    setup.domain = setup.job.domain if setup.job is not None else setup.gui
-    disabled = launchd.launchctl("print-disabled", setup.gui)
-    setup.disabled = disabled.ok and bool(launchd.parse_disabled(disabled.stdout))
-    setup.plist, setup.plist_exists = str(plist), plist.exists()
-    if not setup.plist_exists:
-        return
-    try:
-        args = setup.arguments = launchd.program_arguments(plist.read_bytes())
-    except OSError as exc:
-        setup.plist_error = exc.strerror
-        return
-    setup.python_runs = bool(args and os.access(args[0], os.X_OK))
-    if args and setup.python_runs:
-        setup.private_folder = privacy_protected(args[0])
-
-
-def _read_shell_hooks(setup: Setup, env: Mapping[str, str]) -> None:
-    from mpsd import files
-    from mpsd.setup import rcfile
-    from mpsd.setup.installer import (
-        FISH_HEADER,
-        HOOK_FILES,
-        fish_hook_file,
-        hook_copy,
-        hook_source,
-        rc_candidates,
-    )
-
-    for path in rc_candidates():
-        try:
-            text = files.read_bytes(path, limit=files.RC_LIMIT)
-            if not rcfile.has_block(text):
-                continue
-            sourced = rcfile.sourced_files(text, env.get("HOME"))
-        except (OSError, rcfile.RcFileError):
-            continue
-        setup.rc_blocks.append(str(path))
-        setup.gone_copies += [(str(path), copy) for copy in sourced if not os.path.isfile(copy)]
-    fish = fish_hook_file()
-    if fish.is_file():
-        setup.rc_blocks.append(str(fish))
-    for shell in ("fish", *HOOK_FILES):
-        copy = fish if shell == "fish" else hook_copy(shell)
-        try:
-            data = copy.read_bytes() if copy.is_file() else None
-            hook = hook_source(shell).read_bytes()
-        except OSError:
-            continue  # nothing to compare with: not ours to judge
-        if data is None:
-            continue
-        if shell == "fish":  # the PATH line install puts after the header may be there
-            current = data.startswith(FISH_HEADER) and data.endswith(hook)
-        else:
-            current = data == hook
-        if not current:
-            setup.stale_copies.append(str(copy))
-
-
-# The first line says a python runs it: a program that is not Python (`--python /bin/ls`)
-# fails without it, and is not told to reinstall torch.
-PYTHON_MARK = "mpsd: a python"
-TORCH_PROBE = (
-    "import json\n"
-    f"print({PYTHON_MARK!r}, flush=True)\n"
-    "try:\n"
-    "    import torch\n"
-    "except ModuleNotFoundError as exc:\n"
-    "    if exc.name != 'torch': raise\n"
-    "    print('null'); raise SystemExit(0)\n"
-    "mps = getattr(torch.backends, 'mps', None)\n"
-    "print(json.dumps({'version': torch.__version__,\n"
-    "  'built': bool(mps and mps.is_built()),\n"
-    "  'available': bool(mps and mps.is_available())}))\n"
-)
-
-
-def torch_info(python: str = sys.executable, timeout: float = 180.0) -> dict[str, Any] | None:
-    """torch's version and MPS availability, from a subprocess (never imported here);
-    None when torch is not installed for ``python``."""
-    import importlib.util
-    import subprocess
-
-    if python == sys.executable and importlib.util.find_spec("torch") is None:
-        return None
-    try:
-        done = subprocess.run(
-            [python, "-c", TORCH_PROBE], capture_output=True, text=True, timeout=timeout
-        )
-    except subprocess.TimeoutExpired:
-        return {"error": f"importing torch took more than {timeout:g}s"}
-    except OSError as exc:  # no such file, not executable: the interpreter, not torch
-        missing = isinstance(exc, FileNotFoundError)
-        return {"error": exc.strerror or str(exc), "unrunnable": "missing" if missing else "other"}
-    if PYTHON_MARK not in done.stdout.splitlines()[:1]:
-        return {"error": "not a python interpreter", "unrunnable": "not python"}
-    if done.returncode != 0:
-        lines = done.stderr.strip().splitlines()
-        return {"error": lines[-1] if lines else f"exit status {done.returncode}"}
-    try:
-        data = json.loads(done.stdout.strip().splitlines()[-1])
-    except (ValueError, IndexError):
-        return {"error": "unreadable answer from torch"}
-    return (
-        data
-        if isinstance(data, dict) or data is None
-        else {"error": "unreadable answer from torch"}
-    )
