@@ -14,10 +14,9 @@ import os
 import sys
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
-from typing import Any
 
 from mpsd import paths
-from mpsd.env import project_python, watermarks
+from mpsd.env import project_python, pyhooks, watermarks
 from mpsd.env.exports import hook_copy_command
 from mpsd.setup import chain as model
 from mpsd.setup import installed
@@ -277,23 +276,22 @@ def _shell_hooks(setup: installed.Setup) -> list[Check]:
     ]
 
 
-def _python_hooks(hooks: list[dict[str, Any]]) -> list[Check]:
+def _python_hooks(hooks: list[tuple[pyhooks.Entry, str]]) -> list[Check]:
     """Each start-up hook copy ``mpsd enable`` listed is there and current."""
     found = []
-    for hook in hooks:
-        fix = f"run `mpsd enable {hook['project']}`"
-        if hook["state"] == "outdated":
-            detail = f"{hook['site']} has another mpsd's copy"
-            found.append(Check("python hook", WARNING, detail, fix))
-        elif hook["state"] == "missing" and hook["exists"]:
+    for hook, state in hooks:
+        fix = f"run `mpsd enable {hook.project}`"
+        if state == "outdated":
+            found.append(Check("python hook", WARNING, f"{hook.site} has another mpsd's copy", fix))
+        elif state == "missing":
             detail = (
-                f"the start-up hook is gone from {hook['site']} (a recreated environment?): "
-                f"{hook['python']} started outside a hooked shell gets no variables"
+                f"the start-up hook is gone from {hook.site} (a recreated environment?): "
+                f"{hook.python} started outside a hooked shell gets no variables"
             )
             found.append(Check("python hook", PROBLEM, detail, fix))
-        elif hook["state"] == "missing":
-            found.append(Check("python hook", WARNING, f"{hook['python']} no longer exists", fix))
-    current = dict.fromkeys(hook["site"] for hook in hooks if hook["state"] == "current")
+        elif state == "gone":
+            found.append(Check("python hook", WARNING, f"{hook.python} no longer exists", fix))
+    current = dict.fromkeys(hook.site for hook, state in hooks if state == "current")
     if current:
         found.insert(0, Check("python hook", OK, f"current in {', '.join(current)}"))
     return found

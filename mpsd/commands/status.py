@@ -95,11 +95,9 @@ def next_job_words(job: NextJob, interval: float) -> str:
     """``2 PyTorch jobs hold 14.2 GiB now: the next job gets 15.0 GiB (ratio 0.40); 26.4 GiB
     once they end``, and whether the floor (min_ratio), not free memory, set the ratio."""
     held, count = job.jobs_hold_bytes, job.jobs_running
-    when = (
-        "now"
-        if job.age_seconds <= 3 * interval + 10
-        else f"at the last decision, {_ago(job.age_seconds)}"
-    )
+    when = "now"
+    if job.age_seconds > 3 * interval + 10:
+        when = f"at the last decision, {_ago(job.age_seconds)}"
     gets = f"the next job gets {gib(job.limit_bytes)} (ratio {job.ratio:.2f})"
     if held > 0:
         who = {1: "1 PyTorch job holds"}.get(count, f"{count} PyTorch jobs hold")
@@ -158,30 +156,23 @@ def render(chain: Chain, width: int | None = None, color: bool = False) -> str:
                 " " * LABEL + "(older than 3 intervals: the daemon may be stuck; "
                 f"see {chain.log_file})"
             )
-    if chain.limits_problem and file_in_the_way(chain.limits_file):
-        lines.append(_line("limits", chain.limits_problem))
-    elif chain.limits_problem:
-        lines.append(
-            _line(
-                "limits",
-                f"unreadable ({chain.limits_problem}); run `mpsd daemon --once` to rewrite it",
-            )
-        )
-    elif not chain.config_trusted:
-        lines.append(_line("limits", "not read: the config dir is not trusted (see below)"))
-    elif current is None:
-        lines.append(
-            _line(
-                "limits",
+    if current is None or chain.limits_problem:
+        if chain.limits_problem and file_in_the_way(chain.limits_file):
+            said = chain.limits_problem
+        elif chain.limits_problem:
+            said = f"unreadable ({chain.limits_problem}); run `mpsd daemon --once` to rewrite it"
+        elif not chain.config_trusted:
+            said = "not read: the config dir is not trusted (see below)"
+        else:
+            said = (
                 f"none yet ({chain.limits_file} does not exist: the daemon writes it at its "
-                "first sample, or run `mpsd daemon --once`)",
+                "first sample, or run `mpsd daemon --once`)"
             )
-        )
+        lines.append(_line("limits", said))
     else:
         samples = plural(history.samples_in_window, "sample")
-        lines.append(
-            _line("baseline free", f"{_gib(chain.baseline_free_bytes)} ({samples} in the window)")
-        )
+        baseline = _gib(chain.baseline_free_bytes)
+        lines.append(_line("baseline free", f"{baseline} ({samples} in the window)"))
         high, low = current.high_watermark_ratio, current.low_watermark_ratio
         lines.append(_line("ratio", f"high {high:.2f}, low {low:.2f}"))
         lines.append(_line("limit", _gib2(current.limit_bytes)))
@@ -219,14 +210,7 @@ def render(chain: Chain, width: int | None = None, color: bool = False) -> str:
     if history.chart is not None:
         lines.append("")
         limit = current.limit_bytes if current is not None else None
-        lines.extend(
-            chart(
-                history.chart,
-                chain.baseline_free_bytes,
-                limit,
-                chain.window_seconds,
-            )
-        )
+        lines.extend(chart(history.chart, chain.baseline_free_bytes, limit, chain.window_seconds))
     return "\n".join(lines) + "\n"
 
 

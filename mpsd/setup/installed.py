@@ -35,7 +35,8 @@ class Setup:
     ``job``, ``disabled``, the ``gui`` domain install uses and the ``domain`` it runs in. The
     shell hooks: the rc files with mpsd's block, each (rc file, hook copy) it sources that is
     gone, the copies from another mpsd version. ``python_hooks``: each start-up hook copy
-    ``mpsd enable`` listed, with its ``state`` (current, outdated, missing). ``torch``: the
+    ``mpsd enable`` listed, and its state: current, outdated, missing, or gone with its
+    python. ``torch``: the
     python checked, how it was found, and what a subprocess said (None: no torch there).
     """
 
@@ -53,7 +54,7 @@ class Setup:
     rc_blocks: list[str] = field(default_factory=list)
     gone_copies: list[tuple[str, str]] = field(default_factory=list)
     stale_copies: list[str] = field(default_factory=list)
-    python_hooks: list[dict[str, Any]] = field(default_factory=list)
+    python_hooks: list[tuple[pyhooks.Entry, str]] = field(default_factory=list)
     torch: tuple[str, str] = ("", "")
     torch_info: dict[str, Any] | None = None
 
@@ -82,17 +83,11 @@ def read(env: Mapping[str, str], python: tuple[str, str]) -> Setup:
     setup = Setup(launchd=False, torch=python, torch_info=torch_info(python[0]))
     _read_agent(setup)
     _read_shell_hooks(setup, env)
-    for e in pyhooks.record():
-        state, exists = pyhooks.check_copy(e.site), os.path.exists(e.python)
-        setup.python_hooks.append(
-            {
-                "project": e.project,
-                "python": e.python,
-                "site": e.site,
-                "state": state,
-                "exists": exists,
-            }
-        )
+    for entry in pyhooks.record():
+        state = pyhooks.check_copy(entry.site)
+        if state == "missing" and not os.path.exists(entry.python):
+            state = "gone"
+        setup.python_hooks.append((entry, state))
     return setup
 
 
