@@ -28,7 +28,8 @@ sys.path.insert(0, str(ROOT))
 
 import psutil  # noqa: E402
 
-from mpsd.machine.sampler import find_ml_processes, take_sample  # noqa: E402
+from mpsd.machine.mljobs import find_ml_processes  # noqa: E402
+from mpsd.machine.sampler import take_sample  # noqa: E402
 
 BUDGET_MS = 5.0
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}

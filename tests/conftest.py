@@ -43,6 +43,7 @@ def isolated_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[d
         "PYTORCH_MPS_LOW_WATERMARK_RATIO",
         "_MPSD_EXPORTED_HIGH",
         "_MPSD_EXPORTED_LOW",
+        "VIRTUAL_ENV",  # an activated venv would be "the project's python" (doctor, probe)
     ):
         monkeypatch.delenv(name, raising=False)
     yield dirs

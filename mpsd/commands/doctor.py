@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 
 from mpsd import paths
+from mpsd.config import WHILE_INVALID
 from mpsd.env import project_python, pyhooks, watermarks
 from mpsd.env.exports import hook_copy_command
 from mpsd.setup import chain as model
@@ -105,15 +106,7 @@ def _config(chain: model.Chain) -> Check:
         return Check("config", OK, f"{path} is valid")
     blocker = paths.file_in_the_way(path)
     fix = f"move {blocker} away" if blocker else f"edit {path} (every key is explained in it)"
-    if chain.last_good is not None:
-        meanwhile = (
-            f"meanwhile the daemon keeps its last good config ({chain.last_good.describe()})"
-        )
-    elif chain.limits_held:
-        meanwhile = "meanwhile the limits are held: the daemon keeps limits.toml as it is"
-    else:
-        meanwhile = "meanwhile the daemon works with the defaults"
-    return Check("config", PROBLEM, chain.config_problem, f"{fix}; {meanwhile}")
+    return Check("config", PROBLEM, chain.config_problem, f"{fix}; meanwhile {WHILE_INVALID}")
 
 
 def _limits(chain: model.Chain) -> Check:

@@ -11,6 +11,7 @@ from dataclasses import asdict, fields
 from typing import Any
 
 from mpsd import limits, paths
+from mpsd.config import WHILE_INVALID
 from mpsd.durations import format_duration
 from mpsd.env.decision import VARIABLES
 from mpsd.paths import file_in_the_way
@@ -43,13 +44,7 @@ def run(args: argparse.Namespace) -> int:
 def to_json(chain: Chain) -> dict[str, Any]:
     """The model as one flat JSON object: the history's and limits.toml's keys at the top."""
     data = asdict(chain)
-    good = chain.last_good
     data["config_in_force"] = {"from": data.pop("config_source")}
-    if good is not None:
-        data["config_in_force"].update(
-            copy=str(good.path), copied_at=good.saved_iso, headroom=good.config.headroom
-        )
-    data.pop("last_good")
     keys = ("daemon_running", "daemon_pid", "log_file")
     data["daemon"] = dict(zip(("running", "pid", "log_file"), map(data.pop, keys)))
     history = data.pop("history")
@@ -216,21 +211,9 @@ def render(chain: Chain, width: int | None = None, color: bool = False) -> str:
 
 def _config_line(chain: Chain) -> str | None:
     """What the limits shown were worked out with, when that is not config.toml as it is now:
-    the last good config or none (config.toml is invalid), or older values (it was edited
-    since the daemon's last decision)."""
+    config.toml is invalid, or older values (it was edited since the daemon's last decision)."""
     if chain.config_problem:
-        invalid = "config.toml is invalid (the problem is below)"
-        if chain.last_good is not None:
-            return (
-                f"{invalid}: the daemon keeps its last good config until it is fixed "
-                f"({chain.last_good.describe()})"
-            )
-        if chain.limits_held:
-            return (
-                f"{invalid}: the limits are held, limits.toml kept as it is until it is "
-                "fixed (mpsd has no earlier good config of it)"
-            )
-        return f"{invalid}: the daemon works with the defaults until it is fixed"
+        return f"config.toml is invalid (the problem is below): until it is fixed, {WHILE_INVALID}"
     if not chain.config_changed:
         return None
     line = (

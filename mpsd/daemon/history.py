@@ -102,16 +102,8 @@ def row_of(sample: Sample) -> Row:
 
 
 def _row_to_sample(row: tuple[Any, ...]) -> Sample:
-    return Sample(
-        t=float(row[0]),
-        available_bytes=int(row[1]),
-        total_bytes=int(row[2]),
-        ml_bytes=int(row[3]),
-        swapouts=None if row[4] is None else int(row[4]),
-        pressure=None if row[5] is None else int(row[5]),
-        source=str(row[6]),
-        ml_jobs=int(row[7] or 0),
-    )
+    t, available, total, ml, swapouts, pressure, source, jobs = row
+    return Sample(t, available, total, ml, swapouts, pressure, source, jobs or 0)
 
 
 class Store:
@@ -130,7 +122,6 @@ class Store:
         from mpsd.files import ensure_dir
 
         ensure_dir(path.parent)
-        _check_files(path)
         try:
             db = sqlite3.connect(str(path), timeout=10.0, isolation_level=None)
             db.execute("PRAGMA journal_mode=WAL")
@@ -151,7 +142,6 @@ class Store:
         """The history for reading only; None when there is none yet."""
         if not os.path.lexists(path):
             return None
-        _check_files(path)
         try:
             db = sqlite3.connect(f"{_uri(path)}?mode=ro", uri=True, timeout=5.0)
             version = db.execute("PRAGMA user_version").fetchone()[0]
@@ -202,8 +192,9 @@ class Store:
             raise HistoryError(_newer(self.path, version))
         for number in range(version, SCHEMA_VERSION):
             with self._transaction():
-                for statement in _statements(MIGRATIONS[number]):
-                    self._db.execute(statement)
+                for statement in MIGRATIONS[number].split(";"):
+                    if statement.strip():
+                        self._db.execute(statement)
                 self._db.execute(f"PRAGMA user_version = {number + 1}")
 
     @contextlib.contextmanager
@@ -224,17 +215,14 @@ class Store:
         with self._transaction():
             self._db.executemany(_INSERT, map(_values, samples))
 
-    def prune(self, before: float, limit: int | None = None) -> int:
+    def prune(self, before: float, limit: int) -> int:
         """Delete samples older than ``before`` (at most ``limit`` of them, oldest first,
         so a big cut never blocks the caller for long); the number deleted."""
-        if limit is None:
-            cursor = self._db.execute("DELETE FROM samples WHERE t < ?", (before,))
-        else:
-            cursor = self._db.execute(
-                "DELETE FROM samples WHERE rowid IN "
-                "(SELECT rowid FROM samples WHERE t < ? ORDER BY t LIMIT ?)",
-                (before, limit),
-            )
+        cursor = self._db.execute(
+            "DELETE FROM samples WHERE rowid IN "
+            "(SELECT rowid FROM samples WHERE t < ? ORDER BY t LIMIT ?)",
+            (before, limit),
+        )
         return int(cursor.rowcount)
 
     def set_meta(self, key: str, value: Any) -> None:
@@ -312,7 +300,7 @@ class Store:
         return sum(count for _, count in rows), lowest
 
 
-def thin(samples: Iterable[Sample], since: float, width: float) -> list[Sample]:
+def lowest_free_per_bucket(samples: Iterable[Sample], since: float, width: float) -> list[Sample]:
     """The pure twin of ``Store.samples`` when it thins: per bucket of ``width`` seconds
     counted from ``since``, the sample with the least free memory (available + ml), in time
     order. ``bench/replay.py`` replays the daemon with it, without SQLite; a test holds the
@@ -326,34 +314,6 @@ def thin(samples: Iterable[Sample], since: float, width: float) -> list[Sample]:
         ):
             best[key] = s
     return sorted(best.values(), key=lambda s: s.t)
-
-
-def _check_files(path: str | Path) -> None:
-    """Refuse a history that is a symlink, FIFO or directory (SQLite would follow the link, or
-    block on the FIFO): one sentence, and the daemon goes on without storing samples."""
-    import stat
-
-    for suffix in ("", "-wal", "-shm", "-journal"):
-        name = f"{path}{suffix}"
-        try:
-            st = os.lstat(name)
-        except OSError:
-            continue
-        if stat.S_ISLNK(st.st_mode):
-            why = "a symbolic link, which mpsd never follows for its own files"
-        elif not stat.S_ISREG(st.st_mode):
-            from mpsd.files import kind
-
-            why = f"{kind(st.st_mode)}, not a regular file"
-        else:
-            continue
-        raise HistoryError(f"the history file {name} is {why}; remove it and try again.")
-
-
-def _statements(script: str) -> Iterator[str]:
-    for part in script.split(";"):
-        if part.strip():
-            yield part.strip()
 
 
 def _uri(path: Path) -> str:

@@ -24,11 +24,9 @@ def _bin_python(venv: str) -> str | None:
 
 
 def _on_path(name: str, path: str) -> str | None:
-    for directory in path.split(os.pathsep):
-        candidate = os.path.join(directory, name)
-        if directory and os.path.isfile(candidate) and os.access(candidate, os.X_OK):
-            return candidate
-    return None
+    import shutil
+
+    return shutil.which(name, path=path) if path else None
 
 
 def current_directory() -> str:

@@ -6,13 +6,13 @@ it is computed here, so it can be tested without a child process.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from mpsd.machine.sample import PRESSURE_CRITICAL
 from mpsd.ratio import floor2, ratio_text
-from mpsd.sizes import format_gib
-from mpsd.words import plural
+from mpsd.sizes import format_gib, plural
 
 if TYPE_CHECKING:
     from mpsd.limits import Limits
@@ -145,6 +145,51 @@ def next_calibration_ratio(ratio: float) -> float | None:
     """The next ratio to try after ``ratio`` swapped; None below the floor (give up)."""
     nxt = floor2(round(ratio - CALIBRATION_STEP, 6))
     return nxt if nxt >= CALIBRATION_FLOOR else None
+
+
+@dataclass
+class Calibration:
+    """``mpsd probe --calibrate``: the article's search, done for the user."""
+
+    runs: list[ProbeResult] = field(default_factory=list)
+    clean_ratio: float | None = None  # the first ratio that gave a clean error
+    stopped: str | None = None  # why the search ended without one
+
+    @property
+    def changed(self) -> bool:
+        """True when the current ratio swapped and a lower one was clean."""
+        return self.clean_ratio is not None and len(self.runs) > 1
+
+
+def calibrate(
+    start: float,
+    run: Callable[[float], ProbeResult],
+    on_run: Callable[[ProbeResult], None] | None = None,
+) -> Calibration:
+    """Run at ``start``, then step down (``next_calibration_ratio``) while a run swaps or
+    pressure turns critical; stop at the first clean error."""
+    found = Calibration()
+    ratio: float | None = start
+    while ratio is not None:
+        result = run(ratio)
+        found.runs.append(result)
+        if on_run is not None:
+            on_run(result)
+        if result.verdict == CLEAN:
+            found.clean_ratio = ratio
+            return found
+        if result.verdict not in (SWAPPED, CRITICAL):
+            found.stopped = (
+                f"at ratio {ratio:.2f} PyTorch never raised its error, so lowering the ratio "
+                "cannot be judged"
+            )
+            return found
+        ratio = next_calibration_ratio(ratio)
+    found.stopped = (
+        "even the lowest ratio tried swapped: something else is using the memory; quit the "
+        "biggest apps and calibrate again"
+    )
+    return found
 
 
 @dataclass(frozen=True)

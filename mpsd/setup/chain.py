@@ -26,7 +26,6 @@ from mpsd.locks import PidLock
 from mpsd.machine.sample import Sample
 
 if TYPE_CHECKING:  # loaded only when needed: status does not load doctor's modules
-    from mpsd.daemon.last_good import LastGood
     from mpsd.setup.installed import Setup
 
 CHART_WIDTH = 48
@@ -69,9 +68,9 @@ class History:
 @dataclass
 class Chain:
     """The whole chain. ``config_source``: where the config the daemon works with comes from:
-    "config.toml", "defaults", "last good" (config.toml is invalid: ``last_good``, the copy of
-    its last good config) or None (invalid, and no good config of it is known: the limits are
-    held). ``setup``: only from ``read(full=True)``."""
+    "config.toml", "defaults", or None (config.toml is invalid: ``limits_held`` when
+    limits.toml holds the ratios the daemon keeps as a ceiling). ``setup``: only from
+    ``read(full=True)``."""
 
     now: float
     untrusted: list[str]
@@ -79,8 +78,6 @@ class Chain:
     config_file: str
     config_problem: str | None
     config_source: str | None
-    last_good: LastGood | None
-    last_good_problem: str | None
     window_seconds: float
     interval_seconds: float
     daemon_running: bool
@@ -113,11 +110,9 @@ def read(
     env = os.environ if environ is None else environ
     now = time.time()
     trusted = paths.untrusted(paths.config_dir()) is None
-    config, config_problem, good, copy_problem = (
-        _config() if trusted else (Config(), None, None, None)
-    )
+    config, config_problem = _config() if trusted else (Config(), None)
     if config_problem is not None:
-        source = None if good is None else "last good"
+        source = None
     else:
         source = "config.toml" if trusted and paths.config_file().exists() else "defaults"
     read_limits = limits.read_file() if trusted else limits.LimitsFile(found=False)
@@ -154,8 +149,6 @@ def read(
         config_file=str(paths.config_file()),
         config_problem=config_problem,
         config_source=source,
-        last_good=good,
-        last_good_problem=copy_problem,
         window_seconds=config.window,
         interval_seconds=config.interval,
         daemon_running=running,
@@ -167,7 +160,7 @@ def read(
         limits_problem=read_limits.problem,
         limits_exports=read_limits.exports,
         limits=current,
-        limits_held=config_problem is not None and good is None and current is not None,
+        limits_held=config_problem is not None and current is not None,
         history=history,
         baseline_free_bytes=history.decided_baseline
         if decided
@@ -184,17 +177,14 @@ def read(
     return chain
 
 
-def _config() -> tuple[Config, str | None, LastGood | None, str | None]:
-    """The config the daemon works with, why config.toml is not it (None when it is), and
-    while it is invalid, the copy of its last good config (or why there is none)."""
-    path = paths.config_file()
+def _config() -> tuple[Config, str | None]:
+    """The config the daemon works with and why config.toml is not it (None when it is):
+    while it is invalid, the defaults under the ceiling limits.toml held
+    (``config.WHILE_INVALID``)."""
     try:
-        return load_config(path), None, None, None
+        return load_config(paths.config_file()), None
     except ConfigError as exc:
-        from mpsd.daemon import last_good
-
-        good, copy_problem = last_good.load(path)
-        return (Config() if good is None else good.config), str(exc), good, copy_problem
+        return Config(), str(exc)
 
 
 def _daemon() -> tuple[bool, int | None, str | None]:

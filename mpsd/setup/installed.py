@@ -22,7 +22,7 @@ from mpsd.setup.installer import (
     hook_source,
     rc_candidates,
 )
-from mpsd.setup.launchd import Job
+from mpsd.setup.launchd import LoadedAgent
 
 
 @dataclass
@@ -47,7 +47,7 @@ class Setup:
     arguments: list[str] | None = None
     python_runs: bool = False
     private_folder: str | None = None
-    job: Job | None = None
+    job: LoadedAgent | None = None
     disabled: bool = False
     gui: str = ""
     domain: str = ""

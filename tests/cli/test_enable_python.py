@@ -4,7 +4,7 @@ and `mpsd disable --python` takes one interpreter's hook out again.
 
 No test writes into a real system directory: a "system" Python is a stand-in interpreter whose
 prefix lies in tmp_path, with ``pyhooks.SYSTEM_PREFIXES`` pointed there; the real
-``/usr/bin/python3`` is only asked (``pyhooks.ask`` reads, never writes)."""
+``/usr/bin/python3`` is only asked (``pyhooks.inspect_interpreter`` reads, never writes)."""
 
 from __future__ import annotations
 
@@ -82,7 +82,7 @@ def test_the_real_system_python_is_refused_when_asked(tmp_path: Path) -> None:
     ):
         pytest.skip("/usr/bin/python3 is not the distribution's own Python here")
     with pytest.raises(MpsdError) as caught:
-        pyhooks.ask("/usr/bin/python3")
+        pyhooks.inspect_interpreter("/usr/bin/python3")
     assert "is the system's own Python" in str(caught.value)
     assert "`mpsd run -- python ...`" in str(caught.value)
 

@@ -88,6 +88,7 @@ def _complete(argv: list[str], home: Path, setup: str, typed: str, wanted: str) 
         child.close(force=True)
 
 
+@pytest.mark.slow  # real shells, each a few seconds
 @pytest.mark.usefixtures("no_launchctl")
 @pytest.mark.parametrize(
     ("shell", "argv", "rc_before"),

@@ -122,21 +122,3 @@ def test_a_writer_to_a_fifo_does_not_block_the_reader_check(tmp_path: Path) -> N
     finally:
         done.set()
         thread.join()
-
-
-def test_the_free_memory_view_is_never_written_through_a_planted_link(tmp_path: Path) -> None:
-    from mpsd.machine.sampler import write_parts
-
-    victim = tmp_path / "victim"
-    victim.write_bytes(b"precious")
-    view = tmp_path / "state" / "free-memory.json"
-    view.parent.mkdir()
-    (view.parent / f".free-memory.json.{os.getpid()}.tmp").symlink_to(victim)
-    view.symlink_to(victim)
-    old = os.umask(0)
-    try:
-        write_parts({"t": 1.0}, str(view))
-    finally:
-        os.umask(old)
-    assert victim.read_bytes() == b"precious"
-    assert not view.is_symlink() and view.stat().st_mode & 0o777 == 0o644

@@ -124,15 +124,6 @@ def test_a_history_without_its_samples_table_is_corrupt_so_it_is_moved_aside(
         Store.open_readonly(path)
 
 
-def test_a_symlink_as_the_history_is_refused(tmp_path: Path) -> None:
-    victim = tmp_path / "victim"
-    victim.write_bytes(b"precious")
-    (tmp_path / "history.sqlite3").symlink_to(victim)
-    with pytest.raises(HistoryError, match="symbolic link"):
-        Store.open(tmp_path / "history.sqlite3")
-    assert victim.read_bytes() == b"precious"
-
-
 @pytest.mark.parametrize("user", [b"alias a=b\n", b"alias a=b", b"", b"x\n\n"])
 def test_a_block_whose_file_became_crlf_is_replaced_and_removed_without_junk(user: bytes) -> None:
     block = b"# >>> mpsd >>>\nsource x\n# <<< mpsd <<<\n"

@@ -8,6 +8,8 @@ test_free_memory_arithmetic.py). launchctl records belong to the installer's tes
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from mpsd.machine import macos
 from tests.fixture_files import command_outputs
@@ -161,6 +163,46 @@ def test_a_multi_key_sysctl_dump_gives_each_key() -> None:
 
 def test_sysctl_int_of_another_key_is_none() -> None:
     assert macos.sysctl_int(text("memorystatus_level-ansible-silicon"), "hw.memsize") is None
+
+
+# --- what no fixture shows -------------------------------------------------------------------
+
+ALPHABET = st.sampled_from(
+    [*"0123456789.,:;=()/ \t\n-\"'%MGKBTiabcdefghklmnoprstuvwxyz", "Pages free", "total =", "->"]
+)
+
+
+@settings(deadline=None, max_examples=200)
+@given(st.lists(ALPHABET, max_size=80).map("".join))
+def test_no_parser_raises_on_any_text(text: str) -> None:
+    macos.parse_vm_stat(text)
+    macos.sysctl_int(text, "hw.memsize")
+
+
+COUNTERS = {
+    "Pages free": "pages_free",
+    "File-backed pages": "file_backed_pages",
+    "Swapouts": "swapouts",
+    "Some line a future macOS adds": "some_line_a_future_macos_adds",
+}
+
+
+@settings(deadline=None, max_examples=100)
+@given(
+    values=st.lists(st.integers(0, 2**63), min_size=len(COUNTERS), max_size=len(COUNTERS)),
+    width=st.sampled_from([(29, 11), (35, 16), (40, 20)]),  # old, macOS 14+, wider still
+    page=st.sampled_from([4096, 16384]),
+)
+def test_vm_stat_reads_back_what_any_padding_printed(
+    values: list[int], width: tuple[int, int], page: int
+) -> None:
+    label_width, number_width = width
+    lines = [f"Mach Virtual Memory Statistics: (page size of {page} bytes)"]
+    for label, value in zip(COUNTERS, values):
+        lines.append(f"{label + ':':<{label_width}}{value:>{number_width}}.")
+    vm = macos.parse_vm_stat("\n".join(lines) + "\n")
+    assert vm.page_size == page
+    assert dict(vm.counters) == dict(zip(COUNTERS.values(), values))
 
 
 # --- coverage of the recordings ---------------------------------------------------------------

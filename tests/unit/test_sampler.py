@@ -162,19 +162,9 @@ def test_linux_swapouts_come_from_proc_vmstat_pswpout(tmp_path: Path) -> None:
     assert memory.pressure == 1
 
 
-def test_linux_without_proc_vmstat_falls_back_to_psutil_sout(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    root = _fake_proc(tmp_path, None, None)
-
-    class Swap:
-        sout = 8192 * 4096
-
-    monkeypatch.setattr(psutil, "swap_memory", lambda: Swap())
-    monkeypatch.setattr(sampler.resource, "getpagesize", lambda: 4096)
-    memory = PsutilSource(str(root)).read()
-    assert memory.swapouts == 8192
-    assert memory.pressure is None
+def test_linux_without_proc_vmstat_or_psi_has_no_swapouts_or_pressure(tmp_path: Path) -> None:
+    memory = PsutilSource(str(_fake_proc(tmp_path, None, None))).read()
+    assert (memory.swapouts, memory.pressure) == (None, None)
 
 
 @pytest.mark.parametrize(
@@ -187,50 +177,24 @@ def test_linux_pressure_is_derived_from_psi(psi: str, level: int | None) -> None
 # --- macOS source, fed with recorded numbers --------------------------------------------------
 
 
-def dict_reader(values: dict[str, int]) -> sysctl.Reader:
-    return values.get
-
-
 def nothing(name: str) -> int | None:
     return None
 
 
 def test_macos_sample_counts_free_file_backed_and_purgeable_pages_not_speculative() -> None:
-    source = DarwinSource(readers=[dict_reader(M1PRO_SYSCTLS)], vm_stat=lambda: VM_STAT_M1PRO)
+    source = DarwinSource(read=M1PRO_SYSCTLS.get, vm_stat=lambda: VM_STAT_M1PRO)
     memory = source.read()
     assert memory == Memory(M1PRO_AVAILABLE, 34359738368, 437651, 2, "sysctl", M1PRO_PARTS)
 
 
-def test_macos_sysctls_the_first_reader_lacks_come_from_the_next() -> None:
+def test_macos_without_every_page_counter_uses_psutil_but_keeps_swapouts_and_pressure() -> None:
     partial = dict(M1PRO_SYSCTLS)
     del partial["vm.page_purgeable_count"]
     source = DarwinSource(
-        readers=[nothing, dict_reader(partial), dict_reader(M1PRO_SYSCTLS)],
-        vm_stat=lambda: VM_STAT_M1PRO,
-    )
-    assert source.read().available_bytes == M1PRO_AVAILABLE
-
-
-def test_macos_without_page_counters_reads_them_from_vm_stat() -> None:
-    only = {"kern.memorystatus_vm_pressure_level": 4, "hw.memsize": 34359738368}
-
-    def psutil_fails() -> tuple[int, int]:
-        raise SampleError("psutil could not read the memory counters")
-
-    source = DarwinSource(
-        readers=[dict_reader(only)], vm_stat=lambda: VM_STAT_M1PRO, fallback=psutil_fails
-    )
-    assert source.read() == Memory(M1PRO_AVAILABLE, 34359738368, 437651, 4, "vm_stat", M1PRO_PARTS)
-
-
-def test_macos_without_counters_or_a_whole_vm_stat_uses_psutil_but_keeps_swapouts() -> None:
-    only = {"kern.memorystatus_vm_pressure_level": 4, "hw.memsize": 34359738368}
-    cut = RECORDS["vm_stat-timnewmac-16gb-wide-first12"] + "\nSwapouts:     7."  # no file-backed
-    source = DarwinSource(
-        readers=[dict_reader(only)], vm_stat=lambda: cut, fallback=lambda: (5 << 30, 32 << 30)
+        read=partial.get, vm_stat=lambda: VM_STAT_M1PRO, fallback=lambda: (5 << 30, 32 << 30)
     )
     assert source.read() == Memory(
-        5 << 30, 34359738368, 7, 4, "psutil", {"psutil_available": 5 << 30}
+        5 << 30, 34359738368, 437651, 2, "psutil", {"psutil_available": 5 << 30}
     )
 
 
@@ -238,14 +202,13 @@ def test_macos_with_nothing_readable_and_psutil_failing_skips_the_sample() -> No
     def failing() -> tuple[int, int]:
         raise SampleError("psutil could not read the memory counters (array not large enough)")
 
-    source = DarwinSource(readers=[nothing], vm_stat=lambda: None, fallback=failing)
+    source = DarwinSource(read=nothing, vm_stat=lambda: None, fallback=failing)
     with pytest.raises(SampleError):
         take_sample(source=source, scanner=NoJobs())
 
 
 def test_macos_vm_stat_failing_leaves_swapouts_unknown_not_the_sample() -> None:
-    source = DarwinSource(readers=[dict_reader(M1PRO_SYSCTLS)], vm_stat=lambda: None)
-    memory = source.read()
+    memory = DarwinSource(read=M1PRO_SYSCTLS.get, vm_stat=lambda: None).read()
     assert memory.swapouts is None
     assert memory.available_bytes == M1PRO_AVAILABLE
 
@@ -253,7 +216,7 @@ def test_macos_vm_stat_failing_leaves_swapouts_unknown_not_the_sample() -> None:
 @pytest.mark.parametrize("level", [0, 3, 7])
 def test_macos_pressure_level_outside_1_2_4_is_unknown(level: int) -> None:
     values = {**M1PRO_SYSCTLS, "kern.memorystatus_vm_pressure_level": level}
-    source = DarwinSource(readers=[dict_reader(values)], vm_stat=lambda: VM_STAT_M1PRO)
+    source = DarwinSource(read=values.get, vm_stat=lambda: VM_STAT_M1PRO)
     assert source.read().pressure is None
 
 
@@ -284,8 +247,6 @@ def test_sysctl_command_fallback_runs_in_the_c_locale_and_reads_dash_n_output(
     monkeypatch.setenv("LC_ALL", "de_DE.UTF-8")
     assert sysctl.command_reader("hw.memsize") == 17179869184
     assert sysctl.command_reader("iogpu.wired_limit_mb") is None
-    both = sysctl.read_all(["vm.pagesize"], readers=[nothing, sysctl.command_reader])
-    assert both == {"vm.pagesize": 16384}
     assert log.read_text().splitlines()[0] == "C -n hw.memsize"
 
 
@@ -297,11 +258,12 @@ def test_vm_stat_runs_in_the_c_locale(tmp_path: Path, monkeypatch: pytest.Monkey
     monkeypatch.setenv("LC_ALL", "fr_FR.UTF-8")
     text = sampler.run_vm_stat()
     assert text is not None
-    assert DarwinSource(readers=[nothing], vm_stat=sampler.run_vm_stat).swapouts() == 437651
+    source = DarwinSource(read=nothing, vm_stat=sampler.run_vm_stat, fallback=lambda: (1, 2))
+    assert source.read().swapouts == 437651
 
 
 def test_ctypes_sysctl_reader_is_silent_off_macos() -> None:
     if os.uname().sysname == "Darwin":
         pytest.skip("on a Mac the real reader answers; tests/macos compares it")
     assert sysctl.ctypes_reader("hw.memsize") is None
-    assert sysctl.read_all(["hw.memsize"], sysctl.default_readers()) == {"hw.memsize": None}
+    assert sysctl.read("hw.memsize") is None

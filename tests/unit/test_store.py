@@ -8,7 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from mpsd.daemon.history import MIGRATIONS, SCHEMA_VERSION, HistoryError, Store, thin
+from mpsd.daemon.history import (
+    MIGRATIONS,
+    SCHEMA_VERSION,
+    HistoryError,
+    Store,
+    lowest_free_per_bucket,
+)
 from mpsd.machine.sample import Sample
 
 GIB = 1 << 30
@@ -81,14 +87,6 @@ def test_readonly_open_of_a_missing_history_creates_nothing(tmp_path: Path) -> N
     assert not (tmp_path / "none.sqlite3").exists()
 
 
-def test_prune_removes_only_samples_older_than_the_retention(tmp_path: Path) -> None:
-    with Store.open(tmp_path / "h.sqlite3") as store:
-        store.add_many([sample(float(t)) for t in range(100)])
-        assert store.prune(before=40.0) == 40
-        assert store.count() == 60
-        assert store.samples(0.0, 1e9)[0].t == 40.0
-
-
 def test_prune_in_batches_deletes_the_oldest_first(tmp_path: Path) -> None:
     with Store.open(tmp_path / "h.sqlite3") as store:
         store.add_many([sample(float(t)) for t in range(100)])
@@ -127,7 +125,7 @@ def test_thin_is_the_pure_twin_of_the_thinned_query(tmp_path: Path) -> None:
     with Store.open(tmp_path / "h.sqlite3") as store:
         store.add_many(rows)
         queried = store.samples(0, 3000, max_rows=100)
-    pure = thin(rows, 0, 3000 / 100)
+    pure = lowest_free_per_bucket(rows, 0, 3000 / 100)
     assert [(s.t, s.available_bytes) for s in queried] == [(s.t, s.available_bytes) for s in pure]
 
 
