@@ -11,7 +11,7 @@ import shlex
 import sys
 
 from mpsd.env import optin, pyhooks
-from mpsd.env.here import exports_here, hook_copy_command, hook_here
+from mpsd.env.exports import exports_here, hook_copy_command, hook_here
 from mpsd.env.pyhooks import Target, env_python, environments_of, tear_down, tear_down_python
 from mpsd.errors import EXIT_USAGE, MpsdError
 

@@ -61,7 +61,7 @@ def apply(directory: str | None = None, *, anywhere: bool = False) -> Applied:
     hook would: only inside an opted-in project unless ``anywhere``; the user's own values
     win. Best called before ``import torch``; after it, the high limit is also set through
     torch (see the module's docstring)."""
-    from mpsd.env.here import exports_here
+    from mpsd.env.exports import exports_here
 
     decision = exports_here(directory, os.environ, anywhere=anywhere)
     after = decision.environment_after(os.environ)  # unchanged when set by hand

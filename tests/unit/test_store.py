@@ -129,11 +129,11 @@ def test_thin_is_the_pure_twin_of_the_thinned_query(tmp_path: Path) -> None:
     assert [(s.t, s.available_bytes) for s in queried] == [(s.t, s.available_bytes) for s in pure]
 
 
-def test_free_series_gives_the_lowest_free_memory_per_bucket(tmp_path: Path) -> None:
+def test_window_gives_the_count_and_the_lowest_free_memory_per_bucket(tmp_path: Path) -> None:
     with Store.open(tmp_path / "h.sqlite3") as store:
-        store.add_many([sample(float(t), free_gib=4, ml_gib=1) for t in range(0, 50)])
-        series = store.free_series(0, 100, 4)
-        assert [v for _, v in series] == [5 * GIB, 5 * GIB, None, None]
+        store.add_many([sample(float(t), free_gib=4 + t % 2, ml_gib=1) for t in range(0, 51)])
+        assert store.window(0, 100, 4) == (51, [5 * GIB, 5 * GIB, 5 * GIB, None])
+        assert store.window(0, 50, 2) == (51, [5 * GIB, 5 * GIB])  # the end is in the last
 
 
 @pytest.mark.parametrize("name", ["plain", "with space", "a?b", "c#d", "e%41f", "ü"])
