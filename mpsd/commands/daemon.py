@@ -11,7 +11,7 @@ from mpsd.errors import MpsdError
 from mpsd.locks import PidLock
 from mpsd.machine.recommended import recommended_max
 from mpsd.machine.sample import Sample
-from mpsd.machine.sampler import take_sample_and_parts, write_parts
+from mpsd.machine.sampler import take_sample, write_parts
 from mpsd.sizes import gib
 
 
@@ -66,6 +66,6 @@ def _interval() -> float:
 
 def _sample(now: float) -> Sample:
     """One sample, its free-memory parts kept for ``mpsd status --json``."""
-    sample, parts = take_sample_and_parts(now)
+    sample, parts = take_sample(now)
     write_parts(parts, paths.free_memory_file())
     return sample

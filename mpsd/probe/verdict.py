@@ -57,7 +57,6 @@ class ProbeResult:
     pressure_max: int | None = None
     seconds: float = 0.0
     swap_seen_at_bytes: int | None = None  # allocated when swap (or critical pressure) was seen
-    notes: list[str] = field(default_factory=list)
 
     @property
     def swap_watched(self) -> bool:
@@ -316,5 +315,4 @@ def report_lines(result: ProbeResult, advice: Advice) -> list[str]:
         )
     lines.append(f"Verdict: {result.verdict.replace('_', ' ')}.")
     lines.append(advice.text)
-    lines.extend(result.notes)
     return lines

@@ -63,7 +63,7 @@ class Fixed:
 
 
 def test_a_real_sample_on_this_machine_is_sane() -> None:
-    sample = take_sample(now=1234.5)
+    sample = take_sample(now=1234.5)[0]
     assert isinstance(sample, Sample)
     assert sample.t == 1234.5
     assert sample.total_bytes == psutil.virtual_memory().total
@@ -76,7 +76,7 @@ def test_a_real_sample_on_this_machine_is_sane() -> None:
 
 def test_sample_time_defaults_to_the_wall_clock() -> None:
     before = time.time()
-    sample = take_sample(scanner=NoJobs())
+    sample = take_sample(scanner=NoJobs())[0]
     assert before <= sample.t <= time.time()
 
 
@@ -91,14 +91,14 @@ def test_the_psutil_failure_of_macos_26_skips_the_sample_and_the_next_one_works(
     real = psutil.virtual_memory
     monkeypatch.setattr(psutil, "virtual_memory", broken)
     with pytest.raises(SampleError, match="array not large enough"):
-        take_sample(source=PsutilSource(), scanner=NoJobs())
+        take_sample(source=PsutilSource(), scanner=NoJobs())[0]
     monkeypatch.setattr(psutil, "virtual_memory", real)
-    assert take_sample(source=PsutilSource(), scanner=NoJobs()).available_bytes > 0
+    assert take_sample(source=PsutilSource(), scanner=NoJobs())[0].available_bytes > 0
 
 
 def test_ml_bytes_of_the_jobs_are_summed_into_the_sample() -> None:
     memory = Memory(8 << 30, 16 << 30, 10, 1, "psutil")
-    sample = take_sample(now=1.0, source=Fixed(memory), scanner=FixedJobs(3 << 30, 1 << 30))
+    sample = take_sample(now=1.0, source=Fixed(memory), scanner=FixedJobs(3 << 30, 1 << 30))[0]
     assert sample.ml_bytes == 4 << 30
     assert (sample.available_bytes, sample.total_bytes, sample.swapouts, sample.pressure) == (
         8 << 30,
@@ -109,12 +109,14 @@ def test_ml_bytes_of_the_jobs_are_summed_into_the_sample() -> None:
 
 
 def test_available_above_the_ram_is_capped_and_nonsense_is_skipped() -> None:
-    high = take_sample(source=Fixed(Memory(17 << 30, 16 << 30, None, None, "x")), scanner=NoJobs())
+    high = take_sample(source=Fixed(Memory(17 << 30, 16 << 30, None, None, "x")), scanner=NoJobs())[
+        0
+    ]
     assert high.available_bytes == 16 << 30
     with pytest.raises(SampleError):
-        take_sample(source=Fixed(Memory(1, 0, None, None, "x")), scanner=NoJobs())
+        take_sample(source=Fixed(Memory(1, 0, None, None, "x")), scanner=NoJobs())[0]
     with pytest.raises(SampleError):
-        take_sample(source=Fixed(Memory(-1, 16 << 30, None, None, "x")), scanner=NoJobs())
+        take_sample(source=Fixed(Memory(-1, 16 << 30, None, None, "x")), scanner=NoJobs())[0]
 
 
 def test_a_process_table_that_cannot_be_listed_skips_the_sample(
@@ -125,7 +127,7 @@ def test_a_process_table_that_cannot_be_listed_skips_the_sample(
 
     monkeypatch.setattr(psutil, "pids", denied)
     with pytest.raises(SampleError, match="process table"):
-        take_sample(source=PsutilSource(), scanner=ProcessScanner())
+        take_sample(source=PsutilSource(), scanner=ProcessScanner())[0]
 
 
 # --- Linux: swap-outs and pressure ------------------------------------------------------------
@@ -204,7 +206,7 @@ def test_macos_with_nothing_readable_and_psutil_failing_skips_the_sample() -> No
 
     source = DarwinSource(read=nothing, vm_stat=lambda: None, fallback=failing)
     with pytest.raises(SampleError):
-        take_sample(source=source, scanner=NoJobs())
+        take_sample(source=source, scanner=NoJobs())[0]
 
 
 def test_macos_vm_stat_failing_leaves_swapouts_unknown_not_the_sample() -> None:
