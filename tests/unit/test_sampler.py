@@ -231,27 +231,6 @@ def _fake_command(tmp_path: Path, name: str, script: str) -> Path:
     return bin_dir
 
 
-def test_sysctl_command_fallback_runs_in_the_c_locale_and_reads_dash_n_output(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    log = tmp_path / "calls"
-    bin_dir = _fake_command(
-        tmp_path,
-        "sysctl",
-        f'echo "$LC_ALL $*" >> {log}\n'
-        'case "$2" in\n'
-        "  hw.memsize) echo 17179869184 ;;\n"
-        "  vm.pagesize) echo 16384 ;;\n"
-        "  *) echo \"sysctl: unknown oid '$2'\" >&2; exit 1 ;;\n"
-        "esac\n",
-    )
-    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
-    monkeypatch.setenv("LC_ALL", "de_DE.UTF-8")
-    assert sysctl.command_reader("hw.memsize") == 17179869184
-    assert sysctl.command_reader("iogpu.wired_limit_mb") is None
-    assert log.read_text().splitlines()[0] == "C -n hw.memsize"
-
-
 def test_vm_stat_runs_in_the_c_locale(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     recorded = tmp_path / "vm_stat.txt"
     recorded.write_text(VM_STAT_M1PRO)
@@ -264,8 +243,7 @@ def test_vm_stat_runs_in_the_c_locale(tmp_path: Path, monkeypatch: pytest.Monkey
     assert source.read().swapouts == 437651
 
 
-def test_ctypes_sysctl_reader_is_silent_off_macos() -> None:
+def test_the_sysctl_reader_is_silent_off_macos() -> None:
     if os.uname().sysname == "Darwin":
         pytest.skip("on a Mac the real reader answers; tests/macos compares it")
-    assert sysctl.ctypes_reader("hw.memsize") is None
     assert sysctl.read("hw.memsize") is None
