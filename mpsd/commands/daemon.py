@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import time
 
 from mpsd import paths
 from mpsd.config import Config, ConfigError, load_config
@@ -28,8 +29,10 @@ def run(args: argparse.Namespace) -> int:
     problem = loop.trust_problem()
     if problem and args.once:
         raise MpsdError(f"{problem}.")
-    if problem:  # launchd would restart a daemon that exits: it waits instead
-        loop.wait_for_a_trusted_state_dir(_interval())
+    said: list[str] = []
+    # launchd would restart a daemon that exits into a loop: it waits, re-checking, instead
+    while problem and loop.state_dir_untrusted(said):
+        time.sleep(_interval())
     lock = loop.acquire_lock(once=args.once)
     loop.setup_logging(warnings_to_stderr=args.once)
     if lock is None:
