@@ -149,7 +149,7 @@ def main() -> int:
     children = spawn_table(args.table, torch=has_torch and not args.no_torch)
     try:
         start = time.process_time()
-        first = take_sample()
+        first = take_sample()[0]
         cold = (time.process_time() - start) * 1000
         print(f"platform {sys.platform}, {len(psutil.pids())} processes, source {first.source}")
         jobs = find_ml_processes()

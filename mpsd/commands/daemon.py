@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import time
 
 from mpsd import paths
 from mpsd.config import Config, ConfigError, load_config
@@ -11,7 +12,7 @@ from mpsd.errors import MpsdError
 from mpsd.locks import PidLock
 from mpsd.machine.recommended import recommended_max
 from mpsd.machine.sample import Sample
-from mpsd.machine.sampler import take_sample_and_parts, write_parts
+from mpsd.machine.sampler import take_sample, write_parts
 from mpsd.sizes import gib
 
 
@@ -28,8 +29,10 @@ def run(args: argparse.Namespace) -> int:
     problem = loop.trust_problem()
     if problem and args.once:
         raise MpsdError(f"{problem}.")
-    if problem:  # launchd would restart a daemon that exits: it waits instead
-        loop.wait_for_a_trusted_state_dir(_interval())
+    said: list[str] = []
+    # launchd would restart a daemon that exits into a loop: it waits, re-checking, instead
+    while problem and loop.state_dir_untrusted(said):
+        time.sleep(_interval())
     lock = loop.acquire_lock(once=args.once)
     loop.setup_logging(warnings_to_stderr=args.once)
     if lock is None:
@@ -66,6 +69,6 @@ def _interval() -> float:
 
 def _sample(now: float) -> Sample:
     """One sample, its free-memory parts kept for ``mpsd status --json``."""
-    sample, parts = take_sample_and_parts(now)
+    sample, parts = take_sample(now)
     write_parts(parts, paths.free_memory_file())
     return sample

@@ -126,14 +126,6 @@ def state_dir_untrusted(said: list[str]) -> bool:
     return problem is not None
 
 
-def wait_for_a_trusted_state_dir(interval: float = 30.0) -> None:
-    """Before the daemon takes its lock in the state dir: wait, re-checking every ``interval``
-    seconds, while the dir fails the trust rule (never exiting into a launchd restart loop)."""
-    said: list[str] = []
-    while state_dir_untrusted(said):
-        time.sleep(interval)
-
-
 def _signature(path: Path) -> tuple[int, int, int] | None:
     """What tells an edit of ``path``: its mtime, size and inode (None: no file)."""
     try:

@@ -191,16 +191,10 @@ _source: Source | None = None
 
 def take_sample(
     now: float | None = None, *, source: Source | None = None, scanner: ProcessScanner | None = None
-) -> Sample:
-    """One ``Sample`` at ``now`` (default: ``time.time()``). Raises ``SampleError`` when the
-    memory counters or the process table cannot be read: the caller skips this sample."""
-    return take_sample_and_parts(now, source=source, scanner=scanner)[0]
-
-
-def take_sample_and_parts(
-    now: float | None = None, *, source: Source | None = None, scanner: ProcessScanner | None = None
 ) -> tuple[Sample, dict[str, object]]:
-    """``take_sample()`` and the figures its free memory was computed from (``parts_of``)."""
+    """One ``Sample`` at ``now`` (default: ``time.time()``) and the figures its free memory was
+    computed from (``parts_of``). Raises ``SampleError`` when the memory counters or the
+    process table cannot be read: the caller skips this sample."""
     global _source
     t = time.time() if now is None else now
     if source is None:

@@ -1,20 +1,17 @@
-"""Integer sysctls on macOS: ``sysctlbyname`` through ctypes (no fork), else ``sysctl -n``.
-Off macOS, or for a name the kernel does not know, every reading is None."""
+"""Integer sysctls on macOS: ``sysctlbyname`` through ctypes (no fork; libSystem is always
+there). Off macOS, or for a name the kernel does not know, every reading is None."""
 
 from __future__ import annotations
 
 import ctypes
 import functools
 import os
-import subprocess
 import sys
 from collections.abc import Callable
 
-from mpsd.machine.macos import sysctl_int
-
 Reader = Callable[[str], "int | None"]
 
-# `sysctl` prints decimals with the locale's separator: always ask for C.
+# The macOS tools mpsd runs (vm_stat, the probes) print numbers in the C locale.
 C_LOCALE = {"LC_ALL": "C", "LANG": "C"}
 
 
@@ -47,8 +44,9 @@ def _sysctlbyname() -> Callable[..., int] | None:
     return function
 
 
-def ctypes_reader(name: str) -> int | None:
-    """One integer sysctl (4 or 8 bytes, unsigned) by ``sysctlbyname``; None on failure."""
+def read(name: str) -> int | None:
+    """One integer sysctl (4 or 8 bytes, unsigned) by ``sysctlbyname``; None on failure or
+    off macOS."""
     function = _sysctlbyname()
     if function is None:
         return None
@@ -60,22 +58,3 @@ def ctypes_reader(name: str) -> int | None:
     ):
         return None
     return int.from_bytes(buffer.raw[: size.value], sys.byteorder)
-
-
-def command_reader(name: str, timeout: float = 5.0) -> int | None:
-    """One integer sysctl by ``sysctl -n NAME`` (a fork: the fallback)."""
-    try:
-        done = subprocess.run(
-            ["sysctl", "-n", name], capture_output=True, text=True, env=c_env(), timeout=timeout
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return sysctl_int(done.stdout, name) if done.returncode == 0 else None
-
-
-def read(name: str) -> int | None:
-    """``name`` by ``sysctlbyname``, else by the ``sysctl -n`` fork; None off macOS."""
-    if sys.platform != "darwin":
-        return None
-    value = ctypes_reader(name)
-    return value if value is not None else command_reader(name)

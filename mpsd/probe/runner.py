@@ -31,7 +31,7 @@ from typing import IO, Any, Optional
 from mpsd.errors import EXIT_ABSENT, EXIT_USAGE, MpsdError
 from mpsd.machine.sample import PRESSURE_CRITICAL
 from mpsd.probe.verdict import NEVER, OOM, PRESSURE, SWAP, ProbeResult, parse_oom
-from mpsd.ratio import HIGH_VAR, LOW_VAR
+from mpsd.ratio import HIGH_VAR, LOW_VAR, ratio_text
 from mpsd.sizes import format_gib, plural
 
 CHILD_SOURCE = Path(__file__).with_name("child.py")
@@ -74,14 +74,6 @@ class ProbeSpec:
     low: float
     step_bytes: int
     poll: float = 0.2
-
-
-def plain_ratio(value: float) -> str:
-    """A ratio as the plain decimal PyTorch's strtod reads (never an exponent, never empty)."""
-    text = f"{value:.10f}".rstrip("0").rstrip(".")
-    if float(text) <= 0:  # "0" would remove the cap: never hand that to PyTorch
-        raise ValueError(f"ratio {value!r} is too small")
-    return text
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
@@ -144,8 +136,8 @@ def run_probe(
     argv = [spec.python, "-c", CHILD_SOURCE.read_text(encoding="utf-8"), str(spec.step_bytes)]
     child_env = {
         **(os.environ if env is None else env),
-        HIGH_VAR: plain_ratio(spec.high),
-        LOW_VAR: plain_ratio(spec.low),
+        HIGH_VAR: ratio_text(spec.high),
+        LOW_VAR: ratio_text(spec.low),
         "PYTHONWARNINGS": "ignore",  # torch's import-time warnings are noise here
         "PYTHONUNBUFFERED": "1",
     }

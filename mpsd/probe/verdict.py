@@ -57,11 +57,6 @@ class ProbeResult:
     pressure_max: int | None = None
     seconds: float = 0.0
     swap_seen_at_bytes: int | None = None  # allocated when swap (or critical pressure) was seen
-    notes: list[str] = field(default_factory=list)
-
-    @property
-    def swap_watched(self) -> bool:
-        return self.swapouts_before is not None and self.swapouts_after is not None
 
     @property
     def swapouts(self) -> int | None:
@@ -208,7 +203,7 @@ def advise(result: ProbeResult, current: Limits | None) -> Advice:
             f"PyTorch refused the very first step of {format_gib(result.step_bytes)}, so swap "
             "was not tested: run again with a smaller `--step`."
         )
-    if verdict == CLEAN and not result.swap_watched:
+    if verdict == CLEAN and result.swapouts is None:
         return Advice(
             f"At ratio {result.high:.2f} PyTorch raised its clean error, but swap could not be "
             "watched on this system, so whether the Mac swapped first is unknown."
@@ -258,7 +253,7 @@ def to_json(result: ProbeResult, advice: Advice) -> dict[str, Any]:
         "error_at_bytes": result.error_at_bytes,
         "max_allowed_bytes": result.effective_max_allowed,
         "recommended_max_bytes": result.recommended_max_bytes,
-        "swap_watched": result.swap_watched,
+        "swap_watched": result.swapouts is not None,
         "swapouts": result.swapouts,
         "swap_seen_at_bytes": result.swap_seen_at_bytes,
         "pressure_max": result.pressure_max,
@@ -316,5 +311,4 @@ def report_lines(result: ProbeResult, advice: Advice) -> list[str]:
         )
     lines.append(f"Verdict: {result.verdict.replace('_', ' ')}.")
     lines.append(advice.text)
-    lines.extend(result.notes)
     return lines

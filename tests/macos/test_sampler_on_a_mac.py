@@ -27,9 +27,7 @@ def run(*argv: str) -> str:
 
 
 def sysctl_n(name: str) -> int:
-    value = macos.sysctl_int(run("sysctl", "-n", name), name)
-    assert value is not None, name
-    return value
+    return int(run("sysctl", "-n", name))
 
 
 def memsize() -> int:
@@ -38,7 +36,7 @@ def memsize() -> int:
 
 @pytest.mark.parametrize("name", ["hw.memsize", "vm.pagesize", "hw.pagesize"])
 def test_ctypes_sysctl_equals_the_sysctl_command_for_fixed_values(name: str) -> None:
-    assert sysctl.ctypes_reader(name) == sysctl_n(name)
+    assert sysctl.read(name) == sysctl_n(name)
 
 
 @pytest.mark.parametrize(
@@ -51,7 +49,7 @@ def test_ctypes_sysctl_equals_the_sysctl_command_for_fixed_values(name: str) -> 
     ],
 )
 def test_ctypes_page_counters_are_close_to_the_sysctl_command(name: str) -> None:
-    ours = sysctl.ctypes_reader(name)
+    ours = sysctl.read(name)
     theirs = sysctl_n(name)
     assert ours is not None
     pages = memsize() // sysctl_n("vm.pagesize")
@@ -59,13 +57,13 @@ def test_ctypes_page_counters_are_close_to_the_sysctl_command(name: str) -> None
 
 
 def test_pressure_level_is_one_of_the_kernels_levels() -> None:
-    assert sysctl.ctypes_reader("kern.memorystatus_vm_pressure_level") in (1, 2, 4)
+    assert sysctl.read("kern.memorystatus_vm_pressure_level") in (1, 2, 4)
 
 
 def test_free_pages_have_the_same_meaning_as_vm_stats() -> None:
     """vm_stat prints free without speculative; so must our free + speculative sum."""
     vm = macos.parse_vm_stat(run("vm_stat"))
-    free = sysctl.ctypes_reader("vm.page_free_count")
+    free = sysctl.read("vm.page_free_count")
     assert free is not None and vm.get("pages_free") is not None
     pages = memsize() // sysctl_n("vm.pagesize")
     assert abs(free - (vm.get("pages_free") or 0)) <= 0.02 * pages
@@ -81,16 +79,10 @@ def test_swapouts_follow_vm_stat() -> None:
 
 def test_a_whole_sample_is_sane() -> None:
     """What it costs is measured by bench/sample_cost.py (the contract: 5 ms of CPU)."""
-    sample = sampler.take_sample()
+    sample = sampler.take_sample()[0]
     assert sample.source == "sysctl"
     assert 0 < sample.available_bytes <= sample.total_bytes == memsize()
     assert sample.pressure in (1, 2, 4)
-
-
-def test_sysctl_dash_a_parses_the_integers_mpsd_reads() -> None:
-    dump = run("sysctl", "hw.memsize", "vm.pagesize", "kern.memorystatus_vm_pressure_level")
-    assert macos.sysctl_int(dump, "hw.memsize") == memsize()
-    assert macos.sysctl_int(dump, "kern.memorystatus_vm_pressure_level") in (1, 2, 4)
 
 
 def test_phys_footprint_of_a_job_counts_what_it_allocated() -> None:

@@ -83,11 +83,11 @@ def test_sysctlbyname_values_of_4_and_8_bytes_are_read_whole(
         return 0
 
     monkeypatch.setattr(sysctl, "_sysctlbyname", lambda: SYSCTLBYNAME(sysctlbyname))
-    assert sysctl.ctypes_reader("vm.page_free_count") == value
+    assert sysctl.read("vm.page_free_count") == value
     assert names == [b"vm.page_free_count"]
 
 
 def test_an_unknown_sysctl_is_none(monkeypatch: pytest.MonkeyPatch) -> None:
     failing = SYSCTLBYNAME(lambda name, old, size, new, n: -1)
     monkeypatch.setattr(sysctl, "_sysctlbyname", lambda: failing)
-    assert sysctl.ctypes_reader("iogpu.wired_limit_mb") is None
+    assert sysctl.read("iogpu.wired_limit_mb") is None

@@ -226,17 +226,6 @@ def test_the_headroom_written_is_valid_and_never_gives_more_than_the_clean_ratio
         assert value * baseline / recommended <= ratio + 1e-6
 
 
-def test_ratios_reach_pytorch_as_plain_decimals_and_never_as_zero() -> None:
-    from mpsd.probe.runner import plain_ratio
-
-    assert plain_ratio(0.8) == "0.8"
-    assert plain_ratio(0.77) == "0.77"
-    assert plain_ratio(2.0) == "2"
-    assert plain_ratio(1e-5) == "0.00001"
-    with pytest.raises(ValueError):
-        plain_ratio(1e-12)
-
-
 def test_a_child_that_ends_without_a_verdict_is_one_sentence_saying_why() -> None:
     from mpsd.errors import MpsdError
     from mpsd.probe.runner import _child_failed

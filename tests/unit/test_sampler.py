@@ -63,7 +63,7 @@ class Fixed:
 
 
 def test_a_real_sample_on_this_machine_is_sane() -> None:
-    sample = take_sample(now=1234.5)
+    sample = take_sample(now=1234.5)[0]
     assert isinstance(sample, Sample)
     assert sample.t == 1234.5
     assert sample.total_bytes == psutil.virtual_memory().total
@@ -76,7 +76,7 @@ def test_a_real_sample_on_this_machine_is_sane() -> None:
 
 def test_sample_time_defaults_to_the_wall_clock() -> None:
     before = time.time()
-    sample = take_sample(scanner=NoJobs())
+    sample = take_sample(scanner=NoJobs())[0]
     assert before <= sample.t <= time.time()
 
 
@@ -91,14 +91,14 @@ def test_the_psutil_failure_of_macos_26_skips_the_sample_and_the_next_one_works(
     real = psutil.virtual_memory
     monkeypatch.setattr(psutil, "virtual_memory", broken)
     with pytest.raises(SampleError, match="array not large enough"):
-        take_sample(source=PsutilSource(), scanner=NoJobs())
+        take_sample(source=PsutilSource(), scanner=NoJobs())[0]
     monkeypatch.setattr(psutil, "virtual_memory", real)
-    assert take_sample(source=PsutilSource(), scanner=NoJobs()).available_bytes > 0
+    assert take_sample(source=PsutilSource(), scanner=NoJobs())[0].available_bytes > 0
 
 
 def test_ml_bytes_of_the_jobs_are_summed_into_the_sample() -> None:
     memory = Memory(8 << 30, 16 << 30, 10, 1, "psutil")
-    sample = take_sample(now=1.0, source=Fixed(memory), scanner=FixedJobs(3 << 30, 1 << 30))
+    sample = take_sample(now=1.0, source=Fixed(memory), scanner=FixedJobs(3 << 30, 1 << 30))[0]
     assert sample.ml_bytes == 4 << 30
     assert (sample.available_bytes, sample.total_bytes, sample.swapouts, sample.pressure) == (
         8 << 30,
@@ -109,12 +109,14 @@ def test_ml_bytes_of_the_jobs_are_summed_into_the_sample() -> None:
 
 
 def test_available_above_the_ram_is_capped_and_nonsense_is_skipped() -> None:
-    high = take_sample(source=Fixed(Memory(17 << 30, 16 << 30, None, None, "x")), scanner=NoJobs())
+    high = take_sample(source=Fixed(Memory(17 << 30, 16 << 30, None, None, "x")), scanner=NoJobs())[
+        0
+    ]
     assert high.available_bytes == 16 << 30
     with pytest.raises(SampleError):
-        take_sample(source=Fixed(Memory(1, 0, None, None, "x")), scanner=NoJobs())
+        take_sample(source=Fixed(Memory(1, 0, None, None, "x")), scanner=NoJobs())[0]
     with pytest.raises(SampleError):
-        take_sample(source=Fixed(Memory(-1, 16 << 30, None, None, "x")), scanner=NoJobs())
+        take_sample(source=Fixed(Memory(-1, 16 << 30, None, None, "x")), scanner=NoJobs())[0]
 
 
 def test_a_process_table_that_cannot_be_listed_skips_the_sample(
@@ -125,7 +127,7 @@ def test_a_process_table_that_cannot_be_listed_skips_the_sample(
 
     monkeypatch.setattr(psutil, "pids", denied)
     with pytest.raises(SampleError, match="process table"):
-        take_sample(source=PsutilSource(), scanner=ProcessScanner())
+        take_sample(source=PsutilSource(), scanner=ProcessScanner())[0]
 
 
 # --- Linux: swap-outs and pressure ------------------------------------------------------------
@@ -204,7 +206,7 @@ def test_macos_with_nothing_readable_and_psutil_failing_skips_the_sample() -> No
 
     source = DarwinSource(read=nothing, vm_stat=lambda: None, fallback=failing)
     with pytest.raises(SampleError):
-        take_sample(source=source, scanner=NoJobs())
+        take_sample(source=source, scanner=NoJobs())[0]
 
 
 def test_macos_vm_stat_failing_leaves_swapouts_unknown_not_the_sample() -> None:
@@ -229,27 +231,6 @@ def _fake_command(tmp_path: Path, name: str, script: str) -> Path:
     return bin_dir
 
 
-def test_sysctl_command_fallback_runs_in_the_c_locale_and_reads_dash_n_output(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    log = tmp_path / "calls"
-    bin_dir = _fake_command(
-        tmp_path,
-        "sysctl",
-        f'echo "$LC_ALL $*" >> {log}\n'
-        'case "$2" in\n'
-        "  hw.memsize) echo 17179869184 ;;\n"
-        "  vm.pagesize) echo 16384 ;;\n"
-        "  *) echo \"sysctl: unknown oid '$2'\" >&2; exit 1 ;;\n"
-        "esac\n",
-    )
-    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
-    monkeypatch.setenv("LC_ALL", "de_DE.UTF-8")
-    assert sysctl.command_reader("hw.memsize") == 17179869184
-    assert sysctl.command_reader("iogpu.wired_limit_mb") is None
-    assert log.read_text().splitlines()[0] == "C -n hw.memsize"
-
-
 def test_vm_stat_runs_in_the_c_locale(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     recorded = tmp_path / "vm_stat.txt"
     recorded.write_text(VM_STAT_M1PRO)
@@ -262,8 +243,7 @@ def test_vm_stat_runs_in_the_c_locale(tmp_path: Path, monkeypatch: pytest.Monkey
     assert source.read().swapouts == 437651
 
 
-def test_ctypes_sysctl_reader_is_silent_off_macos() -> None:
+def test_the_sysctl_reader_is_silent_off_macos() -> None:
     if os.uname().sysname == "Darwin":
         pytest.skip("on a Mac the real reader answers; tests/macos compares it")
-    assert sysctl.ctypes_reader("hw.memsize") is None
     assert sysctl.read("hw.memsize") is None
