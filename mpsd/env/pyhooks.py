@@ -47,9 +47,6 @@ class Entry:
     python: str
     site: str
 
-    def key(self) -> tuple[str, str, str]:
-        return (self.project, self.python, self.site)
-
 
 def module_source() -> bytes:
     """The bytes every copy must hold: this package's ``startup_hook.py``."""
@@ -86,7 +83,9 @@ def _write_record(entries: Iterable[Entry]) -> None:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(target)
         return
-    text = _HEADER + "".join("\t".join(entry.key()) + "\n" for entry in unique)
+    text = _HEADER + "".join(
+        f"{entry.project}\t{entry.python}\t{entry.site}" + "\n" for entry in unique
+    )
     write_atomic(target, text.encode("utf-8"))
 
 
