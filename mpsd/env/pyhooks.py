@@ -90,7 +90,7 @@ def _write_record(entries: Iterable[Entry]) -> None:
 
 
 def _locked() -> Any:
-    from mpsd.locks import exclusive
+    from mpsd.locks import exclusive  # not at the top: ``status`` imports this module
 
     return exclusive(paths.state_dir() / "python-hooks.lock")
 
@@ -325,17 +325,10 @@ def set_up(project: str, explicit: Iterable[Target] = ()) -> SetUp:
             result.problems.append(problem)
     result.found_none = not targets and not result.problems
     with _locked():
-        entries = [
-            entry
-            for entry in record()
-            if not (entry.project == project and entry.python in result.dropped)
-        ]
+        redone = {*result.dropped, *targets}
+        entries = [e for e in record() if not (e.project == project and e.python in redone)]
         for target in targets.values():
-            changed = write_copy(target.site)
-            result.done.append((target, changed))
-            entries = [
-                e for e in entries if not (e.project == project and e.python == target.python)
-            ]
+            result.done.append((target, write_copy(target.site)))
             entries.append(Entry(project, target.python, target.site))
         _write_record(entries)
     return result
@@ -428,15 +421,10 @@ def facts_for(project: str | None) -> list[dict[str, Any]]:
 def check_copy(site: str) -> str:
     """``current``, ``outdated`` (another mpsd's module or .pth) or ``missing``."""
     try:
-        with open(os.path.join(site, MODULE_FILE), "rb") as handle:
-            module = handle.read()
-        with open(os.path.join(site, PTH_FILE), "rb") as handle:
-            pth = handle.read()
+        module, pth = (Path(site, name).read_bytes() for name in (MODULE_FILE, PTH_FILE))
     except OSError:
         return "missing"
-    if module != module_source() or pth != PTH_TEXT.encode("utf-8"):
-        return "outdated"
-    return "current"
+    return "current" if (module, pth) == (module_source(), PTH_TEXT.encode()) else "outdated"
 
 
 def copy_files(entries: Iterable[Entry]) -> list[str]:
