@@ -12,7 +12,7 @@ import os
 import sys
 from collections.abc import Mapping
 
-from mpsd.env.projects import current_directory  # doctor and probe judge this directory
+from mpsd.env.projects import current_directory as current_directory  # doctor and probe use it
 
 VENV_NAMES = (".venv", "venv")
 

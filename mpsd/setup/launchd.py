@@ -113,14 +113,12 @@ def render(
     }
     with (template or template_file()).open("rb") as handle:
         data = plistlib.load(handle)
-    filled = _fill(data, values)
-    return plistlib.dumps(filled, fmt=plistlib.FMT_XML, sort_keys=False)
+    return plistlib.dumps(_fill(data, values), fmt=plistlib.FMT_XML, sort_keys=False)
 
 
 def _fill(value: Any, values: dict[str, str]) -> Any:
     if isinstance(value, str):
-        filled = re.sub(r"@([A-Z_]+)@", lambda m: values[m.group(1)], value)
-        return filled
+        return re.sub(r"@([A-Z_]+)@", lambda m: values[m.group(1)], value)
     if isinstance(value, list):
         return [_fill(item, values) for item in value]
     if isinstance(value, dict):
