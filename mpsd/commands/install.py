@@ -76,10 +76,6 @@ def _tilde(path: Path | str) -> str:
     return text
 
 
-def _daemon_command() -> str:
-    return f"{sys.executable} -m mpsd daemon"
-
-
 # -- install ------------------------------------------------------------------------------
 
 
@@ -202,7 +198,7 @@ def _no_agent_note(asked: bool) -> None:
                 "user service):"
             )
         )
-    print(f"    {_daemon_command()}")
+    print(f"    {sys.executable} -m mpsd daemon")
 
 
 def _first_sample(agent_started: bool, warnings: list[str]) -> None:

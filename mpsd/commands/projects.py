@@ -27,42 +27,24 @@ def configure(parser: argparse.ArgumentParser) -> None:
     if name == "projects":
         parser.add_argument("--json", action="store_true", help="print them as JSON")
         return
-    if name == "disable":
-        _configure_disable(parser)
-        return
-    parser.add_argument(
-        "directory", nargs="?", metavar="DIR", help="the directory to opt in (default: this one)"
+    enable = name == "enable"
+    what = "the directory to opt in" if enable else "the project to take out"
+    parser.add_argument("directory", nargs="?", metavar="DIR", help=f"{what} (default: this one)")
+    python_help = (
+        "also set up this interpreter's environment (a conda env, Poetry's cache, pyenv)"
+        if enable
+        else "only take the start-up hook out of this interpreter (one `mpsd enable --python` "
+        "set up); the project stays opted in"
     )
     parser.add_argument(
-        "--python",
-        action="append",
-        default=[],
-        metavar="PATH",
-        help="also set up this interpreter's environment (a conda env, Poetry's cache, pyenv); "
-        "repeatable",
+        "--python", action="append", default=[], metavar="PATH", help=f"{python_help}; repeatable"
     )
-    parser.add_argument(
-        "--no-python-hook",
-        action="store_true",
-        help="do not put the start-up hook into the project's environments",
-    )
-
-
-def _configure_disable(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "directory",
-        nargs="?",
-        metavar="DIR",
-        help="the project to take out (default: this directory)",
-    )
-    parser.add_argument(
-        "--python",
-        action="append",
-        default=[],
-        metavar="PATH",
-        help="only take the start-up hook out of this interpreter (one `mpsd enable --python` "
-        "set up); the project stays opted in; repeatable",
-    )
+    if enable:
+        parser.add_argument(
+            "--no-python-hook",
+            action="store_true",
+            help="do not put the start-up hook into the project's environments",
+        )
 
 
 def run(args: argparse.Namespace) -> int:

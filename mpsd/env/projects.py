@@ -19,7 +19,8 @@ def current_directory() -> str:
         from mpsd.errors import MpsdError
 
         raise MpsdError(
-            "the current directory no longer exists; cd to an existing one or name a directory."
+            "the current directory no longer exists; cd to an existing one and run the command "
+            "again."
         ) from None
 
 

@@ -47,16 +47,10 @@ class Entry:
     python: str
     site: str
 
-    def key(self) -> tuple[str, str, str]:
-        return (self.project, self.python, self.site)
-
 
 def module_source() -> bytes:
     """The bytes every copy must hold: this package's ``startup_hook.py``."""
-    with open(
-        os.path.join(os.path.dirname(os.path.abspath(__file__)), "startup_hook.py"), "rb"
-    ) as f:
-        return f.read()
+    return Path(__file__).with_name("startup_hook.py").read_bytes()
 
 
 def record_path() -> Path:
@@ -89,12 +83,14 @@ def _write_record(entries: Iterable[Entry]) -> None:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(target)
         return
-    text = _HEADER + "".join("\t".join(entry.key()) + "\n" for entry in unique)
+    text = _HEADER + "".join(
+        f"{entry.project}\t{entry.python}\t{entry.site}" + "\n" for entry in unique
+    )
     write_atomic(target, text.encode("utf-8"))
 
 
 def _locked() -> Any:
-    from mpsd.locks import exclusive
+    from mpsd.locks import exclusive  # not at the top: ``status`` imports this module
 
     return exclusive(paths.state_dir() / "python-hooks.lock")
 
@@ -113,10 +109,9 @@ def environments_of(project: str) -> list[str]:
 
 def env_python(env: str) -> str:
     """The interpreter of the virtual environment ``env`` (``bin/python``, else ``bin/python3``)."""
-    for name in ("python", "python3"):
-        candidate = os.path.join(env, "bin", name)
-        if os.path.exists(candidate):
-            return candidate
+    python3 = os.path.join(env, "bin", "python3")
+    if os.path.exists(python3) and not os.path.exists(os.path.join(env, "bin", "python")):
+        return python3
     return os.path.join(env, "bin", "python")
 
 
@@ -224,10 +219,6 @@ def inspect_interpreter(python: str) -> Target:
         raise MpsdError(
             f"{python} did not say where its site-packages is ({said}); is it a python interpreter?"
         ) from None
-    if any(char in "\t\n" for char in python + site):
-        raise MpsdError(
-            f"{python!r} or {site!r} has a tab or a line break in it; mpsd cannot list it."
-        )
     if (int(major), int(minor)) < (3, 8):
         raise MpsdError(f"{python} is Python {version}; the start-up hook needs 3.8 or later.")
     found = kind(str(prefix), str(base))
@@ -279,18 +270,12 @@ def remove_copy(site: str) -> bool:
 
 
 def remove_bytecode(site: str) -> None:
-    cache = os.path.join(site, "__pycache__")
-    try:
-        names = os.listdir(cache)
-    except OSError:
-        return
-    ours = [name for name in names if name.startswith(MODULE + ".")]
-    for name in ours:
-        with contextlib.suppress(OSError):
-            os.unlink(os.path.join(cache, name))
-    if ours and len(ours) == len(names):
-        with contextlib.suppress(OSError):
-            os.rmdir(cache)  # python made it for our bytecode alone
+    """Remove the module's bytecode, and ``__pycache__`` when nothing else is in it."""
+    cache = Path(site, "__pycache__")
+    with contextlib.suppress(OSError):
+        for pyc in cache.glob(MODULE + ".*"):
+            pyc.unlink()
+        cache.rmdir()
 
 
 @dataclass
@@ -340,17 +325,10 @@ def set_up(project: str, explicit: Iterable[Target] = ()) -> SetUp:
             result.problems.append(problem)
     result.found_none = not targets and not result.problems
     with _locked():
-        entries = [
-            entry
-            for entry in record()
-            if not (entry.project == project and entry.python in result.dropped)
-        ]
+        redone = {*result.dropped, *targets}
+        entries = [e for e in record() if not (e.project == project and e.python in redone)]
         for target in targets.values():
-            changed = write_copy(target.site)
-            result.done.append((target, changed))
-            entries = [
-                e for e in entries if not (e.project == project and e.python == target.python)
-            ]
+            result.done.append((target, write_copy(target.site)))
             entries.append(Entry(project, target.python, target.site))
         _write_record(entries)
     return result
@@ -407,19 +385,10 @@ def tear_down_python(project: str, python: str) -> list[tuple[Entry, str]]:
         entries = record()
         mine = [e for e in entries if e.project == project and _same_python(e.python, python)]
         if not mine:
-            others = [e.project for e in entries if _same_python(e.python, python)]
-            listed = [e.python for e in entries if e.project == project]
-            if others:
-                import shlex
-
-                command = f"mpsd disable {shlex.quote(others[0])} --python {shlex.quote(python)}"
-                hint = f"it is set up for {others[0]}: run `{command}`"
-            elif listed:
-                hint = f"the project's are: {', '.join(listed)}"
-            else:
-                hint = "the project has none (`mpsd projects` lists them)"
             raise MpsdError(
-                f"{python} has no start-up hook from mpsd for {project}; {hint}.", EXIT_ABSENT
+                f"{python} has no start-up hook from mpsd for {project}; `mpsd projects` lists "
+                "each project's.",
+                EXIT_ABSENT,
             )
         return _take_out(mine, entries)
 
@@ -452,23 +421,13 @@ def facts_for(project: str | None) -> list[dict[str, Any]]:
 def check_copy(site: str) -> str:
     """``current``, ``outdated`` (another mpsd's module or .pth) or ``missing``."""
     try:
-        with open(os.path.join(site, MODULE_FILE), "rb") as handle:
-            module = handle.read()
-        with open(os.path.join(site, PTH_FILE), "rb") as handle:
-            pth = handle.read()
+        module, pth = (Path(site, name).read_bytes() for name in (MODULE_FILE, PTH_FILE))
     except OSError:
         return "missing"
-    if module != module_source() or pth != PTH_TEXT.encode("utf-8"):
-        return "outdated"
-    return "current"
+    return "current" if (module, pth) == (module_source(), PTH_TEXT.encode()) else "outdated"
 
 
 def copy_files(entries: Iterable[Entry]) -> list[str]:
     """The files of every listed copy (for ``uninstall``), each once."""
-    files: list[str] = []
-    for entry in entries:
-        for name in (PTH_FILE, MODULE_FILE):
-            path = os.path.join(entry.site, name)
-            if path not in files:
-                files.append(path)
-    return files
+    names = (PTH_FILE, MODULE_FILE)
+    return list(dict.fromkeys(os.path.join(e.site, name) for e in entries for name in names))

@@ -333,7 +333,6 @@ MPSD_FILES = (
     "recommended_max.json",
     "python-hooks.tsv",
     "free-memory.json",
-    "last-good-config.toml",
     ".*.tmp",
 )
 

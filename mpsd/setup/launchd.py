@@ -113,14 +113,12 @@ def render(
     }
     with (template or template_file()).open("rb") as handle:
         data = plistlib.load(handle)
-    filled = _fill(data, values)
-    return plistlib.dumps(filled, fmt=plistlib.FMT_XML, sort_keys=False)
+    return plistlib.dumps(_fill(data, values), fmt=plistlib.FMT_XML, sort_keys=False)
 
 
 def _fill(value: Any, values: dict[str, str]) -> Any:
     if isinstance(value, str):
-        filled = re.sub(r"@([A-Z_]+)@", lambda m: values[m.group(1)], value)
-        return filled
+        return re.sub(r"@([A-Z_]+)@", lambda m: values[m.group(1)], value)
     if isinstance(value, list):
         return [_fill(item, values) for item in value]
     if isinstance(value, dict):
@@ -149,7 +147,6 @@ class LoadedAgent:
 
     domain: str
     path: str | None = None
-    state: str | None = None
     pid: int | None = None
     arguments: list[str] = field(default_factory=list)
 
@@ -181,7 +178,6 @@ def parse_print(text: str, domain: str) -> LoadedAgent:
     return LoadedAgent(
         domain=domain,
         path=fields.get("path"),
-        state=fields.get("state"),
         pid=int(pid_text) if pid_text.isdigit() else None,
         arguments=arguments,
     )
@@ -316,7 +312,7 @@ def _gone(domain: str, timeout: float) -> bool:
     return True
 
 
-def bootout(agent: LoadedAgent, outcome: Outcome, timeout: float | None = None) -> None:
+def bootout(agent: LoadedAgent, outcome: Outcome) -> None:
     """Unload ``agent`` and wait (bounded) until launchd has really let it go."""
     from mpsd.errors import MpsdError
 
@@ -324,12 +320,11 @@ def bootout(agent: LoadedAgent, outcome: Outcome, timeout: float | None = None) 
     if not result.ok and launchctl("print", f"{agent.domain}/{LABEL}").ok:
         raise MpsdError(failure_sentence("bootout", result))
     outcome.changed = True
-    wait = BOOTOUT_WAIT if timeout is None else timeout
-    if _gone(agent.domain, wait):
+    if _gone(agent.domain, BOOTOUT_WAIT):
         outcome.did(f"unloaded the agent from {agent.domain}")
     else:
         outcome.warnings.append(
-            f"the old agent was still unloading after {wait:g} seconds; going on "
+            f"the old agent was still unloading after {BOOTOUT_WAIT:g} seconds; going on "
             "(run `mpsd doctor` in a minute to check)"
         )
 
@@ -411,11 +406,11 @@ def ensure_loaded(
     raise MpsdError(failure_sentence("bootstrap", last, after_bootout=agent is not None))
 
 
-def unload(timeout: float | None = None, report: Callable[[str], None] | None = None) -> Outcome:
+def unload(report: Callable[[str], None] | None = None) -> Outcome:
     """Boot the agent out (wherever it is loaded) and wait for it to go."""
     outcome = Outcome(report)
     agent = loaded()
     if agent is not None:
         outcome.pid = agent.pid
-        bootout(agent, outcome, timeout)
+        bootout(agent, outcome)
     return outcome

@@ -140,7 +140,6 @@ def find(text: bytes, path: Path | None = None) -> list[Span]:
                 f"remove the lines from '{BEGIN.decode()}' on by hand, then run mpsd install again"
             )
         end = end_line + len(END)
-        # The end marker's line, its line break included (CRLF when the file became CRLF).
         newline = text.find(b"\n", end)
         end = len(text) if newline < 0 else newline + 1
         spans.append(Span(start, end))
@@ -166,10 +165,6 @@ def add(text: bytes, new_block: bytes, path: Path | None = None) -> bytes:
     if not spans:
         return text + (b"\n" if text else b"") + new_block
     first = spans[0]
-    if b"\r\n" in text[first.start : first.end]:
-        # The file became CRLF: the block keeps the file's line endings, so that removing it
-        # later knows the line break before it is CRLF too.
-        new_block = new_block.replace(b"\r\n", b"\n").replace(b"\n", b"\r\n")
     updated = text[: first.start] + new_block + text[first.end :]
     for _ in spans[1:]:
         updated = remove_one(updated, find(updated)[1])
@@ -187,11 +182,8 @@ def remove(text: bytes, path: Path | None = None) -> bytes:
 
 def remove_one(text: bytes, span: Span) -> bytes:
     before, after = text[: span.start], text[span.end :]
-    # The one line break ``add`` put before the block: CRLF when the file (the block with it)
-    # became CRLF since; ``add`` writes LF.
-    eol = b"\r\n" if b"\r\n" in text[span.start : span.end] else b"\n"
-    if before.endswith(eol + eol) or (not after and before.endswith(eol)):
-        before = before[: -len(eol)]
+    if before.endswith(b"\n\n") or (not after and before.endswith(b"\n")):
+        before = before[:-1]  # the one line break ``add`` put before the block
     return before + after
 
 

@@ -143,8 +143,8 @@ def test_a_whole_installation_gets_the_hook_with_a_warning_and_disable_python_ta
     code, out, err = _run(capsys, "disable", str(project), "--python", str(python))
     assert code == 1
     assert err == (
-        f"mpsd: {python} has no start-up hook from mpsd for {project}; the project has none "
-        "(`mpsd projects` lists them).\n"
+        f"mpsd: {python} has no start-up hook from mpsd for {project}; `mpsd projects` "
+        "lists each project's.\n"
     )
 
 
@@ -185,7 +185,7 @@ def test_disable_python_takes_one_interpreter_out_and_leaves_the_others(
     other.mkdir()
     code, _, err = _run(capsys, "disable", str(other), "--python", str(second / "bin" / "python"))
     assert code == 1
-    assert f"it is set up for {project}: run `mpsd disable {project} --python " in err
+    assert "`mpsd projects` lists each project's" in err
     assert pyhooks.has_copy(sites[second])
 
 
