@@ -36,6 +36,10 @@ def _unknown_command(word: str) -> str:
     return f"{PROG}: unknown command '{word}'{hint} (`mpsd --help` lists the commands).\n"
 
 
+# status and doctor show the trust rule's sentences in their report, the daemon in its log.
+SAYS_TRUST_ITSELF = ("status", "doctor", "daemon")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     word = _first_word(args_list)
@@ -57,8 +61,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         # `mpsd` alone: the usage and the commands, as uv does, and exit 2 (nothing was run).
         parser.print_help(sys.stderr)
         return EXIT_USAGE
-    for sentence in paths.untrusted_dirs():
-        sys.stderr.write(f"{PROG}: warning: {sentence}.\n")
+    if args.command not in SAYS_TRUST_ITSELF:
+        for sentence in paths.untrusted_dirs():
+            sys.stderr.write(f"{PROG}: warning: {sentence}.\n")
     try:
         code = int(load(args.command).run(args))
         sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's exit

@@ -148,6 +148,8 @@ def _write(path: Path, data: bytes) -> None:
 
 
 def _unwritable(path: Path, exc: OSError) -> MpsdError:
+    if paths.untrusted_home(path):  # the warning above has the sentence and the fix
+        return MpsdError(f"cannot write {path}: its directory fails the trust rule (see above)")
     return MpsdError(f"cannot write {path} ({exc.strerror}); check that its directory is yours.")
 
 
