@@ -176,5 +176,7 @@ def test_in_an_opted_in_project_env_exports_nothing_from_a_dir_writable_by_other
         enabled = run_mpsd("enable", cwd=project)
         assert enabled.returncode == 2
         assert enabled.stderr.count(f"{directory} is writable by others") == 1
-        assert f"cannot write {paths.config_file()}: its directory fails the trust" in enabled.stderr
+        assert (
+            f"cannot write {paths.config_file()}: its directory fails the trust" in enabled.stderr
+        )
         assert not paths.config_file().exists()
