@@ -126,19 +126,16 @@ class Renderer:
                 "clean error and no swap on a 48 GB Mac where 1.0 still swapped; "
                 "`mpsd install` measures the right value for this Mac"
             )
-        lines = [
+        return [
+            *([f"  {first}"] if first else []),
             f"  {s.cmd(f'export {HIGH}={ratio_text(high)} {LOW}={ratio_text(low)}')}",
             f"  {why}.",
+            *([f"  {ratio_hint}"] if ratio_hint else []),
             "  Set both, together, before python starts: LOW must not exceed HIGH, and PyTorch",
             "  reads them once, when MPS starts. Never 0.0: that removes the cap and invites swap.",
             f"  Or let mpsd set them for every python run in the project: {s.cmd('mpsd enable')}"
             " (in the project's directory).",
         ]
-        if ratio_hint:
-            lines.insert(2, f"  {ratio_hint}")
-        if first:
-            lines.insert(0, f"  {first}")
-        return lines
 
     def mps_oom(self, f: Finding) -> list[str]:
         known = [n for n in (f.allocated_bytes, f.other_bytes, f.requested_bytes) if n is not None]
@@ -566,17 +563,14 @@ class Renderer:
         return out
 
     def cpu(self, f: Finding) -> list[str]:
-        out = []
-        if (f.requested_bytes or 0) > macs.LARGEST_MAC:
-            out = self.notes(
-                ["more than any computer's memory: a wrong shape or size, most likely."]
-            )
-        out.append(
+        huge = (f.requested_bytes or 0) > macs.LARGEST_MAC
+        wrong = "more than any computer's memory: a wrong shape or size, most likely."
+        return [
+            *self.notes([wrong] if huge else []),
             "  The process ran out of main memory (RAM and swap, or the Windows page file). "
             "Use less (smaller batch, float16, load one model at a time), close other apps, "
-            "or give the system more swap/page file."
-        )
-        return out
+            "or give the system more swap/page file.",
+        ]
 
 
 KINDS: dict[str, Kind] = {
