@@ -182,8 +182,10 @@ def remove(text: bytes, path: Path | None = None) -> bytes:
 
 def remove_one(text: bytes, span: Span) -> bytes:
     before, after = text[: span.start], text[span.end :]
-    if before.endswith(b"\n\n") or (not after and before.endswith(b"\n")):
-        before = before[:-1]  # the one line break ``add`` put before the block
+    for eol in (b"\r\n", b"\n"):  # a file converted to CRLF after install keeps no stray CR
+        if before.endswith(eol * 2) or (not after and before.endswith(eol)):
+            before = before[: -len(eol)]  # the one line break ``add`` put before the block
+            break
     return before + after
 
 
