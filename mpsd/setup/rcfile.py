@@ -182,10 +182,10 @@ def remove(text: bytes, path: Path | None = None) -> bytes:
 
 def remove_one(text: bytes, span: Span) -> bytes:
     before, after = text[: span.start], text[span.end :]
-    for eol in (b"\r\n", b"\n"):  # a file converted to CRLF after install keeps no stray CR
-        if before.endswith(eol * 2) or (not after and before.endswith(eol)):
-            before = before[: -len(eol)]  # the one line break ``add`` put before the block
-            break
+    # The one line break ``add`` put before the block: CRLF once the file was converted.
+    eol = b"\r\n" if text[: span.end].endswith(b"\r\n") else b"\n"
+    if before.endswith(eol * 2) or (not after and before.endswith(eol)):
+        before = before[: -len(eol)]
     return before + after
 
 
