@@ -165,6 +165,8 @@ def add(text: bytes, new_block: bytes, path: Path | None = None) -> bytes:
     if not spans:
         return text + (b"\n" if text else b"") + new_block
     first = spans[0]
+    if text[: first.end].endswith(b"\r\n"):  # the file went CRLF after install: so does the block
+        new_block = new_block.replace(b"\r\n", b"\n").replace(b"\n", b"\r\n")
     updated = text[: first.start] + new_block + text[first.end :]
     for _ in spans[1:]:
         updated = remove_one(updated, find(updated)[1])
