@@ -32,7 +32,7 @@ _PROJECT_PREFIX = '    "'
 _PROJECT_SUFFIX = '",'
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass
 class Limits:
     """What limits.toml holds, in its order."""
 
@@ -65,7 +65,7 @@ class LimitsError(ValueError):
     """limits.toml is not in the form mpsd writes, or holds a value out of range."""
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass
 class LimitsFile:
     """limits.toml as read: what the hooks take from it, and whether it is mpsd's own form.
 

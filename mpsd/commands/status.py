@@ -44,7 +44,6 @@ def run(args: argparse.Namespace) -> int:
 def to_json(chain: Chain) -> dict[str, Any]:
     """The model as one flat JSON object: the history's and limits.toml's keys at the top."""
     data = asdict(chain)
-    data.pop("setup")  # doctor's part, never read here
     data["config_in_force"] = {"from": data.pop("config_source")}
     keys = ("daemon_running", "daemon_pid", "log_file")
     data["daemon"] = dict(zip(("running", "pid", "log_file"), map(data.pop, keys)))
