@@ -96,12 +96,8 @@ def run(args: argparse.Namespace) -> int:
     return 0 if healthy else 1
 
 
-def checks(
-    chain: model.Chain, env: Mapping[str, str], python: tuple[str, str] | None = None
-) -> list[Check]:
-    """Every check, in the chain's order; torch's in ``python`` (a path and how it was found;
-    default: mpsd's own)."""
-    python = python or (sys.executable, "mpsd's own python")
+def checks(chain: model.Chain, env: Mapping[str, str], python: tuple[str, str]) -> list[Check]:
+    """Every check, in the chain's order; torch's in ``python`` (a path and how it was found)."""
     agent, start = _agent()
     found = [_untrusted(sentence) for sentence in chain.untrusted]
     found += [_config(chain), _limits(chain), *agent, *_daemon(chain, start)]
@@ -174,7 +170,6 @@ def _agent() -> tuple[list[Check], str]:
         fix = f"move it out of the way, then {INSTALL}"
         return [Check("agent", PROBLEM, f"{plist} cannot be read ({exc.strerror})", fix)], start
     found = []
-    folder = privacy_protected(args[0]) if args and os.access(args[0], os.X_OK) else None
     if not args:
         found.append(Check("agent", PROBLEM, f"{plist} is not a readable plist", INSTALL))
     elif not os.access(args[0], os.X_OK):
@@ -187,7 +182,7 @@ def _agent() -> tuple[list[Check], str]:
                 "recreate the venv, reinstall mpsd in it, then run `mpsd install` from it",
             )
         )
-    elif folder is not None:
+    elif (folder := privacy_protected(args[0])) is not None:
         where = "iCloud Drive (~/Library/Mobile Documents)" if "Mobile" in folder else folder
         found.append(
             Check(

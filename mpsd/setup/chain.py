@@ -97,7 +97,14 @@ def read(environ: Mapping[str, str] | None = None) -> Chain:
     env = os.environ if environ is None else environ
     now = time.time()
     trusted = paths.untrusted(paths.config_dir()) is None
-    config, config_problem = _config() if trusted else (Config(), None)
+    # While config.toml is invalid, the daemon works with the defaults under the ceiling
+    # limits.toml held (``config.WHILE_INVALID``).
+    config, config_problem = Config(), None
+    if trusted:
+        try:
+            config = load_config(paths.config_file())
+        except ConfigError as exc:
+            config_problem = str(exc)
     if config_problem is not None:
         source = None
     else:
@@ -108,10 +115,10 @@ def read(environ: Mapping[str, str] | None = None) -> Chain:
     history = _history(now, config)
     # What the next job really gets is what limits.toml holds (the hooks export it); with no
     # ratio there, it gets nothing, and the limits line says why.
-    next_job = history.next_job
-    if next_job is not None and current is not None:
+    next_job = None
+    if history.next_job is not None and current is not None:
         next_job = replace(
-            next_job, limit_bytes=current.limit_bytes, ratio=current.high_watermark_ratio
+            history.next_job, limit_bytes=current.limit_bytes, ratio=current.high_watermark_ratio
         )
     changed: list[str] = []
     if config_problem is None and current is not None:
@@ -153,20 +160,10 @@ def read(environ: Mapping[str, str] | None = None) -> Chain:
         if decided
         else (current.baseline_free_bytes if current else None),
         config_changed=changed,
-        next_job=next_job if current is not None else None,
+        next_job=next_job,
         here=here,
         start_up_hooks=hooks,
     )
-
-
-def _config() -> tuple[Config, str | None]:
-    """The config the daemon works with and why config.toml is not it (None when it is):
-    while it is invalid, the defaults under the ceiling limits.toml held
-    (``config.WHILE_INVALID``)."""
-    try:
-        return load_config(paths.config_file()), None
-    except ConfigError as exc:
-        return Config(), str(exc)
 
 
 def _daemon() -> tuple[bool, int | None, str | None]:
