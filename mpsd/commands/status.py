@@ -116,11 +116,6 @@ def _gib(value: float | None) -> str:
     return "?" if value is None else gib(value)
 
 
-def _gib2(value: float | None) -> str:
-    """Limits and the recommended max: two decimals, as limits.toml's ratios have."""
-    return "?" if value is None else gib(value, 2)
-
-
 def _ago(seconds: float) -> str:
     if seconds < 0:
         return f"{format_duration(-seconds, about=True)} in the future (the clock moved back)"
@@ -145,7 +140,7 @@ def render(chain: Chain, width: int | None = None, color: bool = False) -> str:
     if last is None:
         rows.append(("last sample", "none yet"))
     else:
-        free = _gib(last.available_bytes + last.ml_bytes)
+        free = gib(last.available_bytes + last.ml_bytes)
         rows.append(("last sample", f"{iso(last.t)}, {_ago(age)} (free {free})"))
         if chain.daemon_running and age > 3 * chain.interval_seconds + 10:
             stuck = f"(older than 3 intervals: the daemon may be stuck; see {chain.log_file})"
@@ -169,11 +164,11 @@ def render(chain: Chain, width: int | None = None, color: bool = False) -> str:
         rows.append(("baseline free", f"{baseline} ({samples} in the window)"))
         high, low = current.high_watermark_ratio, current.low_watermark_ratio
         rows.append(("ratio", f"high {high:.2f}, low {low:.2f}"))
-        rows.append(("limit", _gib2(current.limit_bytes)))
+        rows.append(("limit", gib(current.limit_bytes, 2)))
         source = current.recommended_max_source
         if source == "estimate":  # errs high on purpose: docs/macos-and-pytorch.md
             source = "an estimate: 0.85 x RAM, nothing real was readable"
-        rows.append(("recommended max", f"{_gib2(current.recommended_max_bytes)} ({source})"))
+        rows.append(("recommended max", f"{gib(current.recommended_max_bytes, 2)} ({source})"))
     config_line = _config_line(chain)
     if config_line:
         rows.append(("config", config_line))
@@ -286,8 +281,8 @@ def _reconcile(chain: Chain, current: limits.Limits) -> list[str]:
             "job's neighbours see no churn)"
         )
     lines.append(
-        f"limit = ratio {high:.2f} x recommended max {_gib2(current.recommended_max_bytes)} = "
-        f"{_gib2(current.limit_bytes)} (the ratio is rounded down to two decimals)"
+        f"limit = ratio {high:.2f} x recommended max {gib(current.recommended_max_bytes, 2)} = "
+        f"{gib(current.limit_bytes, 2)} (the ratio is rounded down to two decimals)"
     )
     return lines
 
@@ -333,8 +328,8 @@ def chart(
         labels = []
         if r == baseline_row:
             labels.append(f"baseline {_gib(baseline)}")
-        if r == limit_row:
-            labels.append(f"limit {_gib2(limit)}")
+        if r == limit_row and limit is not None:
+            labels.append(f"limit {gib(limit, 2)}")
         label = " " + ", ".join(labels) if labels else ""
         axis = f"{top / GIB:.1f} GiB" if r == rows - 1 else ""
         out.append(f"{axis:>10}┤{''.join(cells)}{label}")
