@@ -94,8 +94,9 @@ class LimitsFile:
 
 
 def render(limits: Limits) -> str:
-    """The file's text, exactly as tomli-w writes it (a test pins that): the form the hooks
-    read, one ``key = value`` a line, the projects one a line."""
+    """The file's text as tomli-w writes it (a test pins that), without importing it: the
+    readers compare a file with it, and the form is what the hooks read, one ``key = value`` a
+    line, the projects one a line."""
     lines = []
     for key, value in vars(limits).items():
         if key == "projects":
@@ -154,8 +155,11 @@ def update_locked(
 
 
 def _encoded(limits: Limits) -> bytes:
-    """The file's bytes; never more than the hooks read (they ignore a larger file)."""
-    data = render(limits).encode("utf-8")
+    """The file's bytes, written by tomli-w (``render``, the readers' check of the form, is
+    pinned to it by a test); never more than the hooks read (they ignore a larger file)."""
+    import tomli_w
+
+    data = tomli_w.dumps(vars(limits)).encode("utf-8")
     if len(data) > MAX_BYTES:
         raise MpsdError(
             f"limits.toml would be {len(data) // 1024} KiB with {len(limits.projects)} projects, "
