@@ -102,8 +102,7 @@ def row_of(sample: Sample) -> Row:
 
 
 def _row_to_sample(row: tuple[Any, ...]) -> Sample:
-    t, available, total, ml, swapouts, pressure, source, jobs = row
-    return Sample(t, available, total, ml, swapouts, pressure, source, jobs or 0)
+    return Sample(*row)
 
 
 class Store:
@@ -113,7 +112,6 @@ class Store:
     def __init__(self, connection: sqlite3.Connection, path: Path) -> None:
         self._db = connection
         self.path = path
-        self._columns = _COLUMNS  # what a read selects (0 for columns an old schema lacks)
 
     # -- opening -------------------------------------------------------------------
     @classmethod
@@ -159,8 +157,6 @@ class Store:
         except sqlite3.DatabaseError as exc:
             db.close()
             raise HistoryError(f"the history {path} cannot be read ({exc}).") from None
-        if version < 3:  # a daemon not yet restarted after an upgrade keeps the old schema
-            store._columns = _COLUMNS.replace("jobs", "0")
         return store
 
     def _check_tables(self) -> None:
@@ -246,8 +242,7 @@ class Store:
     def last(self, until: float = float("inf")) -> Sample | None:
         """The latest sample stamped at or before ``until``."""
         row = self._db.execute(
-            f"SELECT {self._columns} FROM samples WHERE t <= ? AND {_VALID} "
-            "ORDER BY t DESC LIMIT 1",
+            f"SELECT {_COLUMNS} FROM samples WHERE t <= ? AND {_VALID} ORDER BY t DESC LIMIT 1",
             (until,),
         ).fetchone()
         return None if row is None else _row_to_sample(row)
@@ -264,15 +259,14 @@ class Store:
             return []
         if self.count(since, until) <= max_rows:
             rows = self._db.execute(
-                f"SELECT {self._columns} FROM samples WHERE t >= ? AND t <= ? AND {_VALID} "
-                "ORDER BY t",
+                f"SELECT {_COLUMNS} FROM samples WHERE t >= ? AND t <= ? AND {_VALID} ORDER BY t",
                 (since, until),
             ).fetchall()
             return list(map(Row._make, rows))
         width = max((until - since) / max_rows, 1e-6)
         # SQLite: with a single MIN() aggregate, the bare columns come from that row.
         rows = self._db.execute(
-            f"SELECT {self._columns}, "
+            f"SELECT {_COLUMNS}, "
             f"MIN(available + ml) FROM samples WHERE t >= ? AND t <= ? AND {_VALID} "
             "GROUP BY CAST((t - ?) / ? AS INTEGER) ORDER BY t",
             (since, until, since, width),
