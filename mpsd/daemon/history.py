@@ -141,7 +141,9 @@ class Store:
         if not os.path.lexists(path):
             return None
         try:
-            db = sqlite3.connect(f"{_uri(path)}?mode=ro", uri=True, timeout=5.0)
+            db = sqlite3.connect(
+                f"{Path(os.path.abspath(path)).as_uri()}?mode=ro", uri=True, timeout=5.0
+            )
             version = db.execute("PRAGMA user_version").fetchone()[0]
         except sqlite3.DatabaseError as exc:
             raise HistoryError(f"the history {path} cannot be read ({exc}).") from None
@@ -308,13 +310,6 @@ def lowest_free_per_bucket(samples: Iterable[Sample], since: float, width: float
         ):
             best[key] = s
     return sorted(best.values(), key=lambda s: s.t)
-
-
-def _uri(path: Path) -> str:
-    """``path`` as an SQLite file URI: SQLite decodes %HH escapes in it and ends the path at
-    ``?`` or ``#``; nothing else is special."""
-    escaped = os.path.abspath(path).replace("%", "%25").replace("?", "%3F").replace("#", "%23")
-    return f"file:{escaped}"
 
 
 def _newer(path: Path, version: int) -> str:

@@ -152,34 +152,17 @@ class LoadedAgent:
 
 
 def parse_print(text: str, domain: str) -> LoadedAgent:
-    """Read the fields mpsd needs from ``launchctl print`` output (tab-indented
-    ``key = value`` lines, an ``arguments = { ... }`` list)."""
-    fields: dict[str, str] = {}
-    arguments: list[str] = []
-    in_arguments = False
-    for raw in text.splitlines():
-        line = raw.strip()
-        if in_arguments:
-            if line == "}":
-                in_arguments = False
-            elif line:
-                arguments.append(line)
-            continue
-        depth = len(raw) - len(raw.lstrip("\t"))
-        if depth != 1:
-            continue
-        if line == "arguments = {":
-            in_arguments = True
-            continue
-        key, sep, value = line.partition(" = ")
-        if sep:
-            fields[key] = value
+    """Read the fields mpsd needs from ``launchctl print`` output: the ``key = value`` lines
+    indented by one tab, and the ``arguments = { ... }`` list."""
+    fields = dict(re.findall(r"^\t([^\t=][^=\n]*?) = (.*?)\s*$", text, re.MULTILINE))
+    block = re.search(r"^\targuments = \{\n(.*?)^\t\}", text, re.MULTILINE | re.DOTALL)
+    arguments = block.group(1).split("\n") if block else []
     pid_text = fields.get("pid", "")
     return LoadedAgent(
         domain=domain,
         path=fields.get("path"),
         pid=int(pid_text) if pid_text.isdigit() else None,
-        arguments=arguments,
+        arguments=[line.strip() for line in arguments if line.strip()],
     )
 
 
