@@ -108,10 +108,7 @@ def environments_of(project: str) -> list[str]:
 
 
 def env_python(env: str) -> str:
-    """The interpreter of the virtual environment ``env`` (``bin/python``, else ``bin/python3``)."""
-    python3 = os.path.join(env, "bin", "python3")
-    if os.path.exists(python3) and not os.path.exists(os.path.join(env, "bin", "python")):
-        return python3
+    """The interpreter of the virtual environment ``env`` (every venv tool makes ``bin/python``)."""
     return os.path.join(env, "bin", "python")
 
 
