@@ -95,9 +95,7 @@ def template_file() -> Path:
     return paths.resource_dir("launchd") / f"{LABEL}.plist"
 
 
-def render(
-    python: str, config_dir: Path, state_dir: Path, data_dir: Path, template: Path | None = None
-) -> bytes:
+def render(python: str, config_dir: Path, state_dir: Path, data_dir: Path) -> bytes:
     """The agent's plist: the template with ``@NAME@`` filled in, as XML bytes.
 
     ``python`` is used as given (a venv's ``bin/python`` is a symlink to the base
@@ -111,7 +109,7 @@ def render(
         "MPSD_DATA_DIR": os.path.abspath(data_dir),
         "STATE_DIR": os.path.abspath(state_dir),
     }
-    with (template or template_file()).open("rb") as handle:
+    with template_file().open("rb") as handle:
         data = plistlib.load(handle)
     return plistlib.dumps(_fill(data, values), fmt=plistlib.FMT_XML, sort_keys=False)
 
