@@ -190,16 +190,13 @@ def _describe(change: FileChange) -> str:
 def _no_agent_note(asked: bool) -> None:
     from mpsd.term import fill
 
-    if asked:
-        print(fill("No launchd agent (--no-agent): keep the daemon running yourself:"))
-    else:
-        print(
-            fill(
-                "There is no launchd here (`launchctl` is not on PATH), so no agent was "
-                "installed. Keep the daemon running yourself (a terminal, tmux, or a systemd "
-                "user service):"
-            )
-        )
+    why = (
+        "No launchd agent (--no-agent): keep the daemon running yourself:"
+        if asked
+        else "There is no launchd here (`launchctl` is not on PATH), so no agent was installed. "
+        "Keep the daemon running yourself (a terminal, tmux, or a systemd user service):"
+    )
+    print(fill(why))
     print(f"    {sys.executable} -m mpsd daemon")
 
 
