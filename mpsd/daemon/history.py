@@ -140,26 +140,19 @@ class Store:
         """The history for reading only; None when there is none yet."""
         if not os.path.lexists(path):
             return None
+        uri = f"{Path(os.path.abspath(path)).as_uri()}?mode=ro"
         try:
-            db = sqlite3.connect(
-                f"{Path(os.path.abspath(path)).as_uri()}?mode=ro", uri=True, timeout=5.0
-            )
-            version = db.execute("PRAGMA user_version").fetchone()[0]
-        except sqlite3.DatabaseError as exc:
+            store = cls(sqlite3.connect(uri, uri=True, timeout=5.0), path)
+            version = store.version
+            if 0 < version <= SCHEMA_VERSION:
+                store._check_tables()
+                return store
+            store.close()
+        except sqlite3.DatabaseError as exc:  # dropped with the error, the connection closes
             raise HistoryError(f"the history {path} cannot be read ({exc}).") from None
-        if version == 0:
-            db.close()
-            return None
-        if version > SCHEMA_VERSION:
-            db.close()
+        if version:
             raise HistoryError(_newer(path, version))
-        store = cls(db, path)
-        try:
-            store._check_tables()
-        except sqlite3.DatabaseError as exc:
-            db.close()
-            raise HistoryError(f"the history {path} cannot be read ({exc}).") from None
-        return store
+        return None
 
     def _check_tables(self) -> None:
         """Raise sqlite3.DatabaseError (not an OperationalError: the file is damaged, not
