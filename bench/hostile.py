@@ -626,32 +626,40 @@ OWN_FILES: dict[str, tuple[Callable[[Sandbox], Path], tuple[tuple[str, ...], ...
 OOM = b"RuntimeError: MPS backend out of memory (MPS allocated: 1.00 GB, other allocations: 2.00 GB, max allowed: 3.00 GB). Tried to allocate 1.00 GB on private pool.\n"  # noqa: E501
 
 
-# A view mpsd rewrites every interval by a rename over it: whatever was planted there is
-# replaced (the rename never writes into it), which is fine.
-REPLACED_BY_A_RENAME = {"free-memory.json"}
+TRUST = "trusts nothing in it"  # the trust rule's sentence (mpsd.paths.untrusted)
+
+
+def _open_to_others(sb: Sandbox, directory: Path) -> None:
+    """Make one of mpsd's dirs writable by others, as it must be for another user to plant a
+    file in it: from then on mpsd trusts nothing in it (the trust rule)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    directory.chmod(0o777)
+    sb.cleanups.append(lambda: directory.chmod(0o700))
+    sb.note(f"chmod 777 {directory}")
 
 
 def _planted_case(file: str, kind: str) -> Callable[[Sandbox, Sizes], None]:
     where, commands = OWN_FILES[file]
+    users = file.startswith("~")  # the user's own file, in a dir that is not mpsd's
 
     def run(sb: Sandbox, sizes: Sizes) -> None:
         project = sb.project()
-        if not file.startswith("~"):
-            set_up(sb)
         path = where(sb)
+        if not users:
+            set_up(sb)
+            _open_to_others(sb, path.parent)
         _plant(path, kind)
         for command in commands:
             argv = [word.replace("{proj}", str(project)) for word in command]
             result = sb.mpsd(*argv, cwd=project, stdin=OOM if "explain" in argv else None)
-            one_sentence(result)
-            if result.code != 0 and argv[0] not in ("explain", "doctor", "status"):
+            one_sentence(result, mentions=None if users else TRUST)
+            if users and result.code != 0 and argv[0] not in ("doctor",):
                 expect(
-                    path.name in result.out + result.err or "log" in result.err,
+                    path.name in result.out + result.err,
                     f"`mpsd {shlex.join(argv)}` failed without naming {path.name}: "
                     f"{result.err.strip()[:200]!r}",
                 )
-        if file not in REPLACED_BY_A_RENAME:
-            expect(_kind_of(path) == kind, f"the {kind} at {file} was replaced or removed")
+        expect(_kind_of(path) == kind, f"the {kind} at {file} was replaced or removed")
 
     return run
 
@@ -698,11 +706,12 @@ def _link_case(name: str, dangling: bool) -> Callable[[Sandbox, Sizes], None]:
             victim.write_bytes(b"precious\n")
             os.utime(victim, (1_000_000_000, 1_000_000_000))
         link = LINKED[name](sb)
+        _open_to_others(sb, link.parent)
         with contextlib.suppress(FileNotFoundError):
             link.unlink()
         link.symlink_to(victim)
         for argv in (("enable", str(other)), ("daemon", "--once"), ("status",), ("env",)):
-            one_sentence(sb.mpsd(*argv, cwd=project))
+            one_sentence(sb.mpsd(*argv, cwd=project), mentions=TRUST)
         if dangling:
             expect(not victim.exists(), f"mpsd created {victim} through the link {name}")
         else:
@@ -722,9 +731,9 @@ for _name in LINKED:
 def _hook_copy_link(sb: Sandbox, sizes: Sizes) -> None:
     victim = sb.root / "victim"
     victim.write_bytes(b"precious\n")
-    sb.data.mkdir(parents=True)
+    _open_to_others(sb, sb.data)
     (sb.data / "mpsd.bash").symlink_to(victim)
-    one_sentence(sb.mpsd("install", "--shell", "bash", "--no-agent"))
+    one_sentence(sb.mpsd("install", "--shell", "bash", "--no-agent"), mentions=TRUST)
     expect(victim.read_bytes() == b"precious\n", "install wrote through the planted hook copy")
 
 
@@ -903,9 +912,8 @@ def _kill_daemon(sb: Sandbox, sizes: Sizes) -> None:
 
 
 # -- clocks ---------------------------------------------------------------------------------------
+# A clock past the year 9999 is no case any more: mpsd does not clamp its stamps (issue 18).
 CLOCKS = {
-    "year 9999": "fixed:253402300000",
-    "1e300": "fixed:1e300",
     "before 1970": "fixed:-1e9",
     "zero": "fixed:0",
 }
@@ -1044,60 +1052,6 @@ def _four_daemons(sb: Sandbox, sizes: Sizes) -> None:
         if proc.poll() is not None:
             err = _text(proc.communicate(timeout=10)[1])
             expect("already running" in err, f"a second daemon said: {err.strip()[:200]!r}")
-
-
-@case("races", "daemon.lock deleted under a running daemon: a second one still refuses")
-def _lock_deleted(sb: Sandbox, sizes: Sizes) -> None:
-    set_up(sb)
-    first = sb.start_daemon()
-    lock = sb.state / "daemon.lock"
-    sb.wait_for("the daemon lock", lambda: lock.exists() and lock.read_text().strip())
-    lock.unlink()
-    sb.note(f"rm {lock}")
-    second = sb.start_daemon()
-    try:
-        second.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        raise Failed(
-            "a second daemon runs beside the first after daemon.lock was deleted"
-        ) from None
-    expect(first.poll() is None, "the first daemon died")
-    sb.wait_for(
-        "the first daemon to recreate daemon.lock",
-        lambda: lock.exists() and lock.read_text().strip() == str(first.pid),
-        timeout=15,
-    )
-    one_sentence(status := sb.mpsd("status"), ok=True, mentions=f"pid {first.pid}")
-    del status
-
-
-@case("races", "the state dir deleted under a running daemon: recreated, still one daemon")
-def _state_deleted(sb: Sandbox, sizes: Sizes) -> None:
-    set_up(sb)
-    first = sb.start_daemon()
-    lock = sb.state / "daemon.lock"
-    sb.wait_for("the daemon lock", lambda: lock.exists() and lock.read_text().strip())
-    for _ in range(100):  # the daemon may write a file in it mid-delete: rm -rf again, as a user
-        try:
-            shutil.rmtree(sb.state)
-            break
-        except OSError:
-            time.sleep(0.05)
-    else:
-        raise Failed(f"could not delete {sb.state} in 100 tries")
-    sb.note(f"rm -rf {sb.state}")
-    sb.wait_for(
-        "the daemon to recreate the state dir and its lock",
-        lambda: lock.exists() and lock.read_text().strip() == str(first.pid),
-        timeout=15,
-    )
-    second = sb.start_daemon()
-    try:
-        second.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        raise Failed("a second daemon runs beside the first") from None
-    expect(first.poll() is None, "the first daemon died")
-    sb.wait_for("the log to come back", lambda: "recreated" in sb.log_text(), timeout=10)
 
 
 @case("races", "twenty parallel enables lose nothing")
@@ -1309,6 +1263,53 @@ def python_values(sb: Sandbox, directory: Path) -> tuple[str, str]:
     one_sentence(result, ok=True)
     exports = json.loads(result.out)["export"]
     return exports.get(HIGH, ""), exports.get(LOW, "")
+
+
+def _startup_hook_values(sb: Sandbox, directory: Path) -> dict[str, str]:
+    """What the interpreter start-up hook would set for a python started in ``directory``."""
+    code = (
+        "import json, os, sys; from mpsd.env import startup_hook as h; "
+        "print(json.dumps(h.decide(os.environ, os.getcwd(), sys.prefix)))"
+    )
+    result = sb.run([PY, "-c", code], cwd=directory)
+    one_sentence(result, ok=True)
+    return dict(json.loads(result.out))
+
+
+def _trust_case(which: str, how: str) -> Callable[[Sandbox, Sizes], None]:
+    def run(sb: Sandbox, sizes: Sizes) -> None:
+        project = set_up(sb)
+        directory = {"config": sb.config, "data": sb.data}[which]
+        if how == "writable by others":
+            _open_to_others(sb, directory)
+        else:
+            if os.getuid() != 0:
+                raise Skipped("only root can give a directory to another user")
+            directory.mkdir(parents=True, exist_ok=True)
+            os.chown(directory, 65534, -1)
+            sb.cleanups.append(lambda: os.chown(directory, 0, -1))
+            sb.note(f"chown 65534 {directory}")
+        fix = "chmod go-w" if how == "writable by others" else "chown"
+        for argv in (("status",), ("projects",), ("env",), ("doctor",)):
+            result = sb.mpsd(*argv, cwd=project)
+            one_sentence(result, mentions=fix)
+            expect(result.err.count(TRUST) == 1, f"`mpsd {argv[0]}` did not warn just once")
+        expect(python_values(sb, project) == ("", ""), "mpsd env exported from an untrusted dir")
+        expect(not _startup_hook_values(sb, project), "the start-up hook set the variables")
+        if how == "another user's":  # the shells see ownership only (`test -O`, no fork)
+            for shell in ("bash", "zsh", "fish"):
+                with contextlib.suppress(Skipped):
+                    got = hook_values(sb, shell, project)
+                    expect(got == ("", ""), f"the {shell} hook exported {got}")
+
+    return run
+
+
+for _which in ("config", "data"):
+    for _how in ("writable by others", "another user's"):
+        case("trust", f"a {_which} dir {_how}: every command warns once, nothing exported")(
+            _trust_case(_which, _how)
+        )
 
 
 def _name_case(name: str) -> Callable[[Sandbox, Sizes], None]:

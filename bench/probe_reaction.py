@@ -22,8 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from mpsd.probe import runner as probe
-from mpsd.probe.runner import ProbeSpec, run_probe
-from mpsd.probe.swapwatch import choose_watch
+from mpsd.probe.runner import ProbeSpec, choose_watch, run_probe
 
 MIB = 1 << 20
 

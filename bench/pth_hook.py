@@ -101,7 +101,7 @@ def bench(python: str, runs: int, work: Path) -> None:
     venv_python = str(project / ".venv" / "bin" / "python")
     (config / "limits.toml").write_text(LIMITS.format(project=os.path.realpath(project)))
     env = {"PATH": os.environ.get("PATH", ""), "HOME": str(work), "MPSD_CONFIG_DIR": str(config)}
-    site = pyhooks.ask(venv_python).site
+    site = pyhooks.inspect_interpreter(venv_python).site
 
     def check(cwd: Path, wanted: str | None) -> None:
         done = subprocess.run(
@@ -118,10 +118,10 @@ def bench(python: str, runs: int, work: Path) -> None:
         )
         assert done.stdout.strip() == str(wanted) and not done.stderr, (done.stdout, done.stderr)
 
-    pyhooks.put(site)
+    pyhooks.write_copy(site)
     check(project, "0.77")
     check(outside, "0.77")  # the environment itself is inside the project
-    pyhooks.take_out(site)
+    pyhooks.remove_copy(site)
     check(project, None)
     check(outside, None)
 
@@ -129,8 +129,8 @@ def bench(python: str, runs: int, work: Path) -> None:
     other = work / "other-venv"
     subprocess.run([python, "-m", "venv", "--without-pip", str(other)], check=True)
     other_python = str(other / "bin" / "python")
-    pyhooks.put(pyhooks.ask(other_python).site)
-    pyhooks.put(site)
+    pyhooks.write_copy(pyhooks.inspect_interpreter(other_python).site)
+    pyhooks.write_copy(site)
     pth = Path(site, pyhooks.PTH_FILE)
     off = Path(site, pyhooks.PTH_FILE + ".off")
     # Another package's .pth that imports nothing new (the cost any .pth file has).

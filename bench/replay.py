@@ -1,7 +1,7 @@
 """Run the real policy over a recorded or synthetic memory trace.
 
     python bench/replay.py TRACE.csv --total-bytes N --recommended-max-bytes N
-                           [--config FILE] [--stride SAMPLES]
+                           [--config FILE] [--stride SAMPLES] [--without MECHANISM,...]
 
 stdout: one JSON object per evaluation, ``{"t", "high_watermark_ratio",
 "low_watermark_ratio", "limit_bytes", "baseline_free_bytes"}``.
@@ -20,6 +20,9 @@ config's window, read as the daemon reads it: when the window holds more than 50
 samples, the older history thinned to 5000 buckets (each its lowest-free sample), the
 last 6 hours as sampled; at every other sample where ``ml_bytes`` changed, its next-job
 step alone (``for_next_job``), as the daemon does.
+
+``--without`` turns mechanisms of the policy off (``WITHOUT`` names them), to see which trace
+fails without each one (docs/policy.md, "What each mechanism is for").
 """
 
 from __future__ import annotations
@@ -33,19 +36,79 @@ import sys
 import time
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from mpsd.config import Config, ConfigError, load_config  # noqa: E402
-from mpsd.daemon.history import thin  # noqa: E402
+from mpsd.daemon import policy  # noqa: E402
+from mpsd.daemon.history import lowest_free_per_bucket  # noqa: E402
 from mpsd.daemon.loop import POLICY_ROWS, WINDOW_RELOAD  # noqa: E402
-from mpsd.daemon.policy import Recommendation, for_next_job, recommend  # noqa: E402
+from mpsd.daemon.policy import Recommendation  # noqa: E402
 from mpsd.machine.sample import Sample  # noqa: E402
 
 GIB = 1 << 30
 NEW_JOB_BYTES = GIB  # a rise this large from one sample to the next is a new job
+
+
+def _without(name: str) -> None:
+    """Turn one mechanism of the policy off (for ``--without``)."""
+    p: Any = policy
+    if name == "ml-added-back":
+        read = p.read_window
+
+        def read_window(window: Any, interval: float) -> Any:
+            timeline = read(window, interval)
+            timeline.frees = [f - s.ml_bytes for f, s in zip(timeline.frees, window)]
+            return timeline
+
+        p.read_window = read_window
+    elif name == "time-weights":
+        p.weighted_percentile = lambda pairs, pct: p.percentile(sorted(v for v, _ in pairs), pct)
+    elif name == "calm":
+        whole = p.baseline
+        p.baseline = lambda tl, c, now=None: whole(replace(tl, calm=[True] * len(tl.calm)), c, now)
+    elif name == "hours":
+        p.hours_percentile = lambda *args: None
+    elif name == "hours-cap":
+        p.Baseline.before_recent = property(
+            lambda b: b.window_value if b.hours_value is None else b.hours_value
+        )
+        step = p.next_job
+        p.next_job = lambda *args, **kw: step(*args, **{**kw, "day_low": None})
+    elif name == "hours-days":
+        p.HOURS_DAYS = 0.0
+    elif name == "run-before-window":
+        run = p.expected_run
+        p.expected_run = lambda jobs, window_start=None: run(jobs, None)
+    elif name == "recent":
+        p._recent = lambda *args: []
+    elif name == "swap":
+        p.swap_factor = lambda jobs, now, config: (1.0, "")
+    elif name == "swap-next-day":
+        p.NEXT_JOB_AFTER = 0.0
+    elif name == "next-job-share":
+        p.next_job_share = lambda base, held, headroom, factor: int(headroom * factor * base)
+    elif name != "quick-step":  # the replay loop's own
+        raise ValueError(f"no mechanism {name!r}: one of {', '.join(WITHOUT)}")
+
+
+WITHOUT = (
+    "ml-added-back",
+    "time-weights",
+    "calm",
+    "hours",
+    "hours-cap",
+    "hours-days",
+    "run-before-window",
+    "recent",
+    "swap",
+    "swap-next-day",
+    "next-job-share",
+    "quick-step",
+)
 
 
 def read_trace(path: Path, total: int) -> list[Sample]:
@@ -122,8 +185,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--recommended-max-bytes", type=int, required=True)
     parser.add_argument("--config", type=Path, help="a config.toml (default: the defaults)")
     parser.add_argument("--stride", type=int, default=20, help="samples between evaluations")
+    parser.add_argument(
+        "--without", default="", help="mechanisms to turn off: " + ", ".join(WITHOUT)
+    )
     args = parser.parse_args(argv)
+    without = [name for name in args.without.split(",") if name]
     try:
+        for name in without:
+            _without(name)
         config = load_config(args.config) if args.config else Config()
         samples = read_trace(args.trace, args.total_bytes)
     except (ConfigError, OSError, KeyError, ValueError) as exc:
@@ -137,7 +206,7 @@ def main(argv: list[str] | None = None) -> int:
         if gaps:
             config = replace(config, interval=max(1.0, gaps[len(gaps) // 2]))
     times = [s.t for s in samples]
-    thinned = thin(samples, times[0], config.window / POLICY_ROWS)
+    thinned = lowest_free_per_bucket(samples, times[0], config.window / POLICY_ROWS)
     thin_times = [s.t for s in thinned]
     jobs = jobs_in(samples)
     job_starts = {job.start for job in jobs}
@@ -153,10 +222,10 @@ def main(argv: list[str] | None = None) -> int:
             limit_at[i] = current  # what limits.toml held when the job started
         changed = i > 0 and s.ml_bytes != samples[i - 1].ml_bytes
         whole = i % args.stride == 0 or i + 1 in job_starts or i == len(samples) - 1
-        if changed and not whole and last is not None:
+        if changed and not whole and last is not None and "quick-step" not in without:
             # As the daemon does at a sample where only the jobs changed: the next-job
             # step alone, on the last whole run's baseline.
-            decision = for_next_job(last, s.ml_bytes, 0, config)
+            decision = policy.for_next_job(last, s.ml_bytes, 0, config)
         elif whole or changed:
             lo = bisect.bisect_left(times, s.t - config.window)
             if i + 1 - lo > POLICY_ROWS:
@@ -171,7 +240,7 @@ def main(argv: list[str] | None = None) -> int:
                 window = old + samples[cut : i + 1]
             else:
                 window = samples[lo : i + 1]
-            decision = recommend(window, config, args.recommended_max_bytes, now=s.t)
+            decision = policy.recommend(window, config, args.recommended_max_bytes, now=s.t)
         else:
             continue
         evaluations += 1

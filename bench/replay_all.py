@@ -1,6 +1,9 @@
 """Replay every trace of bench/traces/MANIFEST.csv and print each summary.
 
-python bench/make_traces.py && python bench/replay_all.py [--config FILE]
+python bench/make_traces.py && python bench/replay_all.py [--config FILE] [--without NAME]
+
+``--without`` turns a mechanism of the policy off (bench/replay.py's ``WITHOUT``): the traces
+that then miss a goal are the ones docs/policy.md names for it.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--traces", type=Path, default=HERE / "traces")
     parser.add_argument("--config", type=Path)
+    parser.add_argument("--without", default="")
     args = parser.parse_args()
     manifest = args.traces / "MANIFEST.csv"
     if not manifest.exists():
@@ -41,6 +45,8 @@ def main() -> int:
         ]
         if args.config:
             command += ["--config", str(args.config)]
+        if args.without:
+            command += ["--without", args.without]
         done = subprocess.run(
             command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, check=False
         )

@@ -28,7 +28,8 @@ sys.path.insert(0, str(ROOT))
 
 import psutil  # noqa: E402
 
-from mpsd.machine.sampler import find_ml_processes, take_sample  # noqa: E402
+from mpsd.machine.mljobs import find_ml_processes  # noqa: E402
+from mpsd.machine.sampler import take_sample  # noqa: E402
 
 BUDGET_MS = 5.0
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -148,7 +149,7 @@ def main() -> int:
     children = spawn_table(args.table, torch=has_torch and not args.no_torch)
     try:
         start = time.process_time()
-        first = take_sample()
+        first = take_sample()[0]
         cold = (time.process_time() - start) * 1000
         print(f"platform {sys.platform}, {len(psutil.pids())} processes, source {first.source}")
         jobs = find_ml_processes()

@@ -22,9 +22,9 @@ mpsd that the command loads (the standard library's ``dataclasses``, ``pathlib``
 what no change to mpsd's own code can take off, only a choice not to use a module.
 
 Then "mpsd own": the command's CPU ratio minus that floor, what mpsd's modules and their work
-add. The budget is the product's quality bar, the whole command under 4x a bare Python
-(docs/architecture.md, "Start-up"); the two columns beside it say where a command over it
-spends: in the modules it chose, or in mpsd's own code.
+add. The budget is the product's quality bar, the whole command at most 5x a bare Python,
+6x for ``status`` over a year of history (docs/architecture.md, "Start-up"); the two columns
+beside it say where a command over it spends: in the modules it chose, or in mpsd's own code.
 """
 
 from __future__ import annotations
@@ -43,7 +43,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-BUDGET = 4.0  # the whole command, in bare Pythons: the quality bar (docs/architecture.md)
+BUDGET = 5.0  # the whole command, in bare Pythons: the quality bar (docs/architecture.md)
+YEAR_BUDGET = 6.0  # status over a year of history
 # What the `mpsd` console script that pip writes runs.
 SCRIPT = "import sys; from mpsd.cli import main; sys.exit(main())"
 
@@ -204,7 +205,8 @@ def main() -> int:
         if name in floors:
             floor_ratio = statistics.median(cpus[floors[name]]) / base_cpu
             floor, own = f"{floor_ratio:5.2f}x", f"{cpu / base_cpu - floor_ratio:+5.2f}x"
-            verdict = f"< {BUDGET:g}x {'ok' if cpu / base_cpu < BUDGET else 'OVER'}"
+            budget = YEAR_BUDGET if "a year" in name else BUDGET
+            verdict = f"<= {budget:g}x {'ok' if cpu / base_cpu <= budget else 'OVER'}"
         print(
             f"  {name:<36} {wall * 1000:6.1f}ms {wall / base_wall:5.2f}x   "
             f"{cpu * 1000:6.1f}ms {cpu / base_cpu:5.2f}x   {verdict:<11} {floor:>13}   {own:>8}"

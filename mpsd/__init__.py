@@ -26,11 +26,9 @@ def explain(text: str) -> list[dict[str, Any]]:
 def apply(directory: str | None = None, *, anywhere: bool = False) -> Applied:
     """Set PYTORCH_MPS_HIGH/LOW_WATERMARK_RATIO from limits.toml for ``directory`` (default: the
     current one), as the shell hook would; call it before ``import torch``. Only inside an
-    opted-in project unless ``anywhere=True``; values the user set by hand win. If torch's MPS
-    is already in use, sets the high limit with ``torch.mps.set_per_process_memory_fraction``
-    and warns that the low one could not be set. Returns what it did
-    (``mpsd.env.inprocess.Applied``).
-    """
+    opted-in project unless ``anywhere=True``; values the user set by hand win. After ``import
+    torch`` it also sets the high limit with ``torch.mps.set_per_process_memory_fraction``.
+    Returns what it did (``mpsd.env.inprocess.Applied``)."""
     from mpsd.env.inprocess import apply as _apply
 
     return _apply(directory, anywhere=anywhere)

@@ -10,7 +10,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from mpsd.files import UnsafeFileError, ensure_dir, not_regular, read_bytes, symlink_refused
+from mpsd.files import ensure_dir, not_regular, open_regular, read_bytes, refuse_untrusted
 
 # A temp file left by a kill -9 between write and rename is removed once it is this old:
 # younger ones may belong to a writer that is still at work.
@@ -23,29 +23,26 @@ def write_atomic(
     """Replace ``path`` with ``data``: temp file in the same directory, fsync, rename.
 
     Returns False (and writes nothing) when the file already holds exactly ``data``.
-    ``mode`` defaults to the existing file's mode, else 0o644.
+    ``mode`` defaults to the existing file's mode, else 0o644. A FIFO or directory in the
+    file's place is refused (``UnsafeFileError``), and so is a path in a dir of mpsd's that
+    fails the trust rule (with the rule's sentence).
 
     ``follow_links`` is for the user's own files (rc files, config.toml a dotfile manager
     links): the file a symlink points to is replaced and the link stays a link, and a file
-    with other hard links is rewritten in place so its twins keep seeing it. Without it (mpsd's
-    own files) a symlink is refused with ``UnsafeFileError``: nothing is written through a link
-    someone planted. Whatever is not a regular file (a FIFO, a directory) is refused too.
+    with other hard links is rewritten in place so its twins keep seeing it. Without it, the
+    path itself is replaced.
     """
-    if follow_links:
-        target = Path(os.path.realpath(path))
-    else:
-        target = Path(path)
-        if os.path.islink(target):
-            raise symlink_refused(target)
+    refuse_untrusted(path)
+    target = Path(os.path.realpath(path)) if follow_links else Path(path)
     try:
-        st: os.stat_result | None = os.stat(target, follow_symlinks=False)
+        st: os.stat_result | None = os.stat(target)
     except FileNotFoundError:
         st = None
     if st is not None and not stat.S_ISREG(st.st_mode):
         raise not_regular(target, st.st_mode)
     if st is not None:
         try:
-            if st.st_size == len(data) and read_bytes(target, follow=False) == data:
+            if st.st_size == len(data) and read_bytes(target) == data:
                 return False
         except FileNotFoundError:
             st = None
@@ -76,11 +73,8 @@ def _write_in_place(target: Path, data: bytes) -> None:
     """Rewrite a hard-linked file through its own inode: a rename would split it from its
     twins (the other names would keep the old text). Not atomic, so it is only for files
     the user linked that way; the new bytes are fsynced before returning."""
-    fd = os.open(target, os.O_WRONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    fd = open_regular(target, os.O_WRONLY)
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise UnsafeFileError(target, "it is not a regular file")
-        os.set_blocking(fd, True)
         view = memoryview(data)
         while view:
             written = os.write(fd, view)
@@ -91,31 +85,22 @@ def _write_in_place(target: Path, data: bytes) -> None:
         os.close(fd)
 
 
-def temp_pattern(name: str) -> re.Pattern[str]:
-    """The names ``write_atomic`` gives its temp files for ``name`` (tempfile's 8 characters)."""
-    return re.compile(rf"\.{re.escape(name)}\.[a-z0-9_]{{8}}\.tmp")
-
-
 def clean_stale_temps(path: Path, older_than: float = STALE_TEMP_SECONDS) -> list[str]:
     """Remove the temp files a killed ``write_atomic`` of ``path`` left behind: mpsd's own
-    name pattern only, regular files only, and only when older than ``older_than`` seconds.
-    The names removed; never raises."""
-    directory = path.parent
-    pattern = temp_pattern(path.name)
+    name pattern only, and only when older than ``older_than`` seconds. The names removed;
+    never raises."""
+    pattern = re.compile(rf"\.{re.escape(path.name)}\.[a-z0-9_]{{8}}\.tmp")  # tempfile's 8
     removed: list[str] = []
     try:
-        names = os.listdir(directory)
+        names = os.listdir(path.parent)
     except OSError:
         return removed
     now = time.time()
     for name in names:
-        if not pattern.fullmatch(name):
-            continue
-        full = os.path.join(directory, name)
+        full = path.parent / name
         try:
-            st = os.stat(full, follow_symlinks=False)
-            if stat.S_ISREG(st.st_mode) and now - st.st_mtime >= older_than:
-                os.unlink(full)
+            if pattern.fullmatch(name) and now - full.stat().st_mtime >= older_than:
+                full.unlink()
                 removed.append(name)
         except OSError:
             continue
@@ -123,13 +108,9 @@ def clean_stale_temps(path: Path, older_than: float = STALE_TEMP_SECONDS) -> lis
 
 
 def _fsync_dir(directory: Path) -> None:
-    try:
+    with contextlib.suppress(OSError):
         fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)

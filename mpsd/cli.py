@@ -1,8 +1,10 @@
 """The ``mpsd`` command line: dispatch to the command, and turn its errors into exit codes.
 
 The parser is built by ``mpsd.commands`` with only the command being run configured, so only
-that command's module is imported. Every ``MpsdError`` becomes one line on stderr and its exit
-code; any other exception too, with a traceback only when ``MPSD_DEBUG=1``.
+that command's module is imported. Before any command runs, each of mpsd's dirs that fails the
+trust rule (``mpsd.paths.untrusted``) is named in one warning: what is in it counts as absent.
+Every ``MpsdError`` becomes one line on stderr and its exit code; any other exception too, with
+a traceback only when ``MPSD_DEBUG=1``.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import os
 import sys
 from collections.abc import Sequence
 
+from mpsd import paths
 from mpsd.commands import COMMANDS, PROG, build_parser, load
 from mpsd.errors import EXIT_USAGE, MpsdError
 
@@ -25,17 +28,16 @@ def _first_word(argv: Sequence[str]) -> str | None:
     return None
 
 
-def _chosen(argv: Sequence[str]) -> str | None:
-    word = _first_word(argv)
-    return word if word in COMMANDS else None
-
-
 def _unknown_command(word: str) -> str:
     from difflib import get_close_matches
 
     close = get_close_matches(word, list(COMMANDS), n=1)
     hint = f"; did you mean `mpsd {close[0]}`?" if close else ""
     return f"{PROG}: unknown command '{word}'{hint} (`mpsd --help` lists the commands).\n"
+
+
+# status and doctor show the trust rule's sentences in their report, the daemon in its log.
+SAYS_TRUST_ITSELF = ("status", "doctor", "daemon")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -46,8 +48,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if word is not None and word not in COMMANDS:
         sys.stderr.write(_unknown_command(word))
         return EXIT_USAGE
-    chosen = _chosen(args_list)
-    parser = build_parser(chosen, only=bool(args_list) and args_list[0] == chosen)
+    parser = build_parser(word, only=bool(args_list) and args_list[0] == word)
     try:
         args, extra = parser.parse_known_args(args_list)
         if extra:
@@ -60,6 +61,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         # `mpsd` alone: the usage and the commands, as uv does, and exit 2 (nothing was run).
         parser.print_help(sys.stderr)
         return EXIT_USAGE
+    if args.command not in SAYS_TRUST_ITSELF:
+        for sentence in paths.untrusted_dirs():
+            sys.stderr.write(f"{PROG}: warning: {sentence}.\n")
     try:
         code = int(load(args.command).run(args))
         sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's exit

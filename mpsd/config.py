@@ -238,18 +238,12 @@ def load_config(path: Path) -> Config:
     Whatever the file holds, the only exception is ``ConfigError``: a FIFO or directory in its
     place, a file over ``CONFIG_LIMIT`` (refused unread), arrays nested thousands deep, numbers
     of hundreds of digits."""
-    return read_config(path)[0]
-
-
-def read_config(path: Path) -> tuple[Config, bytes | None]:
-    """``load_config``, with the bytes the config was read from (None: no file, the defaults),
-    for the daemon's copy of the last good config (``mpsd.daemon.last_good``)."""
     from mpsd.files import read_bytes
 
     try:
         raw = read_bytes(path, limit=CONFIG_LIMIT)
     except FileNotFoundError:
-        return Config(), None
+        return Config()
     except OSError as exc:
         from mpsd.paths import in_the_way_sentence
 
@@ -257,11 +251,6 @@ def read_config(path: Path) -> tuple[Config, bytes | None]:
         if blocked:
             raise ConfigError(path, [blocked], whole=f"{blocked}.") from None
         raise ConfigError(path, [f"cannot be read ({exc.strerror})"]) from None
-    return parse_config(raw, path), raw
-
-
-def parse_config(raw: bytes, path: Path) -> Config:
-    """The config that config.toml's bytes ``raw`` hold (``path`` names the file in errors)."""
     try:
         data = tomllib.loads(raw.decode("utf-8"))
     except UnicodeDecodeError:
@@ -271,6 +260,14 @@ def parse_config(raw: bytes, path: Path) -> Config:
     except (RecursionError, MemoryError):
         raise ConfigError(path, ["is not valid TOML (nested too deeply)"]) from None
     return validate(data, path)
+
+
+# What the daemon does while config.toml is invalid (docs/file-formats.md): status and doctor
+# say it as the daemon's log does.
+WHILE_INVALID = (
+    "the daemon keeps running, with ratios never above those limits.toml held when the file "
+    "went bad"
+)
 
 
 # The keys whose values are durations (shown as "7d", not 604800.0).

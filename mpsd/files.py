@@ -1,12 +1,13 @@
-"""Opening mpsd's files safely: never hang on a FIFO, never follow a planted link, never
-read a gigabyte by mistake, and create mpsd's directories private whatever the umask.
+"""Opening files safely: never hang on a FIFO, never read a gigabyte by mistake, create mpsd's
+directories private whatever the umask, and keep the trust rule (``mpsd.paths.untrusted``):
+nothing is read from, or written into, a dir of mpsd's that fails it.
 
 Everything here is ``os`` and ``stat`` only: ``mpsd env`` and ``mpsd status`` read through
 it, and their start-up is a contract (docs/architecture.md).
 
 Errors are ``UnsafeFileError``, an ``OSError`` whose ``strerror`` is a clause a caller can put
-in its sentence ("it is a FIFO, not a regular file"), so code that already reports
-``OSError``s by their ``strerror`` says the right thing unchanged.
+in its sentence ("it is not a regular file"), so code that already reports ``OSError``s by
+their ``strerror`` says the right thing unchanged.
 """
 
 from __future__ import annotations
@@ -16,21 +17,13 @@ import os
 import stat
 from pathlib import Path
 
+from mpsd import paths
+
 MiB = 1 << 20
 # The most of a shell rc file, a hook copy or a plist mpsd reads: far above any real one.
 RC_LIMIT = 16 * MiB
-# The largest limits.toml anything of mpsd reads, the hooks included (shell/mpsd.*): mpsd
-# writes a few hundred bytes a project; a bigger file is ignored, as if absent.
-LIMITS_LIMIT = 256 * 1024
 # Private: mpsd's directories hold who ran what where (history, log) and its lock files.
 DIR_MODE = 0o700
-_KINDS = (
-    (stat.S_ISFIFO, "a FIFO"),
-    (stat.S_ISSOCK, "a socket"),
-    (stat.S_ISDIR, "a directory"),
-    (stat.S_ISCHR, "a character device"),
-    (stat.S_ISBLK, "a block device"),
-)
 
 
 class UnsafeFileError(OSError):
@@ -42,44 +35,30 @@ class UnsafeFileError(OSError):
 
 def kind(mode: int) -> str:
     """``"a FIFO"``, ``"a directory"``, ... for a ``st_mode`` that is not a regular file."""
-    for test, name in _KINDS:
-        if test(mode):
-            return name
-    return "not a regular file"
+    kinds = {stat.S_IFDIR: "a directory", stat.S_IFIFO: "a FIFO", stat.S_IFSOCK: "a socket"}
+    return kinds.get(stat.S_IFMT(mode), "a device")
 
 
 def not_regular(path: str | Path, mode: int) -> UnsafeFileError:
     return UnsafeFileError(path, f"it is {kind(mode)}, not a regular file")
 
 
-def symlink_refused(path: str | Path) -> UnsafeFileError:
-    return UnsafeFileError(
-        path,
-        "it is a symbolic link, which mpsd never follows for its own files; remove the link",
-        errno.ELOOP,
-    )
+def refuse_untrusted(path: str | Path) -> None:
+    """``UnsafeFileError`` with the trust rule's sentence when ``path`` lies in a dir of
+    mpsd's that fails the rule: nothing is written there."""
+    sentence = paths.untrusted_home(path)
+    if sentence:
+        raise UnsafeFileError(path, sentence, errno.EPERM)
 
 
-def open_regular(path: str | Path, flags: int, *, follow: bool, mode: int = 0o600) -> int:
+def open_regular(path: str | Path, flags: int, *, follow: bool = True, mode: int = 0o600) -> int:
     """``os.open`` that refuses what is not a regular file, without ever blocking on one.
 
-    ``flags`` are the access flags (``O_RDONLY``, ``O_RDWR | O_CREAT``, ...). A FIFO, socket,
-    device or directory raises ``UnsafeFileError``; so does a symlink when not ``follow``.
-    The descriptor comes back in blocking mode.
+    ``flags`` are the access flags (``O_RDONLY``, ``O_RDWR | O_CREAT``, ...); ``follow=False``
+    adds ``O_NOFOLLOW``. The descriptor comes back in blocking mode.
     """
     flags |= os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0)
-    if not follow:
-        flags |= os.O_NOFOLLOW
-    try:
-        fd = os.open(path, flags, mode)
-    except OSError as exc:
-        if exc.errno == errno.ELOOP and not follow and os.path.islink(path):
-            raise symlink_refused(path) from None
-        if exc.errno == errno.EISDIR:
-            raise UnsafeFileError(path, "it is a directory, not a regular file") from None
-        if exc.errno == errno.ENXIO:  # a FIFO opened for writing with no reader, or a socket
-            raise UnsafeFileError(path, "it is a FIFO or socket, not a regular file") from None
-        raise
+    fd = os.open(path, flags if follow else flags | os.O_NOFOLLOW, mode)
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
@@ -94,10 +73,13 @@ def open_regular(path: str | Path, flags: int, *, follow: bool, mode: int = 0o60
 def read_bytes(path: str | Path, *, limit: int | None = None, follow: bool = True) -> bytes:
     """The bytes of the regular file ``path``; never blocks on a FIFO.
 
-    Raises FileNotFoundError as usual, and ``UnsafeFileError`` when ``path`` is not a regular
-    file, is a symlink (``follow=False``), or holds more than ``limit`` bytes (checked before
-    reading, and again while reading, so a file that grows cannot make it read more).
+    Raises FileNotFoundError when it is missing or lies in a dir of mpsd's that fails the
+    trust rule (mpsd reads nothing there), and ``UnsafeFileError`` when ``path`` is not a
+    regular file or holds more than ``limit`` bytes (checked before reading, and again while
+    reading, so a file that grows cannot make it read more).
     """
+    if paths.untrusted_home(path):
+        raise FileNotFoundError(errno.ENOENT, "in a directory mpsd does not trust", str(path))
     fd = open_regular(path, os.O_RDONLY, follow=follow)
     try:
         if limit is not None and os.fstat(fd).st_size > limit:
@@ -129,8 +111,10 @@ def ensure_dir(path: str | Path) -> None:
 
     ``os.makedirs``'s mode is masked by the umask (under umask 000 a directory would be
     0777): so the mode is set after creation, and only on the directories this call made.
-    An existing directory keeps its mode (it is the user's).
+    An existing directory keeps its mode (it is the user's), but one of mpsd's that fails
+    the trust rule is refused with its sentence.
     """
+    refuse_untrusted(path)
     path = os.fspath(path)
     if os.path.isdir(path):
         return

@@ -1,30 +1,20 @@
 """limits.toml: its one writer and its one reader.
 
-Every part of mpsd that needs the file comes here: the daemon and ``enable`` write it
-(``write``, ``update``); the daemon, ``status``, ``doctor``, ``env``, ``run``, ``apply()``,
-``probe`` and ``explain`` read it (``read_file``, ``read``). The shell hooks and the
-interpreter start-up hook read it too, with their own builtins, so its form is a contract
-(docs/file-formats.md): one ``key = value`` a line, ratios as plain decimals, no comments,
-``projects`` as one double-quoted absolute path a line.
-
-The reader has the hooks' semantics: what it says a ``python`` gets (``LimitsFile.high``,
-``.low``, ``.projects``) is what the hooks export, line for line the same rules. Beyond that it
-checks that the file is in the form the writer produces; any difference (a hand edit, a
-comment, ``key=value`` without spaces) is a ``problem`` that ``status`` and ``doctor`` show,
-and such a file gives no ``Limits``.
-
-Every command reads the file and few write it, so what only the writer needs (tomli-w, the
-lock, the atomic write) is imported in the writing functions.
+The daemon and ``enable`` write it (``write``, ``update_locked``); every command that needs it
+reads it here (``read_file``, ``read``). The shell hooks and the start-up hook read it with their
+own builtins, so its form is a contract (docs/file-formats.md). The reader has the hooks'
+semantics (``LimitsFile.high``, ``.low``, ``.projects`` are what they export) and also checks the
+writer's exact form: any difference (a hand edit, a comment) is a ``problem`` and gives no
+``Limits``. Only writers import tomli-w, the lock and the atomic write.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import errno
 import math
-import os
 import re
-import stat
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -121,23 +111,13 @@ def write(limits: Limits, path: Path | None = None) -> bool:
         return write_atomic(path, _encoded(limits), mode=0o644)
 
 
-def update(change: Callable[[Limits | None], Limits | None], path: Path | None = None) -> bool:
-    """Read, change and write limits.toml as one step under the limits lock.
-
-    ``change`` gets the current limits (None when the file is missing or not in mpsd's form)
-    and returns the new ones, or None to leave the file alone. False when nothing was written.
-    """
-    from mpsd.locks import exclusive
-
-    with exclusive(paths.limits_lock_file()):
-        return update_locked(change, path)
-
-
 def update_locked(
     change: Callable[[Limits | None], Limits | None], path: Path | None = None
 ) -> bool:
-    """``update`` for a caller that already holds the limits lock (``exclusive`` is not
-    re-entrant: a second flock on the same file from this process would wait for itself)."""
+    """Read, change and write limits.toml as one step, for a caller that holds the limits lock
+    (``paths.limits_lock_file()``). ``change`` gets the current limits (None when missing or not
+    in mpsd's form) and returns the new ones, or None to leave the file alone. False when
+    nothing was written."""
     from mpsd.atomic import write_atomic
 
     path = path or paths.limits_file()
@@ -163,27 +143,28 @@ def _encoded(limits: Limits) -> bytes:
 
 
 def read_file(path: Path | None = None) -> LimitsFile:
-    """limits.toml as the hooks and every command see it. Never raises for the file's sake."""
+    """limits.toml as the hooks and every command see it. Never raises for the file's sake.
+    Absent, as for the hooks, when the config or the data dir fails the trust rule."""
+    from mpsd.files import UnsafeFileError, read_bytes
+
     path = Path(path) if path is not None else paths.limits_file()
+    if paths.untrusted(paths.data_dir()):  # read_bytes checks the config dir
+        return LimitsFile(found=False)
     try:
-        # O_NONBLOCK: a FIFO planted in the file's place must not hang the reader.
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        data = read_bytes(path, limit=MAX_BYTES)
     except FileNotFoundError:
         return LimitsFile(found=False)
+    except UnsafeFileError as exc:
+        if exc.errno == errno.EFBIG:
+            problem = (
+                f"larger than mpsd ever writes ({MAX_BYTES // 1024} KiB), so the hooks ignore it"
+            )
+        else:
+            problem = "not a regular file"
+        return LimitsFile(found=True, problem=f"{path} is {problem}")
     except OSError as exc:
         blocked = paths.in_the_way_sentence(path)  # ~/.config/mps is a file, say
         return LimitsFile(found=True, problem=blocked or f"{path} cannot be read ({exc.strerror})")
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        return LimitsFile(found=True, problem=f"{path} is not a regular file")
-    with open(fd, "rb") as handle:
-        data = handle.read(MAX_BYTES + 1)
-    if len(data) > MAX_BYTES:
-        return LimitsFile(
-            found=True,
-            problem=f"{path} is larger than mpsd ever writes ({MAX_BYTES // 1024} KiB), "
-            "so the hooks ignore it",
-        )
     return parse_text(data.decode("utf-8", "replace"))
 
 
@@ -224,15 +205,10 @@ def ratio_value(text: str) -> int | None:
     The same check as ``_mpsd_number`` in the hooks: ``0.77``, ``1``, ``2.0`` pass;
     ``0``, ``2.5``, ``.5``, ``1e-1``, ``0.8 ``, ``$(x)`` do not.
     """
-    if len(text) == 1:
-        whole, frac = text, ""
-    elif len(text) >= 3 and text[1] == ".":
-        whole, frac = text[0], text[2:]
-    else:
+    whole, dot, frac = text.partition(".")
+    if whole not in ("0", "1", "2") or (dot and not frac) or len(frac) > 9:
         return None
-    if whole not in "012" or not whole:
-        return None
-    if not all(c in "0123456789" for c in frac) or len(frac) > 9:
+    if frac.strip("0123456789"):  # ASCII digits only (str.isdigit takes others)
         return None
     value = int(whole) * _SCALE + int((frac + "000000000")[:9])
     return value if 0 < value <= 2 * _SCALE else None
@@ -242,6 +218,11 @@ def _plain(ratio: float) -> str | None:
     """How the hooks see a ratio the writer wrote (None: they would not export it)."""
     text = repr(float(ratio))
     return text if ratio_value(text) is not None else None
+
+
+def _project_line(line: str) -> bool:
+    """``    "/path",``: the form of a project line (the two ends cannot overlap)."""
+    return line.startswith(_PROJECT_PREFIX + "/") and line.endswith(_PROJECT_SUFFIX)
 
 
 def _unsafe(path: str) -> bool:
@@ -264,14 +245,9 @@ def _hook_view(text: str) -> tuple[str | None, str | None, tuple[str, ...]]:
         start = lines.index("projects = [") + 1
         end = lines.index("]", start) if "]" in lines[start:] else len(lines)
         for line in lines[start:end]:
-            if (
-                line.startswith(_PROJECT_PREFIX + "/")
-                and line.endswith(_PROJECT_SUFFIX)
-                and len(line) >= len(_PROJECT_PREFIX) + 1 + len(_PROJECT_SUFFIX)
-            ):
-                path = line[len(_PROJECT_PREFIX) : -len(_PROJECT_SUFFIX)]
-                if not _unsafe(path):
-                    projects.append(path)
+            path = line[len(_PROJECT_PREFIX) : -len(_PROJECT_SUFFIX)]
+            if _project_line(line) and not _unsafe(path):
+                projects.append(path)
     high_value, low_value = ratio_value(high), ratio_value(low)
     if high_value is None or low_value is None or low_value > high_value:
         return None, None, tuple(projects)
@@ -319,17 +295,10 @@ def _strict(text: str) -> Limits:
                 while number < len(lines) and lines[number] != "]":
                     item = lines[number]
                     number += 1
-                    if not (
-                        item.startswith(_PROJECT_PREFIX + "/") and item.endswith(_PROJECT_SUFFIX)
-                    ):
+                    if not _project_line(item):
                         raise LimitsError(f"line {number} ({_shown(item)}) is not a project path")
-                    path = item[len(_PROJECT_PREFIX) : -len(_PROJECT_SUFFIX)]
-                    if _unsafe(path):
-                        raise LimitsError(
-                            f"line {number}: a project path holds a quote, "
-                            "a backslash or a control character"
-                        )
-                    data["projects"].append(path)
+                    # One the hooks refuse (a quote...) is told by parse_text's comparison.
+                    data["projects"].append(item[len(_PROJECT_PREFIX) : -len(_PROJECT_SUFFIX)])
                 if number >= len(lines):
                     raise LimitsError("the projects list has no closing ]")
                 number += 1

@@ -125,30 +125,43 @@ def untrusted(directory: str | Path) -> str | None:
     """The trust rule (ssh's StrictModes): None when ``directory`` is absent, or is owned by
     this user and writable by nobody else; otherwise one sentence that names the directory
     and the command that fixes it. mpsd reads nothing in a directory that fails it."""
-    import shlex
     import stat
 
     try:
         st = os.stat(directory)
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):  # absent (a file in the way is told apart)
         return None
     except OSError as e:
         return f"{directory} cannot be checked ({e.strerror}), so mpsd trusts nothing in it"
+    if st.st_uid == os.getuid() and not st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        return None
+    import shlex  # only for the sentence
+
     quoted = shlex.quote(os.fspath(directory))
     if st.st_uid != os.getuid():
         return (
             f"{directory} belongs to another user (uid {st.st_uid}), so mpsd trusts nothing "
             f"in it: run `sudo chown -R $(id -un) {quoted}`"
         )
-    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-        return (
-            f"{directory} is writable by others (mode {stat.S_IMODE(st.st_mode):o}), so mpsd "
-            f"trusts nothing in it: run `chmod go-w {quoted}`"
-        )
-    return None
+    return (
+        f"{directory} is writable by others (mode {stat.S_IMODE(st.st_mode):o}), so mpsd "
+        f"trusts nothing in it: run `chmod go-w {quoted}`"
+    )
 
 
 def untrusted_dirs() -> list[str]:
     """The trust rule's sentence for each of mpsd's config, state and data dirs that fails it."""
     found = (untrusted(d) for d in (config_dir(), state_dir(), data_dir()))
-    return [sentence for sentence in found if sentence]
+    return [sentence for sentence in dict.fromkeys(found) if sentence]  # one dir, one sentence
+
+
+def untrusted_home(path: str | Path) -> str | None:
+    """The trust rule's sentence when ``path`` is or lies in mpsd's config, state or data dir
+    and that dir fails the rule: then mpsd reads nothing there (``mpsd.files.read_bytes``
+    answers "absent") and writes nothing there (``ensure_dir``, ``write_atomic`` refuse)."""
+    full = os.path.abspath(path)
+    for directory in (config_dir(), state_dir(), data_dir()):
+        top = os.path.abspath(directory)
+        if full == top or full.startswith(top.rstrip(os.sep) + os.sep):
+            return untrusted(top)
+    return None

@@ -7,7 +7,7 @@ import math
 GIB = 1 << 30
 
 # The variables PyTorch reads the two ratios from, when MPS starts (the one home of the names;
-# shell/ and mpsd/oom, which import nothing of mpsd, keep their own copies).
+# shell/, which is not Python, keeps its own copies).
 HIGH_VAR = "PYTORCH_MPS_HIGH_WATERMARK_RATIO"
 LOW_VAR = "PYTORCH_MPS_LOW_WATERMARK_RATIO"
 
@@ -22,9 +22,9 @@ def floor2(value: float) -> float:
 
 
 def ratio_text(value: float) -> str:
-    """A ratio to show: two decimals, more when it has them (0.805 stays 0.805, never 0.81,
-    which is another cap)."""
-    decimals = len(f"{value:.6f}".rstrip("0").partition(".")[2])
+    """A ratio to show (probe, explain): two decimals, more when it has them, up to the nine
+    limits.toml takes (0.805 stays 0.805, never 0.81, which is another cap)."""
+    decimals = len(f"{value:.9f}".rstrip("0").partition(".")[2])
     return f"{value:.{max(2, decimals)}f}"
 
 

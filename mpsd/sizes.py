@@ -1,4 +1,5 @@
-"""Sizes in bytes: parse what a user types ("512M", "1G", "256MiB") and print them back. Pure."""
+"""Numbers for people: sizes in bytes (parse what a user types, "512M", "1G", "256MiB", and print
+them back) and counts of things ("1 sample", "2 samples"). Pure."""
 
 from __future__ import annotations
 
@@ -33,3 +34,8 @@ def format_gib(size: int | float) -> str:
     if abs(size) >= 1 << 30:
         return f"{size / (1 << 30):.2f} GiB"
     return f"{size / (1 << 20):.2f} MiB"
+
+
+def plural(count: int, word: str, many: str | None = None) -> str:
+    """``1 sample``, ``2 samples``, ``0 problems`` (``many`` for irregular plurals)."""
+    return f"{count} {word if count == 1 else (many or word + 's')}"

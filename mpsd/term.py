@@ -13,7 +13,7 @@ import sys
 import textwrap
 from typing import Any
 
-from mpsd.words import plural
+from mpsd.sizes import plural
 
 __all__ = ["UNLIMITED", "Style", "columns", "fill", "plural", "style", "use_color", "wrap"]
 
@@ -33,8 +33,7 @@ def use_color(stream: Any = None) -> bool:
 
 
 class Style:
-    """The styles mpsd's outputs use, as ANSI codes or nothing. The same names and codes as
-    explain's own (``mpsd.oom.render_base.Style``, which may import nothing of mpsd)."""
+    """The styles mpsd's outputs use (explain, status, doctor), as ANSI codes or nothing."""
 
     def __init__(self, color: bool) -> None:
         self.color = color

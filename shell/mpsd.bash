@@ -9,7 +9,8 @@
 # that and is ignored. Values must be plain decimals in (0, 2] with low <= high to be exported
 # (PyTorch reads garbage as 0.0, which removes the cap); nothing read is ever evaluated. A value
 # the user set by hand (anything but what the hook last exported, which it keeps in
-# _MPSD_EXPORTED_HIGH/_MPSD_EXPORTED_LOW) is the user's: both are left alone.
+# _MPSD_EXPORTED_HIGH/_MPSD_EXPORTED_LOW) is the user's: both are left alone. A config or data dir
+# of mpsd's that is not the user's own (`-O`) makes it export nothing (docs: the trust rule).
 #
 # Whatever options the user set: `set -k` makes every `name=value` word an environment
 # assignment, so `local`/`export` never take one (declared first, assigned after); `set -e`:
@@ -172,6 +173,22 @@ _mpsd_parse() {
   fi
 }
 
+# One of mpsd's dirs as paths.py has it -> _MPSD_DIR: $1 (MPSD_*_DIR, a leading ~ expanded),
+# else $2/mps when $2 (XDG_*_HOME) is absolute, else ~/$3/mps.
+_mpsd_dir() {
+  _MPSD_DIR=$1
+  if [[ -z $_MPSD_DIR ]]; then
+    case $2 in
+      /*) _MPSD_DIR=$2/mps ;;
+      *) _MPSD_DIR=${HOME-}/$3/mps ;;
+    esac
+  fi
+  case $_MPSD_DIR in
+    \~) _MPSD_DIR=${HOME-} ;;
+    \~/*) _MPSD_DIR=${HOME-}/${_MPSD_DIR#\~/} ;;
+  esac
+}
+
 _mpsd_hook() {
   # $? first, into a global: under `set -k`, `local x=$?` would not assign x.
   _MPSD_STATUS=$?
@@ -185,22 +202,15 @@ _mpsd_hook() {
     _mpsd_restore=${_mpsd_restore}n
     \builtin shopt -u nocasematch
   fi
-  # limits.toml: where paths.py puts it ($MPSD_CONFIG_DIR, $XDG_CONFIG_HOME/mps, ~/.config/mps),
-  # worked out again only when one of these changed.
-  if [[ ${MPSD_CONFIG_DIR-}:${XDG_CONFIG_HOME-}:${HOME-} != "${_MPSD_FILE_KEY-}" ]]; then
-    _MPSD_FILE_KEY=${MPSD_CONFIG_DIR-}:${XDG_CONFIG_HOME-}:${HOME-}
-    _MPSD_FILE=${MPSD_CONFIG_DIR-}
-    if [[ -z $_MPSD_FILE ]]; then
-      case ${XDG_CONFIG_HOME-} in
-        /*) _MPSD_FILE=$XDG_CONFIG_HOME/mps ;;
-        *) _MPSD_FILE=${HOME-}/.config/mps ;;
-      esac
-    fi
-    case $_MPSD_FILE in
-      \~) _MPSD_FILE=${HOME-} ;;
-      \~/*) _MPSD_FILE=${HOME-}/${_MPSD_FILE#\~/} ;;
-    esac
-    _MPSD_FILE=$_MPSD_FILE/limits.toml
+  # mpsd's config and data dirs, where paths.py puts them, worked out again only when one of
+  # the variables they come from changed.
+  if [[ ${MPSD_CONFIG_DIR-}:${XDG_CONFIG_HOME-}:${MPSD_DATA_DIR-}:${XDG_DATA_HOME-}:${HOME-} != \
+    "${_MPSD_FILE_KEY-}" ]]; then
+    _MPSD_FILE_KEY=${MPSD_CONFIG_DIR-}:${XDG_CONFIG_HOME-}:${MPSD_DATA_DIR-}:${XDG_DATA_HOME-}:${HOME-}
+    _mpsd_dir "${MPSD_DATA_DIR-}" "${XDG_DATA_HOME-}" .local/share
+    _MPSD_DATA=$_MPSD_DIR
+    _mpsd_dir "${MPSD_CONFIG_DIR-}" "${XDG_CONFIG_HOME-}" .config
+    _MPSD_CONF=$_MPSD_DIR _MPSD_FILE=$_MPSD_DIR/limits.toml
   fi
   # bash has no builtin that tells a file's size, so the read itself is bounded: at most one
   # character past the 256 KiB cap. At the end of the file `read` fails; it succeeds only when
@@ -208,7 +218,10 @@ _mpsd_hook() {
   # ignored like a broken one. A 100 MB file costs what 256 KiB do; one with a NUL near the
   # start costs nothing. From bash 5.1 on, this `read` takes the file in blocks; before, one
   # byte per system call (a few hundred for the file mpsd writes: well under a millisecond).
-  if [[ -f $_MPSD_FILE && -r $_MPSD_FILE ]] &&
+  # The trust rule (paths.untrusted) as far as a builtin tells it: the config dir and the data
+  # dir (when there is one) are the user's own (-O), else nothing is read, nothing exported.
+  if [[ -f $_MPSD_FILE && -r $_MPSD_FILE && -O $_MPSD_CONF ]] &&
+    [[ -O $_MPSD_DATA || ! -e $_MPSD_DATA ]] &&
     IFS='' \builtin read -r -d '' -n 262145 _mpsd_text 2>/dev/null <"$_MPSD_FILE"; then
     _mpsd_text=''
   fi

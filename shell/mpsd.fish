@@ -9,7 +9,8 @@
 # decimals in (0, 2] with low <= high to be exported (PyTorch reads garbage as 0.0, which
 # removes the cap); nothing read is ever evaluated. A value the user set by hand (anything but
 # what the hook last exported, which it keeps in _MPSD_EXPORTED_HIGH and _MPSD_EXPORTED_LOW) is
-# the user's: both are left alone.
+# the user's: both are left alone. A config or data dir of mpsd's that is not the user's own
+# (`test -O`) makes it export nothing (docs: the trust rule).
 
 # Parse limits.toml's text ($argv[1]) for the physical directory ($argv[2]): _mpsd_want_high
 # and _mpsd_want_low get both values when it is inside a project and both are valid, else none.
@@ -58,35 +59,47 @@ function _mpsd_parse
     set -g _mpsd_want_low $low
 end
 
+# One of mpsd's dirs as paths.py has it: $argv[1] (MPSD_*_DIR, a leading ~ expanded), else
+# $argv[2]/mps when $argv[2] (XDG_*_HOME) is absolute, else ~/$argv[3]/mps. Printed; a builtin
+# in a command substitution runs in fish itself (no fork).
+function _mpsd_dir
+    set -l dir $argv[1]
+    if test -z "$dir"
+        if string match -q -- '/*' "$argv[2]"
+            set dir "$argv[2]/mps"
+        else
+            set dir "$HOME/$argv[3]/mps"
+        end
+    end
+    if test "$dir" = '~'
+        set dir "$HOME"
+    else if string match -q -- '~/*' "$dir"
+        set dir "$HOME/"(string sub -s 3 -- "$dir")
+    end
+    printf '%s\n' "$dir"
+end
+
 function _mpsd_hook --on-event fish_prompt --on-variable PWD
     set -l saved_status $status
-    # limits.toml: where paths.py puts it ($MPSD_CONFIG_DIR, $XDG_CONFIG_HOME/mps, ~/.config/mps),
-    # worked out again only when one of these changed.
-    set -l key "$MPSD_CONFIG_DIR:$XDG_CONFIG_HOME:$HOME"
+    # mpsd's config and data dirs, where paths.py puts them, worked out again only when one of
+    # the variables they come from changed.
+    set -l key "$MPSD_CONFIG_DIR:$XDG_CONFIG_HOME:$MPSD_DATA_DIR:$XDG_DATA_HOME:$HOME"
     if test "$key" != "$_mpsd_file_key"
         set -g _mpsd_file_key $key
-        set -g _mpsd_file "$MPSD_CONFIG_DIR"
-        if test -z "$_mpsd_file"
-            if string match -q -- '/*' "$XDG_CONFIG_HOME"
-                set _mpsd_file "$XDG_CONFIG_HOME/mps"
-            else
-                set _mpsd_file "$HOME/.config/mps"
-            end
-        end
-        if test "$_mpsd_file" = '~'
-            set _mpsd_file "$HOME"
-        else if string match -q -- '~/*' "$_mpsd_file"
-            set _mpsd_file "$HOME/"(string sub -s 3 -- "$_mpsd_file")
-        end
-        set _mpsd_file "$_mpsd_file/limits.toml"
+        set -g _mpsd_data (_mpsd_dir "$MPSD_DATA_DIR" "$XDG_DATA_HOME" .local/share)
+        set -g _mpsd_conf (_mpsd_dir "$MPSD_CONFIG_DIR" "$XDG_CONFIG_HOME" .config)
+        set -g _mpsd_file "$_mpsd_conf/limits.toml"
     end
     # fish has no builtin that tells a file's size: `read` is bounded instead, by a local
     # fish_read_limit (bytes): past it, read stops, fails (status 122) and sets nothing, quietly
     # (a command substitution printed "Too much data emitted" at every prompt for a 100 MB
     # file, which it read whole). `read -z` stops at a NUL, and a second read finds what follows
     # it: such a file is not mpsd's either. Both read in blocks (the file is seekable).
+    # The trust rule (paths.untrusted) as far as a builtin tells it: the config dir and the data
+    # dir (when there is one) are the user's own (-O), else nothing is read, nothing exported.
     set -l text ''
-    if test -f "$_mpsd_file" -a -r "$_mpsd_file"
+    if test -f "$_mpsd_file" -a -r "$_mpsd_file" -a -O "$_mpsd_conf"
+        and test -O "$_mpsd_data" -o ! -e "$_mpsd_data"
         set -l fish_read_limit 262144
         set -l IFS
         set -l rest

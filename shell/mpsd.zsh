@@ -10,7 +10,8 @@
 # is ever evaluated. A value the user set by hand (anything but what the hook last exported,
 # which it keeps in _MPSD_EXPORTED_HIGH and _MPSD_EXPORTED_LOW) is the user's: both are left
 # alone. `emulate -L zsh` in each function: the user's options (ksh_arrays, no_unset, err_exit,
-# sh_word_split...) do not reach the code here.
+# sh_word_split...) do not reach the code here. A config or data dir of mpsd's that is not the
+# user's own (`-O`) makes it export nothing (docs: the trust rule).
 
 # A ratio as the file holds it -> _mpsd_num, fixed point with 9 decimals; empty unless it is a
 # plain decimal in (0, 2].
@@ -83,28 +84,37 @@ _mpsd_parse() {
   fi
 }
 
+# One of mpsd's dirs as paths.py has it -> _MPSD_DIR: $1 (MPSD_*_DIR, a leading ~ expanded),
+# else $2/mps when $2 (XDG_*_HOME) is absolute, else ~/$3/mps.
+_mpsd_dir() {
+  emulate -L zsh
+  _MPSD_DIR=$1
+  if [[ -z $_MPSD_DIR ]]; then
+    if [[ $2 == /* ]]; then
+      _MPSD_DIR=$2/mps
+    else
+      _MPSD_DIR=${HOME-}/$3/mps
+    fi
+  fi
+  case $_MPSD_DIR in
+    ('~') _MPSD_DIR=${HOME-} ;;
+    ('~/'*) _MPSD_DIR=${HOME-}/${_MPSD_DIR#'~/'} ;;
+  esac
+}
+
 _mpsd_hook() {
   local _mpsd_status=$?
   emulate -L zsh
   local _mpsd_text=''
-  # limits.toml: where paths.py puts it ($MPSD_CONFIG_DIR, $XDG_CONFIG_HOME/mps, ~/.config/mps),
-  # worked out again only when one of these changed.
-  if [[ ${MPSD_CONFIG_DIR-}:${XDG_CONFIG_HOME-}:${HOME-} != "${_MPSD_FILE_KEY-}" ||
-    -z ${_MPSD_GLOB-} ]]; then
-    typeset -g _MPSD_FILE_KEY=${MPSD_CONFIG_DIR-}:${XDG_CONFIG_HOME-}:${HOME-}
-    typeset -g _MPSD_FILE=${MPSD_CONFIG_DIR-}
-    if [[ -z $_MPSD_FILE ]]; then
-      if [[ ${XDG_CONFIG_HOME-} == /* ]]; then
-        _MPSD_FILE=$XDG_CONFIG_HOME/mps
-      else
-        _MPSD_FILE=${HOME-}/.config/mps
-      fi
-    fi
-    case $_MPSD_FILE in
-      ('~') _MPSD_FILE=${HOME-} ;;
-      ('~/'*) _MPSD_FILE=${HOME-}/${_MPSD_FILE#'~/'} ;;
-    esac
-    _MPSD_FILE=$_MPSD_FILE/limits.toml
+  # mpsd's config and data dirs, where paths.py puts them, worked out again only when one of
+  # the variables they come from changed.
+  local _mpsd_key=${MPSD_CONFIG_DIR-}:${XDG_CONFIG_HOME-}:${MPSD_DATA_DIR-}:${XDG_DATA_HOME-}:${HOME-}
+  if [[ $_mpsd_key != "${_MPSD_FILE_KEY-}" || -z ${_MPSD_GLOB-} ]]; then
+    typeset -g _MPSD_FILE_KEY=$_mpsd_key _MPSD_DIR
+    _mpsd_dir "${MPSD_DATA_DIR-}" "${XDG_DATA_HOME-}" .local/share
+    typeset -g _MPSD_DATA=$_MPSD_DIR
+    _mpsd_dir "${MPSD_CONFIG_DIR-}" "${XDG_CONFIG_HOME-}" .config
+    typeset -g _MPSD_CONF=$_MPSD_DIR _MPSD_FILE=$_MPSD_DIR/limits.toml
     # For the size check: the name as a pattern that matches only itself, from ./ when relative
     # (a leading `~` or `=` would be expanded).
     typeset -g _MPSD_GLOB=${(b)_MPSD_FILE}
@@ -118,7 +128,10 @@ _mpsd_hook() {
   # read once and ignored from the next prompt on.
   local -a _mpsd_fit
   _mpsd_fit=( ${~_MPSD_GLOB}(N-.L-262145) )
-  if (( $#_mpsd_fit )) && [[ -r $_MPSD_FILE ]]; then
+  # The trust rule (paths.untrusted) as far as a builtin tells it: the config dir and the data
+  # dir (when there is one) are the user's own (-O), else nothing is read, nothing exported.
+  if (( $#_mpsd_fit )) && [[ -r $_MPSD_FILE && -O $_MPSD_CONF ]] &&
+    [[ -O $_MPSD_DATA || ! -e $_MPSD_DATA ]]; then
     _mpsd_text=$(<$_MPSD_FILE)
   fi
   if [[ -z ${_MPSD_PWD+x} || $PWD != "$_MPSD_PWD" || $_mpsd_text != "${_MPSD_TEXT-}" ]]; then

@@ -45,7 +45,7 @@ def isolated_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[d
         "PYTORCH_MPS_LOW_WATERMARK_RATIO",
         "_MPSD_EXPORTED_HIGH",
         "_MPSD_EXPORTED_LOW",
-        "VIRTUAL_ENV",
+        "VIRTUAL_ENV",  # an activated venv would be "the project's python" (doctor, probe)
         "VIRTUAL_ENV_PROMPT",
     ):
         monkeypatch.delenv(name, raising=False)

@@ -1,10 +1,14 @@
-"""Helpers shared by the explain tests: the real messages, and checks against them."""
+"""Helpers shared by the explain tests: the real messages, checks against them, limits.toml."""
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any
 
+from mpsd.limits import Limits
 from tests.fixture_files import oom_messages
+
+GIB = 1 << 30
 
 
 def fixtures() -> tuple[dict[str, Any], ...]:
@@ -34,10 +38,17 @@ def has_match(findings: list[dict[str, Any]], expected: dict[str, Any]) -> bool:
     return any(matches(f, expected) for f in findings)
 
 
-def consistent(finding: dict[str, Any], expected: dict[str, Any]) -> bool:
-    """No number in ``finding`` contradicts ``expected`` (missing ones are fine)."""
-    return all(
-        finding.get(k) is None or close(finding[k], v)
-        for k, v in expected.items()
-        if k != "kind" and v is not None
+def limits_for(
+    high: float, recommended: int, baseline: int = 400 * GIB, source: str = "metal"
+) -> Limits:
+    """limits.toml's record for a ratio of ``high`` (low the same) of ``recommended`` bytes."""
+    return Limits(
+        high_watermark_ratio=high,
+        low_watermark_ratio=high,
+        limit_bytes=int(high * recommended),
+        recommended_max_bytes=recommended,
+        recommended_max_source=source,
+        baseline_free_bytes=baseline,
+        headroom=0.8,
+        updated_at=dt.datetime(2026, 11, 30, 5, 0, tzinfo=dt.timezone.utc),
     )

@@ -1,11 +1,13 @@
-"""``mpsd completion zsh|bash|fish``: print tab completion, generated from mpsd's own parser.
+"""``mpsd hook SHELL`` and ``mpsd completion SHELL``: print the shell hook code (for
+``eval "$(mpsd hook zsh)"`` in an rc file), or tab completion generated from mpsd's own parser.
 
-``mpsd install`` puts it in place for each shell it sets up; this command is for setups of
-one's own (``source <(mpsd completion zsh)``, ``mpsd completion fish | source``)."""
+``mpsd install`` puts both in place for each shell it sets up; these commands are for setups
+of one's own (``source <(mpsd completion zsh)``, ``mpsd completion fish | source``)."""
 
 from __future__ import annotations
 
 import argparse
+import sys
 
 SHELLS = ("zsh", "bash", "fish")
 
@@ -15,8 +17,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import sys
+    if args.command == "hook":
+        from mpsd.setup.installer import hook_bytes
 
+        sys.stdout.write(hook_bytes(args.shell).decode("utf-8"))
+        return 0
     from mpsd.commands import full_parser
     from mpsd.setup.completion import render
 

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import time
 
 from mpsd import paths
+from mpsd.config import Config, ConfigError, load_config
 from mpsd.daemon import loop
+from mpsd.errors import MpsdError
 from mpsd.locks import PidLock
 from mpsd.machine.recommended import recommended_max
 from mpsd.machine.sample import Sample
-from mpsd.machine.sampler import take_sample_and_parts, write_parts
+from mpsd.machine.sampler import take_sample, write_parts
 from mpsd.sizes import gib
 
 
@@ -23,6 +26,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    problem = loop.trust_problem()
+    if problem and args.once:
+        raise MpsdError(f"{problem}.")
+    said: list[str] = []
+    # launchd would restart a daemon that exits into a loop: it waits, re-checking, instead
+    while problem and loop.state_dir_untrusted(said):
+        time.sleep(_interval())
     lock = loop.acquire_lock(once=args.once)
     loop.setup_logging(warnings_to_stderr=args.once)
     if lock is None:
@@ -31,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"A daemon{who} is running and keeps {paths.limits_file()} up to date.")
         return 0
     try:
-        daemon = loop.Daemon(sample_source=_sample, recommended_source=recommended_max, lock=lock)
+        daemon = loop.Daemon(sample_source=_sample, recommended_source=recommended_max)
         if not args.once:
             return daemon.run_forever()
         limits = daemon.run_once()
@@ -39,12 +49,6 @@ def run(args: argparse.Namespace) -> int:
         lock.release()
     from mpsd.term import plural
 
-    if daemon.held:  # config.toml is invalid and no good config of it is known
-        print(
-            f"{paths.limits_file()}: kept as it is (high {limits.high_watermark_ratio:.2f}, "
-            f"low {limits.low_watermark_ratio:.2f}) until {paths.config_file()} is fixed."
-        )
-        return 0
     print(
         f"{paths.limits_file()}: high {limits.high_watermark_ratio:.2f}, "
         f"low {limits.low_watermark_ratio:.2f} (limit {gib(limits.limit_bytes)} of the "
@@ -55,8 +59,16 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _interval() -> float:
+    """config.toml's interval, or the default's while the file is invalid."""
+    try:
+        return load_config(paths.config_file()).interval
+    except ConfigError:
+        return Config().interval
+
+
 def _sample(now: float) -> Sample:
     """One sample, its free-memory parts kept for ``mpsd status --json``."""
-    sample, parts = take_sample_and_parts(now)
+    sample, parts = take_sample(now)
     write_parts(parts, paths.free_memory_file())
     return sample

@@ -8,7 +8,7 @@ import os
 import sys
 
 from mpsd.env.decision import MARKS, Exports
-from mpsd.env.here import exports_facts, exports_here
+from mpsd.env.exports import exports_here, optin
 
 FORMATS = ("sh", "zsh", "bash", "fish", "json")
 
@@ -23,19 +23,17 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def render(decision: Exports, fmt: str) -> str:
-    lines: list[str] = []
-    unsets = [name for var in decision.unsets for name in (var, MARKS[var])]
     # The marks too, as the hook sets them: a later `mpsd env` elsewhere takes the values back
     # instead of calling them set by hand.
     exports = [*decision.exports.items()]
     exports += [(MARKS[name], value) for name, value in decision.exports.items()]
-    for name, value in exports:
-        lines.append(f"set -gx {name} {value};" if fmt == "fish" else f"export {name}={value}")
-    if unsets:
-        if fmt == "fish":
-            lines.extend(f"set -e {name};" for name in unsets)
-        else:
-            lines.append("unset " + " ".join(unsets))
+    unsets = [name for var in decision.unsets for name in (var, MARKS[var])]
+    if fmt == "fish":
+        lines = [f"set -gx {name} {value};" for name, value in exports]
+        lines += [f"set -e {name};" for name in unsets]
+    else:
+        lines = [f"export {name}={value}" for name, value in exports]
+        lines += ["unset " + " ".join(unsets)] if unsets else []
     return "".join(line + "\n" for line in lines)
 
 
@@ -43,8 +41,9 @@ def run(args: argparse.Namespace) -> int:
     decision = exports_here(args.directory)
     if args.shell == "json":
         import json  # only for this format: `eval "$(mpsd env)"` runs at every cd in scripts
+        from dataclasses import asdict
 
-        data = exports_facts(decision, os.environ)
+        data = asdict(optin(decision, os.environ))
         data["export"] = decision.exports
         data["unset"] = list(decision.unsets)
         print(json.dumps(data, indent=2, ensure_ascii=False))
@@ -52,5 +51,5 @@ def run(args: argparse.Namespace) -> int:
     sys.stdout.write(render(decision, args.shell))
     if sys.stderr.isatty() and sys.stdout.isatty():
         # The reason --shell json gives (it reads config.toml too: only for a person).
-        sys.stderr.write(f"# {exports_facts(decision, os.environ)['reason']}\n")
+        sys.stderr.write(f"# {optin(decision, os.environ).reason}\n")
     return 0

@@ -20,9 +20,7 @@ from typing import TYPE_CHECKING
 from mpsd.errors import EXIT_OK, MpsdError
 
 if TYPE_CHECKING:
-    from mpsd.setup import binlink
-    from mpsd.setup.changes import FileChange
-    from mpsd.setup.installer import Plan
+    from mpsd.setup.installer import FileChange, Plan
 
 # After loading the agent: how long to wait for its first sample, and after how long
 # without a daemon holding its lock to stop waiting.
@@ -78,32 +76,23 @@ def _tilde(path: Path | str) -> str:
     return text
 
 
-def _daemon_command() -> str:
-    return f"{sys.executable} -m mpsd daemon"
-
-
 # -- install ------------------------------------------------------------------------------
 
 
 def run_install(args: argparse.Namespace) -> int:
     from mpsd import limits, paths
     from mpsd.commands import full_parser
-    from mpsd.setup import binlink, changes, installer, launchd
+    from mpsd.setup import installer, launchd
 
-    shells = installer.parse_shells(args.shell) if args.shell else installer.default_shells()
+    shells = installer.parse_shells(args.shell)
     use_launchd = not args.no_agent and launchd.available()
-    link = binlink.plan(sys.executable)
     plan = installer.install_plan(
-        shells,
-        agent=use_launchd,
-        python=sys.executable,
-        parser=full_parser(),
-        bin_dir=_bin_dir_for_blocks(link),
+        shells, agent=use_launchd, python=sys.executable, parser=full_parser()
     )
     needs_sample = limits.read() is None
 
     if args.dry_run:
-        return _dry_run_install(plan, link, use_launchd, args, needs_sample)
+        return _dry_run_install(plan, use_launchd, args, needs_sample)
 
     # Each change is reported as soon as it is made: if a later step fails, the user still
     # sees what was done.
@@ -115,10 +104,8 @@ def run_install(args: argparse.Namespace) -> int:
         print(line, flush=True)
 
     for change in plan.files:
-        if changes.apply(change):
+        if installer.apply_change(change):
             report(_describe(change))
-    if binlink.apply(link):
-        report(_describe_link(link))
     for directory in (paths.config_dir(), paths.state_dir()):
         if not directory.is_dir():
             from mpsd.files import ensure_dir
@@ -128,19 +115,10 @@ def run_install(args: argparse.Namespace) -> int:
 
     agent_started = False
     agent_error: MpsdError | None = None
-    if use_launchd and plan.agent is not None:
+    if plan.agent is not None:
         agent = plan.agent
-        agent_file = agent.path
-        new_plist = agent.new
-        assert new_plist is not None
-
-        def write_plist() -> bool:
-            return changes.apply(
-                changes.FileChange(agent_file, installer.read_or_none(agent_file), new_plist, "")
-            )
-
         try:
-            outcome = launchd.ensure_loaded(agent_file, new_plist, write_plist, report)
+            outcome = launchd.ensure_loaded(agent.path, agent.new or b"", report)
         except MpsdError as exc:
             # Reported last (and the exit status is its): the hooks and limits.toml still
             # get set up, so the shells work while the user sees to launchd.
@@ -148,9 +126,6 @@ def run_install(args: argparse.Namespace) -> int:
         else:
             warnings.extend(outcome.warnings)
             agent_started = outcome.changed
-    rc_changed = any(
-        c.changed and (c.what.endswith("startup") or c.what == "fish hook") for c in plan.files
-    )
 
     if not done and agent_error is None:
         print("Everything is already in place: nothing changed.")
@@ -162,11 +137,37 @@ def run_install(args: argparse.Namespace) -> int:
         print(f"warning: {warning}", file=sys.stderr)
     print()
     _summary()
-    _next_steps(link, shells, rc_changed)
+    if _hooks_changed(plan.files):
+        from mpsd.term import fill
+
+        print()
+        print(
+            fill(
+                "Open a new terminal (or run `exec $SHELL`) so that the hook takes effect, then "
+                f"opt a project in with `{_mpsd_command()} enable` in its directory."
+            )
+        )
     if agent_error is not None:
         sys.stdout.flush()
         raise agent_error
     return EXIT_OK
+
+
+def _hooks_changed(files: list[FileChange]) -> bool:
+    """A shell started now reads something an older one did not (an rc block, fish's hook)."""
+    return any(c.changed and (c.what.endswith("startup") or c.what == "fish hook") for c in files)
+
+
+def _mpsd_command() -> str:
+    """How a new terminal runs this mpsd: ``mpsd`` when it is on PATH there (uv tool's, pipx's,
+    Homebrew's link; an activated venv's bin dir does not count), else this mpsd's script by
+    its path, else ``python -m mpsd``."""
+    venv_bin = os.path.join(os.environ.get("VIRTUAL_ENV", ""), "bin")
+    outside = [d for d in os.environ.get("PATH", "").split(os.pathsep) if d and d != venv_bin]
+    if shutil.which("mpsd", path=os.pathsep.join(outside)):
+        return "mpsd"
+    script = Path(sys.executable).parent / "mpsd"
+    return str(script) if os.access(script, os.X_OK) else f"{sys.executable} -m mpsd"
 
 
 def _describe(change: FileChange) -> str:
@@ -184,96 +185,6 @@ def _describe(change: FileChange) -> str:
     return f"{change.verb} {_tilde(change.path)} ({change.what})"
 
 
-def _describe_link(link: binlink.Link) -> str:
-    return f"linked {_tilde(link.path)} -> {_tilde(link.target or '')} (the mpsd command)"
-
-
-def _next_steps(link: binlink.Link, shells: tuple[str, ...], rc_changed: bool) -> None:
-    """How to reach `mpsd` from a new terminal, then what to do next: every command shown
-    works as printed once the steps before it are done."""
-    from mpsd.setup import binlink
-
-    steps: list[str] = []
-    command = "mpsd"
-    if link.state == binlink.NO_SCRIPT:
-        command = f"{sys.executable} -m mpsd"
-    elif link.state == binlink.BLOCKED:
-        command = _tilde(link.target or "mpsd")
-        steps.append(
-            f"{_tilde(link.path)} is a file of yours, not mpsd's link, so it was left alone: "
-            f"run mpsd as `{command}` (or move that file away and run `{command} install` again)."
-        )
-    elif not link.reachable:
-        login = _login_shell()
-        if link.on_path:
-            steps.append(
-                f"Another `mpsd` comes first on your PATH ({_tilde(link.found or '')}): "
-                f"put {_tilde(link.path.parent)} before it, or run mpsd as `{_tilde(link.path)}`."
-            )
-        elif login is None or login in shells:
-            # The blocks install wrote put the link's directory on PATH (_bin_dir_for_blocks).
-            steps.append(
-                f"{_tilde(link.path.parent)} is not on this terminal's PATH; the mpsd block "
-                f"puts it there for new {_words(shells)} shells."
-            )
-        else:
-            steps.append(
-                f"{_tilde(link.path.parent)} is not on your PATH, and your shell ({login}) "
-                "was not hooked, so a new terminal will not find the mpsd command yet. Add it:"
-            )
-            for line in _path_lines(link, (login,)):
-                steps.append(f"    {line}")
-    if rc_changed or link.state == binlink.CREATE:
-        steps.append(
-            "Open a new terminal (or run `exec $SHELL`) so that the hook takes effect, then "
-            f"opt a project in with `{command} enable` in its directory."
-        )
-    if steps:
-        from mpsd.term import fill
-
-        print()
-        for step in steps:
-            # A command to copy (indented) stays one line; sentences wrap to the terminal.
-            print(step if step.startswith("    ") else fill(step))
-
-
-def _bin_dir_for_blocks(link: binlink.Link) -> Path | None:
-    """The directory each shell's block puts on PATH: the link's, when the link is mpsd's
-    (made now or before), whether or not it is on this terminal's PATH: the block's line adds
-    it only where it is missing, and the block stays the same from one install to the next."""
-    from mpsd.setup import binlink
-
-    return link.path.parent if link.state in (binlink.CREATE, binlink.IN_PLACE) else None
-
-
-def _login_shell() -> str | None:
-    """The user's shell ($SHELL) when it is one mpsd hooks."""
-    login = os.path.basename(os.environ.get("SHELL", ""))
-    return login if login in ("zsh", "bash", "fish") else None
-
-
-def _words(names: tuple[str, ...]) -> str:
-    """("zsh", "bash", "fish") -> "zsh, bash and fish"."""
-    return ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else "".join(names)
-
-
-def _path_lines(link: binlink.Link, shells: tuple[str, ...]) -> list[str]:
-    """The commands that add the link's directory to PATH in ``shells`` (a shell install did
-    not hook: the hooked ones get it from their block)."""
-    from mpsd.setup import binlink, rcfile
-    from mpsd.setup.installer import home
-
-    lines = []
-    for shell in shells:
-        line = binlink.path_line(link.path.parent, shell)
-        if shell == "fish":
-            lines.append(f"{line}    # fish, once")
-            continue
-        for rc in rcfile.rc_files(shell, home()):
-            lines.append(f"echo '{line}' >> {_tilde(rc)}")
-    return lines
-
-
 def _no_agent_note(asked: bool) -> None:
     from mpsd.term import fill
 
@@ -287,7 +198,7 @@ def _no_agent_note(asked: bool) -> None:
                 "user service):"
             )
         )
-    print(f"    {_daemon_command()}")
+    print(f"    {sys.executable} -m mpsd daemon")
 
 
 def _first_sample(agent_started: bool, warnings: list[str]) -> None:
@@ -329,71 +240,57 @@ def _summary() -> None:
 
 
 def _dry_run_install(
-    plan: Plan, link: binlink.Link, use_launchd: bool, args: argparse.Namespace, needs_sample: bool
+    plan: Plan, use_launchd: bool, args: argparse.Namespace, needs_sample: bool
 ) -> int:
     """The summary of what a real run would do (in its words and paths), then the diffs of
     the files of yours it would edit (rc files) and of the plist; the new config.toml and
     hook scripts are named only (``--verbose`` prints them too)."""
     from mpsd import paths
-    from mpsd.setup import binlink, changes, launchd
+    from mpsd.setup import installer, launchd
+    from mpsd.term import wrap
 
-    summary: list[str] = []
-    diffs: list[str] = []
-    for change in plan.changed:
-        summary.append(_planned(_describe(change)))
-        if args.verbose or change.what.endswith("startup") or change is plan.agent:
-            diffs.append(changes.diff(change, name=_tilde(change.path)))
-    if link.state == binlink.CREATE:
-        summary.append(_planned(_describe_link(link)))
+    summary = [_planned(_describe(change)) for change in plan.changed]
     for directory in (paths.config_dir(), paths.state_dir()):
         made = any(c.path.parent == directory and c.old is None for c in plan.changed)
         if not directory.is_dir() and not made:
             summary.append(f"create {_tilde(directory)}")
-    if use_launchd and plan.agent is not None and plan.agent.new is not None:
-        for command in launchd.planned_commands(plan.agent.path, plan.agent.new):
-            summary.append(f"run: {command}")
+    if plan.agent is not None and plan.agent.new is not None:
+        summary += [f"run: {c}" for c in launchd.planned_commands(plan.agent.path, plan.agent.new)]
     if needs_sample:
         summary.append("run: mpsd daemon --once (limits.toml does not exist yet)")
-    notes = []
-    if not use_launchd and not args.no_agent:
-        notes.append("no launchd here (`launchctl` is not on PATH): no agent would be installed\n")
-    if not summary:
-        return _print_dry_run([], notes, "Everything is already in place: nothing would change.")
-    from mpsd.term import wrap
-
-    lines = ["".join(f"{part}\n" for line in summary for part in wrap(line, None, "  ", "    "))]
-    hidden = [
-        c
-        for c in plan.changed
-        if not args.verbose
-        and c.new is not None
-        and not (c.what.endswith("startup") or c is plan.agent)
+    shown = [
+        c for c in plan.changed if args.verbose or c.what.endswith("startup") or c is plan.agent
     ]
-    if diffs:
-        lines.append("\n" + "".join(diffs))
+    hidden = [c for c in plan.changed if c not in shown and c.new is not None]
+    lines = ["".join(f"{part}\n" for line in summary for part in wrap(line, None, "  ", "    "))]
+    if shown:
+        lines.append("\n" + "".join(installer.diff(c, name=_tilde(c.path)) for c in shown))
     if hidden:
         names = ", ".join(_tilde(c.path) for c in hidden)
         note = f"(Not shown: the contents of {names}; --verbose prints them.)"
         lines.append("\n" + "".join(f"{line}\n" for line in wrap(note)))
-    return _print_dry_run(lines, notes, "")
+    _print_dry_run(
+        lines if summary else [], "Everything is already in place: nothing would change."
+    )
+    if not use_launchd and not args.no_agent:
+        print("no launchd here (`launchctl` is not on PATH): no agent would be installed")
+    return EXIT_OK
 
 
 def _planned(described: str) -> str:
     """A line of the real run's report ("created X") as what it would do ("create X")."""
     verb, _, rest = described.partition(" ")
     base = {"created": "create", "updated": "update", "removed": "remove", "added": "add"}
-    return f"{base.get(verb, verb.removesuffix('ed'))} {rest}"
+    return f"{base.get(verb, verb)} {rest}"
 
 
-def _print_dry_run(lines: list[str], notes: list[str], nothing: str) -> int:
-    """The changes a real run would make (``lines``), or ``nothing`` when there are none;
-    then ``notes`` (no changes themselves)."""
+def _print_dry_run(lines: list[str], nothing: str) -> int:
+    """The changes a real run would make (``lines``), or ``nothing`` when there are none."""
     if not lines:
         print(nothing)
     else:
         print("Dry run: nothing was changed. A real run would:")
         sys.stdout.write("".join(lines))
-    sys.stdout.write("".join(notes))
     return EXIT_OK
 
 
@@ -402,20 +299,17 @@ def _print_dry_run(lines: list[str], notes: list[str], nothing: str) -> int:
 
 def run_uninstall(args: argparse.Namespace) -> int:
     from mpsd import paths
-    from mpsd.setup import binlink, changes, installer, launchd
+    from mpsd.setup import installer, launchd
 
     plan = installer.uninstall_plan()
     purge = installer.purge_dirs() if args.purge else []
     has_launchctl = launchd.available()
 
     if args.dry_run:
-        lines = [changes.diff(change, name=_tilde(change.path)) for change in plan.changed]
+        lines = [installer.diff(change, name=_tilde(change.path)) for change in plan.changed]
         job = launchd.loaded() if has_launchctl else None
         if job is not None:
             lines.insert(0, f"would run: launchctl bootout {job.domain}/{launchd.LABEL}\n")
-        link = binlink.planned_removal()
-        if link is not None:
-            lines.append(f"would remove {_tilde(link)} (the mpsd command)\n")
         # A daemon other than the agent's (which the bootout stops) keeps the dirs.
         daemon = _running_daemon(None) if purge else None
         if daemon is not None and (job is None or daemon[1] != job.pid):
@@ -427,7 +321,7 @@ def run_uninstall(args: argparse.Namespace) -> int:
                 lines.append(f"would remove mpsd's files from {_tilde(directory)} and keep it\n")
             else:
                 lines.append(f"would remove {_tilde(directory)} and everything in it\n")
-        return _print_dry_run(lines, [], "mpsd is not installed here: nothing would change.")
+        return _print_dry_run(lines, "mpsd is not installed here: nothing would change.")
 
     done: list[str] = []
     warnings: list[str] = []
@@ -453,42 +347,28 @@ def run_uninstall(args: argparse.Namespace) -> int:
         who, pid = daemon
         warnings.append(f"{who} is still running (pid {pid}); stop it: `kill {pid}`")
     for change in plan.all:
-        if changes.apply(change):
+        if installer.apply_change(change):
             report(_describe(change))
-    _python_hook_bytecode(plan.files)
-    _remove_empty_parents([c.path for c in plan.files if c.changed and c.what in OWN_FILES])
-    removed_link = binlink.remove()
-    if removed_link is not None:
-        report(f"removed {_tilde(removed_link)} (the mpsd command)")
-    if any(c.what == "hook copy" and c.changed for c in plan.files):
-        _remove_empty_dir(paths.data_dir(), report)
+    _tidy_up([c for c in plan.files if c.changed], report)
     for directory in purge:
         _purge(directory, installer.foreign_entries(directory), report)
 
-    if refused is not None:
-        pass  # the error, printed last, says what stayed
-    elif not done:
-        kept = [d for d in (paths.config_dir(), paths.state_dir()) if d.exists()]
-        if kept and not args.purge:
-            where = ", ".join(_tilde(d) for d in kept)
-            print(
-                f"mpsd is not installed here; its config and history remain ({where}): "
-                "`mpsd uninstall --purge` removes them."
-            )
-        else:
-            print("mpsd is not installed here: nothing to remove.")
-    elif not args.purge:
+    kept = [_tilde(d) for d in (paths.config_dir(), paths.state_dir()) if d.exists()]
+    if refused is None and kept and not args.purge:
         from mpsd.term import fill
 
+        said = "Kept" if done else "mpsd is not installed here; kept"
         print(
             fill(
-                f"Kept your config and history ({_tilde(paths.config_dir())}, "
-                f"{_tilde(paths.state_dir())}); `mpsd uninstall --purge` removes them."
+                f"{said} your config and history ({', '.join(kept)}); "
+                "`mpsd uninstall --purge` removes them."
             )
         )
+    elif refused is None and not done:
+        print("mpsd is not installed here: nothing to remove.")
     for warning in warnings:
         print(f"warning: {warning}", file=sys.stderr)
-    if any(c.changed and (c.what.endswith("startup") or c.what == "fish hook") for c in plan.files):
+    if _hooks_changed(plan.files):
         print("Open a new terminal so that your shells start without the hook.")
     if refused is not None:
         sys.stdout.flush()
@@ -533,34 +413,31 @@ def _refused_purge(
     )
 
 
-# Files install writes into other programs' config dirs (fish's): their dirs go when empty.
-OWN_FILES = ("fish hook", "completion")
-
-
-def _remove_empty_parents(files: list[Path]) -> None:
-    """The directories above ``files`` that are empty now, up to (not including) HOME or the
-    data dir."""
+def _tidy_up(removed: list[FileChange], report: Callable[[str], None]) -> None:
+    """What goes with the files uninstall removed: the start-up hook's bytecode (python wrote
+    it), and the directories install made for its own files once they are empty (the data
+    dir, fish's conf.d and completions), up to HOME."""
     from mpsd import paths
+    from mpsd.env import pyhooks
     from mpsd.setup.installer import home
 
-    tops = (home(), paths.data_dir())
-    for path in files:
-        directory = path.parent
-        while directory not in tops and any(top in directory.parents for top in tops):
+    data = paths.data_dir()
+    for change in removed:
+        if change.path.name == pyhooks.MODULE_FILE:
+            pyhooks.remove_bytecode(str(change.path.parent))
+        if change.what not in ("fish hook", "completion", "hook copy"):
+            continue
+        directory = change.path.parent
+        while directory not in (home(), data.parent) and (
+            home() in directory.parents or data in (directory, *directory.parents)
+        ):
             try:
                 directory.rmdir()
             except OSError:
                 break
+            if directory == data:
+                report(f"removed {_tilde(directory)}")
             directory = directory.parent
-
-
-def _python_hook_bytecode(removed: list[FileChange]) -> None:
-    """The start-up hook's bytecode goes with its module (python wrote it, not mpsd)."""
-    from mpsd.env import pyhooks
-
-    for change in removed:
-        if change.path.name == pyhooks.MODULE_FILE:
-            pyhooks.remove_bytecode(str(change.path.parent))
 
 
 def _purge(directory: Path, others: list[str], report: Callable[[str], None]) -> None:
@@ -577,11 +454,3 @@ def _purge(directory: Path, others: list[str], report: Callable[[str], None]) ->
         raise MpsdError(f"cannot remove {directory} ({exc.strerror}); remove it by hand") from None
     shown = ", ".join(others[:3]) + (", ..." if len(others) > 3 else "")
     report(f"kept {_tilde(directory)} (it also holds {shown}); removed mpsd's files from it")
-
-
-def _remove_empty_dir(directory: Path, report: Callable[[str], None]) -> None:
-    try:
-        directory.rmdir()
-    except OSError:
-        return
-    report(f"removed {_tilde(directory)}")

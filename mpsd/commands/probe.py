@@ -8,11 +8,13 @@ import math
 import signal
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from types import FrameType
 from typing import IO, TYPE_CHECKING, Any
 
 from mpsd.env import project_python
 from mpsd.errors import EXIT_ABSENT, EXIT_OK, EXIT_USAGE, MpsdError
+from mpsd.sizes import format_gib, parse_size
 
 if TYPE_CHECKING:  # imported for real inside run(): start-up stays fast
     from mpsd.limits import Limits
@@ -70,8 +72,6 @@ def _ratio(text: str) -> float:
 
 
 def _step(text: str) -> int:
-    from mpsd.sizes import parse_size
-
     try:
         value = parse_size(text)
     except ValueError as exc:
@@ -79,12 +79,6 @@ def _step(text: str) -> int:
     if value < MIN_STEP:
         raise MpsdError(f"--step {text!r} is too small: give at least 1M, e.g. 256M.", EXIT_USAGE)
     return value
-
-
-def _project_python() -> str:
-    """The python this shell would run here (where the project's torch is); the report and
-    every error name it."""
-    return project_python.find()[0]
 
 
 def _raise_exit(signum: int, _frame: FrameType | None) -> None:
@@ -105,8 +99,6 @@ class Progress:
         self.drawn = False
 
     def __call__(self, event: dict[str, Any], result: ProbeResult) -> None:
-        from mpsd.sizes import format_gib
-
         if event.get("event") != "step":
             return
         allocated = int(event.get("allocated") or 0)
@@ -149,14 +141,15 @@ def _ask(question: str) -> bool:
 
 def run(args: argparse.Namespace) -> int:
     from mpsd import limits as limits_mod
-    from mpsd.probe.runner import ProbeSpec, run_probe
-    from mpsd.probe.swapwatch import choose_watch
+    from mpsd.probe.runner import ProbeSpec, choose_watch, run_probe
 
     if args.yes and not args.calibrate:
         raise MpsdError("--yes goes with --calibrate (a plain probe asks nothing).", EXIT_USAGE)
     ratio = _ratio(args.ratio) if args.ratio is not None else None
     step = _step(args.step)
-    python = project_python.given(args.python) if args.python is not None else _project_python()
+    # Unless given, the python this shell would run here (where the project's torch is).
+    given = args.python is not None
+    python = project_python.given(args.python) if given else project_python.find()[0]
     current = limits_mod.read()
     if ratio is None and current is None and not args.calibrate:
         raise MpsdError(
@@ -170,8 +163,6 @@ def run(args: argparse.Namespace) -> int:
     progress = Progress(sys.stderr)
 
     def probe(high: float, low: float) -> ProbeResult:
-        from mpsd.sizes import format_gib
-
         if progress.tty:  # importing torch takes seconds: say what is happening
             sys.stderr.write(
                 f"probe: ratio {high:.2f}, steps of {format_gib(step)}; "
@@ -220,9 +211,7 @@ def _calibrate(
     args: argparse.Namespace, ratio: float | None, current: Limits | None, probe: Probe
 ) -> int:
     from mpsd import paths
-    from mpsd.probe.calibrate import calibrate, set_headroom
-    from mpsd.probe.verdict import advise, headroom_for, to_json
-    from mpsd.sizes import format_gib
+    from mpsd.probe.verdict import advise, calibrate, headroom_for, to_json
 
     if current is None:
         raise MpsdError(
@@ -291,3 +280,36 @@ def _calibrate(
     if not found.changed and not args.json:
         print(f"Ratio {start:.2f} already gives a clean error with no swap: nothing to change.")
     return EXIT_OK
+
+
+def set_headroom(path: Path, headroom: float) -> bool:
+    """Set ``headroom`` in config.toml at ``path`` (created if missing), keeping every comment
+    and the layout (tomlkit). Raises ``ConfigError`` (and writes nothing) when the file is not
+    valid TOML, the result would not be a valid config, or the file cannot be written.
+    False when the value was already there."""
+    import tomlkit
+    import tomlkit.exceptions
+
+    from mpsd.atomic import write_atomic
+    from mpsd.config import ConfigError, validate
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        text = ""
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(path, [f"cannot be read ({exc})"]) from None
+    try:
+        document = tomlkit.parse(text)
+    except tomlkit.exceptions.TOMLKitError as exc:
+        raise ConfigError(
+            path, [f"is not valid TOML ({exc}); fix it, then calibrate again"]
+        ) from None
+    document["headroom"] = headroom
+    validate(document.unwrap(), path)
+    try:
+        return write_atomic(path, tomlkit.dumps(document).encode("utf-8"), follow_links=True)
+    except OSError as exc:
+        raise ConfigError(
+            path, [f"cannot be written ({exc.strerror}); add `headroom = {headroom:g}` by hand"]
+        ) from None

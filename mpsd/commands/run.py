@@ -11,7 +11,7 @@ import os
 import shutil
 import sys
 
-from mpsd.env.here import exports_here
+from mpsd.env.exports import exports_here
 from mpsd.env.watermarks import problems
 from mpsd.errors import MpsdError
 

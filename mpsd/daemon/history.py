@@ -102,16 +102,8 @@ def row_of(sample: Sample) -> Row:
 
 
 def _row_to_sample(row: tuple[Any, ...]) -> Sample:
-    return Sample(
-        t=float(row[0]),
-        available_bytes=int(row[1]),
-        total_bytes=int(row[2]),
-        ml_bytes=int(row[3]),
-        swapouts=None if row[4] is None else int(row[4]),
-        pressure=None if row[5] is None else int(row[5]),
-        source=str(row[6]),
-        ml_jobs=int(row[7] or 0),
-    )
+    t, available, total, ml, swapouts, pressure, source, jobs = row
+    return Sample(t, available, total, ml, swapouts, pressure, source, jobs or 0)
 
 
 class Store:
@@ -130,7 +122,6 @@ class Store:
         from mpsd.files import ensure_dir
 
         ensure_dir(path.parent)
-        _check_files(path)
         try:
             db = sqlite3.connect(str(path), timeout=10.0, isolation_level=None)
             db.execute("PRAGMA journal_mode=WAL")
@@ -151,7 +142,6 @@ class Store:
         """The history for reading only; None when there is none yet."""
         if not os.path.lexists(path):
             return None
-        _check_files(path)
         try:
             db = sqlite3.connect(f"{_uri(path)}?mode=ro", uri=True, timeout=5.0)
             version = db.execute("PRAGMA user_version").fetchone()[0]
@@ -202,8 +192,9 @@ class Store:
             raise HistoryError(_newer(self.path, version))
         for number in range(version, SCHEMA_VERSION):
             with self._transaction():
-                for statement in _statements(MIGRATIONS[number]):
-                    self._db.execute(statement)
+                for statement in MIGRATIONS[number].split(";"):
+                    if statement.strip():
+                        self._db.execute(statement)
                 self._db.execute(f"PRAGMA user_version = {number + 1}")
 
     @contextlib.contextmanager
@@ -224,17 +215,14 @@ class Store:
         with self._transaction():
             self._db.executemany(_INSERT, map(_values, samples))
 
-    def prune(self, before: float, limit: int | None = None) -> int:
+    def prune(self, before: float, limit: int) -> int:
         """Delete samples older than ``before`` (at most ``limit`` of them, oldest first,
         so a big cut never blocks the caller for long); the number deleted."""
-        if limit is None:
-            cursor = self._db.execute("DELETE FROM samples WHERE t < ?", (before,))
-        else:
-            cursor = self._db.execute(
-                "DELETE FROM samples WHERE rowid IN "
-                "(SELECT rowid FROM samples WHERE t < ? ORDER BY t LIMIT ?)",
-                (before, limit),
-            )
+        cursor = self._db.execute(
+            "DELETE FROM samples WHERE rowid IN "
+            "(SELECT rowid FROM samples WHERE t < ? ORDER BY t LIMIT ?)",
+            (before, limit),
+        )
         return int(cursor.rowcount)
 
     def set_meta(self, key: str, value: Any) -> None:
@@ -291,24 +279,28 @@ class Store:
         ).fetchall()
         return [Row._make(row[:8]) for row in rows]
 
-    def free_series(
-        self, since: float, until: float, buckets: int
-    ) -> list[tuple[float, int | None]]:
-        """Free memory (available + ml, the lowest in each bucket) over [since, until]
-        in ``buckets`` equal buckets: (bucket start, bytes or None when no sample)."""
+    def window(self, since: float, until: float, buckets: int) -> tuple[int, list[int | None]]:
+        """The samples in [since, until]: how many, and the lowest free memory (available +
+        ml) in each of ``buckets`` equal buckets (None: no sample there). One range query
+        per bucket, each through the index on ``t``: a year of history costs no more than
+        the window. Rows are not checked as ``_VALID`` does: a row the daemon did not write
+        may draw a wrong bar, never fail."""
         width = (until - since) / buckets
         if width <= 0:
-            return []
-        rows = self._db.execute(
-            "SELECT MIN(CAST((t - ?) / ? AS INTEGER), ?) AS b, MIN(available + ml) "
-            f"FROM samples WHERE t >= ? AND t <= ? AND {_VALID} GROUP BY b",
-            (since, width, buckets - 1, since, until),
-        ).fetchall()
-        values: dict[int, int] = {int(b): int(v) for b, v in rows}
-        return [(since + i * width, values.get(i)) for i in range(buckets)]
+            return 0, []
+        query = "SELECT MIN(available + ml), COUNT(*) FROM samples WHERE t >= ? AND t {} ?"
+        rows = [
+            self._db.execute(
+                query.format("<" if i < buckets - 1 else "<="),
+                (since + i * width, since + (i + 1) * width if i < buckets - 1 else until),
+            ).fetchone()
+            for i in range(buckets)
+        ]
+        lowest = [None if low is None else int(low) for low, _ in rows]
+        return sum(count for _, count in rows), lowest
 
 
-def thin(samples: Iterable[Sample], since: float, width: float) -> list[Sample]:
+def lowest_free_per_bucket(samples: Iterable[Sample], since: float, width: float) -> list[Sample]:
     """The pure twin of ``Store.samples`` when it thins: per bucket of ``width`` seconds
     counted from ``since``, the sample with the least free memory (available + ml), in time
     order. ``bench/replay.py`` replays the daemon with it, without SQLite; a test holds the
@@ -322,34 +314,6 @@ def thin(samples: Iterable[Sample], since: float, width: float) -> list[Sample]:
         ):
             best[key] = s
     return sorted(best.values(), key=lambda s: s.t)
-
-
-def _check_files(path: str | Path) -> None:
-    """Refuse a history that is a symlink, FIFO or directory (SQLite would follow the link, or
-    block on the FIFO): one sentence, and the daemon goes on without storing samples."""
-    import stat
-
-    for suffix in ("", "-wal", "-shm", "-journal"):
-        name = f"{path}{suffix}"
-        try:
-            st = os.lstat(name)
-        except OSError:
-            continue
-        if stat.S_ISLNK(st.st_mode):
-            why = "a symbolic link, which mpsd never follows for its own files"
-        elif not stat.S_ISREG(st.st_mode):
-            from mpsd.files import kind
-
-            why = f"{kind(st.st_mode)}, not a regular file"
-        else:
-            continue
-        raise HistoryError(f"the history file {name} is {why}; remove it and try again.")
-
-
-def _statements(script: str) -> Iterator[str]:
-    for part in script.split(";"):
-        if part.strip():
-            yield part.strip()
 
 
 def _uri(path: Path) -> str:

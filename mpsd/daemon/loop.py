@@ -6,11 +6,13 @@
 - Ticks are scheduled on the monotonic clock (``mpsd.daemon.schedule``); the wall clock
   only stamps samples. A wall-clock jump (sleep, a clock change, even backwards) is logged
   and changes nothing else: the policy sees samples by their stamps.
+- A state dir that fails the trust rule (``paths.untrusted``) is said once on stderr (launchd
+  keeps it in its log) and waited out, re-checked at each tick: no sample, no write meanwhile.
 - config.toml is watched through its directory (``mpsd.daemon.config_watch``), debounced, and
-  checked by mtime every few seconds as a backstop. A bad file is logged in one line and the
-  last good config of it kept: the one read before the bad edit, or across a restart the copy
-  ``mpsd.daemon.last_good`` keeps in the state dir. Without either, limits.toml's ratios are
-  kept as they are until the file is fixed (docs/file-formats.md).
+  checked by mtime every few seconds as a backstop. While it is invalid the daemon logs why
+  and goes on with the config it last read (the defaults after a restart), never above the
+  ratios limits.toml held when the file went bad: the ``ceiling``, kept in the record of
+  each decision so that a restart keeps it too (docs/file-formats.md).
 - limits.toml is rewritten only when its values change (``Limits.same_values``); a change
   of 0.01 is churn, except when PyTorch jobs started or ended, or running ones took more:
   then the next job's value is written as it is. The policy runs every 10 minutes, and its
@@ -29,7 +31,6 @@ import dataclasses
 import datetime as dt
 import logging
 import logging.handlers
-import math
 import os
 import queue
 import signal
@@ -44,12 +45,12 @@ from typing import Any
 
 from mpsd import limits as limits_mod
 from mpsd import paths
-from mpsd.config import Config, ConfigError, policy_values, read_config
-from mpsd.daemon import last_good, policy
+from mpsd.config import Config, ConfigError, load_config, policy_values
+from mpsd.daemon import policy
 from mpsd.daemon.history import HistoryError, Row, Store, row_of
-from mpsd.daemon.schedule import CONFIG_POLL, POLICY_EVERY, Schedule
+from mpsd.daemon.schedule import POLICY_EVERY, Schedule
 from mpsd.errors import EXIT_ABSENT, MpsdError
-from mpsd.files import ensure_dir, open_regular
+from mpsd.files import ensure_dir
 from mpsd.limits import Limits
 from mpsd.locks import PidLock
 from mpsd.machine.sample import Sample
@@ -73,7 +74,7 @@ LOG_BYTES = 1_000_000
 LOG_BACKUPS = 3
 
 
-def setup_logging(to_stderr: bool | None = None, warnings_to_stderr: bool = False) -> None:
+def setup_logging(warnings_to_stderr: bool = False) -> None:
     """Log to a rotating file in the state dir (about 4 MB at most) and to stderr in a terminal.
 
     ``warnings_to_stderr``: outside a terminal, still show warnings and errors on stderr
@@ -83,81 +84,55 @@ def setup_logging(to_stderr: bool | None = None, warnings_to_stderr: bool = Fals
     for handler in list(logger.handlers):
         logger.removeHandler(handler)
         handler.close()
-    formatter = _Formatter("%(asctime)s %(levelname)s [%(process)d] %(message)s")
+    formatter = logging.Formatter("%(asctime)s %(levelname)s [%(process)d] %(message)s")
     try:
         path = paths.log_file()
         ensure_dir(path.parent)
-        rotating = _LogFile(path, maxBytes=LOG_BYTES, backupCount=LOG_BACKUPS, encoding="utf-8")
+        rotating = logging.handlers.RotatingFileHandler(
+            path, maxBytes=LOG_BYTES, backupCount=LOG_BACKUPS, encoding="utf-8"
+        )
         rotating.setFormatter(formatter)
         logger.addHandler(rotating)
     except OSError as exc:
         sys.stderr.write(f"mpsd: cannot write the log {paths.log_file()} ({exc.strerror}).\n")
-    if to_stderr is None:
-        to_stderr = sys.stderr.isatty()
+    to_stderr = sys.stderr.isatty()
     if to_stderr or warnings_to_stderr:
         stream = logging.StreamHandler(sys.stderr)
-        stream.setFormatter(_Formatter("%(asctime)s %(levelname)s %(message)s"))
+        stream.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
         if not to_stderr:
             stream.setLevel(logging.WARNING)
         logger.addHandler(stream)
     logger.propagate = False
 
 
-class _Formatter(logging.Formatter):
-    """Stamps clamped to the year 9999: a clock set beyond must not turn every log line
-    into a "Logging error" traceback."""
-
-    @staticmethod
-    def converter(t: float | None) -> time.struct_time:
-        t = time.time() if t is None else t
-        return time.localtime(min(max(t, 0.0), 253402300799.0) if math.isfinite(t) else 0.0)
+def trust_problem() -> str | None:
+    """Why the state dir fails the trust rule, or None (a file in its place is the lock's
+    sentence to say: ``acquire_lock``)."""
+    state = paths.state_dir()
+    return paths.untrusted(state) if state.is_dir() else None
 
 
-class _LogFile(logging.handlers.RotatingFileHandler):
-    """The rotating log, opened without following a link planted in its place (that would
-    append to whatever the link names) and never blocking on a FIFO there."""
-
-    def _open(self) -> Any:
-        fd = open_regular(self.baseFilename, os.O_WRONLY | os.O_APPEND | os.O_CREAT, follow=False)
-        return os.fdopen(fd, "a", encoding=self.encoding, errors=self.errors)
-
-
-def log_to_file_again() -> None:
-    """Reopen the log file (after its directory was deleted and recreated)."""
-    for handler in logging.getLogger("mpsd").handlers:
-        if isinstance(handler, _LogFile):
-            with contextlib.suppress(OSError):
-                handler.acquire()
-                try:
-                    if handler.stream is not None:
-                        handler.stream.close()
-                    handler.stream = handler._open()
-                finally:
-                    handler.release()
+def state_dir_untrusted(said: list[str]) -> bool:
+    """True while the state dir fails the trust rule; the sentence goes to stderr once per
+    problem (``said`` keeps the last one), and a line when it is trusted again."""
+    problem = trust_problem()
+    if problem != (said[0] if said else None):
+        if problem:
+            sys.stderr.write(f"mpsd: {problem}; the daemon waits until it is fixed.\n")
+        elif said:
+            sys.stderr.write(f"mpsd: {paths.state_dir()} is trusted again; the daemon goes on.\n")
+        said[:] = [problem] if problem else []
+        sys.stderr.flush()
+    return problem is not None
 
 
-def _stamp(t: float) -> dt.datetime:
-    """``t`` as a UTC date-time, clamped into what ``datetime`` holds (a clock set to the
-    year 9999 or beyond must not crash the daemon)."""
-    top = 253402300799.0  # 9999-12-31T23:59:59Z
-    t = t if math.isfinite(t) else 0.0
-    return dt.datetime.fromtimestamp(int(min(max(t, 0.0), top)), dt.timezone.utc)
-
-
-@dataclass
-class _FileSig:
-    exists: bool
-    mtime_ns: int = 0
-    size: int = 0
-    inode: int = 0
-
-
-def _signature(path: Path) -> _FileSig:
+def _signature(path: Path) -> tuple[int, int, int] | None:
+    """What tells an edit of ``path``: its mtime, size and inode (None: no file)."""
     try:
         st = path.stat()
     except OSError:
-        return _FileSig(False)
-    return _FileSig(True, st.st_mtime_ns, st.st_size, st.st_ino)
+        return None
+    return (st.st_mtime_ns, st.st_size, st.st_ino)
 
 
 @dataclass
@@ -169,12 +144,10 @@ class Daemon:
     wall: Callable[[], float] = time.time
     mono: Callable[[], float] = time.monotonic
     config: Config = field(default_factory=Config)
-    # Where ``config`` comes from: "file" (config.toml), "last good" (config.toml is invalid:
-    # its last valid config, read before the bad edit or kept in ``last_good``'s copy), or ""
-    # (no good config of it yet: limits.toml's ratios are held, ``_hold``).
-    config_from: str = ""
     config_problem: str | None = None  # why config.toml is not in force, in one sentence
-    held: bool = False  # the last update kept limits.toml's ratios (config.toml is invalid)
+    # While config.toml is invalid: the (high, low) ratios never handed out above (None: no
+    # ratios were in force when it went bad, so the config in use applies as it is).
+    ceiling: tuple[float, float] | None = None
     recommended: tuple[int, str] | None = None
     store: Store | None = None
     window: list[Row] | None = None
@@ -182,8 +155,7 @@ class Daemon:
     last_wall: float | None = None
     last_mono: float | None = None
     total_bytes: int | None = None
-    _config_sig: _FileSig | None = None
-    lock: PidLock | None = None  # checked every CONFIG_POLL: one daemon, always
+    _config_sig: tuple[int, int, int] | None = None
     # (bytes, count) of running PyTorch jobs the policy last saw; (running?, count) behind
     # the limits.toml last written or kept.
     _jobs_seen: tuple[int, int] | None = None
@@ -192,106 +164,54 @@ class Daemon:
     _last_key: tuple[Config, tuple[int, str]] | None = None
     _last_at: float | None = None  # the wall time of the last whole run of the policy
     clock_jumped = False  # the last tick found the wall clock away from the monotonic one
+    _untrusted: list[str] = field(default_factory=list)  # the trust problem last said
     _queue: queue.SimpleQueue[tuple[str, Any]] = field(default_factory=queue.SimpleQueue)
 
     # -- config -----------------------------------------------------------------------
-    @property
-    def config_good(self) -> bool:
-        """True when a good config of config.toml is in use (the file's, or its last good)."""
-        return bool(self.config_from)
-
     def reload_config(self, force: bool = False) -> bool:
         """Re-read config.toml if it changed (or ``force``); True when the config in use changed.
 
-        A good file is kept as the last good config (``last_good``). A bad one is logged in one
-        line and changes nothing but ``config_problem``: the last good config stays in use, and
-        without one limits.toml's ratios stay as they are."""
+        A bad file is logged in one line and changes nothing but ``config_problem`` and, as it
+        goes bad, the ``ceiling``: the config in use stays."""
         path = paths.config_file()
         sig = _signature(path)
         if not force and sig == self._config_sig:
             return False
         self._config_sig = sig
         try:
-            config, raw = read_config(path)
+            config = load_config(path)
         except ConfigError as exc:
-            return self._config_invalid(exc)
-        changed = config != self.config or self.config_from != "file"
-        if changed or self.config_problem:
-            log.info("config %s", f"loaded from {path}" if sig.exists else "absent: defaults")
-        self.config, self.config_from, self.config_problem = config, "file", None
-        try:
-            last_good.save(raw, path, self.wall())
-        except (OSError, MpsdError) as exc:
-            log.warning(
-                "cannot keep a copy of the good config in %s (%s): a restart while config.toml "
-                "is invalid would keep limits.toml as it is",
-                paths.last_good_config_file(),
-                getattr(exc, "strerror", None) or exc,
-            )
-        return changed
-
-    def _config_invalid(self, exc: ConfigError) -> bool:
-        """config.toml is invalid: say so in one line and keep what is in force; True when
-        the last good config, read from its copy, replaces the defaults."""
-        self.config_problem = str(exc)
-        if self.config_from:
-            self.config_from = "last good"
+            if self.config_problem is None:
+                self.ceiling = self._ceiling_now()
+            self.config_problem = str(exc)
+            kept = "limits.toml held no ratios to keep"
+            if self.ceiling is not None:
+                high, low = self.ceiling
+                kept = f"never above high {high:.2f}, low {low:.2f}: limits.toml's as it went bad"
             log.error(
-                "%s; keeping the last good config (headroom %g) until the file is fixed",
+                "%s; until it is fixed the daemon goes on with headroom %g, %s",
                 exc,
                 self.config.headroom,
+                kept,
             )
             return False
-        good, problem = last_good.load(paths.config_file())
-        if good is not None:
-            self.config, self.config_from = good.config, "last good"
-            log.error(
-                "%s; keeping the last good config (%s) until the file is fixed",
-                exc,
-                good.describe(),
-            )
-            return True
-        why = f"; {problem}" if problem else ""
-        current = limits_mod.read_file()
-        if current.limits is not None:
-            log.error(
-                "%s; limits.toml is kept as it is until config.toml is fixed (mpsd has no "
-                "earlier good config of it%s)",
-                exc,
-                why,
-            )
-        elif current.exports:
-            log.error(
-                "%s; limits.toml, not in mpsd's form, is rewritten from the defaults with its "
-                "ratios never raised until config.toml is fixed%s",
-                exc,
-                why,
-            )
-        else:
-            log.error(
-                "%s; limits.toml holds no ratios to keep, so the defaults apply until "
-                "config.toml is fixed%s",
-                exc,
-                why,
-            )
-        return False
+        changed = config != self.config or self.config_problem is not None
+        if changed:
+            log.info("config %s", "absent: defaults" if sig is None else f"loaded from {path}")
+        self.config, self.config_problem, self.ceiling = config, None, None
+        return changed
 
-    def check_lock(self) -> bool:
-        """False when another daemon took the lock (this one must stop). A deleted lock file
-        or state dir is recreated and the lock taken again; the history and the log reopen
-        in the new dir."""
-        if self.lock is None or self.lock.intact():
-            return True
-        if not self.lock.still_held():
-            log.error(
-                "the daemon lock %s was deleted and another daemon took it; stopping",
-                self.lock.path,
-            )
-            return False
-        log_to_file_again()
-        log.warning("the daemon lock %s or its dir was deleted; recreated it", self.lock.path)
-        self._drop_store()
-        return True
+    def _ceiling_now(self) -> tuple[float, float] | None:
+        """The ratios limits.toml holds as config.toml goes bad, or after a restart on a bad
+        file the ceiling the last decision kept (limits.toml may hold less: a job ran)."""
+        with contextlib.suppress(Exception):
+            kept = self.open_store().get_meta("decision").get("ceiling")
+            if kept is not None:
+                return (float(kept[0]), float(kept[1]))
+        current = limits_mod.read_file()
+        if current.high is None or current.low is None:
+            return None
+        return (float(current.high), float(current.low))
 
     # -- history ----------------------------------------------------------------------
     def open_store(self) -> Store:
@@ -389,16 +309,12 @@ class Daemon:
 
     # -- the policy and limits.toml ------------------------------------------------------
     def projects(self) -> tuple[str, ...]:
-        # As the hooks compare them: physical, and only paths they can read safely.
+        """The projects for limits.toml: config.toml's, as the hooks compare them (physical,
+        readable safely); while it is invalid, those limits.toml lists (``enable`` writes both)."""
+        if self.config_problem is not None:
+            return limits_mod.read_file().projects
         from mpsd.env.projects import for_limits
 
-        if self.config_from == "file":
-            return for_limits(self.config.projects)
-        # config.toml is invalid: keep what limits.toml lists (mpsd enable writes both files,
-        # and a copy of the last good config may be older than the last enable).
-        current = limits_mod.read_file()
-        if current.found or not self.config_from:
-            return current.projects
         return for_limits(self.config.projects)
 
     def jobs_changed(self, sample: Sample | None) -> bool:
@@ -410,19 +326,11 @@ class Daemon:
         """Run the policy over the window and write limits.toml if a value changed; with
         ``jobs`` (a sample where only the running jobs changed), only the next job's share
         on the last run's baseline (``policy.for_next_job``), when config and recommended
-        max are the same as then. While config.toml is invalid and no good config of it is
-        known, limits.toml's ratios are held (``_hold``; docs/file-formats.md).
+        max are the same as then. Under the ``ceiling`` while config.toml is invalid.
 
         Returns the limits now in force, or None when there is nothing to go on yet."""
         if self.recommended is None:
             return None
-        held = None
-        if not self.config_from:  # config.toml is invalid and no good config of it is known
-            held = limits_mod.read_file()
-            if held.limits is not None:
-                self.held = True
-                return self._hold(held.limits)
-        self.held = False
         now = self.wall()
         try:
             store = self.open_store()
@@ -431,25 +339,27 @@ class Daemon:
             # serves the next job's step only while it is fresh (by the wall clock).
             fresh = self._last_at is not None and 0 <= now - self._last_at <= POLICY_EVERY
             decision: policy.Recommendation | None
-            if jobs is not None and self._last is not None and self._last_key == key and fresh:
+            quick = jobs is not None and self._last is not None and self._last_key == key
+            if quick and fresh:
+                assert jobs is not None and self._last is not None
                 decision = policy.for_next_job(self._last, jobs.ml_bytes, jobs.ml_jobs, self.config)
-                whole = False
             else:
                 samples = self.policy_window(now)
                 decision = policy.recommend(samples, self.config, self.recommended[0], now=now)
-                whole = True
         except Exception as exc:
             log.error("cannot read the history: %s", exc)
             self._drop_store()
             return None
-        max_bytes, source = self.recommended
         if decision is None:
             return None
         self._last, self._last_key = decision, key
-        if whole:  # the quick step keeps the time of the run whose baseline it reuses
+        if not (quick and fresh):  # the quick step keeps the time of the run it reuses
             self._last_at = now
         self._jobs_seen = (decision.held_bytes, decision.jobs)
         jobs_now = (decision.held_bytes > 0, decision.jobs)
+        if self.ceiling is not None:
+            decision = _under(decision, self.ceiling)
+        max_bytes, source = self.recommended
         new = Limits(
             high_watermark_ratio=decision.high_watermark_ratio,
             low_watermark_ratio=decision.low_watermark_ratio,
@@ -458,44 +368,16 @@ class Daemon:
             recommended_max_source=source,
             baseline_free_bytes=decision.baseline_free_bytes,
             headroom=self.config.headroom,
-            updated_at=_stamp(now),
+            updated_at=dt.datetime.fromtimestamp(int(now), dt.timezone.utc),
             projects=self.projects(),
             sample_count=decision.sample_count,
         )
-        if held is not None and held.high is not None and held.low is not None:
-            # Not in mpsd's form, but the hooks export a cap from it: the defaults never raise it.
-            high = min(new.high_watermark_ratio, float(held.high))
-            low = min(new.low_watermark_ratio, float(held.low), high)
-            new = dataclasses.replace(
-                new,
-                high_watermark_ratio=high,
-                low_watermark_ratio=low,
-                limit_bytes=int(high * max_bytes),
-            )
         with contextlib.suppress(Exception):
-            store.set_meta(
-                "decision",
-                {
-                    "t": now,
-                    "baseline_free_bytes": decision.baseline_free_bytes,
-                    "high_watermark_ratio": decision.high_watermark_ratio,
-                    "low_watermark_ratio": decision.low_watermark_ratio,
-                    "limit_bytes": decision.limit_bytes,
-                    "swap_factor": decision.swap_factor,
-                    "sample_count": decision.sample_count,
-                    "jobs": decision.jobs,
-                    "held_bytes": decision.held_bytes,
-                    "limit_once_they_end_bytes": decision.limit_once_they_end_bytes,
-                    "ratio_once_they_end": decision.ratio_once_they_end,
-                    "floored": decision.floored,
-                    "min_ratio": self.config.min_ratio,
-                    "reasons": list(decision.reasons),
-                    "config_good": self.config_good,
-                    # What the limits were worked out with: status tells an edit since.
-                    "config_from": self.config_from or "defaults",
-                    "config": policy_values(self.config),
-                },
-            )
+            # What the limits were worked out with, for `mpsd status` (it tells an edit
+            # since) and for a restart while config.toml is invalid (the ceiling).
+            record = dataclasses.asdict(decision)
+            record.update(t=now, min_ratio=self.config.min_ratio, ceiling=self.ceiling)
+            store.set_meta("decision", {**record, "config": policy_values(self.config)})
         current = limits_mod.read()
         # Jobs started or ended, or running ones took more: the next job's value exactly,
         # not within the churn tolerance.
@@ -504,8 +386,7 @@ class Daemon:
             and current is not None
             and new.high_watermark_ratio < current.high_watermark_ratio
         )
-        tolerance = EXACT if exact else CHURN_TOLERANCE
-        if current is not None and new.same_values(current, tolerance):
+        if current is not None and new.same_values(current, EXACT if exact else CHURN_TOLERANCE):
             self._jobs_written = jobs_now
             return current
         try:
@@ -516,43 +397,11 @@ class Daemon:
         self._jobs_written = jobs_now
         old = f"{current.high_watermark_ratio:.2f}" if current else "none"
         log.info(
-            "limits.toml: high %s -> %.2f, low %.2f (%s)%s",
+            "limits.toml: high %s -> %.2f, low %.2f (%s)",
             old,
             new.high_watermark_ratio,
             new.low_watermark_ratio,
             "; ".join(decision.reasons),
-            "" if held is None else "; from the defaults, as config.toml is invalid",
-        )
-        return new
-
-    def _hold(self, current: Limits) -> Limits:
-        """limits.toml while config.toml is invalid and no good config of it is known: its
-        ratios stay as they are. Only what depends on the machine, not on the config, follows
-        it: the recommended max, where it came from, and so the limit in bytes (PyTorch applies
-        the ratio to the real recommended max anyway)."""
-        assert self.recommended is not None
-        max_bytes, source = self.recommended
-        if (current.recommended_max_bytes, current.recommended_max_source) == (max_bytes, source):
-            return current
-        new = dataclasses.replace(
-            current,
-            recommended_max_bytes=max_bytes,
-            recommended_max_source=source,
-            limit_bytes=int(current.high_watermark_ratio * max_bytes),
-            updated_at=_stamp(self.wall()),
-        )
-        try:
-            limits_mod.write(new)
-        except (OSError, MpsdError) as exc:
-            log.error("cannot write %s: %s", paths.limits_file(), exc)
-            return current
-        log.info(
-            "limits.toml: recommended max %d bytes (%s); high %.2f and low %.2f kept until "
-            "config.toml is fixed",
-            max_bytes,
-            source,
-            current.high_watermark_ratio,
-            current.low_watermark_ratio,
         )
         return new
 
@@ -595,7 +444,6 @@ class Daemon:
         self.reload_config(force=True)
         log.info("daemon started (pid %d, interval %gs)", os.getpid(), self.config.interval)
         schedule = Schedule(self.config.interval, self.mono())
-        lock_check = self.mono() + CONFIG_POLL  # the loop wakes at least this often
         try:
             while True:
                 try:
@@ -616,18 +464,19 @@ class Daemon:
                 elif kind == "recommended-failed":
                     schedule.probe_finished()
                     log.error("cannot find the recommended max: %s", value)
-                now = self.mono()
-                if now >= lock_check:
-                    lock_check = now + CONFIG_POLL
-                    if not self.check_lock():
-                        return EXIT_ABSENT
-                self._due(schedule, now)
+                self._due(schedule, self.mono())
         finally:
             watcher.stop()
             self._drop_store()
 
     def _due(self, schedule: Schedule, now: float) -> None:
-        """Do what ``schedule`` says is due at ``now``."""
+        """Do what ``schedule`` says is due at ``now``; nothing but wait for the next tick while
+        the state dir fails the trust rule."""
+        if (self._untrusted or schedule.tick_due(now)) and state_dir_untrusted(self._untrusted):
+            schedule.reload_due(now)  # moves its deadlines on: the loop waits, never spins
+            if schedule.tick_due(now):
+                schedule.ticked(now)
+            return
         if schedule.reload_due(now) and self.reload_config():
             schedule.config_changed(self.config.interval, self.last_mono, now)
         moved = None  # a sample where only the running PyTorch jobs changed
@@ -655,10 +504,6 @@ class Daemon:
         """One sample, one update of limits.toml."""
         clean_temps()
         self.reload_config(force=True)
-        try:
-            self.open_store()
-        except HistoryError as exc:  # a link or a FIFO in its place: one sentence, not three
-            raise MpsdError(str(exc)) from None
         sample = None
         for attempt in range(attempts):
             sample = self.tick()
@@ -683,12 +528,31 @@ class Daemon:
         return result
 
 
+def _under(decision: policy.Recommendation, ceiling: tuple[float, float]) -> policy.Recommendation:
+    """``decision`` with its ratios at most ``ceiling`` (config.toml is invalid), and why."""
+    high = min(decision.high_watermark_ratio, ceiling[0])
+    max_bytes = decision.recommended_max_bytes
+    return dataclasses.replace(
+        decision,
+        high_watermark_ratio=high,
+        low_watermark_ratio=min(decision.low_watermark_ratio, ceiling[1], high),
+        limit_bytes=int(high * max_bytes),
+        ratio_once_they_end=min(decision.ratio_once_they_end, ceiling[0]),
+        limit_once_they_end_bytes=int(min(decision.ratio_once_they_end, ceiling[0]) * max_bytes),
+        reasons=(
+            *decision.reasons,
+            f"config.toml is invalid: at most high {ceiling[0]:.2f}, what limits.toml held "
+            "when it went bad",
+        ),
+    )
+
+
 def clean_temps() -> None:
     """Remove the temp files a kill -9 between write and rename left beside limits.toml and
     config.toml (mpsd's own temp-name pattern only, and only old ones)."""
     from mpsd.atomic import clean_stale_temps
 
-    for path in (paths.limits_file(), paths.config_file(), paths.last_good_config_file()):
+    for path in (paths.limits_file(), paths.config_file()):
         for name in clean_stale_temps(path):
             log.info("removed %s, left by a writer killed mid-write", path.parent / name)
 
@@ -697,20 +561,19 @@ def acquire_lock(once: bool) -> PidLock | None:
     """The daemon lock; None when ``once`` and another daemon holds it.
 
     Raises MpsdError (exit 1) naming the holder's pid when a daemon already runs."""
-    path = paths.daemon_lock_file()
-    lock = PidLock(path)
+    lock = PidLock(paths.daemon_lock_file())
     try:
         if lock.acquire():
             return lock
     except OSError as exc:
-        why = exc.strerror
-        in_the_way = next((p for p in path.parents if p.is_file()), None)
-        if in_the_way is not None:
-            why = f"{in_the_way} is a file, not a directory"
+        blocker = paths.file_in_the_way(lock.path)
+        why = f"{blocker} is a file, not a directory" if blocker else exc.strerror
         raise MpsdError(
             f"cannot take the daemon lock {lock.path} ({why}); make the state dir "
             "writable or point MPSD_STATE_DIR elsewhere."
         ) from None
+    if once:
+        return None
     pid = None
     for _ in range(20):  # the holder writes its pid just after taking the lock
         pid = lock.holder()
@@ -718,8 +581,6 @@ def acquire_lock(once: bool) -> PidLock | None:
             break
         time.sleep(0.025)
     who = f"pid {pid}" if pid is not None else "another process"
-    if once:
-        return None
     raise MpsdError(
         f"an mpsd daemon is already running ({who}); stop it first or check `mpsd status`.",
         EXIT_ABSENT,

@@ -1,55 +1,21 @@
 """The policy: samples + config + recommended max -> the next PyTorch job's ratio, and why.
 
 Pure functions, no clock (``now`` is the last sample's time unless given), no I/O.
-``recommend()`` runs the steps in order; each step is a function of its own, tested
-on its own (docs/policy.md, "How the ratio is computed"):
+``recommend()`` runs the steps in order, each a function of its own, tested on its own;
+docs/policy.md says what each does and which bench/ trace fails without it:
 
-1. ``read_window``: the samples of the window, each with its weight, whether it was
-   calm, and the runs of PyTorch jobs.
-   - **free** of a sample = available + ml: the memory that running PyTorch jobs hold
-     is added back, so a training run does not teach mpsd that the Mac has none.
-   - weights make percentiles shares of *time*: each sample weighs the gap since the
-     one before (at most 3 sampling steps), so thinned history and sleep don't skew them.
-   - **calm** samples: memory pressure normal (or unknown) and swap-outs not growing
-     since the previous sample.
-2. ``baseline``: the lower of
-   * the ``baseline_percentile`` (5th) percentile of calm free memory at the hours of the
-     day the next job is expected to run: from now for as long as the longest PyTorch
-     run of the window (at least 2 hours, plus the 10 minutes a value stays in force),
-     at those hours on every day of the window. It lifts the baseline at most to the
-     whole window's percentile / headroom, so a job that runs on into the day's low
-     still finds its limit free. The whole window's percentile instead while no run has
-     ended in the window, when the longest lasted a day or more, or when an hour of the
-     span was seen on less than 2 days' worth of samples (the Mac slept then, or the
-     history is short): slow, robust, rides out short spikes, recovers slowly after a drop;
-   * the 75th percentile of calm free memory over the last 2 hours of *awake* time
-     (gaps longer than 3 sampling steps, such as sleep, count as 3 steps): a lasting
-     drop (a new memory-hungry app) pulls it down once it fills three quarters of
-     those 2 hours (90 minutes), while a spike shorter than that (an hour) never does.
-   Only calm samples shape it (unless there are none at all).
-3. ``swap_factor``: when swap-outs grew while a PyTorch job ran (by 2048 pages or more
-   over the job: a few pages now and then are normal on macOS), the limit is multiplied
-   by ``swap_penalty``. It holds until a clean job (no swap) that started at least 12
-   hours after the swap has ended (so the job the next day still gets the lower value),
-   then climbs back linearly over ``swap_recovery``. With no such job, it starts climbing
-   back ``window - swap_recovery`` after the swap (at least 12 hours), so it is gone,
-   smoothly, when the swap leaves the window. Penalties of several swapping jobs
-   multiply (never below 0.5 together).
-4. ``next_job_share``: the value is for the *next* job. PyTorch's cap is per process,
-   so jobs side by side share the memory, first come, first served: what the running
-   jobs hold now (the last sample's ml) is taken off the baseline before the headroom
-   is applied: share = headroom x swap factor x (baseline - held). A running job keeps
-   the cap it read at its start; the next job gets what they left; the full share comes
-   back at the first sample after they end.
-5. ``clamp_ratio``: ratio = share / recommended max, rounded down to 2 decimals and
-   clamped to [min_ratio, max_ratio] (never 0.0); ``floored`` when min_ratio, not free
-   memory, set it. ``limit_bytes`` = high x recommended max as written to limits.toml;
-   low = low_ratio x high, never above high.
+1. ``read_window``: per sample its free memory (available + what PyTorch jobs hold),
+   its weight (the time it stands for) and whether it was calm; the runs of PyTorch jobs.
+2. ``baseline``: the lower of the percentile at the hours of the day the next job is
+   expected to run (``hours_percentile``, capped at the whole window's / headroom) and
+   the last 2 hours' 75th percentile (``_recent``).
+3. ``swap_factor``: the penalty after swap-outs grew during a job, and its wearing off.
+4. ``next_job_share``: headroom x swap factor x (baseline - what running jobs hold now).
+5. ``clamp_ratio``: share / recommended max, rounded down, within [min_ratio, max_ratio].
 6. ``why``: the reasons in plain words.
 
-``next_job`` is steps 4 to 6 for what running jobs hold: ``recommend`` runs it after the
-rest, and ``for_next_job`` runs it alone on an earlier recommendation, for what jobs hold
-now: the daemon's step at a sample where only the running jobs changed.
+``next_job`` is steps 4 to 6; ``for_next_job`` runs it alone on an earlier recommendation,
+for what jobs hold now: the daemon's step at a sample where only the running jobs changed.
 """
 
 from __future__ import annotations
@@ -66,13 +32,11 @@ from mpsd import ratio
 from mpsd.daemon.schedule import POLICY_EVERY
 from mpsd.durations import format_duration
 from mpsd.machine.sample import PRESSURE_WARN
-from mpsd.sizes import gib
-from mpsd.words import plural
+from mpsd.sizes import gib, plural
 
 if TYPE_CHECKING:  # the settings' shape only: mpsd.config also loads the file (I/O)
     from mpsd.config import Config
 
-GIB = 1 << 30
 RECENT_SPAN = 2 * 3600.0
 RECENT_PERCENTILE = 75.0
 NEXT_JOB_AFTER = 12 * 3600.0
@@ -132,7 +96,7 @@ class Recommendation:
 
 
 @dataclass
-class Job:
+class PyTorchRun:
     """A run of samples with PyTorch jobs holding memory (jobs side by side make one run)."""
 
     start: float
@@ -150,7 +114,7 @@ class Timeline:
     frees: list[int] = field(default_factory=list)
     weights: list[float] = field(default_factory=list)
     calm: list[bool] = field(default_factory=list)
-    jobs: list[Job] = field(default_factory=list)
+    runs: list[PyTorchRun] = field(default_factory=list)
     held_bytes: int = 0
     job_count: int = 0
     stamps: list[float] = field(default_factory=list)
@@ -185,19 +149,6 @@ class Baseline:
         if self.hours_cap is None:
             return self.hours_value
         return max(self.window_value, min(self.hours_value, self.hours_cap))
-
-
-@dataclass(frozen=True)
-class NextJob:
-    """Steps 4 to 6's result: the next job's share, its ratio (``chosen``), the ratio once
-    the running jobs end (``after``), and the last reason in words."""
-
-    held_bytes: int
-    jobs: int
-    share: int
-    chosen: Ratio
-    after: Ratio
-    words: str
 
 
 @dataclass(frozen=True)
@@ -247,68 +198,59 @@ def window_of(samples: Sequence[SampleLike], window: float, now: float | None) -
 
 
 def read_window(window: Sequence[SampleLike], interval: float) -> Timeline:
-    """Step 1: free memory (ml added back), weights, calm flags and job runs of ``window``
-    (oldest first, non-empty). ``job_count`` comes from the samples' ``ml_jobs`` where
-    they have it."""
-    # Each sample stands for the time since the one before (its weight): percentiles are
-    # shares of time, not of sample counts, so thinned history, missed samples and
-    # sleep do not skew them. A gap counts in full up to 3 sampling steps; a longer one
-    # (sleep) counts as 3 steps.
+    """Step 1 for ``window`` (oldest first, non-empty). A sample weighs the time since the one
+    before, in full up to 3 sampling steps (a longer gap, sleep, counts as 3): percentiles are
+    shares of time, so thinned history, missed samples and sleep do not skew them. A sample
+    is calm when memory pressure is below warning (or unknown) and swap-outs did not grow."""
     step = (window[-1].t - window[0].t) / (len(window) - 1) if len(window) > 1 else 0.0
     max_gap = 3.0 * max(interval, step, 1.0)
-    frees: list[int] = []
-    weights: list[float] = []
-    calm: list[bool] = []
-    jobs: list[Job] = []
+    timeline = Timeline(stamps=[s.t for s in window])
+    runs = timeline.runs
     was_running = False
     last_swap: int | None = None
     previous_t = window[0].t - min(max(step, interval), max_gap)
     for s in window:
         t = s.t
-        weights.append(min(max(t - previous_t, 0.0), max_gap))
+        timeline.weights.append(min(max(t - previous_t, 0.0), max_gap))
         previous_t = t
-        swap = s.swapouts
-        grew = False
         growth = 0
-        if swap is not None:
-            if last_swap is not None and swap > last_swap:
-                grew, growth = True, swap - last_swap
-            last_swap = swap
-        ml = s.ml_bytes
-        frees.append(s.available_bytes + ml)
+        if s.swapouts is not None:
+            if last_swap is not None and s.swapouts > last_swap:
+                growth = s.swapouts - last_swap
+            last_swap = s.swapouts
+        timeline.frees.append(s.available_bytes + s.ml_bytes)
         pressure = s.pressure
-        calm.append(not grew and (pressure is None or pressure < PRESSURE_WARN))
-        running = ml > 0
-        if running:
-            if was_running:
-                jobs[-1].end = t
-            else:
-                jobs.append(Job(start=t, end=t))
-        if grew and (running or was_running):
-            job = jobs[-1]
-            job.swapped_pages += growth
-            if job.swapped_at is None and job.swapped_pages >= SWAP_PAGES_MIN:
-                job.swapped_at = t
+        timeline.calm.append(not growth and (pressure is None or pressure < PRESSURE_WARN))
+        running = s.ml_bytes > 0
+        if running and was_running:
+            runs[-1].end = t
+        elif running:
+            runs.append(PyTorchRun(start=t, end=t))
+        if growth and (running or was_running):
+            run = runs[-1]
+            run.swapped_pages += growth
+            if run.swapped_at is None and run.swapped_pages >= SWAP_PAGES_MIN:
+                run.swapped_at = t
         was_running = running
     if was_running:
-        jobs[-1].ongoing = True
-    last = window[-1]
-    held = max(0, last.ml_bytes)
-    count = int(getattr(last, "ml_jobs", 0) or 0) if held else 0
-    return Timeline(frees, weights, calm, jobs, held, count, [s.t for s in window])
+        runs[-1].ongoing = True
+    timeline.held_bytes = max(0, window[-1].ml_bytes)
+    if timeline.held_bytes:
+        timeline.job_count = int(getattr(window[-1], "ml_jobs", 0) or 0)
+    return timeline
 
 
-def expected_run(jobs: list[Job], window_start: float | None = None) -> float | None:
+def expected_run(runs: list[PyTorchRun], window_start: float | None = None) -> float | None:
     """Step 2, the hours term: how long the next job is expected to run, the longest run of
     PyTorch jobs in the window (one still running counts with its length so far); None
     while no run has ended in the window (nothing to go on: the whole day counts). A run
     already going at ``window_start`` (the window's first sample) began before the window,
     so its length is not known: when it is the longest even so, it counts as a day."""
-    if all(job.ongoing for job in jobs):
+    if all(run.ongoing for run in runs):
         return None
-    longest = max(job.end - job.start for job in jobs)
-    cut = [job for job in jobs if window_start is not None and job.start <= window_start]
-    if cut and all(job.end - job.start < longest for job in jobs if job not in cut):
+    longest = max(run.end - run.start for run in runs)
+    cut = [run for run in runs if window_start is not None and run.start <= window_start]
+    if cut and all(run.end - run.start < longest for run in runs if run not in cut):
         return DAY
     return longest
 
@@ -346,7 +288,7 @@ def baseline(timeline: Timeline, config: Config, now: float | None = None) -> Ba
         chosen = list(range(len(frees)))
     pct = config.baseline_percentile
     window_value = weighted_percentile([(frees[i], weights[i]) for i in chosen], pct)
-    run = expected_run(timeline.jobs, timeline.stamps[0] if timeline.stamps else None)
+    run = expected_run(timeline.runs, timeline.stamps[0] if timeline.stamps else None)
     in_force = max(POLICY_EVERY, config.interval)  # how long a value may stand unrevised
     span = None if run is None else max(run, HOURS_MIN) + in_force
     if span is not None and span >= DAY:
@@ -397,10 +339,8 @@ def why(
     timeline: Timeline,
     base: Baseline,
     swap_reason: str,
-    next_job_words: str,
 ) -> tuple[str, ...]:
-    """Step 6: the reasons, in plain words, in the order of the steps (``next_job_words``:
-    steps 4 and 5's, from ``share_words``)."""
+    """Step 6 for steps 1 to 3: the reasons, in plain words (``next_job`` adds its own)."""
     reasons: list[str] = []
     left_out = base.left_out
     if left_out == len(timeline.frees):
@@ -444,54 +384,7 @@ def why(
         )
     if swap_reason:
         reasons.append(swap_reason)
-    reasons.append(next_job_words)
     return tuple(reasons)
-
-
-def share_words(
-    *,
-    config: Config,
-    held: int,
-    jobs: int,
-    base: int,
-    factor: float,
-    share: int,
-    chosen: Ratio,
-    after: Ratio,
-    recommended_max_bytes: int,
-    beside: int | None = None,
-    day_low: int | None = None,
-) -> str:
-    """Step 6 for steps 4 and 5: the next job's share and its ratio, in words (the last
-    reason). ``beside``: the share when the day's usual low (``day_low``) set it."""
-    if held and beside is not None and day_low is not None:
-        text = (
-            f"{_jobs_words(jobs)} {gib(held)} now; the next job gets what the day's usual low "
-            f"leaves beside them: "
-            + (f"swap factor {factor:.2f} x " if factor < 1.0 else "")
-            + f"({gib(day_low)} - {gib(held)}) = {gib(share)}"
-        )
-    elif held:
-        text = (
-            f"{_jobs_words(jobs)} {gib(held)} now; the next job gets headroom {config.headroom:g}"
-            + (f" x swap factor {factor:.2f}" if factor < 1.0 else "")
-            + f" x (baseline {gib(base)} - {gib(held)}) = {gib(share)}"
-        )
-    else:
-        text = (
-            f"limit = headroom {config.headroom:g}"
-            + (f" x swap factor {factor:.2f}" if factor < 1.0 else "")
-            + f" x baseline {gib(base)} = {gib(share)}"
-        )
-    text += f"; ratio = {chosen.high:.2f} of the recommended max {gib(recommended_max_bytes)}"
-    if chosen.floored:
-        text += f" (the floor: raised to min_ratio {config.min_ratio:g}, not set by free memory)"
-    elif chosen.capped:
-        text += f" (capped at max_ratio {config.max_ratio:g})"
-    if held:
-        they = "it ends" if jobs == 1 else "they end"
-        text += f"; {gib(after.limit_bytes)} (ratio {after.high:.2f}) once {they}"
-    return text
 
 
 def next_job(
@@ -502,65 +395,59 @@ def next_job(
     recommended_max_bytes: int,
     config: Config,
     day_low: int | None = None,
-) -> NextJob:
+    sample_count: int = 0,
+    reasons: tuple[str, ...] = (),
+) -> Recommendation:
     """Steps 4 to 6 for what running jobs hold now (``held`` bytes, ``jobs`` of them; 0
-    when not known), on a baseline and a swap factor. ``day_low``: the whole window's
-    percentile (what is free at the day's usual low); the share never goes above what it
-    leaves beside the running jobs (swap factor x (day_low - held)), which matters only
-    when the hours term lifted the baseline above it."""
+    when not known), on a baseline and a swap factor, after the earlier steps' ``reasons``.
+    ``day_low``: the whole window's percentile (what is free at the day's usual low); the
+    share never goes above what it leaves beside the running jobs (swap factor x (day_low -
+    held)), which matters only when the hours term lifted the baseline above it."""
     share = next_job_share(base, held, config.headroom, factor)
     beside = next_job_share(day_low, held, 1.0, factor) if day_low is not None and held else None
+    swap = f"swap factor {factor:.2f} x " if factor < 1.0 else ""
     if beside is not None and beside < share:
         share = beside
+        words = (
+            f"{_jobs_words(jobs)} {gib(held)} now; the next job gets what the day's usual low "
+            f"leaves beside them: {swap}({gib(day_low or 0)} - {gib(held)}) = {gib(share)}"
+        )
     else:
-        beside = None  # the usual rule set the share
+        times = f"headroom {config.headroom:g}" + (f" x {swap[:-3]}" if swap else "")
+        words = (
+            f"{_jobs_words(jobs)} {gib(held)} now; the next job gets {times} x (baseline "
+            f"{gib(base)} - {gib(held)}) = {gib(share)}"
+            if held
+            else f"limit = {times} x baseline {gib(base)} = {gib(share)}"
+        )
     chosen = clamp_ratio(share, recommended_max_bytes, config)
+    words += f"; ratio = {chosen.high:.2f} of the recommended max {gib(recommended_max_bytes)}"
+    if chosen.floored:
+        words += f" (the floor: raised to min_ratio {config.min_ratio:g}, not set by free memory)"
+    elif chosen.capped:
+        words += f" (capped at max_ratio {config.max_ratio:g})"
     after = chosen
     if held:
         after = clamp_ratio(
             next_job_share(base, 0, config.headroom, factor), recommended_max_bytes, config
         )
-    words = share_words(
-        config=config,
-        held=held,
-        jobs=jobs,
-        base=base,
-        factor=factor,
-        share=share,
-        chosen=chosen,
-        after=after,
-        recommended_max_bytes=recommended_max_bytes,
-        beside=beside,
-        day_low=day_low,
-    )
-    return NextJob(held, jobs, share, chosen, after, words)
-
-
-def _recommendation(
-    step: NextJob,
-    *,
-    base: int,
-    day_low: int | None,
-    factor: float,
-    recommended_max_bytes: int,
-    sample_count: int,
-    reasons: tuple[str, ...],
-) -> Recommendation:
+        they = "it ends" if jobs == 1 else "they end"
+        words += f"; {gib(after.limit_bytes)} (ratio {after.high:.2f}) once {they}"
     return Recommendation(
         baseline_free_bytes=base,
-        held_bytes=step.held_bytes,
-        jobs=step.jobs,
-        target_bytes=step.share,
-        limit_bytes=step.chosen.limit_bytes,
-        high_watermark_ratio=step.chosen.high,
-        low_watermark_ratio=step.chosen.low,
-        limit_once_they_end_bytes=step.after.limit_bytes,
-        ratio_once_they_end=step.after.high,
-        floored=step.chosen.floored,
+        held_bytes=held,
+        jobs=jobs,
+        target_bytes=share,
+        limit_bytes=chosen.limit_bytes,
+        high_watermark_ratio=chosen.high,
+        low_watermark_ratio=chosen.low,
+        limit_once_they_end_bytes=after.limit_bytes,
+        ratio_once_they_end=after.high,
+        floored=chosen.floored,
         recommended_max_bytes=recommended_max_bytes,
         swap_factor=factor,
         sample_count=sample_count,
-        reasons=reasons,
+        reasons=(*reasons, words),
         day_low_bytes=day_low,
     )
 
@@ -581,8 +468,15 @@ def recommend(
     end = window[-1].t if now is None else now
     timeline = read_window(window, config.interval)
     base = baseline(timeline, config, end)
-    factor, swap_reason = swap_factor(timeline.jobs, end, config)
-    step = next_job(
+    factor, swap_reason = swap_factor(timeline.runs, end, config)
+    reasons = why(
+        config=config,
+        sample_count=len(window),
+        timeline=timeline,
+        base=base,
+        swap_reason=swap_reason,
+    )
+    return next_job(
         base.value,
         timeline.held_bytes,
         timeline.job_count,
@@ -590,21 +484,6 @@ def recommend(
         recommended_max_bytes,
         config,
         day_low=base.window_value,
-    )
-    reasons = why(
-        config=config,
-        sample_count=len(window),
-        timeline=timeline,
-        base=base,
-        swap_reason=swap_reason,
-        next_job_words=step.words,
-    )
-    return _recommendation(
-        step,
-        base=base.value,
-        day_low=base.window_value,
-        factor=factor,
-        recommended_max_bytes=recommended_max_bytes,
         sample_count=len(window),
         reasons=reasons,
     )
@@ -618,20 +497,16 @@ def for_next_job(
     so it does not move with them: the daemon runs this cheap step at a sample where only
     the jobs changed, and the whole policy every 10 minutes."""
     held = max(0, held_bytes)
-    base, factor = previous.baseline_free_bytes, previous.swap_factor
-    recommended_max_bytes = previous.recommended_max_bytes
-    day_low = previous.day_low_bytes
-    step = next_job(
-        base, held, jobs if held else 0, factor, recommended_max_bytes, config, day_low=day_low
-    )
-    return _recommendation(
-        step,
-        base=base,
-        day_low=day_low,
-        factor=factor,
-        recommended_max_bytes=recommended_max_bytes,
+    return next_job(
+        previous.baseline_free_bytes,
+        held,
+        jobs if held else 0,
+        previous.swap_factor,
+        previous.recommended_max_bytes,
+        config,
+        day_low=previous.day_low_bytes,
         sample_count=previous.sample_count,
-        reasons=(*previous.reasons[:-1], step.words),
+        reasons=previous.reasons[:-1],
     )
 
 
@@ -663,18 +538,18 @@ def _recent(frees: list[int], weights: list[float], calm: list[bool]) -> list[tu
     return out
 
 
-def swap_factor(jobs: list[Job], now: float, config: Config) -> tuple[float, str]:
+def swap_factor(runs: list[PyTorchRun], now: float, config: Config) -> tuple[float, str]:
     """Step 3: the swap penalty's factor on the share (1.0: none) and its reason ("")."""
     factor = 1.0
     held = 0
     recovering = 0
-    for index, job in enumerate(jobs):
-        if job.swapped_at is None:
+    for index, run in enumerate(runs):
+        if run.swapped_at is None:
             continue
         release = None
-        for later in jobs[index + 1 :]:
+        for later in runs[index + 1 :]:
             if (
-                later.start >= job.swapped_at + NEXT_JOB_AFTER
+                later.start >= run.swapped_at + NEXT_JOB_AFTER
                 and later.swapped_at is None
                 and not later.ongoing
             ):
@@ -683,7 +558,7 @@ def swap_factor(jobs: list[Job], now: float, config: Config) -> tuple[float, str
         if release is None:
             # No clean job the next day yet. Without one, start wearing off so that the
             # penalty is gone by the time the swap leaves the window (never abruptly).
-            fallback = job.swapped_at + max(NEXT_JOB_AFTER, config.window - config.swap_recovery)
+            fallback = run.swapped_at + max(NEXT_JOB_AFTER, config.window - config.swap_recovery)
             if now >= fallback:
                 release = fallback
         if release is None:

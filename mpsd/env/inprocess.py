@@ -19,6 +19,7 @@ import os
 import sys
 import warnings
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from mpsd.env.decision import HIGH_VAR, LOW_VAR
@@ -55,54 +56,39 @@ def _mps_available(torch: Any) -> bool:
         return False
 
 
-def _set_fraction(torch: Any, high: str) -> tuple[bool, str | None]:
-    """Set the high limit through torch: (whether it was set, why it failed where it did)."""
-    setter = getattr(getattr(torch, "mps", None), "set_per_process_memory_fraction", None)
-    if setter is None:
-        return False, None  # torch < 2.0: the environment is all there is; nothing definite
-    try:
-        setter(float(high))
-    except Exception as exc:  # whatever torch raises, the user hears of it
-        return False, f"torch.mps.set_per_process_memory_fraction({high}) failed: {exc}"
-    return True, None
-
-
 def apply(directory: str | None = None, *, anywhere: bool = False) -> Applied:
     """Set both watermark variables for ``directory`` (default: the current one), as the shell
     hook would: only inside an opted-in project unless ``anywhere``; the user's own values
     win. Best called before ``import torch``; after it, the high limit is also set through
     torch (see the module's docstring)."""
-    from mpsd.env.here import exports_here
+    from mpsd.env.exports import exports_here
 
     decision = exports_here(directory, os.environ, anywhere=anywhere)
-    if decision.hand_set:
-        return Applied(
-            KEPT,
-            os.environ.get(HIGH_VAR),
-            os.environ.get(LOW_VAR),
-            decision.project,
-            decision.reason,
-        )
-    after = decision.environment_after(os.environ)
+    after = decision.environment_after(os.environ)  # unchanged when set by hand
     for name in set(os.environ) - set(after):
         del os.environ[name]
     for name, value in after.items():
         if os.environ.get(name) != value:
             os.environ[name] = value
     high, low = os.environ.get(HIGH_VAR), os.environ.get(LOW_VAR)
+    done = partial(Applied, high=high, low=low, project=decision.project, reason=decision.reason)
     if not decision.exports:
-        return Applied(NOTHING, high, low, decision.project, decision.reason)
+        return done(KEPT if decision.hand_set else NOTHING)
     torch = sys.modules.get("torch")
     if high is None or torch is None or not _mps_available(torch):
-        return Applied(ENVIRONMENT, high, low, decision.project, decision.reason)
-    done, failure = _set_fraction(torch, high)
-    if failure is not None:
+        return done(ENVIRONMENT)
+    setter = getattr(torch.mps, "set_per_process_memory_fraction", None)
+    if setter is None:  # torch < 2.0: the environment is all there is
+        return done(ENVIRONMENT)
+    try:
+        setter(float(high))
+    except Exception as exc:  # whatever torch raises, the user hears of it
         warnings.warn(
-            f"mpsd.apply(): {failure}. The variables are set, but if this process has used MPS "
-            "already they came too late: restart it, or call mpsd.apply() before "
-            "`import torch`.",
+            f"mpsd.apply(): torch.mps.set_per_process_memory_fraction({high}) failed: {exc}. "
+            "The variables are set, but if this process has used MPS already they came too "
+            "late: restart it, or call mpsd.apply() before `import torch`.",
             RuntimeWarning,
             stacklevel=2,
         )
-    action = FRACTION if done else ENVIRONMENT
-    return Applied(action, high, low, decision.project, decision.reason)
+        return done(ENVIRONMENT)
+    return done(FRACTION)

@@ -10,6 +10,7 @@ the other's change; the daemon need not be running.
 from __future__ import annotations
 
 import os
+import shlex
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -20,20 +21,19 @@ from mpsd._toml import tomllib
 from mpsd.atomic import write_atomic
 from mpsd.config import Config, default_config_text, load_config
 from mpsd.env import projects, pyhooks
+from mpsd.env.decision import containing_project
 from mpsd.errors import EXIT_ABSENT, EXIT_USAGE, MpsdError
-from mpsd.files import UnsafeFileError
 from mpsd.locks import exclusive
 
 
 @dataclass(frozen=True)
 class Change:
-    """What ``enable``/``disable`` did: ``path`` (physical), whether the list changed, the
-    project that already covered it (enable) and whether limits.toml was written."""
+    """What ``enable``/``disable`` did: ``path`` (physical), whether the list changed, and
+    the project that covers it (still)."""
 
     path: str
     changed: bool
     covered_by: str | None = None
-    limits_written: bool = False
 
 
 def target(directory: str | None) -> str:
@@ -53,8 +53,10 @@ def target(directory: str | None) -> str:
 def _load_document(config_file: Path) -> Any:
     import tomlkit
 
+    from mpsd.files import read_bytes  # FIFO-safe, and absent in a dir the trust rule fails
+
     try:
-        text = config_file.read_text(encoding="utf-8")
+        text = read_bytes(config_file).decode("utf-8")
     except FileNotFoundError:
         text = default_config_text()
     try:
@@ -91,17 +93,15 @@ def _set_projects(document: Any, entries: tuple[str, ...], *, new_lines: bool = 
     document["projects"] = array
 
 
-def _edit(change: Callable[[tuple[str, ...]], tuple[str, ...]]) -> tuple[Config, bool, bool]:
+def _edit(change: Callable[[tuple[str, ...]], tuple[str, ...]]) -> tuple[Config, bool]:
     """Under the limits lock: apply ``change(entries) -> entries`` to config.toml's projects,
-    then mirror them into limits.toml. Returns (new config, config changed, limits written)."""
+    then mirror them into limits.toml. Returns (new config, config changed)."""
+    from mpsd.env.estimate import current_limits
+
     config_file = paths.config_file()
     # With no limits.toml yet, estimate before taking the lock: the recommended max may be
     # probed in a subprocess, and the daemon must not wait on that.
-    estimate = None
-    if limits.read() is None:
-        from mpsd.env.estimate import current_limits
-
-        estimate = current_limits(load_config(config_file), ())
+    estimate = current_limits(load_config(config_file), ()) if limits.read() is None else None
     with exclusive(paths.limits_lock_file()):
         config = load_config(config_file)
         entries = change(config.projects)
@@ -112,18 +112,14 @@ def _edit(change: Callable[[tuple[str, ...]], tuple[str, ...]]) -> tuple[Config,
         mirrored = projects.for_limits(config.projects)
 
         def mirror(current: limits.Limits | None) -> limits.Limits:
-            if current is None:
-                from mpsd.env.estimate import current_limits
-
-                base = estimate if estimate is not None else current_limits(config, ())
-                return replace(base, projects=mirrored)
-            return replace(current, projects=mirrored)
+            base = current or estimate or current_limits(config, ())
+            return replace(base, projects=mirrored)
 
         try:
-            written = limits.update_locked(mirror)
+            limits.update_locked(mirror)
         except OSError as exc:
             raise _unwritable(paths.limits_file(), exc) from None
-    return config, config_changed, written
+    return config, config_changed
 
 
 def _edited_text(config_file: Path, entries: tuple[str, ...]) -> str:
@@ -152,8 +148,8 @@ def _write(path: Path, data: bytes) -> None:
 
 
 def _unwritable(path: Path, exc: OSError) -> MpsdError:
-    if isinstance(exc, UnsafeFileError):  # a link or a FIFO where the file goes
-        return MpsdError(f"cannot write {path}: {exc.strerror}.")
+    if paths.untrusted_home(path):  # the warning above has the sentence and the fix
+        return MpsdError(f"cannot write {path}: its directory fails the trust rule (see above)")
     return MpsdError(f"cannot write {path} ({exc.strerror}); check that its directory is yours.")
 
 
@@ -168,9 +164,9 @@ def enable(directory: str | None = None) -> Change:
             return entries
         return projects.add(entries, path)
 
-    config, changed, written = _edit(add)
+    config, changed = _edit(add)
     others = [p for p in projects.for_limits(config.projects) if p != path]
-    return Change(path, changed, projects.containing_project(path, others), written)
+    return Change(path, changed, containing_project(path, others))
 
 
 def disable(directory: str | None = None) -> Change:
@@ -179,17 +175,17 @@ def disable(directory: str | None = None) -> Change:
     path = target(directory)
     config = load_config(paths.config_file())
     if path not in projects.for_limits(config.projects):
-        owner = projects.containing_project(path, projects.for_limits(config.projects))
+        owner = containing_project(path, projects.for_limits(config.projects))
         if owner is not None:
             raise MpsdError(
                 f"{path} is not a project itself but lies inside the project {owner}; "
-                f"run `mpsd disable {_quoted(owner)}` to take that one out.",
+                f"run `mpsd disable {shlex.quote(owner)}` to take that one out.",
                 EXIT_ABSENT,
             )
         raise MpsdError(f"{path} is not opted in (see `mpsd projects` for the list).", EXIT_ABSENT)
-    config, changed, written = _edit(lambda entries: projects.remove(entries, path))
-    owner = projects.containing_project(path, projects.for_limits(config.projects))
-    return Change(path, changed, owner, written)
+    config, changed = _edit(lambda entries: projects.remove(entries, path))
+    owner = containing_project(path, projects.for_limits(config.projects))
+    return Change(path, changed, owner)
 
 
 def listing() -> dict[str, Any]:
@@ -213,9 +209,3 @@ def listing() -> dict[str, Any]:
         "config_file": str(paths.config_file()),
         "limits_file": str(paths.limits_file()),
     }
-
-
-def _quoted(path: str) -> str:
-    import shlex
-
-    return shlex.quote(path)

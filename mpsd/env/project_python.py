@@ -12,6 +12,8 @@ import os
 import sys
 from collections.abc import Mapping
 
+from mpsd.env.projects import current_directory as current_directory  # doctor and probe use it
+
 VENV_NAMES = (".venv", "venv")
 
 
@@ -24,25 +26,9 @@ def _bin_python(venv: str) -> str | None:
 
 
 def _on_path(name: str, path: str) -> str | None:
-    for directory in path.split(os.pathsep):
-        candidate = os.path.join(directory, name)
-        if directory and os.path.isfile(candidate) and os.access(candidate, os.X_OK):
-            return candidate
-    return None
+    import shutil
 
-
-def current_directory() -> str:
-    """The current directory; one sentence when it was removed under the shell (doctor and probe
-    judge the python and the project of this directory, so they cannot go on without it)."""
-    try:
-        return os.getcwd()
-    except FileNotFoundError:
-        from mpsd.errors import MpsdError
-
-        raise MpsdError(
-            "the current directory no longer exists; cd to an existing one and run the command "
-            "again."
-        ) from None
+    return shutil.which(name, path=path) if path else None
 
 
 def find(directory: str | None = None, environ: Mapping[str, str] | None = None) -> tuple[str, str]:

@@ -10,18 +10,6 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 
-from mpsd.env.decision import containing_project
-
-__all__ = [
-    "add",
-    "containing_project",
-    "current_directory",
-    "for_limits",
-    "physical",
-    "problem",
-    "remove",
-]
-
 
 def current_directory() -> str:
     """The current directory (physical); a clear error when it was removed under us."""
@@ -31,7 +19,8 @@ def current_directory() -> str:
         from mpsd.errors import MpsdError
 
         raise MpsdError(
-            "the current directory no longer exists; cd to an existing one or name a directory."
+            "the current directory no longer exists; cd to an existing one and run the command "
+            "again."
         ) from None
 
 

@@ -1,18 +1,13 @@
-"""The interpreter start-up hook in a project's environments: find them, put the hook in, take it
-out, and keep the list of every copy mpsd installed.
+"""The interpreter start-up hook in a project's environments: find them, write the hook's copy
+in, remove it, and keep the list of every copy mpsd installed.
 
-A copy is two files in an environment's site-packages (its ``purelib``, as that interpreter's
+A copy is two files in an environment's site-packages (``purelib``, as that interpreter's
 ``sysconfig`` says): ``_mpsd_startup.py``, a byte-for-byte copy of ``mpsd/env/startup_hook.py``
-(the project's environment has no mpsd to import), and ``_mpsd_startup.pth``, whose one line
-imports it at every start of python, guarded so that a missing module prints nothing.
-
-The list (``python-hooks.tsv`` in the state dir, written atomically under a lock) holds one line
-per copy: the project it was installed for, the interpreter, its site-packages. ``disable`` and
-``uninstall`` remove what it lists; ``status`` and ``doctor`` use it to tell a copy that is gone
-(a recreated venv) from one never asked for.
-
-The functions ``status`` calls (``record``, ``environments_of``, ``facts_for``) import nothing
-beyond ``os``: its start-up is a contract.
+(the environment has no mpsd to import), and ``_mpsd_startup.pth``, whose one guarded line
+imports it at every start of python. The list (``python-hooks.tsv`` in the state dir) holds one
+line per copy: project, interpreter, site-packages; ``disable`` and ``uninstall`` remove what it
+lists, ``status`` and ``doctor`` tell a lost copy (a recreated venv) from one never asked for.
+What ``status`` calls imports nothing beyond ``os`` (its start-up is a contract).
 """
 
 from __future__ import annotations
@@ -20,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -35,43 +31,26 @@ PTH_TEXT = f'import sys; exec("try:\\n import {MODULE}\\nexcept BaseException:\\
 ENV_DIRS = (".venv", "venv", "env")
 RECORD_NAME = "python-hooks.tsv"
 _HEADER = "# mpsd: every start-up hook copy it installed (project, python, site-packages)\n"
-ASK = (
+INSPECT = (
     "import json, sys, sysconfig\n"
     "print(json.dumps([list(sys.version_info[:2]), sysconfig.get_paths()['purelib'], sys.prefix,\n"
     "  getattr(sys, 'real_prefix', sys.base_prefix)]))"
 )
-ASK_TIMEOUT = 60.0
+PYTHON_TIMEOUT = 60.0
 
 
+@dataclass(frozen=True)
 class Entry:
     """One copy: installed for ``project``, in the site-packages ``site`` of ``python``."""
 
-    __slots__ = ("project", "python", "site")
-
-    def __init__(self, project: str, python: str, site: str) -> None:
-        self.project = project
-        self.python = python
-        self.site = site
-
-    def key(self) -> tuple[str, str, str]:
-        return (self.project, self.python, self.site)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Entry) and self.key() == other.key()
-
-    def __hash__(self) -> int:
-        return hash(self.key())
-
-    def __repr__(self) -> str:
-        return f"Entry({self.project!r}, {self.python!r}, {self.site!r})"
+    project: str
+    python: str
+    site: str
 
 
 def module_source() -> bytes:
     """The bytes every copy must hold: this package's ``startup_hook.py``."""
-    with open(
-        os.path.join(os.path.dirname(os.path.abspath(__file__)), "startup_hook.py"), "rb"
-    ) as f:
-        return f.read()
+    return Path(__file__).with_name("startup_hook.py").read_bytes()
 
 
 def record_path() -> Path:
@@ -104,12 +83,14 @@ def _write_record(entries: Iterable[Entry]) -> None:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(target)
         return
-    text = _HEADER + "".join("\t".join(entry.key()) + "\n" for entry in unique)
+    text = _HEADER + "".join(
+        f"{entry.project}\t{entry.python}\t{entry.site}" + "\n" for entry in unique
+    )
     write_atomic(target, text.encode("utf-8"))
 
 
 def _locked() -> Any:
-    from mpsd.locks import exclusive
+    from mpsd.locks import exclusive  # not at the top: ``status`` imports this module
 
     return exclusive(paths.state_dir() / "python-hooks.lock")
 
@@ -128,10 +109,9 @@ def environments_of(project: str) -> list[str]:
 
 def env_python(env: str) -> str:
     """The interpreter of the virtual environment ``env`` (``bin/python``, else ``bin/python3``)."""
-    for name in ("python", "python3"):
-        candidate = os.path.join(env, "bin", name)
-        if os.path.exists(candidate):
-            return candidate
+    python3 = os.path.join(env, "bin", "python3")
+    if os.path.exists(python3) and not os.path.exists(os.path.join(env, "bin", "python")):
+        return python3
     return os.path.join(env, "bin", "python")
 
 
@@ -187,20 +167,18 @@ def kind(prefix: str, base_prefix: str) -> str:
     return INSTALLATION
 
 
+@dataclass(frozen=True)
 class Target:
     """An interpreter asked where its site-packages is; ``kind``: what that belongs to."""
 
-    __slots__ = ("kind", "prefix", "python", "site", "version")
-
-    def __init__(self, python: str, site: str, prefix: str, version: str, kind: str = VENV) -> None:
-        self.python = python
-        self.site = site
-        self.prefix = prefix
-        self.version = version
-        self.kind = kind
+    python: str
+    site: str
+    prefix: str
+    version: str
+    kind: str = VENV
 
 
-def ask(python: str) -> Target:
+def inspect_interpreter(python: str) -> Target:
     """Ask ``python`` (a path, or a command on PATH) for its site-packages, in a subprocess.
 
     One sentence when it is no interpreter, fails, is older than 3.8, is the operating
@@ -224,10 +202,10 @@ def ask(python: str) -> Target:
         )
     try:
         done = subprocess.run(
-            [python, "-I", "-c", ASK],
+            [python, "-I", "-c", INSPECT],
             capture_output=True,
             text=True,
-            timeout=ASK_TIMEOUT,
+            timeout=PYTHON_TIMEOUT,
             stdin=subprocess.DEVNULL,
             check=False,
         )
@@ -241,10 +219,6 @@ def ask(python: str) -> Target:
         raise MpsdError(
             f"{python} did not say where its site-packages is ({said}); is it a python interpreter?"
         ) from None
-    if any(char in "\t\n" for char in python + site):
-        raise MpsdError(
-            f"{python!r} or {site!r} has a tab or a line break in it; mpsd cannot list it."
-        )
     if (int(major), int(minor)) < (3, 8):
         raise MpsdError(f"{python} is Python {version}; the start-up hook needs 3.8 or later.")
     found = kind(str(prefix), str(base))
@@ -263,13 +237,11 @@ def ask(python: str) -> Target:
     return Target(python, site, prefix, version, found)
 
 
-# -- putting copies in, taking them out ----------------------------------------------------
+# -- writing copies, removing them ----------------------------------------------------
 
 
-def put(site: str, python: str | None = None) -> bool:
-    """Write both files into ``site``; True when something changed. With ``python``, it
-    compiles the module's bytecode too (a python run with PYTHONDONTWRITEBYTECODE would
-    otherwise compile it at every start)."""
+def write_copy(site: str) -> bool:
+    """Write both files into ``site``; True when something changed."""
     from mpsd.atomic import write_atomic
 
     try:
@@ -277,29 +249,10 @@ def put(site: str, python: str | None = None) -> bool:
         pth = write_atomic(Path(site, PTH_FILE), PTH_TEXT.encode("utf-8"))
     except OSError as exc:
         raise MpsdError(f"cannot write the start-up hook into {site} ({exc.strerror}).") from None
-    if python is not None:
-        _compile(python, os.path.join(site, MODULE_FILE))
     return module or pth
 
 
-COMPILE = "import py_compile, sys; py_compile.compile(sys.argv[1], doraise=True)"
-
-
-def _compile(python: str, module: str) -> None:
-    """Bytecode for ``module`` by ``python`` itself; a failure only costs start-up time."""
-    import subprocess
-
-    with contextlib.suppress(OSError, subprocess.TimeoutExpired):
-        subprocess.run(
-            [python, "-I", "-c", COMPILE, module],
-            capture_output=True,
-            timeout=ASK_TIMEOUT,
-            stdin=subprocess.DEVNULL,
-            check=False,
-        )
-
-
-def take_out(site: str) -> bool:
+def remove_copy(site: str) -> bool:
     """Remove both files (and the module's bytecode) from ``site``; True when one was there."""
     removed = False
     for name in (PTH_FILE, MODULE_FILE):
@@ -317,30 +270,24 @@ def take_out(site: str) -> bool:
 
 
 def remove_bytecode(site: str) -> None:
-    cache = os.path.join(site, "__pycache__")
-    try:
-        names = os.listdir(cache)
-    except OSError:
-        return
-    ours = [name for name in names if name.startswith(MODULE + ".")]
-    for name in ours:
-        with contextlib.suppress(OSError):
-            os.unlink(os.path.join(cache, name))
-    if ours and len(ours) == len(names):
-        with contextlib.suppress(OSError):
-            os.rmdir(cache)  # python made it for our bytecode alone
+    """Remove the module's bytecode, and ``__pycache__`` when nothing else is in it."""
+    cache = Path(site, "__pycache__")
+    with contextlib.suppress(OSError):
+        for pyc in cache.glob(MODULE + ".*"):
+            pyc.unlink()
+        cache.rmdir()
 
 
+@dataclass
 class SetUp:
     """What ``set_up`` did: ``done`` (target, changed) per environment; ``dropped``: listed
     interpreters that no longer exist; ``problems``: one sentence each for environments of the
     project that could not be set up; ``found_none``: the project has no environment at all."""
 
-    def __init__(self) -> None:
-        self.done: list[tuple[Target, bool]] = []
-        self.dropped: list[str] = []
-        self.problems: list[str] = []
-        self.found_none = False
+    done: list[tuple[Target, bool]] = field(default_factory=list)
+    dropped: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    found_none: bool = False
 
 
 def set_up(project: str, explicit: Iterable[Target] = ()) -> SetUp:
@@ -367,7 +314,7 @@ def set_up(project: str, explicit: Iterable[Target] = ()) -> SetUp:
                 )
             continue
         try:
-            targets[python] = ask(python)
+            targets[python] = inspect_interpreter(python)
         except MpsdError as exc:
             problem = str(exc)
             if python in listed:  # set up before: its copy stays until taken out
@@ -378,36 +325,38 @@ def set_up(project: str, explicit: Iterable[Target] = ()) -> SetUp:
             result.problems.append(problem)
     result.found_none = not targets and not result.problems
     with _locked():
-        entries = [
-            entry
-            for entry in record()
-            if not (entry.project == project and entry.python in result.dropped)
-        ]
+        redone = {*result.dropped, *targets}
+        entries = [e for e in record() if not (e.project == project and e.python in redone)]
         for target in targets.values():
-            changed = put(target.site, target.python)
-            result.done.append((target, changed))
-            entries = [
-                e for e in entries if not (e.project == project and e.python == target.python)
-            ]
+            result.done.append((target, write_copy(target.site)))
             entries.append(Entry(project, target.python, target.site))
         _write_record(entries)
     return result
 
 
+def _take_out(mine: list[Entry], entries: list[Entry]) -> list[tuple[Entry, str]]:
+    """Drop ``mine`` from the list (under the lock) and take their copies out, unless another
+    entry still lists the same site-packages: for each, ``removed``, ``gone`` (already
+    missing) or ``kept``."""
+    rest = [e for e in entries if e not in mine]
+    still_used = {e.site for e in rest}
+    done = []
+    for entry in mine:
+        if entry.site in still_used:
+            done.append((entry, "kept"))
+        else:
+            done.append((entry, "removed" if remove_copy(entry.site) else "gone"))
+    _write_record(rest)
+    return done
+
+
 def tear_down(project: str) -> list[str]:
     """Take the hook out of the environments listed for ``project`` (unless another project
     still lists the same one); returns the site-packages it was removed from."""
-    removed = []
     with _locked():
         entries = record()
-        mine = [entry for entry in entries if entry.project == project]
-        rest = [entry for entry in entries if entry.project != project]
-        still_used = {entry.site for entry in rest}
-        for entry in mine:
-            if entry.site not in still_used and take_out(entry.site):
-                removed.append(entry.site)
-        _write_record(rest)
-    return removed
+        done = _take_out([e for e in entries if e.project == project], entries)
+    return [entry.site for entry, outcome in done if outcome == "removed"]
 
 
 def _same_python(a: str, b: str) -> bool:
@@ -432,34 +381,16 @@ def tear_down_python(project: str, python: str) -> list[tuple[Entry, str]]:
     project's entry goes). One sentence (exit 1) when ``project`` lists no such python."""
     from mpsd.errors import EXIT_ABSENT
 
-    done: list[tuple[Entry, str]] = []
     with _locked():
         entries = record()
         mine = [e for e in entries if e.project == project and _same_python(e.python, python)]
         if not mine:
-            others = [e.project for e in entries if _same_python(e.python, python)]
-            listed = [e.python for e in entries if e.project == project]
-            if others:
-                import shlex
-
-                command = f"mpsd disable {shlex.quote(others[0])} --python {shlex.quote(python)}"
-                hint = f"it is set up for {others[0]}: run `{command}`"
-            elif listed:
-                hint = f"the project's are: {', '.join(listed)}"
-            else:
-                hint = "the project has none (`mpsd projects` lists them)"
             raise MpsdError(
-                f"{python} has no start-up hook from mpsd for {project}; {hint}.", EXIT_ABSENT
+                f"{python} has no start-up hook from mpsd for {project}; `mpsd projects` lists "
+                "each project's.",
+                EXIT_ABSENT,
             )
-        rest = [e for e in entries if e not in mine]
-        still_used = {e.site for e in rest}
-        for entry in mine:
-            if entry.site in still_used:
-                done.append((entry, "kept"))
-            else:
-                done.append((entry, "removed" if take_out(entry.site) else "gone"))
-        _write_record(rest)
-    return done
+        return _take_out(mine, entries)
 
 
 def facts_for(project: str | None) -> list[dict[str, Any]]:
@@ -490,23 +421,13 @@ def facts_for(project: str | None) -> list[dict[str, Any]]:
 def check_copy(site: str) -> str:
     """``current``, ``outdated`` (another mpsd's module or .pth) or ``missing``."""
     try:
-        with open(os.path.join(site, MODULE_FILE), "rb") as handle:
-            module = handle.read()
-        with open(os.path.join(site, PTH_FILE), "rb") as handle:
-            pth = handle.read()
+        module, pth = (Path(site, name).read_bytes() for name in (MODULE_FILE, PTH_FILE))
     except OSError:
         return "missing"
-    if module != module_source() or pth != PTH_TEXT.encode("utf-8"):
-        return "outdated"
-    return "current"
+    return "current" if (module, pth) == (module_source(), PTH_TEXT.encode()) else "outdated"
 
 
 def copy_files(entries: Iterable[Entry]) -> list[str]:
     """The files of every listed copy (for ``uninstall``), each once."""
-    files: list[str] = []
-    for entry in entries:
-        for name in (PTH_FILE, MODULE_FILE):
-            path = os.path.join(entry.site, name)
-            if path not in files:
-                files.append(path)
-    return files
+    names = (PTH_FILE, MODULE_FILE)
+    return list(dict.fromkeys(os.path.join(e.site, name) for e in entries for name in names))

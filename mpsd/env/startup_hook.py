@@ -10,7 +10,8 @@ ratios, it sets PYTORCH_MPS_HIGH_WATERMARK_RATIO and PYTORCH_MPS_LOW_WATERMARK_R
 ``_MPSD_EXPORTED_*`` records the hooks keep, so a hooked shell started below can tell them from
 the user's). limits.toml is read as the hooks read it: one ``key = value`` a line, ratios as plain
 decimals in (0, 2] with low <= high, the projects as ``    "/path",`` lines; a file over
-256 KiB is ignored.
+256 KiB is ignored, and so is everything when mpsd's config or data dir fails the trust rule
+(``mpsd.paths.untrusted``: owned by the user, writable by nobody else).
 
 The rules it must keep, because it runs in environments that are not mpsd's:
 - standard library only, Python 3.8 to 3.14, and only what start-up has already imported
@@ -19,8 +20,7 @@ The rules it must keep, because it runs in environments that are not mpsd's:
   start of python, so everything is wrapped;
 - cheap: ``bench/pth_hook.py`` measures it against the same interpreter without it.
 
-Where limits.toml is follows ``mpsd.paths`` (``MPSD_CONFIG_DIR``, else ``XDG_CONFIG_HOME/mps``
-when absolute, else ``~/.config/mps``); a test holds the two to the same answers.
+Where mpsd's dirs are follows ``mpsd.paths``; a test holds the two to the same answers.
 """
 
 import os
@@ -39,32 +39,39 @@ _PREFIX = '    "/'
 _SUFFIX = '",'
 
 
-def config_dir(environ: "Mapping[str, str]") -> str:
-    """``$MPSD_CONFIG_DIR``, else ``$XDG_CONFIG_HOME/mps`` (absolute only), else
-    ``~/.config/mps``: what ``mpsd.paths.config_dir()`` answers for ``environ``."""
-    value = environ.get("MPSD_CONFIG_DIR")
+def mpsd_dir(environ: "Mapping[str, str]", kind: str) -> str:
+    """mpsd's ``"CONFIG"`` or ``"DATA"`` dir for ``environ``, as ``mpsd.paths`` has them:
+    ``$MPSD_<kind>_DIR``, else ``$XDG_<kind>_HOME/mps`` (absolute only), else ``~/.config/mps``
+    or ``~/.local/share/mps``."""
+    value = environ.get("MPSD_" + kind + "_DIR")
     if value:
         return os.path.expanduser(value)  # reads HOME from os.environ, as mpsd.paths does
-    base = environ.get("XDG_CONFIG_HOME")
+    base = environ.get("XDG_" + kind + "_HOME")
     if base and os.path.isabs(base):
         return os.path.join(base, "mps")
     home = environ.get("HOME") or os.path.expanduser("~")
-    return os.path.join(home, ".config", "mps")
+    return os.path.join(home, ".config" if kind == "CONFIG" else ".local/share", "mps")
+
+
+def trusted(directory: str) -> bool:
+    """The trust rule (``mpsd.paths.untrusted``): the dir is absent, or owned by this user
+    and writable by nobody else."""
+    try:
+        st = os.stat(directory)
+    except (FileNotFoundError, NotADirectoryError):
+        return True
+    except OSError:
+        return False
+    return st.st_uid == os.getuid() and not st.st_mode & 0o022
 
 
 def ratio(text: str) -> int:
     """``text`` in billionths when it is a plain decimal in (0, 2] (at most 9 decimals), else 0."""
-    if len(text) == 1:
-        whole, frac = text, ""
-    elif len(text) >= 3 and text[1] == ".":
-        whole, frac = text[0], text[2:]
-    else:
+    whole, dot, frac = text.partition(".")
+    if whole not in ("0", "1", "2") or (dot and not frac) or len(frac) > 9:
         return 0
-    if whole not in ("0", "1", "2") or len(frac) > 9:
+    if frac.strip("0123456789"):  # ASCII digits only (str.isdigit takes others)
         return 0
-    for char in frac:
-        if char not in "0123456789":
-            return 0
     value = int(whole) * 1000000000 + int((frac + "000000000")[:9])
     return value if value <= 2000000000 else 0
 
@@ -140,7 +147,10 @@ def decide(environ: "Mapping[str, str]", cwd: "str | None", prefix: str) -> "dic
     project), with ``environ``; empty when none."""
     if HIGH_VAR in environ or LOW_VAR in environ:
         return {}
-    text = read_limits(os.path.join(config_dir(environ), "limits.toml"))
+    config = mpsd_dir(environ, "CONFIG")
+    if not (trusted(config) and trusted(mpsd_dir(environ, "DATA"))):
+        return {}
+    text = read_limits(os.path.join(config, "limits.toml"))
     if text is None:
         return {}
     found = parse(text)

@@ -14,10 +14,16 @@ from collections.abc import Mapping
 from mpsd.ratio import HIGH_VAR as HIGH
 from mpsd.ratio import LOW_VAR as LOW
 
-__all__ = ["HIGH", "LOW", "problems"]
+__all__ = ["HIGH", "LOW", "problems", "strtod"]
 # What C ``strtod`` takes from the start of a string (decimal forms; nan/inf apart).
 _STRTOD = re.compile(r"[ \t\n\r\f\v]*([+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)")
 _NONFINITE = re.compile(r"[ \t\n\r\f\v]*[+-]?(?:nan|inf)", re.IGNORECASE)
+
+
+def strtod(text: str) -> float:
+    """C ``strtod`` on ``text`` as PyTorch applies it: the longest numeric prefix, else 0.0."""
+    match = _STRTOD.match(text)
+    return float(match.group(1)) if match else 0.0
 
 
 def _parse(name: str, value: str, problems: list[str]) -> float | None:

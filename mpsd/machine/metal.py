@@ -1,15 +1,11 @@
 """Metal's ``recommendedMaxWorkingSetSize`` read through ctypes (no pyobjc, no torch).
 
-This file is also the probe program: ``mpsd.machine.recommended`` runs its source, as is,
-with ``python -c`` in a short-lived subprocess (a process that dlopens Metal keeps it
-mapped; the caller never does). It therefore imports only the standard library and must
-stay runnable on its own: ``main()`` prints one JSON line.
-
-The order is the cheapest real reading first (docs/macos-and-pytorch.md, "recommended max"):
-Metal through the Objective-C runtime (milliseconds), then ``torch.mps.recommended_max_memory()``
-(torch >= 2.5; importing torch takes seconds). The Objective-C calls go through ``Libraries``,
-the one seam: tests hand in a fake libobjc and Metal, so everything but the real calls runs
-on Linux.
+This file is also the probe program: ``mpsd.machine.recommended`` runs its source, as is, with
+``python -c`` in a short-lived subprocess (a process that dlopens Metal keeps it mapped; the
+caller never does). So it imports only the standard library; ``main()`` prints one JSON line.
+Metal first (milliseconds), then ``torch.mps.recommended_max_memory()`` (torch >= 2.5; seconds).
+The Objective-C calls go through ``Libraries``, the one seam: tests hand in a fake libobjc and
+Metal, so everything but the real calls runs on Linux.
 """
 
 from __future__ import annotations
@@ -28,8 +24,8 @@ COREGRAPHICS = "/System/Library/Frameworks/CoreGraphics.framework/CoreGraphics"
 
 
 class Libraries(NamedTuple):
-    """The two libraries the reading uses: libobjc (``sel_registerName``, ``objc_msgSend``)
-    and Metal (``MTLCreateSystemDefaultDevice``). Anything with those attributes will do."""
+    """libobjc (``sel_registerName``, ``objc_msgSend``) and Metal
+    (``MTLCreateSystemDefaultDevice``): anything with those attributes will do."""
 
     objc: Any
     metal: Any
@@ -93,8 +89,7 @@ def answer(
     metal: Callable[[], int | None] = working_set_size,
     torch: Callable[[], int | None] = torch_value,
 ) -> dict[str, object]:
-    """What the probe prints: ``{"bytes": N, "source": "metal"|"torch"}`` or ``{"error": ...}``.
-    Metal first: it costs milliseconds where importing torch costs seconds."""
+    """What the probe prints: ``{"bytes": N, "source": "metal"|"torch"}`` or ``{"error": ...}``."""
     value = metal() if platform == "darwin" else None
     if value:
         return {"bytes": value, "source": "metal"}

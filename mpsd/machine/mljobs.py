@@ -12,17 +12,17 @@ A PyTorch job is a process of the current user that
 Its memory is its ``phys_footprint`` on macOS (MPS buffers count there, not in RSS),
 else its RSS.
 
-Cheap by design (a sample must cost well under 5 ms of CPU): the process table comes
-from ``psutil.process_iter()``, which keeps one ``Process`` per pid, and each pid is
-examined once. Only a Python without torch can still become a job (``import torch`` comes
-after start), so it is looked at again with a back-off that grows with its age, from one
-second up to ``max_recheck``; any other process only while it is young (a fork that has
-not yet exec'd a Python).
+Cheap by design (a sample must cost well under 5 ms of CPU): each pid is examined once.
+Only a Python without torch can still become a job (``import torch`` comes after start), so it
+is looked at again with a back-off that grows with its age, from one second up to
+``max_recheck``; any other process only while it is young (a fork that has not yet exec'd a
+Python).
 """
 
 from __future__ import annotations
 
 import ctypes
+import functools
 import heapq
 import math
 import os
@@ -45,13 +45,7 @@ TORCH = "torch"
 YOUNG = 60.0  # seconds: a process this young may still exec into a Python
 
 # A process that vanished, is hidden, or that psutil fails on (RuntimeError on macOS 26).
-_UNREADABLE = (
-    psutil.NoSuchProcess,
-    psutil.AccessDenied,
-    psutil.ZombieProcess,
-    OSError,
-    RuntimeError,
-)
+_UNREADABLE = (psutil.Error, OSError, RuntimeError)
 
 
 @dataclass(frozen=True)
@@ -65,7 +59,6 @@ class MLProcess:
 @dataclass
 class _Entry:
     proc: psutil.Process
-    python: bool = False
     reason: str | None = None
     next_check: float = math.inf
 
@@ -86,24 +79,16 @@ def looks_like_python(proc: psutil.Process) -> bool:
 
 
 def torch_in_maps(proc: psutil.Process) -> bool:
-    """torch's libraries are mapped in ``proc`` (False where the OS does not say).
-
-    Linux: ``/proc/PID/maps``. macOS: psutil has no ``memory_maps()`` there (removed as
-    unsafe), so ``lsof`` lists the process's mapped files."""
-    if sys.platform.startswith("linux"):
-        try:
-            with open(f"/proc/{proc.pid}/maps", "rb") as handle:
-                data = handle.read()
-        except OSError:
-            return False
-        return any(marker.encode() in data for marker in TORCH_MARKERS)
-    if hasattr(proc, "memory_maps"):
-        try:
-            maps = proc.memory_maps(grouped=True)
-        except (*_UNREADABLE, NotImplementedError):
-            return False
-        return any(marker in region.path for region in maps for marker in TORCH_MARKERS)
-    return torch_in_lsof(proc)
+    """torch's libraries are mapped in ``proc``: ``/proc/PID/maps`` on Linux; on macOS, where
+    psutil has no ``memory_maps()``, ``lsof``."""
+    if not sys.platform.startswith("linux"):
+        return torch_in_lsof(proc)
+    try:
+        with open(f"/proc/{proc.pid}/maps", "rb") as handle:
+            data = handle.read()
+    except OSError:
+        return False
+    return any(marker.encode() in data for marker in TORCH_MARKERS)
 
 
 def torch_in_lsof(proc: psutil.Process, timeout: float = 10.0) -> bool:
@@ -112,16 +97,16 @@ def torch_in_lsof(proc: psutil.Process, timeout: float = 10.0) -> bool:
     CPython uses ``posix_spawn`` rather than forking the daemon."""
     lsof = os.path.abspath(shutil.which("lsof") or "/usr/sbin/lsof")
     argv = [lsof, "-w", "-n", "-P", "-F", "n", "-a", "-p", str(proc.pid), "-d", "txt,mem"]
+    env = {**os.environ, "LC_ALL": "C"}
     try:
         done = subprocess.run(
             argv,
             capture_output=True,
             text=True,
             errors="replace",
-            env={**os.environ, "LC_ALL": "C"},
+            env=env,
             timeout=timeout,
             close_fds=False,
-            check=False,
         )
     except (OSError, subprocess.SubprocessError):
         return False
@@ -141,49 +126,43 @@ def watermark_env(proc: psutil.Process) -> bool:
     return any(name in env for name in WATERMARK_VARS)
 
 
-class _Rusage:
-    """``proc_pid_rusage`` from libproc (macOS): ``ri_phys_footprint`` of a process of the
-    same user, where its MPS buffers count (docs/macos-and-pytorch.md, "A process's memory").
-    The layout of ``rusage_info_v0``: a 16-byte uuid, then uint64s, the 8th of which is the
-    footprint."""
-
-    FLAVOR_V0 = 0
-    OFFSET = 16 + 7 * 8
-    SIZE = 16 + 10 * 8
-
-    def __init__(self) -> None:
-        self.function: Callable[..., int] | None = None
-        if sys.platform != "darwin":
-            return
-        try:
-            function = libsystem().proc_pid_rusage
-        except (OSError, AttributeError):
-            return
-        function.restype = ctypes.c_int
-        function.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_void_p]
-        self.function = function
-
-    def footprint(self, pid: int) -> int | None:
-        if self.function is None:
-            return None
-        buffer = ctypes.create_string_buffer(self.SIZE)
-        if self.function(pid, self.FLAVOR_V0, buffer) != 0:
-            return None
-        return int.from_bytes(buffer.raw[self.OFFSET : self.OFFSET + 8], sys.byteorder)
+# proc_pid_rusage's rusage_info_v0 (<sys/resource.h>): a 16-byte uuid, then uint64s, the 8th
+# of which is ri_phys_footprint, where a process's MPS buffers count (docs/macos-and-pytorch.md,
+# "A process's memory").
+RUSAGE_INFO_V0 = 0
+FOOTPRINT_OFFSET = 16 + 7 * 8
+RUSAGE_SIZE = 16 + 10 * 8
 
 
-_rusage: _Rusage | None = None
+@functools.cache
+def _proc_pid_rusage() -> Callable[..., int] | None:
+    if sys.platform != "darwin":
+        return None
+    try:
+        function = libsystem().proc_pid_rusage
+    except (OSError, AttributeError):
+        return None
+    function.restype = ctypes.c_int
+    function.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_void_p]
+    return function
+
+
+def footprint(pid: int) -> int | None:
+    """``ri_phys_footprint`` of a process of the same user (macOS); None where unknown."""
+    function = _proc_pid_rusage()
+    if function is None:
+        return None
+    buffer = ctypes.create_string_buffer(RUSAGE_SIZE)
+    if function(pid, RUSAGE_INFO_V0, buffer) != 0:
+        return None
+    return int.from_bytes(buffer.raw[FOOTPRINT_OFFSET : FOOTPRINT_OFFSET + 8], sys.byteorder)
 
 
 def process_bytes(proc: psutil.Process) -> int:
     """phys_footprint on macOS (falling back to RSS), RSS elsewhere; 0 if it is gone."""
-    global _rusage
-    if sys.platform == "darwin":
-        if _rusage is None:
-            _rusage = _Rusage()
-        footprint = _rusage.footprint(proc.pid)
-        if footprint is not None:
-            return footprint
+    size = footprint(proc.pid)
+    if size is not None:
+        return size
     try:
         return int(proc.memory_info().rss)
     except _UNREADABLE:
@@ -225,11 +204,8 @@ class ProcessScanner:
 
     def scan(self) -> list[MLProcess]:
         """The PyTorch jobs running now, with their memory. Raises only if the process
-        table itself cannot be listed (``psutil.Error``/``OSError``).
-
-        Lists pids (``psutil.pids()``), not ``psutil.process_iter(attrs)``: that builds a
-        dict per process per call (0.8 ms for 77 processes here), when only new pids,
-        the jobs and the verdicts due for a re-check (a heap by due time) need a look."""
+        table itself cannot be listed (``psutil.Error``/``OSError``). Only new pids, the jobs
+        and the verdicts due for a re-check (a heap by due time) get a look."""
         now = self.clock()
         pids = set(psutil.pids())
         for pid in self._seen - pids:
@@ -292,18 +268,18 @@ class ProcessScanner:
         """Decide again from scratch: a process caught between fork and exec (or one that
         imports torch late) changes its verdict once; a job's verdict is final."""
         proc = entry.proc
-        entry.python = self.is_python(proc)
-        if entry.python and self.has_env(proc):
+        python = self.is_python(proc)
+        if python and self.has_env(proc):
             entry.reason, entry.next_check = ENV, math.inf
             return
-        if (entry.python or self.maps_of_all) and self.torch_loaded(proc):
+        if (python or self.maps_of_all) and self.torch_loaded(proc):
             entry.reason, entry.next_check = TORCH, math.inf
             return
         try:
             age = max(0.0, self.wall() - proc.create_time())
         except _UNREADABLE:
             age = self.max_recheck
-        if not entry.python and age > YOUNG:
+        if not python and age > YOUNG:
             # A program that is not Python gets its libraries at start: past the moment a
             # fork turns into an exec, its verdict stands.
             entry.next_check = math.inf
@@ -339,8 +315,3 @@ def default_scanner() -> ProcessScanner:
 def find_ml_processes() -> list[MLProcess]:
     """The PyTorch jobs of the current user running now (module-wide verdict cache)."""
     return default_scanner().scan()
-
-
-def ml_bytes() -> int:
-    """The memory the PyTorch jobs hold now, in bytes."""
-    return sum(job.bytes for job in find_ml_processes())

@@ -1,33 +1,25 @@
 """Metal's ``recommendedMaxWorkingSetSize``: the number PyTorch multiplies the watermark by.
 
-Where it comes from, best first (``source``):
-
-- ``metal``: the default Metal device's ``recommendedMaxWorkingSetSize``, read through ctypes
-  (``mpsd.machine.metal``: milliseconds, no extra package);
-- ``torch``: ``torch.mps.recommended_max_memory()``, where Metal could not be read and torch
-  with MPS is installed (the same number; importing torch takes seconds);
-- ``iogpu``: the working-set override when set (``iogpu.wired_limit_mb`` in MiB on macOS 14+,
-  ``debug.iogpu.wired_limit`` in bytes on macOS 13), which Metal then reports;
-- ``estimate``: 0.85 x RAM (``mpsd.ratio.estimate_recommended_max``), e.g. on Linux. It errs
-  high on purpose and is always shown as an estimate (docs/macos-and-pytorch.md).
-
-The first two run in a short-lived subprocess: the caller never loads Metal or imports torch.
-The answer is cached as JSON in the state dir with the boot time, the OS version and the
-wired-limit override, and probed again when any of them changes (a reboot, an OS update, a
-new override), and an estimate after a day (torch may have been installed since).
+Where it comes from, best first (``source``): ``metal`` (read through ctypes by
+``mpsd.machine.metal``), ``torch`` (``torch.mps.recommended_max_memory()``, the same number),
+``iogpu`` (the working-set override ``iogpu.wired_limit_mb``, or ``debug.iogpu.wired_limit`` on
+macOS 13, which Metal then reports), ``estimate`` (0.85 x RAM, e.g. on Linux: it errs high on
+purpose, docs/macos-and-pytorch.md). The first two run in a short-lived subprocess: the caller
+never loads Metal or imports torch. The answer is cached in the state dir with the boot time,
+the OS version and the override, and probed again when any of them changes, and an estimate
+after a day (torch may have been installed since).
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-import math
 import os
 import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -57,8 +49,8 @@ def probe_code() -> str:
 def probe_subprocess(
     python: str | None = None, timeout: float = PROBE_TIMEOUT
 ) -> tuple[int, str] | None:
-    """Run ``probe_code()`` with ``python`` (default: this interpreter); (bytes, source) or
-    None when it found nothing, failed, printed nonsense or took longer than ``timeout``."""
+    """Run ``probe_code()`` with ``python`` (default: this interpreter); (bytes, source), or
+    None when it found nothing or failed in any way."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTORCH_MPS_")}
     env.update(sysctl.C_LOCALE)
     try:
@@ -74,17 +66,17 @@ def probe_subprocess(
         )
     except (OSError, subprocess.SubprocessError, ValueError):
         return None
-    lines = [line for line in done.stdout.splitlines() if line.strip()]
-    if done.returncode != 0 or not lines:
-        return None
     try:
-        answer = json.loads(lines[-1])
-    except ValueError:
+        answer = json.loads(done.stdout.strip().splitlines()[-1])
+        value, source = answer["bytes"], answer["source"]
+    except (ValueError, TypeError, KeyError, IndexError):
         return None
-    if not isinstance(answer, dict):
-        return None
-    value, source = answer.get("bytes"), answer.get("source")
-    if isinstance(value, int) and value > 0 and source in ("torch", "metal"):
+    if (
+        done.returncode == 0
+        and isinstance(value, int)
+        and value > 0
+        and source in ("torch", "metal")
+    ):
         return value, str(source)
     return None
 
@@ -114,17 +106,12 @@ def wired_limit_bytes() -> int | None:
     None off macOS or where neither sysctl exists."""
     if current_platform() != "darwin":
         return None
-    values = sysctl.read_all(["iogpu.wired_limit_mb", "debug.iogpu.wired_limit"], _readers())
-    mb, raw = values["iogpu.wired_limit_mb"], values["debug.iogpu.wired_limit"]
+    mb, raw = sysctl.read("iogpu.wired_limit_mb"), sysctl.read("debug.iogpu.wired_limit")
     if mb:
         return mb * MIB
     if raw:
         return raw
     return 0 if mb is not None or raw is not None else None
-
-
-def _readers() -> list[sysctl.Reader]:
-    return sysctl.default_readers()
 
 
 def probe(total_ram: int, limit: int | None = None) -> tuple[int, str]:
@@ -159,46 +146,21 @@ class Cached:
         if same != (now.os_version, now.total_ram, now.wired_limit_bytes):
             return False
         if self.source == "estimate":
-            # An estimate made by an older rule (2/3 or 3/4 of RAM) is not kept.
-            if self.bytes != estimate_recommended_max(self.total_ram):
-                return False
-            age = _timestamp(now.date) - _timestamp(self.date)
-            return 0 <= age < ESTIMATE_TTL
+            then, at = (datetime.fromisoformat(d).timestamp() for d in (self.date, now.date))
+            return 0 <= at - then < ESTIMATE_TTL
         return True
-
-
-def _timestamp(date: str) -> float:
-    try:
-        return datetime.fromisoformat(date).timestamp()
-    except ValueError:
-        return math.nan
 
 
 def read_cache(path: Path) -> Cached | None:
     """The cached answer, or None when missing, unreadable or malformed."""
     try:
-        data: Any = json.loads(read_bytes(path, limit=64 * 1024, follow=False))
-        cached = Cached(
-            bytes=data["bytes"],
-            source=data["source"],
-            date=data["date"],
-            boot_time=float(data["boot_time"]),
-            os_version=data["os_version"],
-            total_ram=data["total_ram"],
-            wired_limit_bytes=data.get("wired_limit_bytes"),
-        )
-    except (OSError, ValueError, TypeError, KeyError, RecursionError):
+        data: Any = json.loads(read_bytes(path, limit=64 * 1024))
+        cached = Cached(**{name: data[name] for name in Cached.__dataclass_fields__})
+        datetime.fromisoformat(cached.date)
+    except (OSError, ValueError, TypeError, KeyError):
         return None
-    valid = (
-        isinstance(cached.bytes, int)
-        and cached.bytes > 0
-        and cached.source in SOURCES
-        and isinstance(cached.os_version, str)
-        and isinstance(cached.total_ram, int)
-        and isinstance(cached.date, str)
-        and (cached.wired_limit_bytes is None or isinstance(cached.wired_limit_bytes, int))
-    )
-    return cached if valid else None
+    valid = isinstance(cached.bytes, int) and cached.bytes > 0 and cached.source in SOURCES
+    return cached if valid and isinstance(cached.boot_time, (int, float)) else None
 
 
 def recommended_max(total_ram: int, *, refresh: bool = False) -> tuple[int, str]:
@@ -209,10 +171,7 @@ def recommended_max(total_ram: int, *, refresh: bool = False) -> tuple[int, str]
     now = Cached(
         bytes=0,
         source="",
-        # Clamped: a clock set past the year 9999 must not crash the daemon.
-        date=datetime.fromtimestamp(min(max(time.time(), 0), 253402300799), timezone.utc).isoformat(
-            timespec="seconds"
-        ),
+        date=datetime.fromtimestamp(time.time(), timezone.utc).isoformat(timespec="seconds"),
         boot_time=boot_time(),
         os_version=os_version(),
         total_ram=total_ram,
@@ -222,7 +181,7 @@ def recommended_max(total_ram: int, *, refresh: bool = False) -> tuple[int, str]
     if cached is not None and cached.still_true(now):
         return cached.bytes, cached.source
     value, source = probe(total_ram, limit)
-    fresh = Cached(**{**asdict(now), "bytes": value, "source": source})
+    fresh = replace(now, bytes=value, source=source)
     # A state dir we cannot write costs a probe next time, nothing else.
     with contextlib.suppress(OSError):
         write_atomic(path, (json.dumps(asdict(fresh), indent=2) + "\n").encode())

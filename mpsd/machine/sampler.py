@@ -2,17 +2,14 @@
 
 ``take_sample()`` reads through one seam, a ``Source``:
 
-- ``DarwinSource`` (macOS): the kernel's page counters by ``sysctlbyname`` (fallback
-  ``sysctl -n``): available = (free + file-backed + purgeable pages) x page size (no
-  speculative: the kernel counts those inside file-backed already, see
-  docs/macos-and-pytorch.md, "Free memory"), total = ``hw.memsize``; the pressure level
-  ``kern.memorystatus_vm_pressure_level``; the cumulative ``Swapouts`` of ``vm_stat``
-  (psutil's ``sout`` on macOS counts all page-outs, not swap). Where a counter cannot
-  be read, the same counters from that ``vm_stat`` output stand in (source
-  ``vm_stat``), then psutil (source ``psutil``).
-- ``PsutilSource`` (Linux and the rest): psutil's ``available`` and ``total``, swap-outs
-  from ``/proc/vmstat`` ``pswpout`` (pages; psutil's ``sout`` elsewhere), pressure
-  from the PSI file ``/proc/pressure/memory`` where there is one.
+- ``DarwinSource`` (macOS): the kernel's page counters by sysctl: available = (free +
+  file-backed + purgeable pages) x page size (no speculative: the kernel counts those inside
+  file-backed already, see docs/macos-and-pytorch.md, "Free memory"), total = ``hw.memsize``;
+  the pressure level ``kern.memorystatus_vm_pressure_level``; the cumulative ``Swapouts`` of
+  ``vm_stat`` (psutil's ``sout`` on macOS counts all page-outs, not swap). Where a counter
+  cannot be read, psutil gives the figure (source ``psutil``).
+- ``PsutilSource`` (Linux): psutil's ``available`` and ``total``, swap-outs (pages) from
+  ``/proc/vmstat`` ``pswpout``, pressure from the PSI file ``/proc/pressure/memory``.
 
 A sample that cannot be taken (psutil's ``virtual_memory()`` fails intermittently on
 macOS 26) raises ``SampleError``: the loop logs it and skips the sample.
@@ -23,12 +20,11 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import resource
 import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Protocol
@@ -37,30 +33,8 @@ import psutil
 
 from mpsd.machine import sysctl
 from mpsd.machine.macos import parse_vm_stat
-from mpsd.machine.mljobs import (
-    MLProcess,
-    ProcessScanner,
-    default_scanner,
-    find_ml_processes,
-    ml_bytes,
-)
+from mpsd.machine.mljobs import ProcessScanner, default_scanner
 from mpsd.machine.sample import PRESSURE_CRITICAL, PRESSURE_NORMAL, PRESSURE_WARN, Sample
-
-__all__ = [
-    "DarwinSource",
-    "MLProcess",
-    "Memory",
-    "PsutilSource",
-    "SampleError",
-    "Source",
-    "default_source",
-    "find_ml_processes",
-    "ml_bytes",
-    "pressure_from_psi",
-    "take_sample",
-    "take_sample_and_parts",
-    "write_parts",
-]
 
 
 class SampleError(Exception):
@@ -69,12 +43,8 @@ class SampleError(Exception):
 
 @dataclass(frozen=True)
 class Memory:
-    """What a source read: the machine-wide part of a ``Sample``.
-
-    ``parts``: the figures ``available_bytes`` was computed from, so that a user can redo
-    the sum (``mpsd status --json``): on macOS ``free_pages``, ``file_backed_pages``,
-    ``purgeable_pages`` and ``page_size`` (available = their page sum x page size); from
-    psutil ``psutil_available``."""
+    """What a source read: the machine-wide part of a ``Sample``. ``parts``: the figures
+    ``available_bytes`` was computed from, so that a user can redo the sum (``status --json``)."""
 
     available_bytes: int
     total_bytes: int
@@ -89,12 +59,7 @@ class Source(Protocol):
         """Read the machine now; raise ``SampleError`` when it cannot."""
         ...
 
-    def swapouts(self) -> int | None:
-        """The cumulative swap-out counter alone (pages), None where unknown."""
-        ...
 
-
-_LEVELS = (PRESSURE_NORMAL, PRESSURE_WARN, PRESSURE_CRITICAL)
 _PSUTIL_FAILURES = (RuntimeError, OSError, ValueError, psutil.Error)
 
 
@@ -138,41 +103,28 @@ class PsutilSource:
 
     def read(self) -> Memory:
         available, total = _psutil_memory()
-        parts = {"psutil_available": available}
-        return Memory(available, total, self.swapouts(), self.pressure(), "psutil", parts)
-
-    def swapouts(self) -> int | None:
-        """Pages swapped out since boot."""
-        vmstat = _read_text(f"{self.proc}/vmstat")
-        if vmstat is not None:
-            match = re.search(r"^pswpout (\d+)$", vmstat, re.MULTILINE)
-            if match:
-                return int(match.group(1))
-        try:
-            return int(psutil.swap_memory().sout) // resource.getpagesize()
-        except (*_PSUTIL_FAILURES, AttributeError):
-            return None
-
-    def pressure(self) -> int | None:
         psi = _read_text(f"{self.proc}/pressure/memory")
-        return None if psi is None else pressure_from_psi(psi)
+        pressure = None if psi is None else pressure_from_psi(psi)
+        parts = {"psutil_available": available}
+        return Memory(available, total, self._swapouts(), pressure, "psutil", parts)
+
+    def _swapouts(self) -> int | None:
+        """Pages swapped out since boot."""
+        match = re.search(r"^pswpout (\d+)$", _read_text(f"{self.proc}/vmstat") or "", re.M)
+        return int(match.group(1)) if match else None
 
 
 # --- macOS ------------------------------------------------------------------------------------
 
-# The sum's three counters (docs/macos-and-pytorch.md, "Free memory"): vm.page_free_count
-# excludes speculative pages, vm.page_pageable_external_count (file-backed, cached files)
+# The sum's counters, by their names in ``parts`` (docs/macos-and-pytorch.md, "Free memory"):
+# vm.page_free_count excludes speculative pages, vm.page_pageable_external_count (file-backed)
 # includes them (xnu vm_page_speculate()), so speculative is not added on its own.
-PAGE_COUNTERS = (
-    "vm.page_free_count",
-    "vm.page_pageable_external_count",
-    "vm.page_purgeable_count",
-)
-# The same three counters as vm_stat prints them ("Pages free" is free_count minus
-# speculative there: the same number as vm.page_free_count).
-VM_STAT_PAGES = ("pages_free", "file_backed_pages", "pages_purgeable")
-PART_NAMES = ("free_pages", "file_backed_pages", "purgeable_pages")
-PAGE_SIZE = "vm.pagesize"
+PAGE_COUNTERS = {
+    "free_pages": "vm.page_free_count",
+    "file_backed_pages": "vm.page_pageable_external_count",
+    "purgeable_pages": "vm.page_purgeable_count",
+    "page_size": "vm.pagesize",
+}
 MEMSIZE = "hw.memsize"
 PRESSURE_LEVEL = "kern.memorystatus_vm_pressure_level"
 
@@ -194,67 +146,40 @@ def run_vm_stat(timeout: float = 5.0) -> str | None:
             env=sysctl.c_env(),
             timeout=timeout,
             close_fds=False,
-            check=False,
         )
     except (OSError, subprocess.SubprocessError):
         return None
     return done.stdout if done.returncode == 0 else None
 
 
-def _parts(pages: Sequence[int | None], page_size: int | None) -> dict[str, int] | None:
-    """The sum's parts by name (``PART_NAMES`` and ``page_size``), None when one is missing."""
-    if not page_size:
-        return None
-    parts = {"page_size": page_size}
-    for index, name in enumerate(PART_NAMES):
-        value = pages[index]
-        if value is None:
-            return None
-        parts[name] = value
-    return parts
-
-
-def _available(parts: Mapping[str, int]) -> int:
-    return sum(parts[name] for name in PART_NAMES) * parts["page_size"]
-
-
 class DarwinSource:
     def __init__(
         self,
-        readers: Sequence[sysctl.Reader] | None = None,
+        read: sysctl.Reader = sysctl.read,
         vm_stat: Callable[[], str | None] = run_vm_stat,
         fallback: Callable[[], tuple[int, int]] = _psutil_memory,
     ) -> None:
-        self.readers = list(sysctl.default_readers() if readers is None else readers)
+        self.sysctl = read
         self.vm_stat = vm_stat
         self.fallback = fallback
 
     def read(self) -> Memory:
-        """sysctl page counters; where one is missing, the same counters from ``vm_stat``
-        (already run for swap-outs); psutil last."""
-        names = (*PAGE_COUNTERS, PAGE_SIZE, MEMSIZE, PRESSURE_LEVEL)
-        values = sysctl.read_all(names, self.readers)
-        level = values[PRESSURE_LEVEL]
-        pressure = level if level in _LEVELS else None
+        level = self.sysctl(PRESSURE_LEVEL)
+        pressure = level if level in (PRESSURE_NORMAL, PRESSURE_WARN, PRESSURE_CRITICAL) else None
         text = self.vm_stat()
-        vm = parse_vm_stat(text) if text is not None else None
-        swapouts = vm.swapouts if vm is not None else None
-        pages = [values[name] for name in PAGE_COUNTERS]
-        page_size, total = values[PAGE_SIZE], values[MEMSIZE]
-        parts = _parts(pages, page_size)
-        if parts is not None and total:
-            return Memory(_available(parts), total, swapouts, pressure, "sysctl", parts)
-        if vm is not None and total:
-            parts = _parts([vm.get(key) for key in VM_STAT_PAGES], vm.page_size or page_size)
-            if parts is not None:
-                return Memory(_available(parts), total, swapouts, pressure, "vm_stat", parts)
+        swapouts = parse_vm_stat(text).swapouts if text is not None else None
+        total = self.sysctl(MEMSIZE)
+        parts = {
+            part: value
+            for part, name in PAGE_COUNTERS.items()
+            if (value := self.sysctl(name)) is not None
+        }
+        if total and parts.get("page_size") and len(parts) == len(PAGE_COUNTERS):
+            pages = parts["free_pages"] + parts["file_backed_pages"] + parts["purgeable_pages"]
+            return Memory(pages * parts["page_size"], total, swapouts, pressure, "sysctl", parts)
         from_psutil, psutil_total = self.fallback()
         parts = {"psutil_available": from_psutil}
         return Memory(from_psutil, total or psutil_total, swapouts, pressure, "psutil", parts)
-
-    def swapouts(self) -> int | None:
-        text = self.vm_stat()
-        return None if text is None else parse_vm_stat(text).swapouts
 
 
 def default_source() -> Source:
@@ -265,29 +190,15 @@ _source: Source | None = None
 
 
 def take_sample(
-    now: float | None = None,
-    *,
-    source: Source | None = None,
-    scanner: ProcessScanner | None = None,
-) -> Sample:
-    """One ``Sample`` at ``now`` (default: ``time.time()``). Raises ``SampleError`` when the
-    memory counters or the process table cannot be read: the caller skips this sample."""
-    return take_sample_and_parts(now, source=source, scanner=scanner)[0]
-
-
-def take_sample_and_parts(
-    now: float | None = None,
-    *,
-    source: Source | None = None,
-    scanner: ProcessScanner | None = None,
+    now: float | None = None, *, source: Source | None = None, scanner: ProcessScanner | None = None
 ) -> tuple[Sample, dict[str, object]]:
-    """``take_sample()`` and the figures its free memory was computed from (``parts_of``)."""
+    """One ``Sample`` at ``now`` (default: ``time.time()``) and the figures its free memory was
+    computed from (``parts_of``). Raises ``SampleError`` when the memory counters or the
+    process table cannot be read: the caller skips this sample."""
     global _source
     t = time.time() if now is None else now
     if source is None:
-        if _source is None:
-            _source = default_source()
-        source = _source
+        source = _source = _source or default_source()
     memory = source.read()
     if memory.total_bytes <= 0 or memory.available_bytes < 0:
         raise SampleError(
@@ -317,7 +228,6 @@ def take_sample_and_parts(
 
 SUMS = {
     "sysctl": "(free_pages + file_backed_pages + purgeable_pages) x page_size",
-    "vm_stat": "(free_pages + file_backed_pages + purgeable_pages) x page_size",
     "psutil": "psutil_available",
 }
 
@@ -344,20 +254,13 @@ def write_parts(parts: Mapping[str, object], path: Path) -> None:
     costs that view, nothing else."""
     import json
 
+    from mpsd.files import ensure_dir
+
     directory, name = os.path.split(path)
     tmp = os.path.join(directory, f".{name}.{os.getpid()}.tmp")
     try:
-        from mpsd.files import ensure_dir
-
         ensure_dir(directory or ".")
-        # Created afresh, never through a link planted at the temp's name; 0644 whatever the
-        # umask. The rename replaces a link at ``path`` itself, never the file it points to.
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
-        fd = os.open(tmp, flags, 0o644)
-        os.fchmod(fd, 0o644)
-        with open(fd, "w", encoding="utf-8") as handle:
+        with open(tmp, "w", encoding="utf-8") as handle:
             handle.write(json.dumps(dict(parts), indent=2) + "\n")
         os.replace(tmp, path)
     except OSError:

@@ -89,27 +89,15 @@ def gives(ratio: float, recommended_max: int, cap: int, slack: int) -> bool:
 MAX_DECIMALS = 9  # what limits.toml and the hooks take (``mpsd.limits.ratio_value``)
 
 
-def ratio_behind(cap: int, slack: int, recommended_max: int) -> tuple[float, int] | None:
+def ratio_behind(cap: int, slack: int, recommended_max: int) -> float | None:
     """The ratio with the fewest decimals (two at least) that gives the printed ``cap`` from
-    ``recommended_max``, and its number of decimals; None when none of up to MAX_DECIMALS
-    does. Two decimals whenever the job's ratio had two (as mpsd's and most hand-set ones
-    do); more mean a ratio no one types, or another recommended max."""
+    ``recommended_max``; None when none of up to MAX_DECIMALS does. Two decimals whenever the
+    job's ratio had two (as mpsd's and most hand-set ones do); more mean a ratio no one types,
+    or another recommended max."""
     if cap <= 0 or recommended_max <= 0:
         return None
-    exact = cap / recommended_max
-    for decimals in range(2, MAX_DECIMALS + 1):
-        ratio = round(exact, decimals)
-        if ratio > 0 and gives(ratio, recommended_max, cap, slack):
-            return ratio, decimals
-    return None
-
-
-def decimals_of(ratio: float) -> int:
-    """How many decimals ``ratio`` needs to be printed exactly (two at least)."""
-    for decimals in range(2, MAX_DECIMALS + 1):
-        if round(ratio, decimals) == ratio:
-            return decimals
-    return MAX_DECIMALS
+    ratios = (round(cap / recommended_max, d) for d in range(2, MAX_DECIMALS + 1))
+    return next((r for r in ratios if r > 0 and gives(r, recommended_max, cap, slack)), None)
 
 
 def guesses(max_allowed: int, slack: int = GIB // 200, limit: int = 3) -> list[Guess]:

@@ -1,62 +1,116 @@
 """The readers: what each known error looks like, and how its numbers are read.
 
-Every pattern works on the squeezed text of ``normalize`` (lower case, no spaces,
-no quotes), where a wrap at any column, colour codes, prefixes and quoting have
-gone. A reader is a *head*, a short phrase where an error starts, and an extractor
-that reads the error's numbers from the text after it, up to the next head.
+Every pattern works on the squeezed text of ``normalize`` (lower case, no spaces, no quotes),
+where a wrap at any column, colour codes, prefixes and quoting have gone. A reader is a
+*head*, a short phrase where an error starts, and an extractor that reads the error's numbers
+from the text after it, up to the next head.
 
-The extractors are written for the families, not for particular pastes: every
-size after the head is labelled by the words around it (``labels``), so the numbers
-of a truncated paste, of an older or newer wording, in any order, with a log line
-glued in the middle, are all read.
+The extractors are written for the families, not for particular pastes: every size after the
+head is labelled by the words around it (``read_sizes``), so the numbers of a truncated
+paste, of an older or newer wording, in any order, with a log line glued in the middle, are
+all read.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Optional
 
 from mpsd.oom import finding as fk
 from mpsd.oom.finding import Finding
-from mpsd.oom.labels import SIZE, Labels, read_sizes
 from mpsd.oom.normalize import compiled
-from mpsd.oom.scan import find_phrase
 
 Extract = Callable[[str], Optional[Finding]]  # not `Finding | None`: evaluated at run time on 3.9
 
+# --- sizes as PyTorch prints them: its GB/MB/KB (2.0 to 2.7) and GiB/MiB/KiB (2.8+) are both
+# powers of 1024; up to 1024 bytes it prints "N bytes".
+SIZE = r"(?<![\d.,])(\d+(?:[.,]\d+)*)(bytes?|[kmgtp]i?b)"
+# No size PyTorch prints comes near this (2^90 bytes); a larger "size" is a paste's digit run,
+# read as no number at all. Below it, sums of sizes stay far inside a float's range.
+MAX_BYTES = float(1 << 90)
 
+
+def to_bytes(number: str, unit: str) -> tuple[int, int] | None:
+    """``("18.13", "gb")`` -> (bytes, how far the true size may be from it: half the last
+    printed digit, as PyTorch rounds every size to two decimals). ``18,13`` has a decimal
+    comma, ``3,376,447,488`` thousands separators."""
+    power = 0 if unit.startswith("byte") else "kmgtp".index(unit[0]) + 1
+    if "," in number:
+        parts = number.split(",")
+        thousands = "." in number or len(parts) > 2 or len(parts[-1]) == 3 or not power
+        number = number.replace(",", "" if thousands else ".")
+    try:
+        value = float(number)
+    except ValueError:  # "1.2.3"
+        return None
+    scale = 1024**power
+    if not value * scale < MAX_BYTES:
+        return None
+    half = int(scale * 0.5 * 10 ** -len(number.partition(".")[2])) if power else 0
+    return round(value * scale), half
+
+
+# field -> (labels just before the number, labels just after it)
+Labels = dict[str, tuple[tuple[str, ...], tuple[str, ...]]]
+CONTEXT = 48  # how far a label may be from its number
+_SEPARATORS = ",;()[]{}.!?|"  # a label never spans one of these
+
+
+def _longest(context: str, labels: tuple[str, ...], at_end: bool) -> int:
+    test = context.endswith if at_end else context.startswith
+    return max((len(label) for label in labels if test(label)), default=0)
+
+
+def read_sizes(seg: str, labels: Labels, found: Finding) -> dict[str, int]:
+    """Label every size in ``seg`` by the words just before and after it (the longest label
+    wins) and set the first of each field on ``found``. Returns the sizes of the fields that
+    are not attributes of ``Finding`` (helpers such as CUDA's "reserved but unallocated")."""
+    extra: dict[str, int] = {}
+    sizes = list(compiled(SIZE).finditer(seg))
+    for i, m in enumerate(sizes):
+        before = seg[max(sizes[i - 1].end() if i else 0, m.start() - CONTEXT) : m.start()]
+        before = before.rstrip(":=~)")
+        before = before[max(before.rfind(c) for c in _SEPARATORS) + 1 :].rstrip(":=~")
+        next_start = sizes[i + 1].start() if i + 1 < len(sizes) else len(seg)
+        after = seg[m.end() : min(next_start, m.end() + CONTEXT)]
+        cuts = [i for i in map(after.find, _SEPARATORS) if i >= 0]
+        after = after[: min(cuts)] if cuts else after
+        parsed = to_bytes(m.group(1), m.group(2))
+        best_key, best_len = "", 0
+        for key, (befores, afters) in labels.items():
+            n = max(_longest(before, befores, True), _longest(after, afters, False))
+            if n > best_len:
+                best_key, best_len = key, n
+        if parsed is None or not best_key:
+            continue
+        if best_key.startswith("_"):
+            extra.setdefault(best_key, parsed[0])
+        elif getattr(found, best_key) is None:
+            setattr(found, best_key, parsed[0])
+            found.rounding[best_key] = parsed[1]
+            if not m.group(2).startswith("byte"):
+                found.binary_units = "i" in m.group(2)
+    return extra
+
+
+@dataclass(eq=False)  # a key of the cache of readings: one head is itself
 class Head:
-    """Where an error starts: ``phrase`` (squeezed, matched even with a letter lost),
-    with the regex ``before`` just before it and ``after`` just after it, when given;
-    or, for a head with no phrase, the regex ``pattern`` (it must start with a
-    literal, so that it is a fast search).
+    """Where an error starts: ``phrase`` (squeezed here), with the regex ``after`` just after
+    it when given.
 
     A head with ``lookback`` is a phrase from inside a message (a paste that lost the
-    message's start): it is ignored less than ``lookback`` characters after another
-    head, where it is only the rest of that message."""
+    message's start): it is ignored less than ``lookback`` characters after another head,
+    where it is only the rest of that message."""
 
-    __slots__ = ("after", "before", "extract", "lookback", "max_len", "name", "pattern", "phrase")
+    phrase: str
+    extract: Extract
+    max_len: int
+    lookback: int = 0
+    after: str = ""
 
-    def __init__(
-        self,
-        name: str,
-        phrase: str,
-        extract: Extract,
-        max_len: int,
-        *,
-        lookback: int = 0,
-        before: str = "",
-        after: str = "",
-        pattern: str = "",
-    ) -> None:
-        self.name = name
-        self.phrase = "".join(phrase.split()).lower().replace("'", "")
-        self.extract = extract
-        self.max_len = max_len
-        self.lookback = lookback
-        self.before = before
-        self.after = after
-        self.pattern = pattern
+    def __post_init__(self) -> None:
+        self.phrase = "".join(self.phrase.split()).lower()
 
 
 # --- MPS out of memory -------------------------------------------------------------
@@ -71,13 +125,8 @@ MPS_LABELS: Labels = {
 def _mps_oom(seg: str) -> Finding:
     found = Finding(fk.MPS_OOM, "oom")
     read_sizes(seg, MPS_LABELS, found)
-    pools = [
-        (span[0], name)
-        for name in ("private", "shared")
-        for span in find_phrase(seg, f"on{name}pool")
-    ]
-    if pools:
-        found.pool = min(pools)[1]
+    pools = sorted((seg.find(f"on{name}pool"), name) for name in ("private", "shared"))
+    found.pool = next((name for at, name in pools if at >= 0), None)
     return found
 
 
@@ -120,12 +169,12 @@ def _mps_assert(seg: str) -> Finding | None:
 # --- CUDA / HIP --------------------------------------------------------------------
 CUDA_LABELS: Labels = {
     "requested_bytes": (("triedtoallocate", "requested"), ()),
-    # "capacty": PyTorch's own typo in some versions, so one more lost letter is two.
+    # "capacty": PyTorch's own typo in some versions.
     "total_bytes": (
         ("totalcapacityof", "totalcapactyof", "devicelimit"),
         ("totalcapacity", "totalcapacty"),
     ),
-    "free_bytes": (("ofwhich", "accordingtocuda"), ("free", "isfree", "fre", "fee", "ree")),
+    "free_bytes": (("ofwhich", "accordingtocuda"), ("free", "isfree")),
     "allocated_bytes": (
         ("oftheallocatedmemory", "currentlyallocated"),
         ("alreadyallocated", "isallocatedbypytorch"),
@@ -135,7 +184,7 @@ CUDA_LABELS: Labels = {
     "in_use_bytes": (("thisprocesshas",), ("memoryinuse",)),
     "allowed_bytes": ((), ("allowed",)),
 }
-_DEVICE = r"(?:gpu|gp|gu|pu|device)~?(\d{1,3})(?![\d.,])"  # "GPU 0", a letter lost or not
+_DEVICE = r"(?:gpu|device)~?(\d{1,3})(?![\d.,])"  # "GPU 0"
 _BACKEND = r"cuda|hip|xpu"
 
 
@@ -145,22 +194,17 @@ def _cuda(detail: str) -> Extract:
         backend = compiled(_BACKEND).search(seg[:40])
         found.backend = backend.group() if backend else "cuda"
         if detail in ("oom", "allocation_on_device"):
-            extra = read_sizes(seg, CUDA_LABELS, found)
+            unallocated = read_sizes(seg, CUDA_LABELS, found).get("_unallocated")
             device = compiled(_DEVICE).search(seg)
             if device:
                 found.device = int(device.group(1))
-            unallocated = extra.get("_unallocated")
-            if (
-                found.reserved_bytes is None
-                and unallocated is not None
-                and found.allocated_bytes is not None
-            ):
+            allocated = found.allocated_bytes
+            if found.reserved_bytes is None and allocated is not None and unallocated is not None:
                 # The newer wording splits PyTorch's reserved memory in two.
-                found.reserved_bytes = found.allocated_bytes + unallocated
-            for setting in ("expandable_segments", "max_split_size_mb"):
-                if setting in seg:
-                    found.alloc_conf = setting
-                    break
+                found.reserved_bytes = allocated + unallocated
+            found.alloc_conf = next(
+                (s for s in ("expandable_segments", "max_split_size_mb") if s in seg), None
+            )
         return found
 
     return extract
@@ -180,49 +224,34 @@ def _cpu(detail: str) -> Extract:
     return extract
 
 
-_GPU = "(?:cuda|hip|xpu)"
 HEADS: tuple[Head, ...] = (
-    Head("mps_oom", "mps backend out", _mps_oom, 900),
-    Head("mps_part", "mps allocated", _mps_oom, 900, lookback=120, after=r":?\d"),
-    Head("wm_low", "invalid low water", _watermark(fk.MPS_INVALID_LOW), 60),
-    Head("wm_high", "invalid high water", _watermark(fk.MPS_INVALID_HIGH), 60),
-    Head("buffer", "invalid buffer size", _mps_other("invalid_buffer_size"), 80),
-    Head("ndarray", "bytes of ndarray", _mps_other("ndarray_too_large"), 60),
-    Head("ndarray_dims", "ndarray dimension", _mps_other("dimension_too_large"), 60),
-    Head("tensor_dims", "tensor dims larger", _mps_other("dimension_too_large"), 60),
-    Head("product", "product of dimension", _mps_other("dimension_too_large"), 60),
-    Head("cmdbuf", "callback error out of", _mps_other("command_buffer_oom"), 60, lookback=60),
-    Head("cmdbuf2", "insufficient memory", _mps_other("command_buffer_oom"), 60, after=r"\(0*8"),
-    Head("assert", "internal assert", _mps_assert, 600),
-    Head("cuda_error", "cuda error: out of mem", _cuda("runtime"), 60),
-    Head("hip_error", "hip error: out of mem", _cuda("runtime"), 60),
-    Head(  # 0.x-1.x: "cuda runtime error (2) : out of memory"
-        "cuda_runtime",
-        "cuda runtime err",
-        _cuda("runtime"),
-        60,
-        after=r"(?:or)?(?:\(\d+\))?:?[a-z]{3,5}m?e?m",  # "out of memory", a letter lost or not
-    ),
-    Head("cuda_oom", "cuda out of mem", _cuda("oom"), 1400),
-    Head("hip_oom", "hip out of mem", _cuda("oom"), 1400),
-    Head("xpu_oom", "xpu out of mem", _cuda("oom"), 1400),
-    Head(
-        "cuda_part",
-        "tried to allocate",
-        _cuda("oom"),
-        1400,
-        lookback=100,
-        after=SIZE + r"[.(]*(?:gpu|gp|gu|pu)~?\d",
-    ),
-    Head("cuda_enum", "", _cuda("runtime"), 60, pattern=r"cudaerrormemoryallocation"),
-    Head("hip_enum", "", _cuda("runtime"), 60, pattern=r"hiperroroutofmemory"),
-    Head("cuda_lib", "", _cuda("library_alloc_failed"), 60, pattern=r"status_?alloc_?failed"),
-    Head("aod", "allocation on device", _cuda("allocation_on_device"), 700),
-    Head("cpu", "default cpu allocator", _cpu("cpu_allocator"), 400),
-    Head(
-        "cpu_part", "you tried to allocate", _cpu("cpu_allocator"), 300, lookback=120, after=r":?\d"
-    ),
-    Head("posix", "posix_memalign", _cpu("posix_memalign"), 80, after=r"\([^)]{0,80}\)==0"),
-    Head("numpy", "unable to allocate", _cpu("numpy"), 200, after=SIZE + "foranarray"),
-    Head("bad_alloc", "", _cpu("bad_alloc"), 40, pattern=r"std::bad_alloc"),
+    Head("mps backend out", _mps_oom, 900),
+    Head("mps allocated", _mps_oom, 900, lookback=120, after=r":?\d"),
+    Head("invalid low water", _watermark(fk.MPS_INVALID_LOW), 60),
+    Head("invalid high water", _watermark(fk.MPS_INVALID_HIGH), 60),
+    Head("invalid buffer size", _mps_other("invalid_buffer_size"), 80),
+    Head("bytes of ndarray", _mps_other("ndarray_too_large"), 60),
+    Head("ndarray dimension", _mps_other("dimension_too_large"), 60),
+    Head("tensor dims larger", _mps_other("dimension_too_large"), 60),
+    Head("product of dimension", _mps_other("dimension_too_large"), 60),
+    Head("callback error out of", _mps_other("command_buffer_oom"), 60, lookback=60),
+    Head("insufficient memory", _mps_other("command_buffer_oom"), 60, after=r"\(0*8"),
+    Head("internal assert", _mps_assert, 600),
+    Head("cuda error: out of mem", _cuda("runtime"), 60),
+    Head("hip error: out of mem", _cuda("runtime"), 60),
+    # 0.x-1.x: "cuda runtime error (2) : out of memory"
+    Head("cuda runtime err", _cuda("runtime"), 60, after=r"(?:or)?(?:\(\d+\))?:?outofmem"),
+    Head("cuda out of mem", _cuda("oom"), 1400),
+    Head("hip out of mem", _cuda("oom"), 1400),
+    Head("xpu out of mem", _cuda("oom"), 1400),
+    Head("tried to allocate", _cuda("oom"), 1400, lookback=100, after=SIZE + r"[.(]*gpu~?\d"),
+    Head("cudaErrorMemoryAllocation", _cuda("runtime"), 60),
+    Head("hipErrorOutOfMemory", _cuda("runtime"), 60),
+    Head("STATUS_ALLOC_FAILED", _cuda("library_alloc_failed"), 60),
+    Head("allocation on device", _cuda("allocation_on_device"), 700),
+    Head("default cpu allocator", _cpu("cpu_allocator"), 400),
+    Head("you tried to allocate", _cpu("cpu_allocator"), 300, lookback=120, after=r":?\d"),
+    Head("posix_memalign", _cpu("posix_memalign"), 80, after=r"\([^)]{0,80}\)==0"),
+    Head("unable to allocate", _cpu("numpy"), 200, after=SIZE + "foranarray"),
+    Head("std::bad_alloc", _cpu("bad_alloc"), 40),
 )

@@ -1,23 +1,52 @@
-"""The human explanation of findings: the numbers, the arithmetic, the ratio, the fix.
+"""The human explanation of findings: the numbers, the arithmetic, the ratio in force, the fix.
 
-Pure: findings (and what mpsd knows of this Mac, ``limits.toml``) in, text out. The
-text for each family lives in ``render_mps`` and ``render_other``.
+Pure: findings (and limits.toml's record, when there is one) in, text out. Every size is
+printed in powers of 1024 spelt GiB/MiB/KiB, whatever the message spelt (PyTorch 2.0 to 2.7
+print them "GB"/"MB"/"KB"); the first table that needs it says so, once.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar, Optional
 
 from mpsd.oom import finding as fk
+from mpsd.oom import macs
 from mpsd.oom.finding import Finding
-from mpsd.oom.known import Known
-from mpsd.oom.render_base import Style
-from mpsd.oom.render_mps import MpsText
-from mpsd.oom.render_other import OtherText
+from mpsd.oom.normalize import compiled
+from mpsd.ratio import HIGH_VAR as HIGH
+from mpsd.ratio import LOW_VAR as LOW
+from mpsd.ratio import ratio_text
+from mpsd.term import Style
+
+if TYPE_CHECKING:
+    from mpsd.limits import Limits
 
 
-class Renderer(MpsText, OtherText):
+def size(n: float) -> str:
+    """Bytes the way PyTorch prints them, spelt GiB/MiB/KiB (two decimals, powers of 1024)."""
+    sign, n = "-" if n < 0 else "", abs(n)
+    for power, prefix in ((4, "T"), (3, "G"), (2, "M"), (1, "K")):
+        if n > 1024 and n >= 1024**power:
+            return f"{sign}{n / 1024**power:.2f} {prefix}iB"
+    return f"{sign}{round(n)} bytes"
+
+
+def mac_name(ram_gb: int) -> str:
+    """ "a 16 GB Mac", "an 8 GB Mac"."""
+    article = "an" if str(ram_gb).startswith("8") or ram_gb in (11, 18) else "a"
+    return f"{article} {ram_gb} GB Mac"
+
+
+ARTICLE = '"MPS backend out of memory on a Mac: what the numbers mean and how to set the watermark"'
+LESS = "smaller batch or resolution, float16, one model at a time, tiling"
+Rows = list[tuple[str, Optional[int], str]]  # label, bytes (None: the message lacks it), meaning
+
+
+class Renderer:
+    """What the explanation knows (limits.toml's record, None without one), its style, and
+    whether the units were said."""
+
     TITLES: ClassVar[dict[str, str]] = {
         fk.MPS_OOM: "MPS out of memory (PyTorch on Apple Silicon)",
         fk.MPS_INVALID_LOW: "Invalid low watermark ratio (PyTorch MPS)",
@@ -27,32 +56,573 @@ class Renderer(MpsText, OtherText):
         fk.CPU_OOM: "Out of main memory (PyTorch's CPU allocator)",
     }
 
+    def __init__(self, limits: Limits | None, style: Style) -> None:
+        self.limits = limits
+        self.estimated = limits is not None and limits.recommended_max_source == "estimate"
+        self.style = style
+        self.units_said = False
+
     def finding(self, f: Finding) -> list[str]:
         title = self.TITLES[f.kind]
         if f.kind == fk.CUDA_OOM and f.backend and f.backend != "cuda":
             title = f"{f.backend.upper()} out of memory"
         if f.count > 1:
             title += f" (seen {f.count} times)"
-        body: dict[str, Callable[[Finding], list[str]]] = {
+        body: Callable[[Finding], list[str]] = {
             fk.MPS_OOM: self.mps_oom,
             fk.MPS_INVALID_LOW: self.watermark,
             fk.MPS_INVALID_HIGH: self.watermark,
             fk.MPS_OTHER: self.mps_other,
             fk.CUDA_OOM: self.cuda,
             fk.CPU_OOM: self.cpu,
-        }
-        return [self.style.title(title), *body[f.kind](f)]
+        }[f.kind]
+        return [self.style.title(title), *body(f)]
+
+    def table(self, rows: Rows, f: Finding) -> list[str]:
+        """The rows with a number, aligned (label, value right-aligned, meaning), and under
+        the first table of a message that spelt "GB", the line that says they are GiB."""
+        shown = [(label, size(n), meaning) for label, n, meaning in rows if n is not None]
+        if not shown:
+            return []
+        wl = max(len(r[0]) for r in shown)
+        wv = max(len(r[1]) for r in shown)
+        out = [f"  {lab:<{wl}}  {val:>{wv}}  {self.style.dim(mean)}" for lab, val, mean in shown]
+        if not f.binary_units and not self.units_said:
+            self.units_said = True
+            out.append(
+                self.style.dim(
+                    '  (The message\'s "GB" and "MB" are GiB and MiB, powers of 1024: the units '
+                    "used here.)"
+                )
+            )
+        return out
+
+    def fix_lines(self, ratio_hint: str, first: str = "") -> list[str]:
+        """The fix: both variables, mpsd's value, opting the project in. ``ratio_hint``
+        follows the value; ``first`` comes before everything (what matters more)."""
+        s = self.style
+        if self.limits is not None:
+            high, low = self.limits.high_watermark_ratio, self.limits.low_watermark_ratio
+            rm = self.limits.recommended_max_bytes
+            if self.estimated:
+                # The real cap is high x the real maximum, which the estimate only approaches.
+                cap, of = f"about {size(macs.cap_of(high, rm))}", ", an estimated maximum"
+            else:
+                cap, of = size(macs.cap_of(high, rm)), ""
+            why = (
+                f"mpsd's current value for this Mac: a cap of {cap} "
+                f"({ratio_text(high)} x {size(rm)}{of})"
+            )
+        else:
+            high = low = macs.FALLBACK_RATIO
+            why = (
+                f"{ratio_text(high)} is a safe start: in the article {ARTICLE}, 0.8 gave a "
+                "clean error and no swap on a 48 GB Mac where 1.0 still swapped; "
+                "`mpsd install` measures the right value for this Mac"
+            )
+        lines = [
+            f"  {s.cmd(f'export {HIGH}={ratio_text(high)} {LOW}={ratio_text(low)}')}",
+            f"  {why}.",
+            "  Set both, together, before python starts: LOW must not exceed HIGH, and PyTorch",
+            "  reads them once, when MPS starts. Never 0.0: that removes the cap and invites swap.",
+            f"  Or let mpsd set them for every python run in the project: {s.cmd('mpsd enable')}"
+            " (in the project's directory).",
+        ]
+        if ratio_hint:
+            lines.insert(2, f"  {ratio_hint}")
+        if first:
+            lines.insert(0, f"  {first}")
+        return lines
+
+    def mps_oom(self, f: Finding) -> list[str]:
+        s = self.style
+        pool = f" ({f.pool} pool)" if f.pool else ""
+        rows: Rows = [
+            (
+                "MPS allocated",
+                f.allocated_bytes,
+                "PyTorch's MPS allocator: Metal heaps, cache included",
+            ),
+            (
+                "other allocations",
+                f.other_bytes,
+                "other GPU memory of this process, outside that allocator",
+            ),
+            ("requested", f.requested_bytes, f"the allocation that failed{pool}"),
+            (
+                "max allowed",
+                f.max_allowed_bytes,
+                "the cap: watermark ratio x the Mac's recommended max",
+            ),
+        ]
+        out = self.table(rows, f) or ["  (the paste lost the numbers)"]
+        out += ["", s.head("Why it failed")]
+        known = [n for _, n, _ in rows[:3] if n is not None]
+        need, cap, request = sum(known), f.max_allowed_bytes, f.requested_bytes
+        too_big = cap is not None and request is not None and request > cap
+        if too_big and cap is not None:
+            out.append(
+                f"  The request alone, {size(request or 0)}, is more than the whole "
+                f"{size(cap)} cap: a tensor's shape or the batch is the problem first."
+            )
+        short = False
+        if known and cap is not None:
+            terms = " + ".join(map(size, known))
+            over = need - cap
+            slack = sum(
+                f.rounding.get(k, 0)
+                for k in ("allocated_bytes", "other_bytes", "requested_bytes", "max_allowed_bytes")
+            )
+            if over > slack:
+                out.append(f"  {terms} = {size(need)}, over the {size(cap)} cap by {size(over)}.")
+            elif over >= -slack:
+                out.append(
+                    f"  {terms} = {size(need)}: at the {size(cap)} cap "
+                    "(each number is rounded to 2 decimals, so the last allocation tipped it)."
+                )
+            elif len(known) < 3:
+                out.append(f"  {terms} = {size(need)}, with the {size(cap)} cap.")
+            else:
+                short = True
+                out.append(
+                    f"  {terms} = {size(need)}, under the {size(cap)} cap: "
+                    "the numbers do not add up (see the note below)."
+                )
+            if len(known) < 3:
+                out.append("  (the paste lost some numbers: the sum is only what it kept)")
+        elif cap is None and request is None:
+            out.append('  The paste ends before "max allowed": the cap in force is unknown.')
+        elif cap is None:
+            out.append('  No "max allowed" in the message: no cap was in force (ratio 0.0, or a')
+            out.append("  PyTorch before 2.0), so the job stopped only when Metal itself ran out.")
+        else:
+            out.append(f"  PyTorch needed more than the {size(cap)} cap allows.")
+        out += self.mps_notes(f, short)
+        out += ["", s.head("The ratio in force")]
+        out += self.ratio_lines(f)
+        out += ["", s.head("Fix")]
+        if too_big:
+            first = (
+                f"First make the step smaller: one allocation of {size(request or 0)} needs a "
+                "smaller batch, resolution or tile, or float16; a ratio alone will not make "
+                "room for it."
+            )
+            return out + self.fix_lines("", first)
+        return out + self.fix_lines(self.fit_hint(f, need if known else None))
+
+    def mps_notes(self, f: Finding, short: bool = False) -> list[str]:
+        notes: list[str] = []
+        cap, alloc, other = f.max_allowed_bytes, f.allocated_bytes, f.other_bytes
+        if short:
+            notes.append(
+                "PyTorch does not check the printed numbers against the cap: it adds the "
+                "request's aligned size (rounded up to the allocator's block size) to the "
+                "driver's whole allocation for the process, and both can be larger than what "
+                "the message prints. So the printed numbers can fall short of the cap."
+            )
+        if other is not None and other > macs.LARGEST_MAC:
+            notes.append(
+                f'"other allocations" of {size(other)} is more memory than any '
+                "Mac has: the number is bogus (an accounting bug of that PyTorch/macOS "
+                "version, usually), not memory really in use."
+            )
+        slack = f.rounding.get("max_allowed_bytes", 0)
+        if cap is not None and alloc is not None and alloc > cap + slack:
+            notes.append(
+                '"MPS allocated" is above the cap. That happens when the cap was lowered '
+                "after the memory was allocated (torch.mps.set_per_process_memory_fraction, "
+                "or a library calling it), so the next allocation fails at once."
+            )
+        if cap and alloc is not None and other and alloc <= cap * 0.05 and other >= cap * 0.5:
+            notes.append(
+                'PyTorch\'s allocator holds almost nothing: "other allocations" fill the cap. '
+                "That memory is outside PyTorch's allocator (Metal buffers of other "
+                "libraries in the process, MPSGraph caches, memory freed but not yet "
+                "returned); with many workers in one process each one's share adds up."
+            )
+        elif other is not None and alloc is not None and other > alloc and other > (cap or 0) * 0.3:
+            notes.append(
+                '"other allocations" exceed what PyTorch\'s allocator holds: much of the '
+                "memory is outside it (other libraries' Metal buffers, MPSGraph caches)."
+            )
+        return [f"  {self.style.warn('Note:')} {n}" for n in notes]
+
+    def ratio_lines(self, f: Finding) -> list[str]:
+        cap = f.max_allowed_bytes
+        if cap is None:
+            return ['  Unknown: the message has no "max allowed".']
+        slack = f.rounding.get("max_allowed_bytes", 0)
+        if self.limits is not None:
+            return self.ratio_against(f, cap, slack, self.limits)
+        guesses = macs.guesses(cap, slack)
+        smallest = min(ws for _, ws in macs.WORKING_SETS)
+        if not guesses and cap < smallest * 0.75:
+            return [
+                f"  {size(cap)} is far below any Mac's recommended maximum: a small "
+                "ratio or memory fraction was set for this job (by you, or by the app)."
+            ]
+        if not guesses:
+            return [
+                f"  {size(cap)} matches no common Mac with a round ratio. If PyTorch's "
+                f"default {macs.DEFAULT_HIGH} was in force, this Mac's recommended maximum is "
+                f"{size(cap / macs.DEFAULT_HIGH)}."
+            ]
+        out = []
+        for i, g in enumerate(guesses):
+            what = (
+                f"the default ratio on {mac_name(g.ram_gb)}"
+                if g.is_default
+                else f"a ratio of {ratio_text(g.ratio)} on {mac_name(g.ram_gb)}"
+            )
+            lead = f"{size(cap)} =" if i == 0 else "   or"
+            out.append(f"  {lead} {ratio_text(g.ratio)} x {size(g.working_set)}: {what}")
+        best = guesses[0]
+        ram = best.ram_gb * macs.GIB
+        if best.is_default and cap > ram * 0.9:
+            much = "more than" if cap > ram else "about all of"
+            out.append(
+                f"  A cap of {size(cap)} on {mac_name(best.ram_gb)} is {much} its "
+                "memory: macOS swaps long before PyTorch stops the job."
+            )
+        out.append(
+            "  (`mpsd install` reads this Mac's recommended maximum, so `mpsd explain` can say "
+            "for sure.)"
+        )
+        return out
+
+    def ratio_against(self, f: Finding, cap: int, slack: int, lim: Limits) -> list[str]:
+        """The ratio in force, read against this Mac's recommended max from limits.toml.
+
+        The cap is ratio x recommended max (``macs.gives``: within the printed cap's
+        rounding), so "cap = r x max" is printed only for a ratio that gives the cap, and "mpsd's
+        value" said only when mpsd's ratio does. Where the max is an estimate, the ratio is
+        only "about" (the real max is lower: the estimate errs high)."""
+        rm, high = lim.recommended_max_bytes, lim.high_watermark_ratio
+        shown_cap, shown_max = size(cap), size(rm)
+        is_default = macs.gives(macs.DEFAULT_HIGH, rm, cap, slack)
+        is_mpsd = macs.gives(high, rm, cap, slack)
+        found: float | None = None  # the ratio that gives the cap
+        if is_default or is_mpsd:
+            found = macs.DEFAULT_HIGH if is_default else high
+        elif not self.estimated:
+            found = macs.ratio_behind(cap, slack, rm)
+        if self.estimated:
+            whose = (
+                "mpsd's estimate of this Mac's recommended maximum, from its RAM: Metal's own "
+                "figure could not be read"
+            )
+        else:
+            whose = "this Mac's recommended maximum, from limits.toml"
+        if found is not None:
+            out = [f"  {shown_cap} = {ratio_text(found)} x {shown_max} ({whose})"]
+        else:
+            about = f"{cap / rm:.2f}"
+            out = [f"  {shown_cap} is about {about} x {shown_max} ({whose})."]
+            if self.estimated:
+                out.append(
+                    f"  The estimate errs high, so the ratio in force was about {about} or more."
+                )
+        mpsd = ratio_text(high)
+        if is_default:
+            out.append(f"  That is {macs.DEFAULT_NOTE}: {HIGH} was not set for this job.")
+        elif is_mpsd:
+            out.append("  That is mpsd's value: the job ran with mpsd's variables.")
+        elif self.estimated and cap > macs.cap_of(high, rm) + slack:
+            out.append(
+                f"  mpsd's value now is {mpsd}, a cap of at most "
+                f"{size(macs.cap_of(high, rm))} (the estimate errs high): this job ran "
+                "with a higher ratio (set by hand, or before mpsd's last update)."
+            )
+        elif self.estimated:
+            out.append(
+                f"  mpsd's value now is {mpsd}. With an estimated maximum, mpsd cannot tell "
+                f"whether this job ran with it: it did if this Mac's real maximum is about "
+                f"{size(cap / high)}."
+            )
+        elif found is not None and round(found, 2) == found:
+            out.append(
+                f"  mpsd's value now is {mpsd}: this job ran with another (set by hand, or "
+                "before mpsd's last update)."
+            )
+        else:
+            out.append(
+                f"  No ratio of two decimals gives this cap on this Mac, so it is not mpsd's "
+                f"value ({mpsd}). The program (or a library) may have set a memory fraction, "
+                "torch.mps.set_per_process_memory_fraction, or the job ran with another "
+                "recommended maximum (another Mac, or another macOS)."
+            )
+        if cap > lim.baseline_free_bytes:
+            out.append(
+                f"  The cap is above the {size(lim.baseline_free_bytes)} usually "
+                "free on this Mac: macOS swaps before PyTorch stops the job."
+            )
+        return out
+
+    def fit_hint(self, f: Finding, need: int | None) -> str:
+        """Whether the value in the fix makes room for this job. The job failed at the cap
+        in force, so it needed more than that cap, whatever the printed numbers add up to:
+        a cap is never said to be "enough", only above or below what the job needed."""
+        if need is None:
+            return ""
+        cap = f.max_allowed_bytes
+        slack = f.rounding.get("max_allowed_bytes", 0)
+        if self.limits is None:
+            guesses = macs.guesses(cap or 0, slack)
+            if not guesses:
+                return ""
+            safe = round(macs.FALLBACK_RATIO * guesses[0].working_set)
+            lead = f"At that value the cap is {size(safe)} on {mac_name(guesses[0].ram_gb)},"
+        else:
+            high, rm = self.limits.high_watermark_ratio, self.limits.recommended_max_bytes
+            if cap is not None and macs.gives(high, rm, cap, slack):
+                return f"That is the cap this job failed at: make the job use less memory ({LESS})."
+            safe = macs.cap_of(high, rm)  # the fix's line above has given it
+            lead = "By mpsd's estimate, that cap is" if self.estimated else "That cap is"
+        floor = max(need, cap or 0)  # what the job needed, at least
+        if safe <= floor:
+            return (
+                f"{lead} less than the {size(floor)} this job needed: make it use less "
+                f"memory too ({LESS})."
+            )
+        if cap is None:
+            return (
+                f"{lead} above the {size(need)} the message shows, but with no cap the "
+                "job ran until Metal ran out: it may need more than that."
+            )
+        hint = (
+            f"{lead} above the {size(cap)} cap this job failed at: it fits if it needed "
+            f"less than {size(safe - cap)} more than that (the message does not say)."
+        )
+        if self.estimated:
+            hint += " If the job already ran with mpsd's value, the real cap is the same one."
+        return hint
+
+    # --- watermark errors -----------------------------------------------------------
+    def watermark(self, f: Finding) -> list[str]:
+        shown = ratio_text(f.ratio) if f.ratio is not None else "?"
+        if f.kind == fk.MPS_INVALID_HIGH:
+            out = [
+                f"  PyTorch refused the high watermark ratio {shown}: HIGH must be between 0 "
+                "and 2.",
+                "  It is a setting, not a lack of memory.",
+            ]
+        else:
+            out = [
+                f"  PyTorch refused the low watermark ratio {shown}: LOW must be between 0 and "
+                "HIGH."
+            ]
+            if f.ratio is not None and abs(f.ratio - macs.DEFAULT_LOW) < 1e-9:
+                out.append(
+                    f"  {shown} is LOW's default: {HIGH} was set below 1.4 and {LOW} was "
+                    "left unset."
+                )
+            out += [
+                f"  To keep the HIGH you chose, set LOW to the same value: {HIGH}=X {LOW}=X.",
+                "  It is a setting, not a lack of memory: it fails at the first MPS use, "
+                "whatever is free.",
+            ]
+        return [
+            *out,
+            "",
+            self.style.head("Fix"),
+            *self.fix_lines(""),
+            "  Then restart the Python process (the notebook's kernel too): PyTorch keeps the "
+            "values it read, so changing os.environ in the process that failed does nothing.",
+        ]
+
+    # --- other errors ---------------------------------------------------------------
+    OTHER: ClassVar[dict[str, str]] = {
+        "invalid_buffer_size": (
+            "One tensor is larger than the largest buffer Metal allows on this Mac "
+            "(its maxBufferLength). No watermark ratio changes this: split the work "
+            "(smaller batch, lower resolution, tiled VAE decoding, chunked attention)."
+        ),
+        "ndarray_too_large": (
+            "An MPS kernel got a tensor of more than 4 GiB (2**32 bytes), more than MPSNDArray "
+            "takes on this macOS. Not a lack of memory: no ratio changes it. Split the work "
+            "(smaller batch or tiles), update macOS and PyTorch, or run that step on the CPU."
+        ),
+        "dimension_too_large": (
+            "A tensor dimension (or the product of dimensions) is above 2**31, beyond what "
+            "Metal's kernels index. Not a lack of memory: split the tensor into chunks, or "
+            "run that step on the CPU."
+        ),
+        "command_buffer_oom": (
+            "Metal itself ran out of memory while running a GPU command: the system had no "
+            "memory left for it (other apps, or a cap above what is really free). Lower the "
+            "ratio so PyTorch stops first, with a clean error."
+        ),
+        "internal_assert": (
+            "PyTorch's MPS allocator failed an internal check of its watermarks: the ratio "
+            "variables are inconsistent. Set both, to the same plain decimal."
+        ),
+    }
+
+    def mps_other(self, f: Finding) -> list[str]:
+        out = self.table(
+            [("buffer size", f.requested_bytes, "the one tensor Metal was asked for")], f
+        )
+        out.append(f"  {self.OTHER.get(f.detail, 'An MPS memory error.')}")
+        if f.detail in ("command_buffer_oom", "internal_assert"):
+            out += ["", self.style.head("Fix"), *self.fix_lines("")]
+        return out
+
+    def cuda(self, f: Finding) -> list[str]:
+        out = self.table(
+            [
+                ("requested", f.requested_bytes, "the allocation that failed"),
+                ("total", f.total_bytes, "the GPU's memory"),
+                ("free", f.free_bytes, "free on the GPU at that moment"),
+                ("allocated", f.allocated_bytes, "held by PyTorch's tensors"),
+                (
+                    "reserved",
+                    f.reserved_bytes,
+                    "PyTorch's total: tensors + its cache of freed blocks",
+                ),
+                ("in use", f.in_use_bytes, "this process's total, PyTorch or not"),
+                ("allowed", f.allowed_bytes, "set_per_process_memory_fraction's cap"),
+            ],
+            f,
+        )
+        notes: list[str] = []
+        if f.detail in ("runtime", "library_alloc_failed"):
+            notes.append(
+                "The CUDA driver (or a CUDA library) could not allocate: the GPU was full, "
+                "maybe by another process. Errors are reported late, so the line in the "
+                "traceback may not be the culprit (CUDA_LAUNCH_BLOCKING=1 finds it)."
+            )
+        total, alloc, res = f.total_bytes, f.allocated_bytes, f.reserved_bytes
+        if total is not None and alloc is not None and alloc > total:
+            notes.append(
+                "PyTorch holds more than the GPU has: on Windows the driver spills into "
+                'system RAM ("CUDA sysmem fallback"), which is slow.'
+            )
+        free = f.free_bytes
+        busy = total is not None and free is not None and free < total * 0.1
+        if busy and total is not None and res is not None and res < total * 0.5:
+            notes.append(
+                "PyTorch holds little of the GPU, yet it is full: other processes "
+                "(or the desktop) use it; check nvidia-smi."
+            )
+        why = self.cuda_why(f)
+        if why or notes:
+            out += ["", self.style.head("Why it failed"), *why]
+            out += [f"  {self.style.warn('Note:')} {n}" for n in notes]
+        out += ["", self.style.head("Fix"), *self.cuda_fix(f)]
+        return out
+
+    def cuda_why(self, f: Finding) -> list[str]:
+        """The request against what was free on the GPU and what PyTorch held in reserve
+        without using it (its cache): which of the two was short."""
+        req, free, total = f.requested_bytes, f.free_bytes, f.total_bytes
+        unused = self.unallocated(f)
+        if req is None:
+            return []
+        if total is not None and req > total:
+            return [
+                f"  One allocation of {size(req)} is more than the whole GPU ({size(total)}): "
+                "a tensor's shape or the batch is the problem first."
+            ]
+        out: list[str] = []
+        if free is None:
+            out.append(f"  PyTorch asked for {size(req)}; the message does not say what was free.")
+        elif free >= req:
+            out.append(
+                f"  PyTorch asked for {size(req)} while {size(free)} was free: the free memory "
+                "was in pieces, or taken by the time PyTorch asked (another process, or a "
+                "memory-fraction cap)."
+            )
+        else:
+            out.append(
+                f"  PyTorch asked for {size(req)}; only {size(free)} was free on the GPU, "
+                f"{size(req - free)} short."
+            )
+        if unused is not None and free is not None and free < req:
+            if unused + free >= req:
+                out.append(
+                    f"  PyTorch also held {size(unused)} reserved but unallocated (its cache of "
+                    f"freed blocks): with the free memory, {size(free + unused)}, enough for the "
+                    "request, but not in one piece. That is fragmentation."
+                )
+            else:
+                out.append(
+                    f"  PyTorch also held {size(unused)} reserved but unallocated (its cache): "
+                    f"free and cached together, {size(free + unused)}, are less than the request. "
+                    "The job needs less memory, or the GPU's other users must free theirs."
+                )
+        elif unused is not None:
+            out.append(f"  PyTorch held {size(unused)} reserved but unallocated (its cache).")
+        return out
+
+    @staticmethod
+    def unallocated(f: Finding) -> int | None:
+        """PyTorch's reserved memory that no tensor used (its cache of freed blocks)."""
+        if f.reserved_bytes is None or f.allocated_bytes is None:
+            return None
+        return max(0, f.reserved_bytes - f.allocated_bytes)
+
+    def cuda_fix(self, f: Finding) -> list[str]:
+        """The allocator setting the message names (or, when much is reserved but unused,
+        the one to try), whether it can make room here, and the usual fixes."""
+        out: list[str] = []
+        unused, free, req = self.unallocated(f), f.free_bytes, f.requested_bytes
+        fragmented = unused is not None and unused > max((f.allocated_bytes or 0) * 0.25, 1 << 30)
+        here = ""
+        if unused is not None and free is not None and req is not None and free < req:
+            if free + unused >= req:
+                here = (
+                    " Here it may be the whole fix: the free and the cached memory together "
+                    "would hold the request."
+                )
+            else:
+                here = (
+                    " Here it cannot make room enough: the free and the cached memory together "
+                    "are less than the request."
+                )
+        cmd = self.style.cmd
+        if f.alloc_conf == "expandable_segments" or (fragmented and f.alloc_conf is None):
+            lead = "The message suggests" if f.alloc_conf else "Try"
+            out.append(
+                f"  {lead} {cmd('export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True')} "
+                "(before python starts): the allocator then grows its segments instead of "
+                f"leaving cached pieces too small to reuse.{here}"
+            )
+        elif f.alloc_conf == "max_split_size_mb":
+            out.append(
+                "  The message suggests max_split_size_mb: "
+                f"{cmd('export PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:128')} (before python "
+                "starts; 128 is an example) keeps cached blocks larger than that from being "
+                "split, so a large request finds room. On PyTorch 2.1 and later "
+                f"expandable_segments:True usually does better.{here}"
+            )
+        out.append(
+            "  Usual fixes: a smaller batch or resolution, float16/bfloat16, gradient "
+            "checkpointing, offloading (lowvram modes), freeing other GPU users."
+        )
+        return out
+
+    def cpu(self, f: Finding) -> list[str]:
+        out = self.table(
+            [("requested", f.requested_bytes, "the allocation of main memory that failed")], f
+        )
+        if (f.requested_bytes or 0) > macs.LARGEST_MAC:
+            out.append(
+                f"  {self.style.warn('Note:')} more than any computer's memory: a wrong "
+                "shape or size, most likely."
+            )
+        out.append(
+            "  The process ran out of main memory (RAM and swap, or the Windows page file). "
+            "Use less (smaller batch, float16, load one model at a time), close other apps, "
+            "or give the system more swap/page file."
+        )
+        return out
 
 
 WIDTH = 88
 
 
 def _visible(line: str) -> str:
-    if "\x1b" not in line:
-        return line
-    from mpsd.oom.normalize import compiled
-
-    return compiled(r"\x1b\[[\d;]*m").sub("", line)
+    return compiled(r"\x1b\[[\d;]*m").sub("", line) if "\x1b" in line else line
 
 
 _UNITS = frozenset(("bytes", "KiB", "MiB", "GiB", "TiB", "KB", "MB", "GB", "TB"))
@@ -95,16 +665,20 @@ def _wrap(line: str) -> list[str]:
 MAX_SHOWN = 20  # a log with more distinct errors is summed up after these
 
 
-def render(findings: list[Finding], limits: Known | None = None, color: bool = False) -> str:
+def render(
+    findings: list[Finding], limits: Limits | None = None, color: bool = False, more: int = 0
+) -> str:
     """The explanation of every finding (the first MAX_SHOWN), separated by blank lines,
-    ending in a newline."""
+    ending in a newline. ``more``: the errors after the findings, counted but not read."""
     r = Renderer(limits, Style(color))
+    total = len(findings) + more
     blocks = []
     for i, f in enumerate(findings[:MAX_SHOWN]):
         lines = r.finding(f)
-        if len(findings) > 1:
-            lines[0] = f"{i + 1}/{len(findings)}  {lines[0]}"
+        if total > 1:
+            lines[0] = f"{i + 1}/{total}  {lines[0]}"
         blocks.append("\n".join(w for line in lines for w in _wrap(line)))
-    if len(findings) > MAX_SHOWN:
-        blocks.append(f"... and {len(findings) - MAX_SHOWN} more errors (--json lists them all).")
+    if total > MAX_SHOWN:
+        listed = f"the first {len(findings)}" if more else "them all"
+        blocks.append(f"... and {total - MAX_SHOWN} more errors (--json lists {listed}).")
     return "\n\n".join(blocks) + "\n"

@@ -7,18 +7,17 @@ self-contained: standard library only, Python 3.8 syntax, and the parent passes 
 reads them once, when MPS initialises.
 
 Protocol: one JSON object a line on stdout, flushed at once:
-  {"event": "start", ...}  device, torch version, recommended max, max allowed, ratios
+  {"event": "start", ...}  device, torch version, recommended max, max allowed
   {"event": "step", "n": N, "allocated": B, "driver": B, "recommended_max": B, "max_allowed": B}
   {"event": "oom", "message": TEXT, ...}           PyTorch's clean out-of-memory error: exit 0
   {"event": "never_reached", ...}                   filled past max allowed with no error: exit 0
   {"event": "error", "kind": K, "message": TEXT}    exit EXIT_NO_TORCH / EXIT_NO_MPS / EXIT_TORCH
 
-The device seam: ``MPSD_PROBE_FAKE_DEVICE=BYTES`` makes a stand-in device on the CPU play MPS
-with that recommended max. It allocates real ``torch.rand`` CPU tensors and raises PyTorch's own
-out-of-memory wording once ratio x BYTES would be exceeded. Test knobs (fake device only):
-``MPSD_PROBE_FAKE_SWAP=FILE`` with ``MPSD_PROBE_FAKE_SWAP_AT=BYTES`` (the stand-in OS: above that
-much allocated, each step adds swap-outs to the counter in FILE), ``MPSD_PROBE_FAKE_DELAY=SECONDS``
-(per step), ``MPSD_PROBE_FAKE_CRASH_AT=BYTES`` (die by SIGSEGV once that much is allocated).
+The device seam: ``MPSD_PROBE_FAKE_DEVICE=BYTES`` makes a stand-in on the CPU play MPS with
+that recommended max (real ``torch.rand`` tensors, PyTorch's own wording at the cap). Its knobs:
+``MPSD_PROBE_FAKE_SWAP=FILE`` with ``..._SWAP_AT=BYTES`` (above that much, each step adds
+swap-outs to the counter in FILE), ``..._DELAY=SECONDS`` (per step), ``..._CRASH_AT=BYTES``
+(die by SIGSEGV there).
 """
 
 from __future__ import annotations
@@ -34,9 +33,7 @@ EXIT_NO_TORCH = 3
 EXIT_NO_MPS = 4
 EXIT_TORCH = 5
 
-# PyTorch's defaults when the variable is unset (torch >= 2.0 on Apple Silicon).
-DEFAULT_HIGH = 1.7
-
+DEFAULT_HIGH = 1.7  # PyTorch's high watermark when the variable is unset (torch >= 2.0)
 FAKE_OTHER_BYTES = 448 * 1024  # what the "driver" holds beside the tensors, as on a real Mac
 
 
@@ -57,16 +54,6 @@ def format_size(size: int) -> str:
     return f"{size / 1073741824.0:.2f} GiB"
 
 
-def env_ratio(name: str, default: float) -> float:
-    value = os.environ.get(name)
-    if value is None:
-        return default
-    try:
-        return float(value)
-    except ValueError:
-        return 0.0  # PyTorch parses with strtod: garbage is 0.0
-
-
 def make_block(torch: Any, nbytes: int, device: str) -> Any:
     """One step of the probe: ``nbytes`` of uniform random float32 on ``device``.
 
@@ -76,64 +63,6 @@ def make_block(torch: Any, nbytes: int, device: str) -> Any:
     return torch.rand(max(1, nbytes // 4), dtype=torch.float32, device=device)
 
 
-class FakeDevice:
-    """A stand-in for MPS on the CPU build: real allocations, PyTorch's MPS error at the cap."""
-
-    name = "fake"
-
-    def __init__(self, torch: Any, recommended_max: int) -> None:
-        self.torch = torch
-        self.recommended = recommended_max
-        self.high = env_ratio("PYTORCH_MPS_HIGH_WATERMARK_RATIO", DEFAULT_HIGH)
-        self.allocated = 0
-        self.swap_file: str | None = os.environ.get("MPSD_PROBE_FAKE_SWAP")
-        self.swap_at = parse_bytes(os.environ.get("MPSD_PROBE_FAKE_SWAP_AT") or "0")
-        self.crash_at = parse_bytes(os.environ.get("MPSD_PROBE_FAKE_CRASH_AT") or "0")
-        self.delay = float(os.environ.get("MPSD_PROBE_FAKE_DELAY") or 0)
-
-    def recommended_max(self) -> int | None:
-        return self.recommended
-
-    def max_allowed(self) -> int | None:
-        return int(self.high * self.recommended) if self.high > 0 else None
-
-    def driver(self) -> int:
-        return self.allocated + FAKE_OTHER_BYTES
-
-    def alloc(self, nbytes: int) -> Any:
-        if self.delay:
-            time.sleep(self.delay)
-        limit = self.max_allowed()
-        if limit is not None and self.driver() + nbytes > limit:
-            raise RuntimeError(
-                f"MPS backend out of memory (MPS allocated: {format_size(self.allocated)}, "
-                f"other allocations: {format_size(FAKE_OTHER_BYTES)}, "
-                f"max allowed: {format_size(limit)}). Tried to allocate {format_size(nbytes)} "
-                "on shared pool. Use PYTORCH_MPS_HIGH_WATERMARK_RATIO=0.0 to disable upper "
-                "limit for memory allocations (may cause system failure)."
-            )
-        block = make_block(self.torch, nbytes, "cpu")
-        self.allocated += nbytes
-        if self.crash_at and self.allocated >= self.crash_at:
-            os.kill(os.getpid(), signal.SIGSEGV)
-        if self.swap_file and self.swap_at and self.allocated > self.swap_at:
-            self._swap_out(max(1, nbytes // 16384))  # this step was swapped out
-        return block
-
-    def _swap_out(self, pages: int) -> None:
-        path = str(self.swap_file)
-        try:
-            with open(path) as handle:
-                parts = handle.read().split()
-        except OSError:
-            parts = []
-        count = int(parts[0]) if parts else 0
-        rest = parts[1:]
-        with open(path + ".tmp", "w") as handle:
-            handle.write(" ".join([str(count + pages), *rest]) + "\n")
-        os.replace(path + ".tmp", path)
-
-
 class MpsDevice:
     """The real thing: ``torch.rand`` on ``mps``, synchronised so the memory is really taken."""
 
@@ -141,7 +70,11 @@ class MpsDevice:
 
     def __init__(self, torch: Any) -> None:
         self.torch = torch
-        self.high = env_ratio("PYTORCH_MPS_HIGH_WATERMARK_RATIO", DEFAULT_HIGH)
+        value = os.environ.get("PYTORCH_MPS_HIGH_WATERMARK_RATIO")
+        try:
+            self.high = DEFAULT_HIGH if value is None else float(value)
+        except ValueError:
+            self.high = 0.0  # PyTorch parses with strtod: garbage is 0.0
 
     def recommended_max(self) -> int | None:
         get = getattr(self.torch.mps, "recommended_max_memory", None)  # torch >= 2.5
@@ -162,11 +95,49 @@ class MpsDevice:
         return block
 
 
-def physical_ram() -> int | None:
-    try:
-        return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
-    except (ValueError, OSError, AttributeError):
-        return None
+class FakeDevice(MpsDevice):
+    """A stand-in for MPS on the CPU build: real allocations, PyTorch's MPS error at the cap."""
+
+    name = "fake"
+
+    def __init__(self, torch: Any, recommended_max: int) -> None:
+        super().__init__(torch)
+        self.recommended = recommended_max
+        self.allocated = 0
+        self.swap_file = os.environ.get("MPSD_PROBE_FAKE_SWAP")
+        self.swap_at = parse_bytes(os.environ.get("MPSD_PROBE_FAKE_SWAP_AT") or "0")
+        self.crash_at = parse_bytes(os.environ.get("MPSD_PROBE_FAKE_CRASH_AT") or "0")
+        self.delay = float(os.environ.get("MPSD_PROBE_FAKE_DELAY") or 0)
+
+    def recommended_max(self) -> int | None:
+        return self.recommended
+
+    def driver(self) -> int:
+        return self.allocated + FAKE_OTHER_BYTES
+
+    def alloc(self, nbytes: int) -> Any:
+        time.sleep(self.delay)
+        limit = self.max_allowed()
+        if limit is not None and self.driver() + nbytes > limit:
+            raise RuntimeError(
+                f"MPS backend out of memory (MPS allocated: {format_size(self.allocated)}, "
+                f"other allocations: {format_size(FAKE_OTHER_BYTES)}, "
+                f"max allowed: {format_size(limit)}). Tried to allocate {format_size(nbytes)} "
+                "on shared pool. Use PYTORCH_MPS_HIGH_WATERMARK_RATIO=0.0 to disable upper "
+                "limit for memory allocations (may cause system failure)."
+            )
+        block = make_block(self.torch, nbytes, "cpu")
+        self.allocated += nbytes
+        if self.crash_at and self.allocated >= self.crash_at:
+            os.kill(os.getpid(), signal.SIGSEGV)
+        if self.swap_file and self.swap_at and self.allocated > self.swap_at:
+            # This step was swapped out: add its pages to the counter, keep the pressure.
+            with open(self.swap_file) as handle:
+                count, *rest = handle.read().split() or ["0"]
+            with open(self.swap_file + ".tmp", "w") as handle:
+                handle.write(" ".join([str(int(count) + max(1, nbytes // 16384)), *rest]) + "\n")
+            os.replace(self.swap_file + ".tmp", self.swap_file)
+        return block
 
 
 def parse_bytes(text: str) -> int:
@@ -188,17 +159,9 @@ def main(argv: list[str]) -> int:
     if fake:
         device = FakeDevice(torch, parse_bytes(fake))
     else:
-        mps = getattr(torch.backends, "mps", None)
-        built = bool(mps is not None and mps.is_built())
-        if mps is None or not (built and mps.is_available()):
-            emit(
-                "error",
-                kind="no_mps",
-                message="MPS is not available to this torch",
-                built=built,
-                torch=torch.__version__,
-                platform=sys.platform,
-            )
+        if not torch.backends.mps.is_available():
+            message = "MPS is not available to this torch"
+            emit("error", kind="no_mps", message=message, torch=torch.__version__)
             return EXIT_NO_MPS
         device = MpsDevice(torch)
     parent = os.getppid()
@@ -207,10 +170,6 @@ def main(argv: list[str]) -> int:
         "start",
         device=device.name,
         torch=torch.__version__,
-        pid=os.getpid(),
-        step=step,
-        high=os.environ.get("PYTORCH_MPS_HIGH_WATERMARK_RATIO"),
-        low=os.environ.get("PYTORCH_MPS_LOW_WATERMARK_RATIO"),
         recommended_max=device.recommended_max(),
         max_allowed=device.max_allowed(),
     )
@@ -240,8 +199,10 @@ def main(argv: list[str]) -> int:
             max_allowed=limit,
         )
         # PyTorch should have refused by now: the cap is not being enforced.
-        bound = limit if limit is not None else physical_ram()
-        if bound is not None and allocated > bound + 2 * step:
+        bound = (
+            limit if limit is not None else os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        )
+        if allocated > bound + 2 * step:
             emit("never_reached", allocated=allocated, max_allowed=limit, bound=bound)
             return 0
 

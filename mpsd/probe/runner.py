@@ -3,9 +3,13 @@
 The child (``mpsd/probe/child.py``) runs in its own process group with both watermark
 variables set; it reports each step as a JSON line. After every step, and every ``poll``
 seconds while a step hangs (a swapping Mac is slow), the parent reads the swap-out counter and
-the pressure level; when swap starts or pressure turns critical it SIGKILLs the whole group at
-once. Whatever happens (an error, Ctrl-C, SIGTERM) the child is killed and reaped before
-``run_probe`` returns or raises: nothing is left running.
+the pressure level (a ``Watch``); when swap starts or pressure turns critical it SIGKILLs the
+whole group at once. Whatever happens (an error, Ctrl-C, SIGTERM) the child is killed and
+reaped before ``run_probe`` returns or raises: nothing is left running.
+
+``choose_watch()`` gives the watch: the daemon's memory source (the counters only, no scan of
+the process table, so cheap enough for every step), or with ``MPSD_PROBE_FAKE_SWAP=FILE`` the
+tests' stand-in OS: FILE holds "SWAPOUTS [PRESSURE]", which the test or the fake device raises.
 """
 
 from __future__ import annotations
@@ -16,22 +20,51 @@ import os
 import selectors
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Optional
 
 from mpsd.errors import EXIT_ABSENT, EXIT_USAGE, MpsdError
 from mpsd.machine.sample import PRESSURE_CRITICAL
-from mpsd.probe.swapwatch import Watch
 from mpsd.probe.verdict import NEVER, OOM, PRESSURE, SWAP, ProbeResult, parse_oom
-from mpsd.ratio import HIGH_VAR, LOW_VAR
-from mpsd.sizes import format_gib
-from mpsd.words import plural
+from mpsd.ratio import HIGH_VAR, LOW_VAR, ratio_text
+from mpsd.sizes import format_gib, plural
 
 CHILD_SOURCE = Path(__file__).with_name("child.py")
+# (swap-outs, pressure) now. Not `int | None`: an alias is evaluated at run time, and Python
+# 3.9 has no `|` of types.
+Watch = Callable[[], tuple[Optional[int], Optional[int]]]
+
+
+def choose_watch() -> Watch:
+    """The watch for this machine, or the tests' stand-in (see the module docstring)."""
+    fake = os.environ.get("MPSD_PROBE_FAKE_SWAP")
+    if fake:
+        return lambda: _read_fake(Path(fake))
+    from mpsd.machine import sampler
+
+    source = sampler.default_source()
+
+    def read() -> tuple[int | None, int | None]:
+        try:
+            memory = source.read()
+        except Exception:  # SampleError, psutil's failures on macOS 26: this step is unwatched
+            return None, None
+        return memory.swapouts, memory.pressure
+
+    return read
+
+
+def _read_fake(path: Path) -> tuple[int | None, int | None]:
+    try:
+        numbers = [int(part) for part in path.read_text().split()[:2]]
+    except (OSError, ValueError):
+        return None, None
+    return numbers[0] if numbers else None, numbers[1] if len(numbers) > 1 else None
 
 
 @dataclass(frozen=True)
@@ -41,23 +74,6 @@ class ProbeSpec:
     low: float
     step_bytes: int
     poll: float = 0.2
-
-
-def plain_ratio(value: float) -> str:
-    """A ratio as the plain decimal PyTorch's strtod reads (never an exponent, never empty)."""
-    text = f"{value:.10f}".rstrip("0").rstrip(".")
-    if float(text) <= 0:  # "0" would remove the cap: never hand that to PyTorch
-        raise ValueError(f"ratio {value!r} is too small")
-    return text
-
-
-def child_env(spec: ProbeSpec, base: Mapping[str, str]) -> dict[str, str]:
-    env = dict(base)
-    env[HIGH_VAR] = plain_ratio(spec.high)
-    env[LOW_VAR] = plain_ratio(spec.low)
-    env["PYTHONWARNINGS"] = "ignore"  # torch's import-time warnings are noise here
-    env["PYTHONUNBUFFERED"] = "1"
-    return env
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
@@ -117,17 +133,22 @@ def run_probe(
             "`mpsd probe` again.",
             EXIT_ABSENT,
         )
-    source = CHILD_SOURCE.read_text(encoding="utf-8")
-    argv = [spec.python, "-c", source, str(spec.step_bytes)]
+    argv = [spec.python, "-c", CHILD_SOURCE.read_text(encoding="utf-8"), str(spec.step_bytes)]
+    child_env = {
+        **(os.environ if env is None else env),
+        HIGH_VAR: ratio_text(spec.high),
+        LOW_VAR: ratio_text(spec.low),
+        "PYTHONWARNINGS": "ignore",  # torch's import-time warnings are noise here
+        "PYTHONUNBUFFERED": "1",
+    }
     started = time.monotonic()
-    last_event: dict[str, Any] | None = None
     with tempfile.TemporaryFile() as stderr:
         proc = subprocess.Popen(
             argv,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=stderr,
-            env=child_env(spec, env if env is not None else os.environ),
+            env=child_env,
             start_new_session=True,  # its own group: one killpg frees everything it holds
         )
         try:
@@ -254,7 +275,7 @@ def _child_failed(
         if kind == "no_mps":
             raise MpsdError(
                 f"MPS is not available to torch {last.get('torch', '')} on this machine "
-                f"({last.get('platform', 'unknown')}): MPS needs an Apple Silicon Mac with "
+                f"({sys.platform}): MPS needs an Apple Silicon Mac with "
                 "macOS 12.3+ and a torch built with MPS (the macOS arm64 wheels are).",
                 EXIT_USAGE,
             )

@@ -6,13 +6,13 @@ it is computed here, so it can be tested without a child process.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from mpsd.machine.sample import PRESSURE_CRITICAL
 from mpsd.ratio import floor2, ratio_text
-from mpsd.sizes import format_gib
-from mpsd.words import plural
+from mpsd.sizes import format_gib, plural
 
 if TYPE_CHECKING:
     from mpsd.limits import Limits
@@ -57,11 +57,6 @@ class ProbeResult:
     pressure_max: int | None = None
     seconds: float = 0.0
     swap_seen_at_bytes: int | None = None  # allocated when swap (or critical pressure) was seen
-    notes: list[str] = field(default_factory=list)
-
-    @property
-    def swap_watched(self) -> bool:
-        return self.swapouts_before is not None and self.swapouts_after is not None
 
     @property
     def swapouts(self) -> int | None:
@@ -147,6 +142,51 @@ def next_calibration_ratio(ratio: float) -> float | None:
     return nxt if nxt >= CALIBRATION_FLOOR else None
 
 
+@dataclass
+class Calibration:
+    """``mpsd probe --calibrate``: the article's search, done for the user."""
+
+    runs: list[ProbeResult] = field(default_factory=list)
+    clean_ratio: float | None = None  # the first ratio that gave a clean error
+    stopped: str | None = None  # why the search ended without one
+
+    @property
+    def changed(self) -> bool:
+        """True when the current ratio swapped and a lower one was clean."""
+        return self.clean_ratio is not None and len(self.runs) > 1
+
+
+def calibrate(
+    start: float,
+    run: Callable[[float], ProbeResult],
+    on_run: Callable[[ProbeResult], None] | None = None,
+) -> Calibration:
+    """Run at ``start``, then step down (``next_calibration_ratio``) while a run swaps or
+    pressure turns critical; stop at the first clean error."""
+    found = Calibration()
+    ratio: float | None = start
+    while ratio is not None:
+        result = run(ratio)
+        found.runs.append(result)
+        if on_run is not None:
+            on_run(result)
+        if result.verdict == CLEAN:
+            found.clean_ratio = ratio
+            return found
+        if result.verdict not in (SWAPPED, CRITICAL):
+            found.stopped = (
+                f"at ratio {ratio:.2f} PyTorch never raised its error, so lowering the ratio "
+                "cannot be judged"
+            )
+            return found
+        ratio = next_calibration_ratio(ratio)
+    found.stopped = (
+        "even the lowest ratio tried swapped: something else is using the memory; quit the "
+        "biggest apps and calibrate again"
+    )
+    return found
+
+
 @dataclass(frozen=True)
 class Advice:
     text: str
@@ -163,7 +203,7 @@ def advise(result: ProbeResult, current: Limits | None) -> Advice:
             f"PyTorch refused the very first step of {format_gib(result.step_bytes)}, so swap "
             "was not tested: run again with a smaller `--step`."
         )
-    if verdict == CLEAN and not result.swap_watched:
+    if verdict == CLEAN and result.swapouts is None:
         return Advice(
             f"At ratio {result.high:.2f} PyTorch raised its clean error, but swap could not be "
             "watched on this system, so whether the Mac swapped first is unknown."
@@ -213,7 +253,7 @@ def to_json(result: ProbeResult, advice: Advice) -> dict[str, Any]:
         "error_at_bytes": result.error_at_bytes,
         "max_allowed_bytes": result.effective_max_allowed,
         "recommended_max_bytes": result.recommended_max_bytes,
-        "swap_watched": result.swap_watched,
+        "swap_watched": result.swapouts is not None,
         "swapouts": result.swapouts,
         "swap_seen_at_bytes": result.swap_seen_at_bytes,
         "pressure_max": result.pressure_max,
@@ -271,5 +311,4 @@ def report_lines(result: ProbeResult, advice: Advice) -> list[str]:
         )
     lines.append(f"Verdict: {result.verdict.replace('_', ' ')}.")
     lines.append(advice.text)
-    lines.extend(result.notes)
     return lines

@@ -1,29 +1,106 @@
 """What ``mpsd install`` and ``mpsd uninstall`` change, computed before anything is touched.
 
 ``install_plan`` and ``uninstall_plan`` read the files involved and return one
-``FileChange`` per file (unchanged ones included, so a caller can tell "already in
-place" from "nothing to do"). They write nothing: ``--dry-run`` prints them, a real
-run applies them.
+``FileChange`` per file (old bytes -> new bytes; unchanged ones included, so a caller can
+tell "already in place" from "nothing to do"). They write nothing: ``--dry-run`` prints
+them as diffs, a real run applies them, so what ``--dry-run`` shows is what a real run does.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import difflib
 import fnmatch
 import os
+import shutil
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mpsd import files, paths
+from mpsd import paths
+from mpsd.atomic import write_atomic
 from mpsd.config import default_config_text
 from mpsd.errors import EXIT_USAGE, MpsdError
-from mpsd.setup import launchd, rcfile, shells
-from mpsd.setup.changes import FileChange
+from mpsd.paths import in_the_way_sentence
+from mpsd.setup import launchd, rcfile
 
+SHELLS = ("zsh", "bash", "fish")
 HOOK_FILES = {"zsh": "mpsd.zsh", "bash": "mpsd.bash"}
-# Copies an older or newer mpsd may have left in the data dir; uninstall removes them all.
-ALL_HOOK_COPIES = ("mpsd.zsh", "mpsd.bash", "mpsd.fish")
+FISH_HEADER = (
+    b"# Installed by `mpsd install`, a copy of mpsd's fish hook; `mpsd uninstall` removes it.\n"
+)
+COMPLETION_FILES = {"zsh": "_mpsd", "bash": "mpsd.bash", "fish": "mpsd.fish"}
+COMPLETION_HEADER = b"# Installed by `mpsd install`; `mpsd uninstall` removes it.\n"
+
+
+@dataclass(frozen=True)
+class FileChange:
+    """``path`` goes from ``old`` to ``new`` bytes (None: the file does not exist / is
+    removed). ``what`` names it for the summary."""
+
+    path: Path
+    old: bytes | None
+    new: bytes | None
+    what: str
+
+    @property
+    def changed(self) -> bool:
+        return self.old != self.new
+
+    @property
+    def verb(self) -> str:
+        if self.old is None:
+            return "created"
+        if self.new is None:
+            return "removed"
+        return "updated"
+
+
+def _lines(data: bytes | None) -> list[str]:
+    if data is None:
+        return []
+    text = data.decode("utf-8", errors="replace")
+    lines = text.splitlines(keepends=True)
+    if lines and not lines[-1].endswith("\n"):
+        lines[-1] += "\n\\ No newline at end of file\n"
+    return lines
+
+
+def diff(change: FileChange, name: str) -> str:
+    """The change as a unified diff (``/dev/null`` for a created or removed file), the file
+    called ``name``."""
+    return "".join(
+        difflib.unified_diff(
+            _lines(change.old),
+            _lines(change.new),
+            fromfile="/dev/null" if change.old is None else name,
+            tofile="/dev/null" if change.new is None else name,
+        )
+    )
+
+
+def apply_change(change: FileChange) -> bool:
+    """Make the change on disk; False when there was nothing to do. An OS error becomes
+    one MpsdError sentence. A file is written through its symlink (a dotfile manager's rc
+    file stays a link) and keeps its mode; a removal of a symlink removes the link only."""
+    if not change.changed:
+        return False
+    try:
+        if change.new is None:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(change.path)
+            return True
+        return write_atomic(change.path, change.new, follow_links=True)
+    except OSError as exc:
+        blocked = in_the_way_sentence(change.path)
+        if blocked:
+            raise MpsdError(f"{blocked}; then run the command again") from None
+        action = "remove" if change.new is None else "write"
+        raise MpsdError(
+            f"cannot {action} {change.path} ({exc.strerror}); fix the permissions of it and "
+            "its directory, then run the command again"
+        ) from None
 
 
 @dataclass
@@ -47,37 +124,61 @@ def home() -> Path:
     return Path(os.path.abspath(os.environ.get("HOME") or Path.home()))
 
 
-INSTALL_SHELLS = (*rcfile.SHELLS, "fish")
-
-
 def parse_shells(text: str | None) -> tuple[str, ...]:
     """``"zsh,bash"`` -> ("zsh", "bash"); one sentence naming the choices otherwise. None (no
     ``--shell``): ``default_shells()``."""
     if text is None:
         return default_shells()
     names = [part.strip() for part in text.split(",") if part.strip()]
-    unknown = [name for name in names if name not in INSTALL_SHELLS]
+    unknown = [name for name in names if name not in SHELLS]
     if unknown or not names:
         raise MpsdError(
-            f"unknown shell {', '.join(unknown) or repr(text)}: "
-            f"use --shell with {', '.join(INSTALL_SHELLS[:-1])} or {INSTALL_SHELLS[-1]} "
-            "(several: --shell zsh,bash,fish)",
+            f"unknown shell {', '.join(unknown) or repr(text)}: use --shell with zsh, bash or "
+            "fish (several: --shell zsh,bash,fish)",
             EXIT_USAGE,
         )
     return tuple(dict.fromkeys(names))
 
 
-# -- fish: no rc block; fish sources every file in its conf.d ------------------------------
+def default_shells() -> tuple[str, ...]:
+    """The shells install hooks when ``--shell`` names none: each of zsh and bash that is
+    on PATH or already has an rc file (a Mac without zsh gets no new ``~/.zshrc``), and
+    fish when it is installed."""
+    found = tuple(
+        shell
+        for shell in rcfile.SHELLS
+        if shutil.which(shell) or any(rc.exists() for rc in rcfile.rc_files(shell, home()))
+    ) + (("fish",) if shutil.which("fish") else ())
+    if not found:
+        raise MpsdError(
+            "neither zsh, bash nor fish is on PATH here, so there is no shell to hook; "
+            "name one with --shell zsh, --shell bash or --shell fish",
+            EXIT_USAGE,
+        )
+    return found
 
-FISH_HEADER = (
-    b"# Installed by `mpsd install`, a copy of mpsd's fish hook; `mpsd uninstall` removes it.\n"
-)
+
+# -- the hook scripts ---------------------------------------------------------------------
 
 
-def fish_present() -> bool:
-    import shutil
+def hook_source(shell: str) -> Path:
+    """The shipped hook script for ``shell`` (``mpsd hook`` prints it; install copies it)."""
+    return paths.resource_dir("shell") / f"mpsd.{shell}"
 
-    return shutil.which("fish") is not None
+
+def hook_bytes(shell: str) -> bytes:
+    source = hook_source(shell)
+    try:
+        return source.read_bytes()
+    except OSError:
+        raise MpsdError(
+            f"the {shell} hook script is missing from this mpsd ({source}); reinstall mpsd "
+            "(pip install --force-reinstall mpsd) and run the command again"
+        ) from None
+
+
+def hook_copy(shell: str) -> Path:
+    return paths.data_dir() / HOOK_FILES[shell]
 
 
 def fish_config_dir() -> Path:
@@ -90,9 +191,18 @@ def fish_hook_file() -> Path:
     return fish_config_dir() / "conf.d" / "mpsd.fish"
 
 
-def mpsd_file(path: Path, header: bytes) -> bytes | None:
-    """The bytes of ``path`` when it exists; one sentence when it is not mpsd's own."""
-    old = read_or_none(path)
+def completion_file(shell: str) -> Path:
+    """zsh and bash: in the data dir (the rc block loads it); fish: its completions dir, which
+    fish loads from when ``mpsd`` is first completed."""
+    if shell == "fish":
+        return fish_config_dir() / "completions" / COMPLETION_FILES["fish"]
+    return paths.data_dir() / "completions" / COMPLETION_FILES[shell]
+
+
+def _mpsd_file(path: Path, header: bytes) -> bytes | None:
+    """The bytes of a file mpsd writes into another program's dir (fish's); one sentence
+    when a file of the user's is in its place."""
+    old = rcfile.read(path)
     if old is not None and not old.startswith(header):
         raise MpsdError(
             f"{path} exists and is not mpsd's; move it away (mpsd writes its own there), then "
@@ -101,38 +211,7 @@ def mpsd_file(path: Path, header: bytes) -> bytes | None:
     return old
 
 
-def fish_changes(parser: argparse.ArgumentParser, bin_dir: Path | None = None) -> list[FileChange]:
-    """A copy of the fish hook in fish's conf.d (fish sources it at start: no Python runs),
-    after the line that puts ``bin_dir`` (the ``mpsd`` link's) on PATH."""
-    source = hook_source("fish")
-    try:
-        hook = source.read_bytes()
-    except OSError:
-        raise MpsdError(
-            f"the fish hook script is missing from this mpsd ({source}); reinstall mpsd "
-            "(pip install --force-reinstall mpsd) and run mpsd install again"
-        ) from None
-    path = fish_hook_file()
-    if bin_dir is not None:
-        hook = rcfile.fish_path_line(bin_dir, str(home())).encode() + b"\n\n" + hook
-    return [
-        FileChange(path, mpsd_file(path, FISH_HEADER), FISH_HEADER + hook, "fish hook"),
-        completion_change("fish", parser),
-    ]
-
-
-# -- tab completion: generated from the parser, put where each shell finds it ----------------
-
-COMPLETION_FILES = {"zsh": "_mpsd", "bash": "mpsd.bash", "fish": "mpsd.fish"}
-COMPLETION_HEADER = b"# Installed by `mpsd install`; `mpsd uninstall` removes it.\n"
-
-
-def completion_file(shell: str) -> Path:
-    """zsh and bash: in the data dir (the rc block loads it); fish: its completions dir, which
-    fish loads from when ``mpsd`` is first completed."""
-    if shell == "fish":
-        return fish_config_dir() / "completions" / COMPLETION_FILES["fish"]
-    return paths.data_dir() / "completions" / COMPLETION_FILES[shell]
+# -- install ------------------------------------------------------------------------------
 
 
 def completion_change(shell: str, parser: argparse.ArgumentParser) -> FileChange:
@@ -142,77 +221,35 @@ def completion_change(shell: str, parser: argparse.ArgumentParser) -> FileChange
 
     path = completion_file(shell)
     text = completion.render(shell, parser).encode("utf-8")
-    if shell == "zsh":  # its first line must stay `#compdef mpsd` for compinit
-        first, _, rest = text.partition(b"\n")
-        new = first + b"\n" + COMPLETION_HEADER + rest
-    else:
-        new = COMPLETION_HEADER + text
-    old = mpsd_file(path, COMPLETION_HEADER) if shell == "fish" else read_or_none(path)
+    # zsh's first line must stay `#compdef mpsd` for compinit.
+    first, _, rest = text.partition(b"\n") if shell == "zsh" else (b"", b"", text)
+    new = first + (b"\n" if first else b"") + COMPLETION_HEADER + rest
+    old = _mpsd_file(path, COMPLETION_HEADER) if shell == "fish" else rcfile.read(path)
     return FileChange(path, old, new, "completion")
 
 
-def default_shells() -> tuple[str, ...]:
-    """The shells install hooks when ``--shell`` names none: each of zsh and bash that is
-    on PATH or already has an rc file (a Mac without zsh gets no new ``~/.zshrc``), and
-    fish when it is installed."""
-    from mpsd.setup.binlink import which
-
-    found = tuple(
-        shell
-        for shell in rcfile.SHELLS
-        if which(shell) is not None or any(rc.exists() for rc in rcfile.rc_files(shell, home()))
-    ) + (("fish",) if fish_present() else ())
-    if not found:
-        raise MpsdError(
-            "neither zsh, bash nor fish is on PATH here, so there is no shell to hook; "
-            "name one with --shell zsh, --shell bash or --shell fish",
-            EXIT_USAGE,
+def shell_changes(shell: str, parser: argparse.ArgumentParser) -> list[FileChange]:
+    """fish: a copy of its hook in its conf.d (fish sources it at start: no Python runs).
+    zsh, bash: the hook copy in the data dir and the block in each rc file the shell reads."""
+    if shell == "fish":
+        path = fish_hook_file()
+        new = FISH_HEADER + hook_bytes("fish")
+        changes = [FileChange(path, _mpsd_file(path, FISH_HEADER), new, "fish hook")]
+        return [*changes, completion_change(shell, parser)]
+    copy = hook_copy(shell)
+    changes = [FileChange(copy, rcfile.read(copy), hook_bytes(shell), f"{shell} hook")]
+    changes.append(completion_change(shell, parser))
+    for rc in rcfile.rc_files(shell, home()):
+        old = rcfile.read(rc)
+        created = old is None or rcfile.created_by_mpsd(old, rc)
+        new_block = rcfile.block(
+            shell, copy, str(home()), created=created, completion=completion_file(shell)
         )
-    return found
-
-
-def hook_source(shell: str) -> Path:
-    """The shipped hook script install copies (the one ``mpsd hook SHELL`` prints)."""
-    return shells.hook_file(shell)
-
-
-def hook_copy(shell: str) -> Path:
-    return paths.data_dir() / HOOK_FILES[shell]
-
-
-def read_or_none(path: Path) -> bytes | None:
-    """The bytes of ``path``, or None when it does not exist; one sentence when it cannot
-    be read (a directory in its place, no permission)."""
-    try:
-        return files.read_bytes(path, limit=files.RC_LIMIT)
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        raise MpsdError(
-            f"{path} cannot be read ({exc.strerror}); move it out of the way, then run the "
-            "command again"
-        ) from None
-
-
-def _add_block(path: Path, old: bytes | None, new_block: bytes) -> bytes:
-    try:
-        return rcfile.add(old or b"", new_block)
-    except rcfile.RcFileError as exc:
-        raise rcfile.RcFileError(f"{path} {exc}") from None
-
-
-def _created(path: Path, old: bytes) -> bool:
-    try:
-        return rcfile.created_by_mpsd(old)
-    except rcfile.RcFileError as exc:
-        raise rcfile.RcFileError(f"{path} {exc}") from None
-
-
-def _remove_blocks(path: Path, old: bytes) -> bytes:
-    try:
-        return rcfile.remove(old)
-    except rcfile.RcFileError as exc:
-        raise rcfile.RcFileError(f"{path} {exc}") from None
+        change = FileChange(rc, old, rcfile.add(old or b"", new_block, rc), f"{shell} startup")
+        if change.changed:
+            rcfile.check_writable(rc)
+        changes.append(change)
+    return changes
 
 
 def config_change() -> FileChange:
@@ -223,130 +260,66 @@ def config_change() -> FileChange:
     return FileChange(path, None, default_config_text().encode("utf-8"), "config")
 
 
-def shell_changes(
-    shell: str, parser: argparse.ArgumentParser, bin_dir: Path | None = None
-) -> list[FileChange]:
-    """The hook copy in the data dir and the block in each rc file ``shell`` reads (which
-    puts ``bin_dir``, the ``mpsd`` link's, on PATH)."""
-    source = hook_source(shell)
-    try:
-        hook = source.read_bytes()
-    except OSError:
-        raise MpsdError(
-            f"the {shell} hook script is missing from this mpsd ({source}); reinstall mpsd "
-            "(pip install --force-reinstall mpsd) and run mpsd install again"
-        ) from None
-    copy = hook_copy(shell)
-    changes = [FileChange(copy, read_or_none(copy), hook, f"{shell} hook")]
-    changes.append(completion_change(shell, parser))
-    for rc in rcfile.rc_files(shell, home()):
-        old = rcfile.read(rc)
-        created = old is None or _created(rc, old)
-        new_block = rcfile.block(
-            shell,
-            copy,
-            str(home()),
-            created=created,
-            completion=completion_file(shell),
-            bin_dir=bin_dir,
-        )
-        change = FileChange(rc, old, _add_block(rc, old, new_block), f"{shell} startup")
-        if change.changed:
-            rcfile.check_writable(rc)
-        changes.append(change)
-    return changes
-
-
-def agent_change(python: str) -> FileChange:
-    path = launchd.agent_file()
-    new = launchd.render(python, paths.config_dir(), paths.state_dir(), paths.data_dir())
-    return FileChange(path, read_or_none(path), new, "launchd agent")
-
-
 def install_plan(
-    shells: Iterable[str],
-    agent: bool,
-    python: str,
-    parser: argparse.ArgumentParser,
-    bin_dir: Path | None = None,
+    shells: Iterable[str], agent: bool, python: str, parser: argparse.ArgumentParser
 ) -> Plan:
-    """What ``mpsd install`` changes; ``parser``: mpsd's full parser, for tab completion;
-    ``bin_dir``: the directory of the ``mpsd`` link install makes, which each shell's block
-    puts on PATH (None: no link of mpsd's)."""
+    """What ``mpsd install`` changes; ``parser``: mpsd's full parser, for tab completion."""
     plan = Plan(files=[config_change()])
     for shell in shells:
-        if shell == "fish":
-            plan.files.extend(fish_changes(parser, bin_dir))
-        else:
-            plan.files.extend(shell_changes(shell, parser, bin_dir))
+        plan.files.extend(shell_changes(shell, parser))
     if agent:
-        plan.agent = agent_change(python)
+        path = launchd.agent_file()
+        new = launchd.render(python, paths.config_dir(), paths.state_dir(), paths.data_dir())
+        plan.agent = FileChange(path, rcfile.read(path), new, "launchd agent")
     return plan
 
 
+# -- uninstall ----------------------------------------------------------------------------
+
+
 def rc_candidates() -> list[Path]:
-    """Every rc file an install of any version may have put a block into."""
-    found: list[Path] = []
-    for shell in rcfile.SHELLS:
-        found.extend(rcfile.rc_files(shell, home()))
-    found.append(home() / ".zshrc")
+    """Every rc file an install may have put a block into."""
+    found = [*rcfile.rc_files("zsh", home()), home() / ".zshrc"]
     found.extend(home() / name for name in rcfile.ALL_BASH_FILES)
     return list(dict.fromkeys(found))
 
 
 def uninstall_plan() -> Plan:
-    """Take out exactly what install put in: the rc blocks, the hook copies, the plist."""
+    """Take out exactly what install put in: the rc blocks, the hook copies, the completion
+    files, the start-up hooks ``mpsd enable`` listed, the plist."""
+    from mpsd.env import pyhooks
+
     plan = Plan()
     for rc in rc_candidates():
-        old = _read_quietly(rc)
+        try:
+            old = rcfile.read(rc)
+        except rcfile.RcFileError:
+            continue  # not a file install could have edited (a broken link)
         if old is None or rcfile.BEGIN not in old:
             continue
-        new: bytes | None = _remove_blocks(rc, old)
+        new: bytes | None = rcfile.remove(old, rc)
         if new == old:
             continue
-        if new == b"" and _created(rc, old) and not rc.is_symlink():
+        if new == b"" and rcfile.created_by_mpsd(old, rc) and not rc.is_symlink():
             new = None
         rcfile.check_writable(rc)
         plan.files.append(FileChange(rc, old, new, "startup"))
-    for name in ALL_HOOK_COPIES:
-        copy = paths.data_dir() / name
-        old = read_or_none(copy)
-        if old is not None:
-            plan.files.append(FileChange(copy, old, None, "hook copy"))
-    for shell in COMPLETION_FILES:
-        path = completion_file(shell)
-        old = _read_quietly(path)
-        if old is not None and (shell != "fish" or old.startswith(COMPLETION_HEADER)):
-            plan.files.append(FileChange(path, old, None, "completion"))
-    fish_hook = fish_hook_file()
-    fish_old = _read_quietly(fish_hook)
-    if fish_old is not None and fish_old.startswith(FISH_HEADER):
-        plan.files.append(FileChange(fish_hook, fish_old, None, "fish hook"))
-    plan.files.extend(python_hook_removals())
+    owned = [(paths.data_dir() / name, b"", "hook copy") for name in ("mpsd.zsh", "mpsd.bash")]
+    owned += [(completion_file(s), b"", "completion") for s in ("zsh", "bash")]
+    owned.append((completion_file("fish"), COMPLETION_HEADER, "completion"))
+    owned.append((fish_hook_file(), FISH_HEADER, "fish hook"))
+    listed = [*pyhooks.copy_files(pyhooks.record()), str(pyhooks.record_path())]
+    owned += [(Path(name), b"", "python start-up hook") for name in listed]
+    for path, header, what in owned:
+        old = rcfile.read(path)
+        # Files in another program's dir (fish's) are mpsd's only when they carry its header.
+        if old is not None and old.startswith(header):
+            plan.files.append(FileChange(path, old, None, what))
     agent = launchd.agent_file()
-    old_plist = read_or_none(agent)
+    old_plist = rcfile.read(agent)
     if old_plist is not None:
         plan.agent = FileChange(agent, old_plist, None, "launchd agent")
     return plan
-
-
-def python_hook_removals() -> list[FileChange]:
-    """Every start-up hook copy ``mpsd enable`` listed, and the list itself."""
-    from mpsd.env import pyhooks
-
-    removals = []
-    for name in [*pyhooks.copy_files(pyhooks.record()), str(pyhooks.record_path())]:
-        old = _read_quietly(Path(name))
-        if old is not None:
-            removals.append(FileChange(Path(name), old, None, "python start-up hook"))
-    return removals
-
-
-def _read_quietly(path: Path) -> bytes | None:
-    try:
-        return files.read_bytes(path, limit=files.RC_LIMIT)
-    except OSError:
-        return None
 
 
 # What mpsd writes into its config and state dirs: ``--purge`` removes a dir whole only
@@ -360,7 +333,6 @@ MPSD_FILES = (
     "recommended_max.json",
     "python-hooks.tsv",
     "free-memory.json",
-    "last-good-config.toml",
     ".*.tmp",
 )
 

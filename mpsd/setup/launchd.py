@@ -48,12 +48,16 @@ class Result:
         return self.returncode == 0
 
     @property
+    def lines(self) -> list[str]:
+        """What launchctl printed (it prints errors on stderr or stdout), line by line."""
+        return [
+            line.strip() for line in (self.stderr + "\n" + self.stdout).splitlines() if line.strip()
+        ]
+
+    @property
     def message(self) -> str:
-        """launchctl's first line about the failure (it prints errors on stderr or stdout)."""
-        for line in (self.stderr + "\n" + self.stdout).splitlines():
-            if line.strip():
-                return line.strip()
-        return f"exit status {self.returncode}"
+        """launchctl's first line about the failure."""
+        return (self.lines or [f"exit status {self.returncode}"])[0]
 
 
 def launchctl(*args: str, timeout: float = 30.0) -> Result:
@@ -109,14 +113,12 @@ def render(
     }
     with (template or template_file()).open("rb") as handle:
         data = plistlib.load(handle)
-    filled = _fill(data, values)
-    return plistlib.dumps(filled, fmt=plistlib.FMT_XML, sort_keys=False)
+    return plistlib.dumps(_fill(data, values), fmt=plistlib.FMT_XML, sort_keys=False)
 
 
 def _fill(value: Any, values: dict[str, str]) -> Any:
     if isinstance(value, str):
-        filled = re.sub(r"@([A-Z_]+)@", lambda m: values[m.group(1)], value)
-        return filled
+        return re.sub(r"@([A-Z_]+)@", lambda m: values[m.group(1)], value)
     if isinstance(value, list):
         return [_fill(item, values) for item in value]
     if isinstance(value, dict):
@@ -140,17 +142,16 @@ def program_arguments(plist: bytes) -> list[str] | None:
 
 
 @dataclass(frozen=True)
-class Job:
-    """What ``launchctl print DOMAIN/LABEL`` says about a loaded job."""
+class LoadedAgent:
+    """What ``launchctl print DOMAIN/LABEL`` says about the agent launchd has loaded."""
 
     domain: str
     path: str | None = None
-    state: str | None = None
     pid: int | None = None
     arguments: list[str] = field(default_factory=list)
 
 
-def parse_print(text: str, domain: str) -> Job:
+def parse_print(text: str, domain: str) -> LoadedAgent:
     """Read the fields mpsd needs from ``launchctl print`` output (tab-indented
     ``key = value`` lines, an ``arguments = { ... }`` list)."""
     fields: dict[str, str] = {}
@@ -174,10 +175,9 @@ def parse_print(text: str, domain: str) -> Job:
         if sep:
             fields[key] = value
     pid_text = fields.get("pid", "")
-    return Job(
+    return LoadedAgent(
         domain=domain,
         path=fields.get("path"),
-        state=fields.get("state"),
         pid=int(pid_text) if pid_text.isdigit() else None,
         arguments=arguments,
     )
@@ -194,16 +194,12 @@ def parse_disabled(text: str, label: str = LABEL) -> bool | None:
     return match.group(1).lower() in ("true", "disabled")
 
 
-def uid() -> int:
-    return os.getuid()
-
-
 def domains() -> tuple[str, str]:
     """The GUI domain first, then the per-user one (used without a GUI session)."""
-    return (f"gui/{uid()}", f"user/{uid()}")
+    return (f"gui/{os.getuid()}", f"user/{os.getuid()}")
 
 
-def loaded() -> Job | None:
+def loaded() -> LoadedAgent | None:
     """The loaded copy of the agent (in the gui or user domain), or None."""
     for domain in domains():
         result = launchctl("print", f"{domain}/{LABEL}")
@@ -229,13 +225,9 @@ def for_domain(plist: bytes, domain: str) -> bytes:
     return plistlib.dumps(data, fmt=plistlib.FMT_XML, sort_keys=False)
 
 
-def _text(result: Result) -> str:
-    return result.stderr + "\n" + result.stdout
-
-
 def _is_domain_error(result: Result) -> bool:
     """No GUI session to load into: error 125, or launchctl cannot find the gui domain."""
-    text = _text(result)
+    text = "\n".join(result.lines)
     return (
         result.returncode == 125
         or " 125:" in text
@@ -245,7 +237,7 @@ def _is_domain_error(result: Result) -> bool:
 
 
 def _is_session_error(result: Result) -> bool:
-    text = _text(result)
+    text = "\n".join(result.lines)
     return result.returncode == 134 or " 134:" in text or "cannot load in requested session" in text
 
 
@@ -253,18 +245,12 @@ def _is_io_error(result: Result) -> bool:
     return result.returncode == 5 or ": 5:" in result.message
 
 
-def _all_said(result: Result) -> str:
-    """Every line launchctl printed, as one line."""
-    lines = [line.strip() for line in _text(result).splitlines() if line.strip()]
-    return " / ".join(lines) if lines else f"exit status {result.returncode}"
-
-
 def failure_sentence(action: str, result: Result, after_bootout: bool = False) -> str:
     """One sentence for a failed launchctl ``action`` that names the cause the evidence
     supports (exit status and launchctl's own words) and says what to do next.
     ``after_bootout``: this ``bootstrap`` came right after we unloaded the old copy."""
     said = result.message
-    domain = result.args[1] if len(result.args) > 1 else f"gui/{uid()}"
+    domain = result.args[1] if len(result.args) > 1 else domains()[0]
     plist = result.args[2] if len(result.args) > 2 else str(agent_file())
     meanwhile = "or run `mpsd daemon` yourself meanwhile"
     if action == "bootstrap" and _is_domain_error(result):
@@ -287,11 +273,12 @@ def failure_sentence(action: str, result: Result, after_bootout: bool = False) -
     if action == "bootstrap" and _is_io_error(result):
         return (
             f"launchctl could not load the mpsd agent into {domain} and gave no reason beyond "
-            f'"{_all_said(result)}"; run `launchctl bootstrap {domain} {plist}` yourself to see '
-            "it again, `mpsd doctor` to check the rest, then run `mpsd install` again."
+            f'"{" / ".join(result.lines) or said}"; run `launchctl bootstrap {domain} {plist}` '
+            "yourself to see it again, `mpsd doctor` to check the rest, then run `mpsd install` "
+            "again."
         )
     if action == "bootout":
-        target = result.args[1] if len(result.args) > 1 else f"gui/{uid()}/{LABEL}"
+        target = result.args[1] if len(result.args) > 1 else f"{domains()[0]}/{LABEL}"
         return (
             f"launchctl could not unload the mpsd agent ({said}); run `launchctl bootout "
             f"{target}` yourself, then run this command again."
@@ -301,77 +288,69 @@ def failure_sentence(action: str, result: Result, after_bootout: bool = False) -
 
 @dataclass
 class Outcome:
-    """What ``ensure_loaded`` / ``unload`` did: lines for the summary, warnings, and the
-    domain the agent ended up in."""
+    """What ``ensure_loaded`` / ``unload`` did: whether it changed anything, warnings, and
+    (unload) the booted-out agent's process as launchd last named it. ``report`` hears of
+    each step as it is done."""
 
-    done: list[str] = field(default_factory=list)
+    report: Callable[[str], None] | None = None
     warnings: list[str] = field(default_factory=list)
-    domain: str | None = None
     changed: bool = False
-    pid: int | None = None  # the booted-out job's process, as launchd last named it
-    on_done: Callable[[str], None] | None = None
+    pid: int | None = None
 
     def did(self, line: str) -> None:
-        """Record a step (and report it at once, when someone listens)."""
-        self.done.append(line)
-        if self.on_done is not None:
-            self.on_done(line)
+        self.changed = True
+        if self.report is not None:
+            self.report(line)
 
 
 def _gone(domain: str, timeout: float) -> bool:
     deadline = time.monotonic() + timeout
-    while True:
-        if not launchctl("print", f"{domain}/{LABEL}").ok:
-            return True
+    while launchctl("print", f"{domain}/{LABEL}").ok:
         if time.monotonic() >= deadline:
             return False
         time.sleep(POLL)
+    return True
 
 
-def bootout(job: Job, outcome: Outcome, timeout: float | None = None) -> None:
-    """Unload ``job`` and wait (bounded) until launchd has really let it go."""
-    result = launchctl("bootout", f"{job.domain}/{LABEL}")
-    if not result.ok and launchctl("print", f"{job.domain}/{LABEL}").ok:
-        from mpsd.errors import MpsdError
+def bootout(agent: LoadedAgent, outcome: Outcome) -> None:
+    """Unload ``agent`` and wait (bounded) until launchd has really let it go."""
+    from mpsd.errors import MpsdError
 
+    result = launchctl("bootout", f"{agent.domain}/{LABEL}")
+    if not result.ok and launchctl("print", f"{agent.domain}/{LABEL}").ok:
         raise MpsdError(failure_sentence("bootout", result))
     outcome.changed = True
-    wait = BOOTOUT_WAIT if timeout is None else timeout
-    if _gone(job.domain, wait):
-        outcome.did(f"unloaded the agent from {job.domain}")
+    if _gone(agent.domain, BOOTOUT_WAIT):
+        outcome.did(f"unloaded the agent from {agent.domain}")
     else:
         outcome.warnings.append(
-            f"the old agent was still unloading after {wait:g} seconds; going on "
+            f"the old agent was still unloading after {BOOTOUT_WAIT:g} seconds; going on "
             "(run `mpsd doctor` in a minute to check)"
         )
 
 
-def is_current(job: Job | None, plist_file: Path, new: bytes) -> bool:
-    """True when ``job`` is loaded from a plist identical to ``new`` as written for its
+def is_current(agent: LoadedAgent | None, plist_file: Path, new: bytes) -> bool:
+    """True when ``agent`` is loaded from a plist identical to ``new`` as written for its
     domain (``for_domain``): left alone."""
-    if job is None:
+    if agent is None:
         return False
     try:
         on_disk = plist_file.read_bytes()
     except OSError:
         return False
     wanted = program_arguments(new) or []
-    same = on_disk == for_domain(new, job.domain)
-    return same and (not job.arguments or job.arguments == wanted)
+    same = on_disk == for_domain(new, agent.domain)
+    return same and (not agent.arguments or agent.arguments == wanted)
 
 
 def planned_commands(plist_file: Path, new: bytes) -> list[str]:
     """The launchctl commands ``ensure_loaded`` would run now (for ``--dry-run``)."""
-    job = loaded()
-    if is_current(job, plist_file, new):
+    agent = loaded()
+    if is_current(agent, plist_file, new):
         return []
     gui, _ = domains()
-    commands = []
-    if job is not None:
-        commands.append(f"launchctl bootout {job.domain}/{LABEL}")
-    commands.append(f"launchctl enable {gui}/{LABEL}")
-    commands.append(f"launchctl bootstrap {gui} {plist_file}")
-    return commands
+    commands = [f"launchctl bootout {agent.domain}/{LABEL}"] if agent is not None else []
+    return [*commands, f"launchctl enable {gui}/{LABEL}", f"launchctl bootstrap {gui} {plist_file}"]
 
 
 def _write_plist(plist_file: Path, data: bytes) -> bool:
@@ -388,40 +367,29 @@ def _write_plist(plist_file: Path, data: bytes) -> bool:
 
 
 def ensure_loaded(
-    plist_file: Path,
-    new: bytes,
-    write: Callable[[], bool],
-    report: Callable[[str], None] | None = None,
+    plist_file: Path, new: bytes, report: Callable[[str], None] | None = None
 ) -> Outcome:
     """Make launchd run the agent described by ``new``.
 
     An identical copy already loaded is left alone. A different loaded copy is booted
-    out first (and waited for). ``write`` puts ``new`` into ``plist_file`` and returns
-    whether it changed anything; it is called between bootout and bootstrap. Then
+    out first (and waited for), then ``new`` is written to ``plist_file``. Then
     ``enable`` and ``bootstrap gui/$UID``, falling back to ``user/$UID`` on the
     "no GUI session" error, with the plist rewritten for that domain (``for_domain``).
-    Raises MpsdError with one sentence when loading fails. ``report`` hears of each step
-    as it is done.
+    Raises MpsdError with one sentence when loading fails.
     """
     from mpsd.errors import MpsdError
 
-    outcome = Outcome(on_done=report)
-    job = loaded()
-    if is_current(job, plist_file, new):
-        assert job is not None
-        outcome.domain = job.domain
+    outcome = Outcome(report)
+    agent = loaded()
+    if is_current(agent, plist_file, new):
         return outcome
-    booted_out = job is not None
-    if job is not None:
-        bootout(job, outcome)
-    if write():
-        outcome.changed = True
+    if agent is not None:
+        bootout(agent, outcome)
+    if _write_plist(plist_file, new):
         outcome.did(f"wrote {plist_file}")
     gui, user = domains()
-    last: Result | None = None
     for domain in (gui, user):
         if domain == user and _write_plist(plist_file, for_domain(new, user)):
-            outcome.changed = True
             outcome.did(
                 f"no GUI session: rewrote {plist_file} for {user} "
                 f"(LimitLoadToSessionType {' and '.join(SESSION_TYPES)})"
@@ -431,21 +399,18 @@ def ensure_loaded(
             outcome.warnings.append(failure_sentence("enable", enabled))
         last = launchctl("bootstrap", domain, str(plist_file))
         if last.ok:
-            outcome.changed = True
-            outcome.domain = domain
             outcome.did(f"loaded the agent into {domain} ({LABEL})")
             return outcome
         if not _is_domain_error(last):
             break
-    assert last is not None
-    raise MpsdError(failure_sentence("bootstrap", last, after_bootout=booted_out))
+    raise MpsdError(failure_sentence("bootstrap", last, after_bootout=agent is not None))
 
 
-def unload(timeout: float | None = None, report: Callable[[str], None] | None = None) -> Outcome:
+def unload(report: Callable[[str], None] | None = None) -> Outcome:
     """Boot the agent out (wherever it is loaded) and wait for it to go."""
-    outcome = Outcome(on_done=report)
-    job = loaded()
-    if job is not None:
-        outcome.pid = job.pid
-        bootout(job, outcome, timeout)
+    outcome = Outcome(report)
+    agent = loaded()
+    if agent is not None:
+        outcome.pid = agent.pid
+        bootout(agent, outcome)
     return outcome

@@ -14,8 +14,7 @@ file exactly as it was before the block was added:
   break between two of the user's lines.
 
 Which files a shell reads (``rc_files``) is decided here too; the only I/O is reading
-and writing one rc file (``read`` and ``write``), which follow symlinks so that a
-dotfile manager's link stays a link.
+one rc file (``read``, through a dotfile manager's symlink).
 """
 
 from __future__ import annotations
@@ -28,7 +27,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mpsd import files
-from mpsd.atomic import write_atomic
 from mpsd.errors import MpsdError
 
 BEGIN = b"# >>> mpsd >>>"
@@ -74,29 +72,20 @@ def block(
     home: str | None = None,
     created: bool = False,
     completion: Path | None = None,
-    bin_dir: Path | None = None,
 ) -> bytes:
     """The block that sources ``hook_copy`` (the copy in the data dir) if it exists.
 
     The bash block also checks ``$BASH_VERSION``: it may go into ``~/.profile``, which
     other shells read too. ``created``: install is creating the file (its note says so,
-    and uninstall removes the file when nothing else is in it). ``bin_dir``: the directory
-    of the ``mpsd`` link, put first on PATH when it is not on PATH yet.
+    and uninstall removes the file when nothing else is in it).
     """
     word = _shell_word(str(hook_copy), home)
     # if/fi rather than `[ -f F ] && . F`: with the hook copy gone, the rc file must still
     # end with status 0.
-    if shell == "bash":
-        line = f'if [ -n "${{BASH_VERSION:-}}" ] && [ -f {word} ]; then . {word}; fi'
-    elif shell == "zsh":
-        line = f"if [ -f {word} ]; then . {word}; fi"
-    else:
-        raise ValueError(f"unknown shell {shell!r}")
-    lines = [line.encode()]
+    guard = '[ -n "${BASH_VERSION:-}" ] && ' if shell == "bash" else ""
+    lines = [f"if {guard}[ -f {word} ]; then . {word}; fi".encode()]
     if completion is not None:
         lines.append(_completion_line(shell, completion, home).encode())
-    if bin_dir is not None:
-        lines.append(path_line(bin_dir, home).encode())
     note = NOTE_CREATED if created else NOTE
     return b"\n".join([BEGIN, note, *lines, END]) + b"\n"
 
@@ -109,22 +98,6 @@ def _completion_line(shell: str, completion: Path, home: str | None) -> str:
         return f'if [ -n "${{BASH_VERSION:-}}" ] && [ -f {word} ]; then . {word}; fi'
     directory = _shell_word(str(completion.parent), home)
     return f"if [ -f {word} ]; then fpath=({directory} $fpath); . {word}; fi"
-
-
-def path_line(bin_dir: Path, home: str | None) -> str:
-    """The line that puts ``bin_dir`` first on PATH unless it is on PATH already (a login
-    shell that reads the block twice, a terminal started from another). POSIX sh, so it also
-    works in the ``~/.profile`` a login bash may read."""
-    word = _shell_word(str(bin_dir), home)
-    value = word[:-1] + ':$PATH"' if word.startswith('"') else word + ':"$PATH"'
-    return f'case ":$PATH:" in *:{word}:*) ;; *) export PATH={value} ;; esac'
-
-
-def fish_path_line(bin_dir: Path, home: str | None) -> str:
-    """``path_line`` for fish (builtins only: no ``fish_add_path``, which would keep the
-    directory in a universal variable after uninstall)."""
-    word = _shell_word(str(bin_dir), home)
-    return f"contains -- {word} $PATH; or set -gx PATH {word} $PATH"
 
 
 _GUARD = re.compile(rb"""\[ -f ("\$HOME/[^"]+"|'(?:[^']|'\\'')*') \]""")
@@ -145,14 +118,15 @@ def sourced_files(text: bytes, home: str | None) -> list[str]:
     return found
 
 
-def created_by_mpsd(text: bytes) -> bool:
+def created_by_mpsd(text: bytes, path: Path | None = None) -> bool:
     """True when the (first) block in ``text`` says install created the file."""
-    spans = find(text)
+    spans = find(text, path)
     return bool(spans) and NOTE_CREATED in text[spans[0].start : spans[0].end]
 
 
-def find(text: bytes) -> list[Span]:
-    """Every complete block in ``text``; raise RcFileError on a begin without an end."""
+def find(text: bytes, path: Path | None = None) -> list[Span]:
+    """Every complete block in ``text``; raise RcFileError (naming ``path``, the file
+    ``text`` is from) on a begin without an end."""
     spans: list[Span] = []
     pos = 0
     while True:
@@ -162,11 +136,10 @@ def find(text: bytes) -> list[Span]:
         end_line = _line_at(text, END, start + len(BEGIN))
         if end_line < 0:
             raise RcFileError(
-                "has an mpsd begin marker without its end marker; "
+                f"{path or 'the file'} has an mpsd begin marker without its end marker; "
                 f"remove the lines from '{BEGIN.decode()}' on by hand, then run mpsd install again"
             )
         end = end_line + len(END)
-        # The end marker's line, its line break included (CRLF when the file became CRLF).
         newline = text.find(b"\n", end)
         end = len(text) if newline < 0 else newline + 1
         spans.append(Span(start, end))
@@ -185,26 +158,22 @@ def has_block(text: bytes) -> bool:
     return bool(find(text))
 
 
-def add(text: bytes, new_block: bytes) -> bytes:
+def add(text: bytes, new_block: bytes, path: Path | None = None) -> bytes:
     """``text`` with ``new_block`` in it: appended at the end when there is none, the first
     block replaced in place (and any extra copies removed) when there is one."""
-    spans = find(text)
+    spans = find(text, path)
     if not spans:
         return text + (b"\n" if text else b"") + new_block
     first = spans[0]
-    if b"\r\n" in text[first.start : first.end]:
-        # The file became CRLF: the block keeps the file's line endings, so that removing it
-        # later knows the line break before it is CRLF too.
-        new_block = new_block.replace(b"\r\n", b"\n").replace(b"\n", b"\r\n")
     updated = text[: first.start] + new_block + text[first.end :]
     for _ in spans[1:]:
         updated = remove_one(updated, find(updated)[1])
     return updated
 
 
-def remove(text: bytes) -> bytes:
+def remove(text: bytes, path: Path | None = None) -> bytes:
     """``text`` without any mpsd block: the bytes as they were before ``add``."""
-    spans = find(text)
+    spans = find(text, path)
     while spans:
         text = remove_one(text, spans[-1])
         spans = find(text)
@@ -213,11 +182,8 @@ def remove(text: bytes) -> bytes:
 
 def remove_one(text: bytes, span: Span) -> bytes:
     before, after = text[: span.start], text[span.end :]
-    # The one line break ``add`` put before the block: CRLF when the file (the block with it)
-    # became CRLF since; ``add`` writes LF.
-    eol = b"\r\n" if b"\r\n" in text[span.start : span.end] else b"\n"
-    if before.endswith(eol + eol) or (not after and before.endswith(eol)):
-        before = before[: -len(eol)]
+    if before.endswith(b"\n\n") or (not after and before.endswith(b"\n")):
+        before = before[:-1]  # the one line break ``add`` put before the block
     return before + after
 
 
@@ -295,11 +261,10 @@ def rc_files(
 
 
 def read(path: Path) -> bytes | None:
-    """The bytes of ``path`` (through a symlink), or None when it does not exist.
-
-    A symlink whose target is missing is an error: writing through it would create a
-    file somewhere the user did not choose.
-    """
+    """The bytes of ``path`` (an rc file, a file install writes; through a symlink), or None
+    when it does not exist; one sentence when it cannot be read (a directory in its place, no
+    permission). A symlink whose target is missing is an error: writing through it would
+    create a file somewhere the user did not choose."""
     try:
         return files.read_bytes(path, limit=files.RC_LIMIT)
     except FileNotFoundError:
@@ -310,7 +275,10 @@ def read(path: Path) -> bytes | None:
             ) from None
         return None
     except OSError as exc:
-        raise RcFileError(f"{path} cannot be read ({exc.strerror}); fix it and try again") from None
+        raise RcFileError(
+            f"{path} cannot be read ({exc.strerror}); move it out of the way, then run the "
+            "command again"
+        ) from None
 
 
 def check_writable(path: Path) -> None:
@@ -326,13 +294,3 @@ def check_writable(path: Path) -> None:
             f"{path} is read-only, so mpsd leaves it alone; make it writable "
             f"(chmod u+w {path}) or add the mpsd block yourself, then run the command again"
         )
-
-
-def write(path: Path, data: bytes) -> bool:
-    """Replace ``path``'s bytes atomically, through a symlink, keeping the file's mode."""
-    try:
-        return write_atomic(path, data, follow_links=True)
-    except OSError as exc:
-        raise RcFileError(
-            f"{path} cannot be written ({exc.strerror}); fix its permissions and try again"
-        ) from None

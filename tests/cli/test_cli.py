@@ -1,12 +1,17 @@
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
+import types
 
-from mpsd import __version__
+import pytest
+
+from mpsd import __version__, cli, paths
 from mpsd.commands import COMMANDS
 from tests.conftest import ROOT, run_mpsd
+from tests.integration.shells import opted_in_project
 
 
 def test_help_lists_every_registered_command():
@@ -116,3 +121,62 @@ def test_abbreviated_options_are_refused_not_guessed():
 def test_help_command_shows_the_same_help_as_the_flag():
     assert run_mpsd("help").stdout == run_mpsd("--help").stdout
     assert run_mpsd("help", "env").stdout == run_mpsd("env", "--help").stdout
+
+
+def test_a_dir_that_fails_the_trust_rule_is_named_once_by_every_command(
+    monkeypatch, capsys, tmp_path
+):
+    for directory in (paths.config_dir(), paths.state_dir()):
+        directory.mkdir(mode=0o777)
+        directory.chmod(0o777)
+    ran = []
+    monkeypatch.setattr(
+        cli, "load", lambda name: types.SimpleNamespace(run=lambda args: ran.append(args) or 0)
+    )
+    for name in COMMANDS:
+        assert cli.main([name, "bash"] if name in ("hook", "completion") else [name]) == 0
+        lines = capsys.readouterr().err.splitlines()
+        # status and doctor put the sentences in their report, the daemon in its log
+        assert lines == [
+            f"mpsd: warning: {d} is writable by others (mode 777), so mpsd trusts nothing in it: "
+            f"run `chmod go-w {d}`."
+            for d in (paths.config_dir(), paths.state_dir())
+            if name not in cli.SAYS_TRUST_ITSELF
+        ], name
+    assert len(ran) == len(COMMANDS)
+
+
+def test_another_users_dir_is_named_with_the_chown_that_fixes_it(tmp_path):
+    if os.getuid() != 0:
+        pytest.skip("only root can give a directory to another user")
+    theirs = tmp_path / "theirs"
+    theirs.mkdir()
+    os.chown(theirs, 65534, -1)
+    assert paths.untrusted(theirs) == (
+        f"{theirs} belongs to another user (uid 65534), so mpsd trusts nothing in it: "
+        f"run `sudo chown -R $(id -un) {theirs}`"
+    )
+    assert paths.untrusted(tmp_path) is None
+    (tmp_path / "file").write_text("")
+    for absent in (tmp_path / "absent", tmp_path / "file" / "below"):  # in the way: told apart
+        assert paths.untrusted(absent) is None
+
+
+@pytest.mark.parametrize("which", ["config", "data"])
+def test_in_an_opted_in_project_env_exports_nothing_from_a_dir_writable_by_others(which, tmp_path):
+    project = opted_in_project(tmp_path)
+    assert "export PYTORCH_MPS_HIGH_WATERMARK_RATIO=0.77" in run_mpsd("env", cwd=project).stdout
+    directory = paths.config_dir() if which == "config" else paths.data_dir()
+    directory.mkdir(exist_ok=True)
+    directory.chmod(0o777)
+    done = run_mpsd("env", cwd=project)
+    assert done.returncode == 0 and "PYTORCH" not in done.stdout
+    assert done.stderr.count("mpsd: warning: ") == 1 and "chmod go-w" in done.stderr
+    if which == "config":  # nothing is written there either: refused, the sentence said once
+        enabled = run_mpsd("enable", cwd=project)
+        assert enabled.returncode == 2
+        assert enabled.stderr.count(f"{directory} is writable by others") == 1
+        assert (
+            f"cannot write {paths.config_file()}: its directory fails the trust" in enabled.stderr
+        )
+        assert not paths.config_file().exists()

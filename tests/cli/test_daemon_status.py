@@ -72,7 +72,10 @@ def test_status_json_shows_a_macs_page_counts_so_the_sum_can_be_redone() -> None
     from tests.fixture_files import output_by_id
 
     text = output_by_id("vm_stat-ansible-silicon-m1pro-32gb")["text"]
-    memory = DarwinSource(readers=[{"hw.memsize": 34359738368}.get], vm_stat=lambda: text).read()
+    counters = (6472, 546992, 19224, 16384, 34359738368)  # as that vm_stat printed them
+    names = ("vm.page_free_count", "vm.page_pageable_external_count", "vm.page_purgeable_count")
+    sysctls = dict(zip((*names, "vm.pagesize", "hw.memsize"), counters))
+    memory = DarwinSource(read=sysctls.get, vm_stat=lambda: text).read()
     write_parts(parts_of(1_800_000_000.0, memory), paths.free_memory_file())
     free = json.loads(run_mpsd("status", "--json").stdout)["free_memory"]
     assert free["time"] == "2027-01-15T08:00:00+00:00"
@@ -165,9 +168,7 @@ def test_once_outside_a_terminal_still_shows_a_config_problem_on_stderr() -> Non
     done = run_mpsd("daemon", "--once")
     assert done.returncode == 0, done.stderr
     assert "at 'headroom': must be a number in (0, 1], not 2" in done.stderr
-    assert "holds no ratios to keep, so the defaults apply until config.toml is fixed" in (
-        done.stderr
-    )
+    assert "goes on with headroom 0.8, limits.toml held no ratios to keep" in done.stderr
     assert "INFO" not in done.stderr  # only warnings and errors, outside a terminal
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 import os
 import plistlib
+import sqlite3
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -16,9 +16,9 @@ import pytest
 
 from mpsd import limits, paths
 from mpsd.cli import main
+from mpsd.commands import doctor
 from mpsd.locks import PidLock
-from mpsd.setup import checks as doctor_checks
-from mpsd.setup import launchd
+from mpsd.setup import chain, installed, launchd
 from tests.installkit import (  # noqa: F401  (fixtures)
     hook_sources_fixture,
     launchctl_fixture,
@@ -39,14 +39,14 @@ def healthy(
     """A fully set-up Mac (stand-in launchctl): installed, daemon lock held, a fresh sample,
     and doctor run from an opted-in project in a hooked shell."""
     monkeypatch.setattr(
-        doctor_checks, "torch_info", lambda *_: {"version": "2.13.0", "available": True}
+        installed, "torch_info", lambda *_: {"version": "2.13.0", "available": True}
     )
     assert main(["install"]) == 0
     project = tmp_path / "project"
     project.mkdir()
     limits.write(replace(sample_limits(), projects=(str(project.resolve()),)))
     monkeypatch.chdir(project)
-    assert doctor_checks.last_sample_time() is not None, "install took a first sample"
+    assert chain.read().history.last_sample is not None, "install took a first sample"
     lock = PidLock(paths.daemon_lock_file())
     assert lock.acquire()
     monkeypatch.setenv("_MPSD_EXPORTED_HIGH", "0.77")  # what the hook exports beside the values
@@ -165,21 +165,21 @@ def test_an_agent_python_that_resolves_into_documents_is_a_problem_too(
     ],
 )
 def test_the_protected_folders_are_the_users_own(python: str, expected: str | None) -> None:
-    assert doctor_checks.privacy_protected(python, home="/Users/ann") == expected
+    assert installed.privacy_protected(python, home="/Users/ann") == expected
 
 
 def test_doctor_says_when_the_recommended_max_is_an_estimate(
-    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     limits.write(sample_limits())
-    assert "from torch" in doctor_checks.check_limits().detail
+    assert "from torch" in _by_name(_doctor(capsys)[1])["limits"]["detail"]
     estimated = replace(
         sample_limits(),
         recommended_max_source="estimate",
         recommended_max_bytes=48 * (1 << 30) * 85 // 100,
     )
     limits.write(estimated)
-    detail = doctor_checks.check_limits().detail
+    detail = _by_name(_doctor(capsys)[1])["limits"]["detail"]
     assert "40.80 GiB recommended max, an estimate: 0.85 x RAM" in detail
 
 
@@ -207,11 +207,11 @@ def test_a_disabled_agent_is_a_warning_only(
 
 
 def test_a_stopped_daemon_and_a_stale_sample_are_problems(
-    healthy: PidLock, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    healthy: PidLock, capsys: pytest.CaptureFixture[str]
 ) -> None:
     healthy.release()
-    later = time.time() + 10 * 86400
-    monkeypatch.setattr(doctor_checks, "_now", lambda: later)
+    with sqlite3.connect(paths.history_file()) as db:  # the last sample, 10 days ago
+        db.execute("UPDATE samples SET t = t - 10 * 86400")
     code, data = _doctor(capsys)
     assert code == 1
     checks = _by_name(data)
@@ -287,7 +287,7 @@ def test_variables_set_by_hand_in_a_project_are_reported_as_the_users(
 def test_without_launchd_doctor_says_so_and_checks_the_rest(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setattr(doctor_checks, "torch_info", lambda *_: None)
+    monkeypatch.setattr(installed, "torch_info", lambda *_: None)
     code = main(["doctor"])
     out = capsys.readouterr().out
     assert code == 1
@@ -299,7 +299,9 @@ def test_without_launchd_doctor_says_so_and_checks_the_rest(
 
 def test_the_torch_check_runs_torch_in_a_subprocess_only() -> None:
     before = "torch" in sys.modules
-    check = doctor_checks.check_torch()
+    own = (sys.executable, "mpsd's own python")
+    setup = installed.Setup(False, torch=own, torch_info=installed.torch_info())
+    check = doctor.check_torch(setup)
     assert ("torch" in sys.modules) is before
     try:
         import importlib.util
@@ -316,9 +318,9 @@ def test_the_torch_check_runs_torch_in_a_subprocess_only() -> None:
 
 
 def test_torch_without_mps_on_a_mac_is_a_problem() -> None:
-    check = doctor_checks.check_torch(
-        lambda: {"version": "2.13.0", "built": False, "available": False}, platform="darwin"
-    )
+    info = {"version": "2.13.0", "built": False, "available": False}
+    setup = installed.Setup(False, torch=(sys.executable, "mpsd's own python"), torch_info=info)
+    check = doctor.check_torch(setup, platform="darwin")
     assert check.status == "problem"
     assert "arm64 Python" in check.fix
 
@@ -467,3 +469,21 @@ def test_an_empty_python_is_refused_not_taken_for_no_python(
     err = capsys.readouterr().err
     assert code == 2
     assert err == "mpsd: --python needs an interpreter: a path or a command name, not ''.\n"
+
+
+def test_an_untrusted_config_dir_is_a_problem_and_nothing_in_it_is_trusted() -> None:
+    from tests.conftest import run_mpsd
+
+    assert run_mpsd("daemon", "--once").returncode == 0
+    config = paths.config_dir()
+    config.chmod(0o777)
+    status = run_mpsd("status", env={"COLUMNS": "400"})
+    assert status.returncode == 0, status.stderr
+    assert f"problem: {config} is writable by others (mode 777)" in status.stdout
+    assert "limits:          not read: the config dir is not trusted" in status.stdout
+    assert "ratio:" not in status.stdout
+    done = run_mpsd("doctor", "--json")
+    assert done.returncode == 1
+    check = _by_name(json.loads(done.stdout))["trust"]
+    assert check["status"] == "problem" and f"{config} is writable by others" in check["detail"]
+    assert check["fix"] == f"run `chmod go-w {config}`"

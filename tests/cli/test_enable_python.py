@@ -4,7 +4,7 @@ and `mpsd disable --python` takes one interpreter's hook out again.
 
 No test writes into a real system directory: a "system" Python is a stand-in interpreter whose
 prefix lies in tmp_path, with ``pyhooks.SYSTEM_PREFIXES`` pointed there; the real
-``/usr/bin/python3`` is only asked (``pyhooks.ask`` reads, never writes)."""
+``/usr/bin/python3`` is only asked (``pyhooks.inspect_interpreter`` reads, never writes)."""
 
 from __future__ import annotations
 
@@ -82,7 +82,7 @@ def test_the_real_system_python_is_refused_when_asked(tmp_path: Path) -> None:
     ):
         pytest.skip("/usr/bin/python3 is not the distribution's own Python here")
     with pytest.raises(MpsdError) as caught:
-        pyhooks.ask("/usr/bin/python3")
+        pyhooks.inspect_interpreter("/usr/bin/python3")
     assert "is the system's own Python" in str(caught.value)
     assert "`mpsd run -- python ...`" in str(caught.value)
 
@@ -143,8 +143,8 @@ def test_a_whole_installation_gets_the_hook_with_a_warning_and_disable_python_ta
     code, out, err = _run(capsys, "disable", str(project), "--python", str(python))
     assert code == 1
     assert err == (
-        f"mpsd: {python} has no start-up hook from mpsd for {project}; the project has none "
-        "(`mpsd projects` lists them).\n"
+        f"mpsd: {python} has no start-up hook from mpsd for {project}; `mpsd projects` "
+        "lists each project's.\n"
     )
 
 
@@ -185,7 +185,7 @@ def test_disable_python_takes_one_interpreter_out_and_leaves_the_others(
     other.mkdir()
     code, _, err = _run(capsys, "disable", str(other), "--python", str(second / "bin" / "python"))
     assert code == 1
-    assert f"it is set up for {project}: run `mpsd disable {project} --python " in err
+    assert "`mpsd projects` lists each project's" in err
     assert pyhooks.has_copy(sites[second])
 
 

@@ -72,14 +72,7 @@ def test_install_without_launchd_sets_up_config_hooks_and_rc_blocks(
     assert "-m mpsd daemon" in out
     assert "Open a new terminal" in out
     assert not launchd.agent_file().exists()
-
-
-@pytest.mark.usefixtures("hook_sources", "no_launchctl")
-@pytest.mark.skipif(not has_command("daemon"), reason="mpsd daemon is not on this branch yet")
-def test_install_ends_with_limits_toml_in_place(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = _install(capsys)
-    assert code == 0, err
-    assert limits.read() is not None
+    assert limits.read() is not None, "install ends with limits.toml in place"
     assert "mpsd daemon --once" in out
 
 
@@ -104,6 +97,9 @@ def test_install_twice_changes_no_file_the_second_time(
     assert _everything(isolated_dirs) == before
     assert "Everything is already in place: nothing changed." in out
     assert "Open a new terminal" not in out
+    out = _install(capsys, "--dry-run")[1]
+    assert out.startswith("Everything is already in place: nothing would change.\n")
+    assert "no agent would be installed" in out
 
 
 @pytest.mark.usefixtures("hook_sources", "no_launchctl")
@@ -155,7 +151,7 @@ def test_a_second_uninstall_points_at_purge_while_config_and_history_remain(
     assert _uninstall(capsys)[0] == 0
     code, out, _ = _uninstall(capsys)
     assert code == 0
-    assert "mpsd is not installed here; its config and history remain" in out
+    assert "mpsd is not installed here; kept your config and history" in out
     assert "`mpsd uninstall --purge` removes them." in out
     assert _uninstall(capsys, "--purge")[0] == 0
     assert "nothing to remove" in _uninstall(capsys)[1]
@@ -375,21 +371,10 @@ def test_without_a_gui_session_it_falls_back_to_the_user_domain_with_background_
     assert _plist()["LimitLoadToSessionType"] == ["Aqua", "Background"]
     assert f"loaded the agent into user/{UID}" in out
     assert "no GUI session: rewrote" in out
-
-
-@pytest.mark.usefixtures("hook_sources")
-def test_an_agent_in_the_user_domain_is_left_alone_by_the_next_install(
-    launchctl: StandinLaunchctl, capsys: pytest.CaptureFixture[str]
-) -> None:
-    launchctl.fail(
-        "bootstrap gui", 125, "Bootstrap failed: 125: Domain does not support specified action"
-    )
-    assert _install(capsys)[0] == 0
+    # The next install leaves the agent in the user domain alone.
     launchctl.clear_calls()
-    code, out, _ = _install(capsys)
-    assert code == 0
-    assert "bootstrap" not in launchctl.verbs() and "bootout" not in str(launchctl.verbs())
-    assert "Everything is already in place: nothing changed." in out
+    assert "Everything is already in place" in _install(capsys)[1]
+    assert "bootstrap" not in str(launchctl.verbs()) and "bootout" not in str(launchctl.verbs())
 
 
 @pytest.mark.usefixtures("hook_sources")
@@ -459,24 +444,6 @@ def _recorded(record_id: str) -> str:
 
 
 @pytest.mark.usefixtures("hook_sources")
-def test_a_bootstrap_failure_is_one_sentence_with_launchctls_words_and_exit_2(
-    launchctl: StandinLaunchctl, capsys: pytest.CaptureFixture[str]
-) -> None:
-    text = _recorded("launchctl-bootstrap-homebrew-services-528").splitlines()[:2]
-    launchctl.fail("bootstrap gui", 5, "\n".join(text))
-    code, _, err = _install(capsys)
-    assert code == 2
-    assert err.startswith(
-        f"mpsd: launchctl could not load the mpsd agent into gui/{UID} and gave no reason "
-        'beyond "Bootstrap failed: 5: Input/output error / Try re-running the command as root '
-        'for richer errors."'
-    )
-    assert err.count("\n") == 1 and "Traceback" not in err
-    assert "unloading" not in err
-    assert "run `mpsd install` again" in err
-
-
-@pytest.mark.usefixtures("hook_sources")
 def test_error_5_right_after_booting_out_the_old_copy_says_it_was_still_going(
     launchctl: StandinLaunchctl,
     monkeypatch: pytest.MonkeyPatch,
@@ -539,39 +506,6 @@ def test_no_agent_skips_launchd_even_where_it_exists(
 
 
 # -- as a user runs it -----------------------------------------------------------------
-
-
-@pytest.mark.skipif(not REAL_HOOKS, reason=NO_REAL_HOOKS)
-@pytest.mark.usefixtures("no_launchctl")
-def test_python_dash_m_mpsd_install_then_uninstall_as_a_user_runs_them(
-    isolated_dirs: dict[str, Path],
-) -> None:
-    from tests.conftest import run_mpsd
-
-    (isolated_dirs["home"] / ".bashrc").write_bytes(b"export A=1")
-    done = run_mpsd("install")
-    assert done.returncode == 0, done.stderr
-    assert rcfile.has_block((isolated_dirs["home"] / ".bashrc").read_bytes())
-    done = run_mpsd("uninstall")
-    assert done.returncode == 0, done.stderr
-    assert (isolated_dirs["home"] / ".bashrc").read_bytes() == b"export A=1"
-
-
-@pytest.mark.usefixtures("hook_sources", "no_launchctl")
-def test_an_rc_file_that_cannot_be_written_is_one_sentence_not_a_traceback(
-    isolated_dirs: dict[str, Path], capsys: pytest.CaptureFixture[str]
-) -> None:
-    # A link to a file nobody (not even root) can replace: its target lives in /proc.
-    target = Path("/proc/version")
-    if not target.is_file():
-        pytest.skip("needs Linux's /proc")
-    bashrc = isolated_dirs["home"] / ".bashrc"
-    bashrc.symlink_to(target)
-    code, _, err = _install(capsys, "--shell", "bash")
-    assert code == 2
-    assert err.startswith(f"mpsd: {bashrc} is read-only")
-    assert "Traceback" not in err and err.count("\n") == 1
-    assert bashrc.is_symlink()
 
 
 @pytest.mark.usefixtures("hook_sources", "no_launchctl")
@@ -713,19 +647,6 @@ def test_dry_run_shows_the_bootout_of_a_different_loaded_copy(
     assert launchctl.loaded() is not None
 
 
-@pytest.mark.usefixtures("hook_sources", "no_launchctl")
-@pytest.mark.skipif(not has_command("daemon"), reason="mpsd daemon is not on this branch yet")
-def test_dry_run_after_install_without_launchd_says_nothing_would_change(
-    capsys: pytest.CaptureFixture[str],
-) -> None:
-    assert _install(capsys)[0] == 0
-    code, out, _ = _install(capsys, "--dry-run")
-    assert code == 0
-    assert out.startswith("Everything is already in place: nothing would change.\n")
-    assert "would make these changes" not in out
-    assert "no agent would be installed" in out
-
-
 @pytest.mark.usefixtures("hook_sources")
 @pytest.mark.skipif(not has_command("daemon"), reason="mpsd daemon is not on this branch yet")
 def test_a_bootstrap_failure_still_leaves_limits_toml_and_the_hooks_working(
@@ -740,6 +661,7 @@ def test_a_bootstrap_failure_still_leaves_limits_toml_and_the_hooks_working(
     assert rcfile.has_block((isolated_dirs["home"] / ".zshrc").read_bytes())
     assert "Open a new terminal" in out
     assert err.startswith("mpsd: launchctl could not load the mpsd agent")
+    assert err.count("\n") == 1 and "Traceback" not in err
 
 
 @pytest.mark.usefixtures("hook_sources")

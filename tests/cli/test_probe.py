@@ -112,6 +112,7 @@ def test_pressure_already_critical_refuses_to_start(fake: dict[str, str]) -> Non
     )
 
 
+@pytest.mark.slow
 def test_a_crashing_child_is_one_sentence_and_exit_2(fake: dict[str, str]) -> None:
     env = {**fake, "MPSD_PROBE_FAKE_CRASH_AT": "6M"}
     done = run_mpsd("probe", "--ratio", "0.5", "--step", "2M", env=env)
@@ -142,6 +143,7 @@ def test_without_torch_the_user_is_told_how_to_install_it(fake: dict[str, str]) 
     )
 
 
+@pytest.mark.slow
 def test_without_mps_the_user_is_told_what_mps_needs() -> None:
     done = run_mpsd("probe", "--ratio", "0.5")
     assert done.returncode == 2
@@ -202,7 +204,10 @@ def _slow_probe(fake: dict[str, str], err: Path) -> tuple[subprocess.Popen[bytes
     return parent, children[0]
 
 
-@pytest.mark.parametrize(("signum", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+@pytest.mark.parametrize(
+    ("signum", "code"),
+    [(signal.SIGINT, 130), pytest.param(signal.SIGTERM, 143, marks=pytest.mark.slow)],
+)
 def test_interrupting_the_probe_kills_the_child_and_leaves_nothing_running(
     fake: dict[str, str], tmp_path: Path, signum: int, code: int
 ) -> None:
@@ -225,6 +230,7 @@ def test_interrupting_the_probe_kills_the_child_and_leaves_nothing_running(
         assert "probe interrupted; its child was stopped and its memory freed" in text
 
 
+@pytest.mark.slow
 def test_a_child_whose_parent_was_killed_stops_by_itself(
     fake: dict[str, str], tmp_path: Path
 ) -> None:
@@ -242,6 +248,7 @@ def test_a_child_whose_parent_was_killed_stops_by_itself(
     _wait_for(gone, timeout=10)  # within a step or two (0.2 s each)
 
 
+@pytest.mark.slow
 def test_calibration_steps_down_then_writes_the_headroom_keeping_comments(
     fake: dict[str, str], isolated_dirs: dict[str, Path]
 ) -> None:
@@ -267,9 +274,31 @@ def test_calibration_steps_down_then_writes_the_headroom_keeping_comments(
     )
 
 
+def _stand_in_probe(tried: list[float]):  # type: ignore[no-untyped-def]
+    """A probe run without a child: it swaps above ratio 0.95 and is clean at or below."""
+    from mpsd.probe import verdict as pv
+
+    def probe(high: float, low: float) -> pv.ProbeResult:
+        tried.append(high)
+        swapped = high > 0.95
+        return pv.ProbeResult(
+            high=high,
+            low=low,
+            step_bytes=MIB,
+            outcome=pv.SWAP if swapped else pv.OOM,
+            swapouts_before=0,
+            swapouts_after=9 if swapped else 0,
+        )
+
+    return probe
+
+
 def test_calibration_under_a_swap_penalty_writes_a_headroom_that_stays_clean_after_it(
-    fake: dict[str, str], isolated_dirs: dict[str, Path]
+    isolated_dirs: dict[str, Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
+    import argparse
+
+    from mpsd.commands import probe as command
     from mpsd.config import load_config
     from mpsd.daemon.policy import recommend
     from mpsd.machine.sample import Sample
@@ -281,11 +310,10 @@ def test_calibration_under_a_swap_penalty_writes_a_headroom_that_stays_clean_aft
     _limits(1.0, headroom=0.8)
     penalised = limits_mod.read()
     assert penalised is not None
-    limits_mod.write(replace(penalised, baseline_free_bytes=baseline))
-    env = {**fake, "MPSD_PROBE_FAKE_SWAP_AT": "36M"}
-    done = run_mpsd("probe", "--calibrate", "--yes", "--step", "2M", env=env)
-    assert done.returncode == 0, done.stderr
-    assert "Ratio 0.95 gave a clean error; ratio 1.00 swapped." in done.stdout
+    current = replace(penalised, baseline_free_bytes=baseline)
+    args = argparse.Namespace(json=False, yes=True)
+    assert command._calibrate(args, None, current, _stand_in_probe([])) == 0
+    assert "Ratio 0.95 gave a clean error; ratio 1.00 swapped." in capsys.readouterr().out
     config = load_config(isolated_dirs["config"] / "config.toml")
     steady = [Sample(t=float(t), available_bytes=baseline, total_bytes=GIB) for t in range(99)]
     after = recommend(steady, config, 40 * MIB)
@@ -301,26 +329,12 @@ def test_calibration_asks_before_writing_and_no_writes_nothing(
     import io
 
     from mpsd.commands import probe as command
-    from mpsd.probe import verdict as pv
 
     _limits(1.0, headroom=0.8)
     tried: list[float] = []
-
-    def probe(high: float, low: float) -> pv.ProbeResult:  # a stand-in run: swaps above 0.95
-        tried.append(high)
-        swapped = high > 0.95
-        return pv.ProbeResult(
-            high=high,
-            low=low,
-            step_bytes=MIB,
-            outcome=pv.SWAP if swapped else pv.OOM,
-            swapouts_before=0,
-            swapouts_after=9 if swapped else 0,
-        )
-
     monkeypatch.setattr("sys.stdin", io.StringIO("y\nn\n"))
     args = argparse.Namespace(json=True, yes=False)
-    code = command._calibrate(args, None, limits_mod.read(), probe)
+    code = command._calibrate(args, None, limits_mod.read(), _stand_in_probe(tried))
     assert code == 0
     assert tried == [1.0, 0.95]
     captured = capsys.readouterr()

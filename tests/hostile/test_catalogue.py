@@ -83,6 +83,7 @@ def test_the_catalogue_covers_every_area_the_issue_names() -> None:
         "config.toml comments",
         "shells",
         "explain",
+        "trust",
     } <= set(AREAS)
 
 

@@ -181,20 +181,6 @@ class Shell:
         output = [line for line in self.child.before.replace("\r", "").split("\n") if line.strip()]
         return output, status
 
-    def quiet_timed(self, command: str, timeout: float = -1) -> float:
-        """``quiet(command)``; the CPU seconds the shell spent on it (whatever the machine's
-        load: the shell's own user and system time)."""
-        before = self.cpu_seconds()
-        output, _ = self.run(command, timeout)
-        assert output == [], f"{self.kind}: {command!r} printed {output!r}"
-        return self.cpu_seconds() - before
-
-    def cpu_seconds(self) -> float:
-        import psutil
-
-        times = psutil.Process(self.child.pid).cpu_times()
-        return times.user + times.system
-
     def unset(self, name: str) -> None:
         self.quiet(f"set -e {name}" if self.kind == "fish" else f"unset {name}")
 

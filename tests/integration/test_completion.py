@@ -88,6 +88,7 @@ def _complete(argv: list[str], home: Path, setup: str, typed: str, wanted: str) 
         child.close(force=True)
 
 
+@pytest.mark.slow  # real shells, each a few seconds
 @pytest.mark.usefixtures("no_launchctl")
 @pytest.mark.parametrize(
     ("shell", "argv", "rc_before"),
@@ -113,6 +114,8 @@ def test_after_install_a_real_shell_completes_mpsd_st_to_status(
     setup = "function fish_prompt; echo '$ '; end" if shell == "fish" else "PS1='$ '"
     _complete(argv, home, setup, "mpsd st", "mpsd status")
     _complete(argv, home, setup, "mpsd hook z", "mpsd hook zsh")
+    _complete(argv, home, setup, "mpsd env --shell j", "mpsd env --shell json")
+    _complete(argv, home, setup, "mpsd enable --no-py", "mpsd enable --no-python-hook")
     done = run_mpsd("uninstall")
     assert done.returncode == 0, done.stderr
     assert not installed.exists()

@@ -11,7 +11,8 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
-from typing import Any
+from pathlib import Path
+from typing import IO, Any
 
 import pytest
 
@@ -19,8 +20,6 @@ from mpsd import limits, paths
 from mpsd.daemon.history import Store
 from mpsd.limits import Limits
 from tests.conftest import run_mpsd
-
-pytestmark = pytest.mark.slow
 
 
 def wait_for(predicate: Callable[[], object], timeout: float = 15.0) -> object:
@@ -49,11 +48,11 @@ def log_text() -> str:
         return ""
 
 
-def start_daemon() -> subprocess.Popen[str]:
+def start_daemon(stderr: IO[str] | None = None) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-m", "mpsd", "daemon"],
         stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
+        stderr=subprocess.PIPE if stderr is None else stderr,
         text=True,
         env=dict(os.environ),
     )
@@ -116,10 +115,8 @@ def test_daemon_writes_sane_limits_and_follows_an_edit_of_the_config(
     assert isinstance(first, Limits)
     before = assert_sane(first, 0.8)
     write_config("interval = 1\nheadroom = 0.4\n")
-    edited = time.monotonic()
-    second = wait_for(lambda: (c := limits.read()) and c.headroom == 0.4 and c, timeout=10)
+    second = wait_for(lambda: (c := limits.read()) and c.headroom == 0.4 and c)
     assert isinstance(second, Limits)
-    assert time.monotonic() - edited < 3.0
     after = assert_sane(second, 0.4)
     # The baseline and what jobs hold are this machine's and may move between the two: with
     # the same free memory for the next job, headroom 0.4 is half the ratio of 0.8.
@@ -130,36 +127,6 @@ def test_daemon_writes_sane_limits_and_follows_an_edit_of_the_config(
         before["high_watermark_ratio"] * moved / 2, abs=0.02
     )
     assert daemon.poll() is None
-
-
-def test_daemon_survives_bad_configs_and_picks_up_the_fix(
-    daemon: subprocess.Popen[str],
-) -> None:
-    first = wait_for(limits.read)
-    assert isinstance(first, Limits)
-    write_config("interval = 1\nheadroom = [\n")
-    wait_for(lambda: "is not valid TOML" in log_text())
-    write_config("interval = 1\nheadroom = 7\n")
-    wait_for(lambda: "at 'headroom': must be a number in (0, 1], not 7" in log_text())
-    assert daemon.poll() is None
-    assert limits.read().headroom == 0.8  # type: ignore[union-attr]
-    write_config("interval = 1\nheadroom = 0.5\n")
-    fixed = wait_for(lambda: (c := limits.read()) and c.headroom == 0.5 and c)
-    assert_sane(fixed, 0.5)  # type: ignore[arg-type]
-    assert daemon.poll() is None
-
-
-def test_daemon_with_a_bad_config_from_the_start_runs_on_the_defaults() -> None:
-    write_config("interval = 1\nwindow = -3\n")
-    proc = start_daemon()
-    try:
-        current = wait_for(limits.read)
-        assert_sane(current, 0.8)  # type: ignore[arg-type]
-        assert "at 'window'" in log_text()
-        assert "the defaults apply until config.toml is fixed" in log_text()
-    finally:
-        proc.kill()
-        proc.communicate(timeout=10)
 
 
 def samples_stored() -> int:
@@ -177,41 +144,31 @@ def stop(proc: subprocess.Popen[str]) -> None:
     assert "Traceback" not in err
 
 
-def test_a_restart_on_a_broken_config_keeps_the_headroom_and_without_a_copy_holds_limits() -> None:
+def test_a_bad_config_never_raises_the_ratio_also_across_a_restart_and_a_fix_is_picked_up() -> None:
     write_config("interval = 1\nheadroom = 0.5\n")
     proc = start_daemon()
     try:
-        wait_for(lambda: (c := limits.read()) and c.headroom == 0.5)
+        first = wait_for(lambda: (c := limits.read()) and c.headroom == 0.5 and c)
+        assert isinstance(first, Limits)
         with paths.config_file().open("a") as handle:  # the user's typo, in place
             handle.write("headrom = 0.9\n")
         wait_for(lambda: "unknown key 'headrom'" in log_text())
-        assert "keeping the last good config (headroom 0.5) until the file is fixed" in log_text()
+        assert "goes on with headroom 0.5, never above high" in log_text()
         stop(proc)
-        # launchd starts the daemon again at the next login: the copy keeps the headroom.
+        # launchd starts the daemon again at the next login, on the defaults (headroom 0.8).
         proc = start_daemon()
-        wait_for(lambda: "keeping the last good config (headroom 0.5, copied to" in log_text())
-        seen = samples_stored()
-        wait_for(lambda: samples_stored() >= seen + 3)
-        current = limits.read()
-        assert current is not None
-        assert_sane(current, 0.5)
-        stop(proc)
-        # With no copy (an upgrade from an mpsd that kept none), limits.toml stays as it is.
-        paths.last_good_config_file().unlink()
-        before = paths.limits_file().read_bytes()
-        proc = start_daemon()
-        wait_for(lambda: "limits.toml is kept as it is until config.toml is fixed" in log_text())
+        wait_for(lambda: log_text().count("goes on with headroom 0.8, never above high") == 1)
         seen = samples_stored()
         # It keeps sampling (every 30 s: `interval = 1` is in the invalid file).
         wait_for(lambda: samples_stored() >= seen + 1, timeout=45)
-        assert paths.limits_file().read_bytes() == before
+        current = limits.read()
+        assert current is not None
+        assert current.high_watermark_ratio <= first.high_watermark_ratio
         facts = json.loads(run_mpsd("status", "--json").stdout)
         assert facts["limits_held"] is True and facts["daemon"]["running"] is True
-        # Fixed: picked up within a second or two, and the limits follow the file again.
+        # Fixed: picked up, and the limits follow the file again.
         write_config("interval = 1\nheadroom = 0.4\n")
-        edited = time.monotonic()
-        fixed = wait_for(lambda: (c := limits.read()) and c.headroom == 0.4 and c, timeout=10)
-        assert time.monotonic() - edited < 3.0
+        fixed = wait_for(lambda: (c := limits.read()) and c.headroom == 0.4 and c)
         assert_sane(fixed, 0.4)  # type: ignore[arg-type]
         assert json.loads(run_mpsd("status", "--json").stdout)["limits_held"] is False
         assert proc.poll() is None
@@ -219,6 +176,31 @@ def test_a_restart_on_a_broken_config_keeps_the_headroom_and_without_a_copy_hold
         if proc.poll() is None:
             proc.kill()
         proc.communicate(timeout=10)
+
+
+def test_a_daemon_waits_while_its_state_dir_is_writable_by_others(tmp_path: Path) -> None:
+    write_config("interval = 1\n")
+    state = paths.state_dir()
+    state.mkdir(parents=True, exist_ok=True)
+    state.chmod(0o777)
+    err = tmp_path / "daemon.err"
+    with err.open("w") as handle:
+        proc = start_daemon(stderr=handle)
+    try:
+        wait_for(lambda: "writable by others" in err.read_text())
+        assert proc.poll() is None  # waiting, not exiting into a restart loop
+        assert not paths.history_file().exists() and not paths.limits_file().exists()
+        state.chmod(0o700)
+        wait_for(limits.read)
+        assert err.read_text().count("writable by others") == 1  # said once
+        assert "is trusted again" in err.read_text()
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=30) == 0
+        assert "Traceback" not in err.read_text()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait(timeout=10)
 
 
 def test_a_second_daemon_is_refused_naming_the_pid(daemon: subprocess.Popen[str]) -> None:
@@ -236,10 +218,8 @@ def test_a_second_daemon_is_refused_naming_the_pid(daemon: subprocess.Popen[str]
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
 def test_daemon_stops_cleanly_on_a_signal(daemon: subprocess.Popen[str], signum: int) -> None:
     wait_for(limits.read)
-    sent = time.monotonic()
     daemon.send_signal(signum)
-    assert daemon.wait(timeout=5) == 0
-    assert time.monotonic() - sent < 2.0
+    assert daemon.wait(timeout=30) == 0
     _, err = daemon.communicate()
     assert "Traceback" not in err
     assert f"stopping on {signal.Signals(signum).name}" in log_text()
@@ -247,6 +227,7 @@ def test_daemon_stops_cleanly_on_a_signal(daemon: subprocess.Popen[str], signum:
     assert run_mpsd("daemon", "--once", timeout=30).returncode == 0
 
 
+@pytest.mark.slow
 def test_kill_9_at_random_moments_never_tears_limits_or_the_history() -> None:
     rng = random.Random(1234)
     deadline = time.monotonic() + 35
@@ -280,8 +261,7 @@ def test_status_sees_the_running_daemon_and_its_heartbeat(
 ) -> None:
     import json
 
-    wait_for(limits.read)
-    time.sleep(1.5)  # a few samples at interval = 1
+    wait_for(lambda: samples_stored() >= 2)
     facts = json.loads(run_mpsd("status", "--json").stdout)
     assert facts["daemon"]["running"] is True
     assert facts["daemon"]["pid"] == daemon.pid
@@ -290,3 +270,13 @@ def test_status_sees_the_running_daemon_and_its_heartbeat(
     assert facts["recommended_max_source"] == "estimate"
     text = run_mpsd("status").stdout
     assert f"running (pid {daemon.pid})" in text
+
+
+def test_once_refuses_a_state_dir_writable_by_others_in_one_sentence() -> None:
+    paths.state_dir().mkdir(parents=True, exist_ok=True)
+    paths.state_dir().chmod(0o777)
+    once = run_mpsd("daemon", "--once", timeout=30)
+    assert once.returncode == 2  # as for a state dir that cannot be used
+    assert once.stderr.startswith("mpsd: ") and once.stderr.count("\n") == 1
+    assert "writable by others" in once.stderr and "chmod go-w" in once.stderr
+    assert not paths.limits_file().exists()

@@ -68,31 +68,16 @@ def start(shells: list[Shell], kind: str, tree: dict[str, Path], **kwargs: objec
     return shell
 
 
-def round_trips(kind: str, tree: dict[str, Path], count: int) -> str:
-    """One command line moving into the project and out ``count`` times, the hook run after
-    each move (at a prompt it would be: bash runs it only there; zsh and fish also on cd)."""
-    step = f"cd '{tree['project']}'; _mpsd_hook; cd '{tree['outside']}'; _mpsd_hook"
-    return "; ".join([step] * count)
-
-
 @pytest.mark.parametrize("kind", KINDS)
-def test_parsing_costs_time_linear_in_the_file(
+def test_the_largest_file_the_hooks_read_is_read_to_its_last_project(
     kind: str, tree: dict[str, Path], shells: list[Shell]
 ) -> None:
-    # Measured: bash took 0.62 s to parse 4000 projects and 79 s for a 1 MB list (quadratic).
-    # Four times the file must cost about four times the CPU, not sixteen.
-    project = str(tree["project"])
+    # What a prompt costs with it (bash once took 79 s for a 1 MB list): bench/hook.py.
     sh = start(shells, kind, tree)
-    cost = {}
-    for size in (LIMITS_CAP // 4, LIMITS_CAP):
-        write_limits(tree["config"], padded_limits(size, project))
-        sh.quiet(f"cd '{tree['sub']}'")
-        # The largest file mpsd's hooks read is still read: the project is listed last.
-        assert sh.values() == ("0.77", "0.7"), size
-        sh.quiet(f"cd '{tree['outside']}'")
-        # Ten moves in and out, a parse each; the least of three tries.
-        cost[size] = min(sh.quiet_timed(round_trips(kind, tree, 10), timeout=300) for _ in range(3))
-    assert cost[LIMITS_CAP] < 8 * cost[LIMITS_CAP // 4] + 0.05, cost
+    write_limits(tree["config"], padded_limits(LIMITS_CAP, str(tree["project"])))
+    sh.quiet(f"cd '{tree['sub']}'")
+    assert sh.values() == ("0.77", "0.7")
+    sh.quiet(f"cd '{tree['outside']}'")
     assert sh.values() == ("unset", "unset")
 
 
@@ -128,20 +113,18 @@ def test_a_limits_toml_larger_than_mpsd_writes_is_ignored_from_the_first_byte_pa
 def test_a_100_mb_limits_toml_is_ignored_quietly_at_builtin_cost(
     kind: str, tree: dict[str, Path], shells: list[Shell]
 ) -> None:
-    # 100 MB cost bash 7 s and zsh 2 s a prompt; fish printed "Too much data emitted by command
-    # substitution" at each (just past its 100 MiB read limit, as here). Nothing printed,
-    # nothing exported, a prompt's usual cost.
+    # fish printed "Too much data emitted by command substitution" at each prompt (just past its
+    # 100 MiB read limit, as here). Nothing printed, nothing exported; the cost of such a
+    # prompt (bash once took 7 s) is bench/hook.py's.
     project = str(tree["project"])
     sh = start(shells, kind, tree)
     sh.quiet(f"cd '{tree['project']}'")
     assert sh.values() == ("0.77", "0.7")
     write_limits(tree["config"], padded_limits(101 * 2**20, project, filler="comments"))
-    spent = sh.quiet_timed(f"cd '{tree['outside']}'; cd '{tree['project']}'", timeout=120)
-    for _ in range(4):
-        spent += sh.quiet_timed("", timeout=120)
+    for command in (f"cd '{tree['outside']}'; cd '{tree['project']}'", "", ""):
+        assert sh.run(command, timeout=120)[0] == [], command  # quiet
     assert sh.values() == ("unset", "unset")
     assert sh.exported() == {}
-    assert spent < 0.5, f"{spent:.2f} s of CPU for five prompts"
     # Back to a file mpsd writes: read again at the next prompt.
     write_limits(tree["config"], limits_text(projects=(project,)))
     sh.quiet("")

@@ -538,6 +538,47 @@ def test_the_hook_finds_limits_toml_where_paths_py_puts_it(kind: str, tmp_path: 
         assert (out.stdout.strip(), out.stderr) == ("0.42", ""), env
 
 
+@pytest.mark.skipif(os.getuid() != 0, reason="only root can give a directory to another user")
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_config_or_data_dir_of_another_user_makes_the_hook_export_nothing(
+    kind: str, tmp_path: Path
+) -> None:
+    project = (tmp_path / "proj").resolve()
+    project.mkdir()
+    home = tmp_path / "h"
+    config = tmp_path / "config"
+    config.mkdir()
+    (config / "limits.toml").write_text(limits_text("0.42", "0.42", (str(project),)))
+    show = (
+        f"set -q {HIGH}; and echo ${HIGH}; or echo unset"
+        if kind == "fish"
+        else (f'echo "${{{HIGH}-unset}}"')
+    )
+    script = f"source '{HOOKS[kind]}'; cd '{project}'; _mpsd_hook; {show}"
+    base = {"HOME": str(home), "PATH": os.environ["PATH"], "MPSD_CONFIG_DIR": str(config)}
+    # Which dir is another user's, and the variables that put mpsd's data dir where it is.
+    cases = [
+        (config, {}),
+        (tmp_path / "data", {"MPSD_DATA_DIR": str(tmp_path / "data")}),
+        (tmp_path / "xdg" / "mps", {"XDG_DATA_HOME": str(tmp_path / "xdg")}),
+        (home / ".local" / "share" / "mps", {}),
+    ]
+
+    def exported(env: dict[str, str]) -> str:
+        done = subprocess.run(
+            [*SCRIPT_ARGV[kind], script], env={**base, **env}, capture_output=True, text=True
+        )
+        assert done.stderr == ""
+        return done.stdout.strip()
+
+    for theirs, env in cases:
+        theirs.mkdir(parents=True, exist_ok=True)
+        assert exported(env) == "0.42", theirs
+        os.chown(theirs, 65534, -1)
+        assert exported(env) == "unset", theirs
+        os.chown(theirs, 0, -1)
+
+
 @pytest.mark.skipif(not available("strace"), reason="needs strace (.ci/run installs it)")
 @pytest.mark.parametrize("kind", KINDS)
 def test_loading_the_hook_starts_no_process(kind: str, tmp_path: Path) -> None:

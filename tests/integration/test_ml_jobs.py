@@ -1,5 +1,6 @@
 """PyTorch jobs found among real processes: a Python carrying the watermark variables, a
-Python that imported torch (torch CPU is in the venv), and the ones that are not jobs."""
+Python that imported torch (torch CPU is in the venv), and the ones that are not jobs. Only the
+first test runs by default; the rest start torch or wait for processes to age (``slow``)."""
 
 from __future__ import annotations
 
@@ -15,10 +16,10 @@ from typing import Any
 import psutil
 import pytest
 
-from mpsd.machine import mljobs, sampler
+from mpsd.machine import mljobs
 from mpsd.machine.mljobs import ProcessScanner
 
-pytestmark = pytest.mark.slow
+slow = pytest.mark.slow
 
 HAS_TORCH = importlib.util.find_spec("torch") is not None
 needs_torch = pytest.mark.skipif(not HAS_TORCH, reason="torch is not installed in this venv")
@@ -46,12 +47,40 @@ def _spawn(
     )
 
 
-def _ready(proc: subprocess.Popen[str], timeout: float = 120) -> None:
+def _ready(proc: subprocess.Popen[str]) -> None:
     assert proc.stdout is not None
-    deadline = time.monotonic() + timeout
     line = proc.stdout.readline()
     assert line.strip() == "ready", f"child {proc.pid} said {line!r}"
-    assert time.monotonic() < deadline
+
+
+def _stop(*procs: subprocess.Popen[str]) -> None:
+    for proc in procs:
+        proc.kill()
+    for proc in procs:
+        proc.wait(timeout=30)
+
+
+def test_a_python_with_a_watermark_variable_is_a_job_until_it_ends_and_others_are_not() -> None:
+    high = {"PYTORCH_MPS_HIGH_WATERMARK_RATIO": "0.8"}
+    job = _spawn(HOLD.format(mib=1, extra=""), env=high)
+    low_only = _spawn(HOLD.format(mib=1, extra=""), env={"PYTORCH_MPS_LOW_WATERMARK_RATIO": "1"})
+    plain = _spawn(HOLD.format(mib=1, extra=""))
+    # Not a Python: a program started from a hooked shell inherits the variables too.
+    sleep = _spawn("", argv=["sleep", "120"], env=high)
+    scanner = ProcessScanner()
+    try:
+        for proc in (job, low_only, plain):
+            _ready(proc)
+        jobs = {found.pid: found for found in scanner.scan()}
+        assert ProcessScanner(uid=os.getuid() + 4242).scan() == []  # another user's: never
+        _stop(job)
+        after = {found.pid for found in scanner.scan()}
+    finally:
+        _stop(low_only, plain, sleep)
+    assert jobs[job.pid].reason == jobs[low_only.pid].reason == "env"
+    assert jobs[job.pid].bytes > 0
+    assert plain.pid not in jobs and sleep.pid not in jobs and os.getpid() not in jobs
+    assert job.pid not in after and low_only.pid in after
 
 
 @pytest.fixture(scope="module")
@@ -84,39 +113,27 @@ def children() -> Iterator[dict[str, subprocess.Popen[str]]]:
                 _ready(proc)
         yield procs
     finally:
-        for proc in procs.values():
-            proc.kill()
-        for proc in procs.values():
-            proc.wait(timeout=30)
+        _stop(*procs.values())
 
 
 def _rss(pid: int) -> int:
     return int(psutil.Process(pid).memory_info().rss)
 
 
-def test_a_python_with_a_watermark_variable_is_a_job_and_others_are_not(
-    children: dict[str, subprocess.Popen[str]],
-) -> None:
-    jobs = {job.pid: job for job in ProcessScanner().scan()}
-    assert jobs[children["env"].pid].reason == "env"
-    assert jobs[children["low_only"].pid].reason == "env"
-    assert children["plain"].pid not in jobs
-    assert children["sleep"].pid not in jobs
-    assert os.getpid() not in jobs
-
-
+@slow
 @needs_torch
 def test_a_python_with_torch_loaded_is_a_job(children: dict[str, subprocess.Popen[str]]) -> None:
     jobs = {job.pid: job for job in ProcessScanner().scan()}
     assert jobs[children["torch"].pid].reason == "torch"
 
 
+@slow
 @needs_torch
 def test_ml_bytes_counts_the_jobs_rss_and_not_unrelated_processes(
     children: dict[str, subprocess.Popen[str]],
 ) -> None:
     ours = {children[k].pid for k in ("env", "low_only", "torch")}
-    jobs = {job.pid: job for job in sampler.find_ml_processes()}
+    jobs = {job.pid: job for job in mljobs.find_ml_processes()}
     assert set(jobs) >= ours
     assert children["plain"].pid not in jobs
     for pid in ours:  # each job is counted at its own RSS
@@ -125,24 +142,10 @@ def test_ml_bytes_counts_the_jobs_rss_and_not_unrelated_processes(
     # two scans, so it is not compared with one scan's sum.
     expected = sum(_rss(pid) for pid in ours)
     assert expected > 40 << 20
-    assert sampler.ml_bytes() >= 0.95 * expected
+    assert sum(job.bytes for job in mljobs.find_ml_processes()) >= 0.95 * expected
 
 
-@needs_torch
-def test_a_sample_carries_the_jobs_memory(children: dict[str, subprocess.Popen[str]]) -> None:
-    scanner = ProcessScanner()
-    sample = sampler.take_sample(scanner=scanner)
-    ours = sum(_rss(children[k].pid) for k in ("env", "low_only", "torch"))
-    assert sample.ml_bytes >= 0.95 * ours
-
-
-def test_another_users_processes_are_never_jobs(
-    children: dict[str, subprocess.Popen[str]],
-) -> None:
-    scanner = ProcessScanner(uid=os.getuid() + 4242)
-    assert scanner.scan() == []
-
-
+@slow
 @needs_torch
 def test_known_processes_are_not_examined_again_on_the_next_scan(
     children: dict[str, subprocess.Popen[str]],
@@ -169,6 +172,7 @@ def test_known_processes_are_not_examined_again_on_the_next_scan(
     assert {j.pid for j in first} & ours == {j.pid for j in second} & ours == ours
 
 
+@slow
 @needs_torch
 def test_a_python_that_imports_torch_after_it_was_first_seen_becomes_a_job() -> None:
     late = _spawn(HOLD.format(mib=4, extra="time.sleep(1.0)\nimport torch"))
@@ -186,16 +190,7 @@ def test_a_python_that_imports_torch_after_it_was_first_seen_becomes_a_job() -> 
         late.wait(timeout=30)
 
 
-def test_a_job_that_ends_leaves_the_count(children: dict[str, subprocess.Popen[str]]) -> None:
-    short = _spawn(HOLD.format(mib=4, extra=""), env={"PYTORCH_MPS_HIGH_WATERMARK_RATIO": "1"})
-    _ready(short)
-    scanner = ProcessScanner()
-    assert short.pid in {job.pid for job in scanner.scan()}
-    short.kill()
-    short.wait(timeout=30)
-    assert short.pid not in {job.pid for job in scanner.scan()}
-
-
+@slow
 def test_a_process_without_torch_is_looked_at_again_less_and_less_often() -> None:
     other = _spawn("", argv=["sleep", "120"])
     python = _spawn(HOLD.format(mib=1, extra=""))
@@ -235,6 +230,7 @@ def test_a_process_without_torch_is_looked_at_again_less_and_less_often() -> Non
             child.wait(timeout=30)
 
 
+@slow
 @needs_torch
 @pytest.mark.skipif(shutil.which("lsof") is None, reason="lsof is not installed")
 def test_lsof_sees_torch_mapped_in_a_process_as_macos_needs_it(
@@ -245,6 +241,7 @@ def test_lsof_sees_torch_mapped_in_a_process_as_macos_needs_it(
     assert not mljobs.torch_in_lsof(psutil.Process(children["plain"].pid))
 
 
+@slow
 @needs_torch
 @pytest.mark.skipif(shutil.which("lsof") is None, reason="lsof is not installed")
 def test_the_macos_way_finds_the_torch_python_and_skips_non_pythons(
@@ -263,6 +260,7 @@ def test_the_macos_way_finds_the_torch_python_and_skips_non_pythons(
     assert children["plain"].pid in looked_at
 
 
+@slow
 def test_a_shell_that_later_execs_a_python_with_the_variables_becomes_a_job() -> None:
     code = HOLD.format(mib=4, extra="")
     late = _spawn(
@@ -284,6 +282,7 @@ def test_a_shell_that_later_execs_a_python_with_the_variables_becomes_a_job() ->
         late.wait(timeout=30)
 
 
+@slow
 def test_a_reused_pid_is_examined_afresh(
     children: dict[str, subprocess.Popen[str]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -303,6 +302,7 @@ def test_a_reused_pid_is_examined_afresh(
     assert looked_at.count(pid) == 2
 
 
+@slow
 def test_the_scanner_forgets_processes_that_ended_so_a_long_running_daemon_does_not_grow() -> None:
     # A daemon runs for months while the user's machine starts and ends processes by the
     # hundred thousand: what the scanner keeps must follow the live table, not the history.

@@ -14,6 +14,8 @@ import pytest
 
 from tests.conftest import ROOT
 
+pytestmark = pytest.mark.slow  # builds a wheel
+
 PLIST = "mpsd/_data/launchd/io.github.mpsd.daemon.plist"
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from mpsd.machine import metal, mljobs, sampler, sysctl
+from mpsd.machine import macos, metal, mljobs, sampler
 from mpsd.setup import launchd
 
 pytestmark = [
@@ -71,15 +71,14 @@ def test_mps_memory_shows_in_the_phys_footprint() -> None:
         stderr=subprocess.PIPE,
         text=True,
     )
-    rusage = mljobs._Rusage()
     try:
         assert child.stdin is not None
         driver_base = _said(child, "base")
-        footprint_base = rusage.footprint(child.pid)
+        footprint_base = mljobs.footprint(child.pid)
         child.stdin.write("\n")
         child.stdin.flush()
         driver_held = _said(child, "held")
-        footprint_held = rusage.footprint(child.pid)
+        footprint_held = mljobs.footprint(child.pid)
     finally:
         child.kill()
         child.wait()
@@ -115,22 +114,23 @@ def test_the_ctypes_metal_read_equals_torchs_recommended_max_memory() -> None:
     )
 
 
-def test_the_sysctl_and_vm_stat_paths_agree() -> None:
-    """Free memory read by sysctl and by vm_stat: the same counters, the same sum?"""
+def test_the_sysctl_sum_agrees_with_vm_stats_counters() -> None:
+    """Free memory read by sysctl, and the same counters as vm_stat prints them: the same sum?"""
+    before = sampler.DarwinSource(vm_stat=lambda: None).read()
     text = sampler.run_vm_stat()
+    after = sampler.DarwinSource(vm_stat=lambda: None).read()
     assert text is not None, f"vm_stat could not be run. {PASTE}"
-    before = sampler.DarwinSource(readers=[sysctl.ctypes_reader], vm_stat=lambda: None).read()
-    by_vm_stat = sampler.DarwinSource(
-        readers=[{"hw.memsize": before.total_bytes}.get], vm_stat=sampler.run_vm_stat
-    ).read()
-    after = sampler.DarwinSource(readers=[sysctl.ctypes_reader], vm_stat=lambda: None).read()
-    assert (before.source, by_vm_stat.source, after.source) == ("sysctl", "vm_stat", "sysctl")
+    vm = macos.parse_vm_stat(text)
+    pages = [vm.get(k) for k in ("pages_free", "file_backed_pages", "pages_purgeable")]
+    assert vm.page_size and None not in pages, f"vm_stat lacks a counter: {text}. {PASTE}"
+    by_vm_stat = sum(p or 0 for p in pages) * vm.page_size
+    assert (before.source, after.source) == ("sysctl", "sysctl")
     low = min(before.available_bytes, after.available_bytes) - 8 * MIB
     high = max(before.available_bytes, after.available_bytes) + 8 * MIB
-    assert low <= by_vm_stat.available_bytes <= high, (
+    assert low <= by_vm_stat <= high, (
         f"sysctl said {before.available_bytes} then {after.available_bytes} bytes free "
-        f"({dict(before.parts)}), vm_stat in between {by_vm_stat.available_bytes} "
-        f"({dict(by_vm_stat.parts)}). {PASTE}, and the output of `vm_stat` run twice"
+        f"({dict(before.parts)}), vm_stat in between {by_vm_stat} ({text}). {PASTE}, and the "
+        "output of `vm_stat` run twice"
     )
 
 

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from mpsd.probe import swapwatch
+from mpsd.probe.runner import choose_watch
 from tests.conftest import run_mpsd
 
 pytestmark = [
@@ -23,7 +23,7 @@ def _has_mps() -> bool:
 
 
 def test_the_swap_watch_reads_this_macs_counters() -> None:
-    swapouts, pressure = swapwatch.choose_watch()()
+    swapouts, pressure = choose_watch()()
     assert isinstance(swapouts, int) and swapouts >= 0
     assert pressure in (1, 2, 4)
 

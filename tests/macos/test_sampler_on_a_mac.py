@@ -7,7 +7,6 @@ import os
 import platform
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -28,9 +27,7 @@ def run(*argv: str) -> str:
 
 
 def sysctl_n(name: str) -> int:
-    value = macos.sysctl_int(run("sysctl", "-n", name), name)
-    assert value is not None, name
-    return value
+    return int(run("sysctl", "-n", name))
 
 
 def memsize() -> int:
@@ -39,7 +36,7 @@ def memsize() -> int:
 
 @pytest.mark.parametrize("name", ["hw.memsize", "vm.pagesize", "hw.pagesize"])
 def test_ctypes_sysctl_equals_the_sysctl_command_for_fixed_values(name: str) -> None:
-    assert sysctl.ctypes_reader(name) == sysctl_n(name)
+    assert sysctl.read(name) == sysctl_n(name)
 
 
 @pytest.mark.parametrize(
@@ -52,7 +49,7 @@ def test_ctypes_sysctl_equals_the_sysctl_command_for_fixed_values(name: str) -> 
     ],
 )
 def test_ctypes_page_counters_are_close_to_the_sysctl_command(name: str) -> None:
-    ours = sysctl.ctypes_reader(name)
+    ours = sysctl.read(name)
     theirs = sysctl_n(name)
     assert ours is not None
     pages = memsize() // sysctl_n("vm.pagesize")
@@ -60,25 +57,13 @@ def test_ctypes_page_counters_are_close_to_the_sysctl_command(name: str) -> None
 
 
 def test_pressure_level_is_one_of_the_kernels_levels() -> None:
-    assert sysctl.ctypes_reader("kern.memorystatus_vm_pressure_level") in (1, 2, 4)
-
-
-def test_available_memory_matches_vm_stat_within_tolerance() -> None:
-    memory = sampler.DarwinSource().read()
-    vm = macos.parse_vm_stat(run("vm_stat"))
-    assert memory.source == "sysctl"
-    assert memory.total_bytes == memsize()
-    page = vm.page_size
-    free, file_backed = vm.get("pages_free"), vm.get("file_backed_pages")
-    assert page and free is not None and file_backed is not None
-    expected = (free + file_backed + (vm.get("pages_purgeable") or 0)) * page
-    assert abs(memory.available_bytes - expected) <= 0.03 * memory.total_bytes
+    assert sysctl.read("kern.memorystatus_vm_pressure_level") in (1, 2, 4)
 
 
 def test_free_pages_have_the_same_meaning_as_vm_stats() -> None:
     """vm_stat prints free without speculative; so must our free + speculative sum."""
     vm = macos.parse_vm_stat(run("vm_stat"))
-    free = sysctl.ctypes_reader("vm.page_free_count")
+    free = sysctl.read("vm.page_free_count")
     assert free is not None and vm.get("pages_free") is not None
     pages = memsize() // sysctl_n("vm.pagesize")
     assert abs(free - (vm.get("pages_free") or 0)) <= 0.02 * pages
@@ -86,27 +71,18 @@ def test_free_pages_have_the_same_meaning_as_vm_stats() -> None:
 
 def test_swapouts_follow_vm_stat() -> None:
     before = macos.parse_vm_stat(run("vm_stat")).swapouts
-    ours = sampler.DarwinSource().swapouts()
+    ours = sampler.DarwinSource().read().swapouts
     after = macos.parse_vm_stat(run("vm_stat")).swapouts
     assert before is not None and ours is not None and after is not None
     assert before <= ours <= after
 
 
-def test_a_whole_sample_is_sane_and_cheap() -> None:
-    sampler.take_sample()
-    start = time.process_time()
-    for _ in range(20):
-        sample = sampler.take_sample()
-    per_sample = (time.process_time() - start) / 20
+def test_a_whole_sample_is_sane() -> None:
+    """What it costs is measured by bench/sample_cost.py (the contract: 5 ms of CPU)."""
+    sample = sampler.take_sample()[0]
+    assert sample.source == "sysctl"
     assert 0 < sample.available_bytes <= sample.total_bytes == memsize()
     assert sample.pressure in (1, 2, 4)
-    assert per_sample < 0.05  # the contract (5 ms) is measured by bench/sample_cost.py
-
-
-def test_sysctl_dash_a_parses_the_integers_mpsd_reads() -> None:
-    dump = run("sysctl", "hw.memsize", "vm.pagesize", "kern.memorystatus_vm_pressure_level")
-    assert macos.sysctl_int(dump, "hw.memsize") == memsize()
-    assert macos.sysctl_int(dump, "kern.memorystatus_vm_pressure_level") in (1, 2, 4)
 
 
 def test_phys_footprint_of_a_job_counts_what_it_allocated() -> None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import types
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -55,116 +57,80 @@ def test_apply_keeps_values_set_by_hand(project: Path, monkeypatch: pytest.Monke
     assert LOW_VAR not in os.environ
 
 
-def test_apply_in_a_fresh_process_reaches_torch_through_the_environment(project: Path) -> None:
+class FakeTorch(types.ModuleType):
+    """torch as apply() sees it after `import torch`: only ``backends.mps.is_available`` and
+    ``mps.set_per_process_memory_fraction`` exist, so any call that would reach the allocator
+    fails the test."""
+
+    def __init__(self, mps: bool = True, setter: object = None) -> None:
+        super().__init__("torch")
+        self.fractions: list[float] = []
+        self.backends = types.SimpleNamespace(mps=types.SimpleNamespace(is_available=lambda: mps))
+        self.mps = types.SimpleNamespace()
+        if setter is not False:
+            self.mps.set_per_process_memory_fraction = setter or self.fractions.append
+
+
+def test_apply_after_import_torch_sets_the_fraction_without_asking_the_allocator(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    torch = FakeTorch()
+    monkeypatch.setitem(sys.modules, "torch", torch)
+    result = mpsd.apply()
+    assert (result.action, result.high, result.low) == (FRACTION, "0.77", "0.7")
+    assert torch.fractions == [0.77]
+
+
+@pytest.mark.parametrize("torch", [FakeTorch(mps=False), FakeTorch(setter=False)])
+def test_apply_after_a_torch_without_mps_or_older_than_2_0_sets_the_environment_quietly(
+    project: Path, monkeypatch: pytest.MonkeyPatch, torch: FakeTorch
+) -> None:
+    monkeypatch.setitem(sys.modules, "torch", torch)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        result = mpsd.apply()
+    assert (result.action, os.environ[HIGH_VAR]) == (ENVIRONMENT, "0.77")
+
+
+def test_apply_warns_when_torch_refuses_the_fraction(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def refuse(fraction: float) -> None:
+        raise RuntimeError("invalid fraction")
+
+    monkeypatch.setitem(sys.modules, "torch", FakeTorch(setter=refuse))
+    with pytest.warns(RuntimeWarning, match="restart it") as seen:
+        result = mpsd.apply()
+    assert (result.action, os.environ[HIGH_VAR]) == (ENVIRONMENT, "0.77")
+    assert "set_per_process_memory_fraction(0.77) failed: invalid fraction" in str(seen[0].message)
+
+
+@pytest.mark.slow
+def test_apply_then_the_real_torch_reads_the_environment_and_nothing_reaches_the_allocator(
+    project: Path,
+) -> None:
+    """With the real (CPU) torch: apply() before `import torch`, then again after it, calls no
+    torch.mps function that would start the allocator."""
     pytest.importorskip("torch")
-    code = (
-        "import mpsd, os; r = mpsd.apply(); import torch; "
-        f"print(r.action, os.environ['{HIGH_VAR}'], 'torch' in __import__('sys').modules)"
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", code], cwd=project, capture_output=True, text=True, timeout=120
-    )
-    assert out.stdout.split() == ["environment", "0.77", "True"], out.stderr
-
-
-# Run in a fresh process with the real (CPU) torch: torch.mps functions that would reach the
-# allocator are replaced by ones that record the call, so a test sees any of them used.
-ALLOCATOR_WATCH = """
+    code = f"""
 import os, sys, warnings
+import mpsd
+first = mpsd.apply()
+assert "torch" not in sys.modules
 import torch
-warnings.simplefilter("error")  # any warning apply() gives fails the run
+warnings.simplefilter("error")
 reached = []
 for name in ("driver_allocated_memory", "current_allocated_memory", "recommended_max_memory",
              "empty_cache", "synchronize"):
-    if hasattr(torch.mps, name):
-        setattr(torch.mps, name, lambda *a, _n=name: reached.append(_n) or 0)
-fractions = []
-{setup}
-import mpsd
-r = mpsd.apply()
-print(r.action, os.environ.get("{high}"), os.environ.get("{low}"), fractions, reached)
+    setattr(torch.mps, name, lambda *a, _n=name: reached.append(_n) or 0)
+second = mpsd.apply()
+print(first.action, second.action, os.environ["{HIGH_VAR}"], os.environ["{LOW_VAR}"], reached)
 """
-
-
-def _watched(project: Path, setup: str = "") -> list[str]:
-    pytest.importorskip("torch")
-    code = ALLOCATOR_WATCH.format(setup=setup, high=HIGH_VAR, low=LOW_VAR)
     done = subprocess.run(
         [sys.executable, "-c", code], cwd=project, capture_output=True, text=True, timeout=180
     )
     assert done.returncode == 0, done.stderr
-    return done.stdout.strip().split(None, 3)
-
-
-def test_apply_after_import_torch_without_mps_sets_the_environment_and_raises_nothing(
-    project: Path,
-) -> None:
-    """The CPU build of torch has no MPS: nothing to call in torch, nothing reaches it."""
-    action, high, low, rest = _watched(project)
-    assert (action, high, low) == (ENVIRONMENT, "0.77", "0.7")
-    assert rest == "[] []"
-
-
-def test_apply_after_import_torch_with_mps_sets_the_fraction_without_asking_the_allocator(
-    project: Path,
-) -> None:
-    setup = (
-        "torch.backends.mps.is_available = lambda: True\n"
-        "torch.mps.set_per_process_memory_fraction = fractions.append\n"
-    )
-    action, high, low, rest = _watched(project, setup)
-    assert (action, high, low) == (FRACTION, "0.77", "0.7")
-    assert rest == "[0.77] []"  # the fraction set; no allocator query before it
-
-
-def test_apply_warns_when_torch_refuses_the_fraction(project: Path) -> None:
-    code = (
-        "import os, warnings, torch\n"
-        "torch.backends.mps.is_available = lambda: True\n"
-        "def refuse(f): raise RuntimeError('invalid fraction')\n"
-        "torch.mps.set_per_process_memory_fraction = refuse\n"
-        "import mpsd\n"
-        "with warnings.catch_warnings(record=True) as seen:\n"
-        "    warnings.simplefilter('always')\n"
-        "    r = mpsd.apply()\n"
-        f"print(r.action, os.environ['{HIGH_VAR}'])\n"
-        "print(seen[0].message)\n"
-    )
-    pytest.importorskip("torch")
-    done = subprocess.run(
-        [sys.executable, "-c", code], cwd=project, capture_output=True, text=True, timeout=180
-    )
-    assert done.returncode == 0, done.stderr
-    first, message = done.stdout.splitlines()[:2]
-    assert first == f"{ENVIRONMENT} 0.77"
-    assert "set_per_process_memory_fraction(0.77) failed: invalid fraction" in message
-    assert "restart it" in message
-
-
-def test_apply_with_a_torch_older_than_2_0_sets_the_environment_quietly(project: Path) -> None:
-    setup = (
-        "torch.backends.mps.is_available = lambda: True\n"
-        "del torch.mps.set_per_process_memory_fraction\n"
-    )
-    action, high, _, rest = _watched(project, setup)
-    assert (action, high, rest) == (ENVIRONMENT, "0.77", "[] []")
-
-
-def test_apply_before_import_torch_sets_the_environment_torch_then_reads(project: Path) -> None:
-    code = (
-        "import os, sys, mpsd\n"
-        "r = mpsd.apply()\n"
-        "assert 'torch' not in sys.modules\n"
-        f"seen = os.environ['{HIGH_VAR}'], os.environ['{LOW_VAR}']\n"
-        "import torch\n"
-        "print(r.action, *seen)\n"
-    )
-    pytest.importorskip("torch")
-    done = subprocess.run(
-        [sys.executable, "-c", code], cwd=project, capture_output=True, text=True, timeout=180
-    )
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == [ENVIRONMENT, "0.77", "0.7"]
+    assert done.stdout.split() == [ENVIRONMENT, ENVIRONMENT, "0.77", "0.7", "[]"]
 
 
 def test_import_mpsd_stays_light() -> None:

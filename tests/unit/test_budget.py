@@ -5,8 +5,8 @@ import sys
 import pytest
 
 import mpsd
-from mpsd.env import budget as mps_budget
 from mpsd.env.budget import BudgetError
+from mpsd.env.watermarks import strtod
 
 GIB = 1 << 30
 
@@ -76,13 +76,11 @@ def test_no_cap_in_force_is_an_error_not_a_number(
 
 
 def test_the_ratio_is_read_as_pytorchs_strtod_reads_it() -> None:
-    assert mps_budget.strtod("0.8") == 0.8
-    assert mps_budget.strtod(" 0.75xyz") == 0.75
-    assert mps_budget.strtod("1e-1") == 0.1
-    assert mps_budget.strtod(".5") == 0.5
-    assert mps_budget.strtod("garbage") == 0.0
-    assert mps_budget.default_high_ratio("1.13.1") == 0.0
-    assert mps_budget.default_high_ratio("2.13.0+cpu") == 1.7
+    assert strtod("0.8") == 0.8
+    assert strtod(" 0.75xyz") == 0.75
+    assert strtod("1e-1") == 0.1
+    assert strtod(".5") == 0.5
+    assert strtod("garbage") == 0.0
 
 
 def test_without_mps_the_error_says_what_mps_needs() -> None:

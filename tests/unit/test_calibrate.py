@@ -4,9 +4,10 @@ from pathlib import Path
 
 import pytest
 
+from mpsd.commands.probe import set_headroom
 from mpsd.config import ConfigError, load_config
 from mpsd.probe import verdict as pv
-from mpsd.probe.calibrate import calibrate, set_headroom
+from mpsd.probe.verdict import calibrate
 
 
 def _run_swapping_above(
@@ -127,13 +128,13 @@ def test_an_out_of_range_headroom_is_refused(tmp_path: Path) -> None:
 def test_a_config_that_cannot_be_written_is_one_sentence_and_left_untouched(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    import mpsd.atomic
     from mpsd.errors import MpsdError
-    from mpsd.probe import calibrate as calibrate_mod
 
     def read_only(path: Path, data: bytes, mode: int | None = None, **kw: object) -> bool:
         raise PermissionError(13, "Permission denied", str(path))
 
-    monkeypatch.setattr(calibrate_mod, "write_atomic", read_only)
+    monkeypatch.setattr(mpsd.atomic, "write_atomic", read_only)
     path = tmp_path / "config.toml"
     path.write_text("interval = 30\n")
     with pytest.raises(MpsdError, match=r"cannot be written \(Permission denied\)"):

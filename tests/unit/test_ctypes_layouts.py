@@ -42,7 +42,9 @@ SYSCTLBYNAME = ctypes.CFUNCTYPE(
 )
 
 
-def test_phys_footprint_is_read_from_its_place_in_rusage_info_v0() -> None:
+def test_phys_footprint_is_read_from_its_place_in_rusage_info_v0(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     calls: list[tuple[int, int]] = []
 
     def proc_pid_rusage(pid: int, flavor: int, buffer: int) -> int:
@@ -51,17 +53,15 @@ def test_phys_footprint_is_read_from_its_place_in_rusage_info_v0() -> None:
         ctypes.memmove(buffer, ctypes.byref(info), ctypes.sizeof(info))
         return 0
 
-    rusage = mljobs._Rusage()
-    rusage.function = RUSAGE(proc_pid_rusage)
-    assert rusage.footprint(4242) == 3 << 30
+    monkeypatch.setattr(mljobs, "_proc_pid_rusage", lambda: RUSAGE(proc_pid_rusage))
+    assert mljobs.footprint(4242) == 3 << 30
     assert calls == [(4242, 0)]  # RUSAGE_INFO_V0
-    assert ctypes.sizeof(RusageInfoV0) == mljobs._Rusage.SIZE
+    assert ctypes.sizeof(RusageInfoV0) == mljobs.RUSAGE_SIZE
 
 
-def test_a_failed_proc_pid_rusage_is_none() -> None:
-    rusage = mljobs._Rusage()
-    rusage.function = RUSAGE(lambda pid, flavor, buffer: -1)
-    assert rusage.footprint(1) is None
+def test_a_failed_proc_pid_rusage_is_none(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(mljobs, "_proc_pid_rusage", lambda: RUSAGE(lambda pid, fl, buf: -1))
+    assert mljobs.footprint(1) is None
 
 
 @pytest.mark.parametrize(
@@ -82,15 +82,12 @@ def test_sysctlbyname_values_of_4_and_8_bytes_are_read_whole(
         size.contents.value = ctypes.sizeof(ctype)
         return 0
 
-    libc = sysctl._Libc()
-    libc.function = SYSCTLBYNAME(sysctlbyname)
-    monkeypatch.setattr(sysctl, "_libc", libc)
-    assert sysctl.ctypes_reader("vm.page_free_count") == value
+    monkeypatch.setattr(sysctl, "_sysctlbyname", lambda: SYSCTLBYNAME(sysctlbyname))
+    assert sysctl.read("vm.page_free_count") == value
     assert names == [b"vm.page_free_count"]
 
 
 def test_an_unknown_sysctl_is_none(monkeypatch: pytest.MonkeyPatch) -> None:
-    libc = sysctl._Libc()
-    libc.function = SYSCTLBYNAME(lambda name, old, size, new, n: -1)
-    monkeypatch.setattr(sysctl, "_libc", libc)
-    assert sysctl.ctypes_reader("iogpu.wired_limit_mb") is None
+    failing = SYSCTLBYNAME(lambda name, old, size, new, n: -1)
+    monkeypatch.setattr(sysctl, "_sysctlbyname", lambda: failing)
+    assert sysctl.read("iogpu.wired_limit_mb") is None

@@ -1,43 +1,28 @@
-"""mpsd.files and mpsd.atomic against what a hostile machine puts where mpsd's files go."""
+"""mpsd.files and mpsd.atomic: reads that never hang or run away, atomic writes, private dirs,
+and the trust rule at the one place every read and write of mpsd's dirs goes through."""
 
 from __future__ import annotations
 
 import os
-import stat
-import threading
-import time
 from pathlib import Path
 
 import pytest
 
+from mpsd import paths
 from mpsd.atomic import clean_stale_temps, write_atomic
 from mpsd.files import UnsafeFileError, ensure_dir, read_bytes
 
 
-def test_reading_a_fifo_is_refused_at_once_instead_of_hanging(tmp_path: Path) -> None:
-    fifo = tmp_path / "limits.toml"
-    os.mkfifo(fifo)
-    started = time.monotonic()
-    with pytest.raises(UnsafeFileError, match="it is a FIFO, not a regular file"):
-        read_bytes(fifo)
-    assert time.monotonic() - started < 1
-
-
-def test_a_directory_and_a_socket_are_refused_with_their_kind(tmp_path: Path) -> None:
+def test_a_fifo_or_directory_is_refused_at_once_instead_of_hanging(tmp_path: Path) -> None:
+    # Protects the user's files mpsd reads (rc files, plists) as much as its own.
+    os.mkfifo(tmp_path / ".zshrc")
     (tmp_path / "d").mkdir()
-    os.mknod(tmp_path / "s", stat.S_IFSOCK | 0o600)
+    with pytest.raises(UnsafeFileError, match="it is a FIFO, not a regular file"):
+        read_bytes(tmp_path / ".zshrc")
     with pytest.raises(UnsafeFileError, match="it is a directory"):
         read_bytes(tmp_path / "d")
-    with pytest.raises(UnsafeFileError, match="socket"):
-        read_bytes(tmp_path / "s")
-
-
-def test_a_symlink_is_refused_only_when_links_are_not_followed(tmp_path: Path) -> None:
-    (tmp_path / "real").write_bytes(b"x")
-    (tmp_path / "link").symlink_to(tmp_path / "real")
-    assert read_bytes(tmp_path / "link") == b"x"
-    with pytest.raises(UnsafeFileError, match="symbolic link"):
-        read_bytes(tmp_path / "link", follow=False)
+    with pytest.raises(UnsafeFileError, match="FIFO"):
+        write_atomic(tmp_path / ".zshrc", b"new")
 
 
 def test_a_file_over_the_limit_is_refused_before_it_is_read(tmp_path: Path) -> None:
@@ -61,21 +46,51 @@ def test_directories_mpsd_creates_are_private_whatever_the_umask(tmp_path: Path)
     assert existing.stat().st_mode & 0o777 == 0o755  # not ours: left alone
 
 
-def test_an_atomic_write_never_writes_through_a_planted_link(tmp_path: Path) -> None:
-    victim = tmp_path / "victim"
-    victim.write_bytes(b"precious")
-    link = tmp_path / "limits.toml"
-    link.symlink_to(victim)
-    with pytest.raises(UnsafeFileError, match="symbolic link"):
-        write_atomic(link, b"new")
-    assert victim.read_bytes() == b"precious" and link.is_symlink()
+def test_a_dir_of_mpsd_writable_by_others_is_read_as_absent_and_never_written() -> None:
+    for directory in (paths.config_dir(), paths.state_dir(), paths.data_dir()):
+        directory.mkdir()
+        (directory / "file").write_bytes(b"planted")
+        assert read_bytes(directory / "file") == b"planted"
+        directory.chmod(0o777)
+        with pytest.raises(FileNotFoundError):
+            read_bytes(directory / "file")
+        refused = pytest.raises(UnsafeFileError, match=r"writable by others .*chmod go-w")
+        with refused:
+            write_atomic(directory / "file", b"mine")
+        with refused:
+            ensure_dir(directory / "sub")
+        assert (directory / "file").read_bytes() == b"planted"
+        assert not (directory / "sub").exists()
 
 
-def test_an_atomic_write_refuses_a_fifo_without_hanging(tmp_path: Path) -> None:
-    fifo = tmp_path / "limits.toml"
-    os.mkfifo(fifo)
-    with pytest.raises(UnsafeFileError, match="FIFO"):
-        write_atomic(fifo, b"new")
+def test_the_same_file_elsewhere_is_read_and_written_as_usual(tmp_path: Path) -> None:
+    shared = tmp_path / "shared"
+    shared.mkdir(mode=0o777)
+    shared.chmod(0o777)  # not one of mpsd's dirs: the rule is not for the user's other files
+    assert write_atomic(shared / ".bashrc", b"mine")
+    assert read_bytes(shared / ".bashrc") == b"mine"
+
+
+def test_an_atomic_write_of_an_unchanged_file_is_skipped(tmp_path: Path) -> None:
+    path = tmp_path / "limits.toml"
+    assert write_atomic(path, b"x", mode=0o600)
+    first = path.stat().st_mtime_ns
+    assert not write_atomic(path, b"x")
+    assert path.stat().st_mtime_ns == first and path.stat().st_mode & 0o777 == 0o600
+
+
+def test_a_symlinked_user_file_is_written_through_its_link_and_keeps_its_mode(
+    tmp_path: Path,
+) -> None:
+    real = tmp_path / "dotfiles" / "bashrc"
+    real.parent.mkdir()
+    real.write_text("old\n")
+    real.chmod(0o600)
+    link = tmp_path / ".bashrc"
+    link.symlink_to(real)
+    assert write_atomic(link, b"new\n", follow_links=True)
+    assert link.is_symlink() and real.read_text() == "new\n"
+    assert real.stat().st_mode & 0o777 == 0o600
 
 
 def test_a_hard_linked_user_file_is_rewritten_in_place_so_its_twin_follows(tmp_path: Path) -> None:
@@ -98,45 +113,3 @@ def test_only_old_temps_of_mpsd_own_name_pattern_are_cleaned(tmp_path: Path) -> 
         os.utime(path, (1, 1))
     assert clean_stale_temps(target) == [stale.name]
     assert fresh.exists() and all(p.exists() for p in users)
-
-
-def test_a_writer_to_a_fifo_does_not_block_the_reader_check(tmp_path: Path) -> None:
-    # A FIFO with a writer attached still is no regular file: refused, not read.
-    fifo = tmp_path / "config.toml"
-    os.mkfifo(fifo)
-    done = threading.Event()
-
-    def writer() -> None:
-        try:
-            fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
-        except OSError:
-            return
-        done.wait(5)
-        os.close(fd)
-
-    thread = threading.Thread(target=writer)
-    thread.start()
-    try:
-        with pytest.raises(UnsafeFileError):
-            read_bytes(fifo)
-    finally:
-        done.set()
-        thread.join()
-
-
-def test_the_free_memory_view_is_never_written_through_a_planted_link(tmp_path: Path) -> None:
-    from mpsd.machine.sampler import write_parts
-
-    victim = tmp_path / "victim"
-    victim.write_bytes(b"precious")
-    view = tmp_path / "state" / "free-memory.json"
-    view.parent.mkdir()
-    (view.parent / f".free-memory.json.{os.getpid()}.tmp").symlink_to(victim)
-    view.symlink_to(victim)
-    old = os.umask(0)
-    try:
-        write_parts({"t": 1.0}, str(view))
-    finally:
-        os.umask(old)
-    assert victim.read_bytes() == b"precious"
-    assert not view.is_symlink() and view.stat().st_mode & 0o777 == 0o644

@@ -1,5 +1,5 @@
-"""Free memory on macOS is free + file-backed + purgeable pages, on the vm_stat path and the
-sysctl path alike, for every recorded vm_stat output.
+"""Free memory on macOS is free + file-backed + purgeable pages, for every recorded vm_stat
+output: the sampler is fed the same kernel counters under their sysctl names.
 
 The expected value is worked out here from the output's own labelled lines, by the kernel's
 definitions (docs/macos-and-pytorch.md, "Free memory"):
@@ -20,28 +20,11 @@ import re
 
 import pytest
 
-from mpsd.machine.sampler import DarwinSource, Memory
+from mpsd.machine.sampler import DarwinSource
 from tests.fixture_files import command_outputs
 
 VM_STAT_RECORDS = {
     row["id"]: str(row["text"]) for row in command_outputs() if row["command"].startswith("vm_stat")
-}
-
-# hw.memsize of the Mac each recording came from (its record's context or its sysctl pair;
-# for the last five the page queues' total, as the context infers).
-RAM = {
-    "vm_stat-wazuh-22113": 32 << 30,
-    "vm_stat-matlab-intel-64gb": 64 << 30,
-    "vm_stat-buntest-16gb-as": 16 << 30,
-    "vm_stat-telegraf-10632-8gb-partial": 8 << 30,
-    "vm_stat-hmcl-4876-partial": 24 << 30,
-    "vm_stat-ansible-silicon-m1pro-32gb": 34359738368,
-    "vm_stat-ansible-intel-vm-2gb": 2147483648,
-    "vm_stat-ohai-old-format-16gb": 17179869184,
-    "vm_stat-openclaw-mini2-20260526": 34359738368,
-    "vm_stat-openclaw-mini2-20260529": 34359738368,
-    "vm_stat-fhem-sysmon-osx-8gb": 8589934592,
-    "vm_stat-benchmarkdotnet-847": 16 << 30,
 }
 
 
@@ -52,16 +35,8 @@ def labelled(text: str) -> tuple[int, dict[str, int]]:
     return page, {label: int(value) for label, value in lines}
 
 
-def kernel_available(text: str) -> int:
-    """free + file-backed + purgeable, in bytes."""
-    page, fields = labelled(text)
-    return (
-        fields["Pages free"] + fields["File-backed pages"] + fields.get("Pages purgeable", 0)
-    ) * page
-
-
 # Every recording that prints the three counters (the old format and the first-12-lines
-# paste have no "File-backed pages" line: sysctl would have given one, the text does not).
+# paste have no "File-backed pages" line).
 WHOLE = sorted(
     record_id
     for record_id, text in VM_STAT_RECORDS.items()
@@ -69,100 +44,33 @@ WHOLE = sorted(
 )
 
 
-def test_every_recorded_vm_stat_output_is_covered() -> None:
-    assert len(VM_STAT_RECORDS) >= 13
-
-
-def no_psutil() -> tuple[int, int]:
-    return -1, -1  # a reading no sum of pages can equal
-
-
-def by_vm_stat_alone(text: str) -> Memory:
-    """The sampler's reading when sysctl gives only the RAM size and ``text`` is vm_stat's."""
-    only_ram = {"hw.memsize": 16 << 30}
-    return DarwinSource(readers=[only_ram.get], vm_stat=lambda: text, fallback=no_psutil).read()
-
-
-@pytest.mark.parametrize("record_id", WHOLE)
-def test_vm_stat_path_gives_the_kernels_free_memory(record_id: str) -> None:
-    text = VM_STAT_RECORDS[record_id]
-    memory = by_vm_stat_alone(text)
-    assert memory.source == "vm_stat"
-    assert memory.available_bytes == kernel_available(text)
-
-
-def sysctls_of(text: str, memsize: int) -> dict[str, int]:
-    """What sysctlbyname returns at the moment vm_stat printed ``text``: the same kernel
-    counters under their sysctl names (vm_stat's "Pages free" is vm.page_free_count)."""
+def by_sysctl(text: str) -> int:
+    """The sampler's free memory when sysctlbyname returns the counters vm_stat printed."""
     page, fields = labelled(text)
-    return {
+    values = {
         "vm.page_free_count": fields["Pages free"],
         "vm.page_speculative_count": fields["Pages speculative"],
         "vm.page_pageable_external_count": fields["File-backed pages"],
         "vm.page_purgeable_count": fields["Pages purgeable"],
         "vm.pagesize": page,
-        "hw.memsize": memsize,
-        "kern.memorystatus_vm_pressure_level": 1,
+        "hw.memsize": 64 << 30,
     }
+    memory = DarwinSource(read=values.get, vm_stat=lambda: text).read()
+    assert memory.source == "sysctl"
+    return memory.available_bytes
 
 
-def test_the_sysctl_path_is_checked_on_all_but_the_two_outputs_without_file_backed() -> None:
+def test_all_but_the_two_outputs_without_file_backed_pages_are_checked() -> None:
     assert set(VM_STAT_RECORDS) - set(WHOLE) == {
         "vm_stat-ohai-old-format-16gb",
         "vm_stat-timnewmac-16gb-wide-first12",
     }
+    assert len(WHOLE) >= 11
 
 
 @pytest.mark.parametrize("record_id", WHOLE)
-def test_sysctl_path_gives_the_kernels_free_memory_and_shows_its_parts(record_id: str) -> None:
+def test_free_memory_is_the_kernels_free_plus_file_backed_plus_purgeable(record_id: str) -> None:
     text = VM_STAT_RECORDS[record_id]
-    values = sysctls_of(text, RAM[record_id])
-    source = DarwinSource(readers=[values.get], vm_stat=lambda: text)
-    memory = source.read()
-    assert memory.source == "sysctl"
-    assert memory.available_bytes == kernel_available(text)
-    assert memory.total_bytes == RAM[record_id]
-    parts = memory.parts
-    assert (
-        parts["page_size"]
-        * (parts["free_pages"] + parts["file_backed_pages"] + parts["purgeable_pages"])
-        == memory.available_bytes
-    )
-    assert parts["free_pages"] == values["vm.page_free_count"]
-
-
-@pytest.mark.parametrize("record_id", WHOLE)
-def test_sysctl_and_vm_stat_paths_agree_on_the_same_counters(record_id: str) -> None:
-    text = VM_STAT_RECORDS[record_id]
-    values = sysctls_of(text, RAM[record_id])
-    by_sysctl = DarwinSource(readers=[values.get], vm_stat=lambda: text).read()
-    only_totals = {"hw.memsize": RAM[record_id]}
-    by_vm_stat = DarwinSource(readers=[only_totals.get], vm_stat=lambda: text).read()
-    assert by_vm_stat.source == "vm_stat"
-    assert by_vm_stat.available_bytes == by_sysctl.available_bytes
-    assert by_vm_stat.parts == by_sysctl.parts
-
-
-def test_the_double_count_on_the_recorded_32_gb_mac_mini_was_2_8_gib() -> None:
-    """The figure the issue quotes: after swap use the mini had 183582 speculative pages."""
-    text = VM_STAT_RECORDS["vm_stat-openclaw-mini2-20260529"]
     page, fields = labelled(text)
-    assert round(fields["Pages speculative"] * page / (1 << 30), 1) == 2.8
-    assert by_vm_stat_alone(text).available_bytes == kernel_available(text)
-
-
-@pytest.mark.parametrize(
-    "record_id", ["vm_stat-ohai-old-format-16gb", "vm_stat-timnewmac-16gb-wide-first12"]
-)
-def test_a_vm_stat_without_file_backed_pages_is_not_summed_but_left_to_psutil(
-    record_id: str,
-) -> None:
-    """Before OS X 10.9 vm_stat had no "File-backed pages" (every Apple Silicon Mac has it), and
-    a paste can be cut before it: no sum is made from such an output (speculative pages are
-    not a stand-in), so the next source gives the figure."""
-    text = VM_STAT_RECORDS[record_id]
-    assert "File-backed pages" not in text
-    memory = DarwinSource(
-        readers=[{"hw.memsize": 16 << 30}.get], vm_stat=lambda: text, fallback=lambda: (5, 16)
-    ).read()
-    assert memory.source == "psutil" and memory.available_bytes == 5
+    expected = fields["Pages free"] + fields["File-backed pages"] + fields["Pages purgeable"]
+    assert by_sysctl(text) == expected * page

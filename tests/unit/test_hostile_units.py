@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sqlite3
 import time
 from pathlib import Path
@@ -12,7 +11,6 @@ import pytest
 from mpsd.config import ConfigError, load_config
 from mpsd.daemon.history import HistoryError, Store
 from mpsd.durations import parse_duration
-from mpsd.locks import PidLock
 from mpsd.machine.sample import Sample
 from mpsd.setup import rcfile
 
@@ -61,33 +59,6 @@ def test_the_duration_pattern_is_linear_on_runs_of_spaces() -> None:
     assert parse_duration(" 2 h ") == 7200
 
 
-def test_a_deleted_lock_file_is_taken_again_and_a_second_lock_still_refused(
-    tmp_path: Path,
-) -> None:
-    path = tmp_path / "state" / "daemon.lock"
-    first = PidLock(path)
-    assert first.acquire()
-    os.unlink(path)
-    assert not first.intact()
-    assert not PidLock(path).acquire()  # the directory lock still keeps a second one out
-    assert first.still_held() and first.intact()
-    assert PidLock(path).holder() == os.getpid()
-    first.release()
-
-
-def test_a_deleted_state_dir_is_recreated_by_the_lock_holder(tmp_path: Path) -> None:
-    import shutil
-
-    path = tmp_path / "state" / "daemon.lock"
-    first = PidLock(path)
-    assert first.acquire()
-    shutil.rmtree(path.parent)
-    assert first.still_held()
-    assert path.exists() and first.intact()
-    assert not PidLock(path).acquire()
-    first.release()
-
-
 def _store_with(tmp_path: Path, rows: list[tuple[object, ...]]) -> Path:
     path = tmp_path / "history.sqlite3"
     with Store.open(path) as store:
@@ -122,15 +93,6 @@ def test_a_history_without_its_samples_table_is_corrupt_so_it_is_moved_aside(
     assert caught.value.corrupt
     with pytest.raises(HistoryError):
         Store.open_readonly(path)
-
-
-def test_a_symlink_as_the_history_is_refused(tmp_path: Path) -> None:
-    victim = tmp_path / "victim"
-    victim.write_bytes(b"precious")
-    (tmp_path / "history.sqlite3").symlink_to(victim)
-    with pytest.raises(HistoryError, match="symbolic link"):
-        Store.open(tmp_path / "history.sqlite3")
-    assert victim.read_bytes() == b"precious"
 
 
 @pytest.mark.parametrize("user", [b"alias a=b\n", b"alias a=b", b"", b"x\n\n"])

@@ -1,14 +1,12 @@
 from __future__ import annotations
 
 import datetime as dt
-import os
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from mpsd import limits, paths
-from mpsd.atomic import write_atomic
 from mpsd.ratio import estimate_recommended_max, floor2, high_ratio, low_ratio
 from tests.installkit import sample_limits
 
@@ -62,18 +60,6 @@ def test_same_values_ignores_ratio_moves_under_a_hundredth():
     assert moved.same_values(SAMPLE)
     assert not replace(SAMPLE, high_watermark_ratio=0.76).same_values(SAMPLE)
     assert not replace(SAMPLE, projects=()).same_values(SAMPLE)
-
-
-def test_atomic_write_through_a_symlink_keeps_the_link_and_the_mode(tmp_path: Path):
-    real = tmp_path / "dotfiles" / "bashrc"
-    real.parent.mkdir()
-    real.write_text("old\n")
-    os.chmod(real, 0o600)
-    link = tmp_path / ".bashrc"
-    link.symlink_to(real)
-    assert write_atomic(link, b"new\n", follow_links=True)
-    assert link.is_symlink() and real.read_text() == "new\n"
-    assert real.stat().st_mode & 0o777 == 0o600
 
 
 def test_ratio_is_rounded_down_clamped_and_never_zero():

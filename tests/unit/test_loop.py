@@ -108,170 +108,97 @@ def test_once_fails_with_one_sentence_when_no_sample_can_be_taken() -> None:
         make(machine, Clock()).run_once(attempts=1)
 
 
-def test_a_bad_config_at_a_restart_keeps_the_last_good_one_and_the_projects_limits_lists(
+def write_config(text: str) -> None:
+    paths.config_dir().mkdir(parents=True, exist_ok=True)
+    paths.config_file().write_text(text)
+
+
+def test_a_bad_edit_keeps_the_config_in_use_under_the_ratios_limits_held_until_fixed(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    machine, clock = Machine(), Clock()
-    paths.config_dir().mkdir(parents=True, exist_ok=True)
-    paths.config_file().write_text("headroom = 0.5\n")
-    first = make(machine, clock).run_once()
-    assert first.headroom == 0.5
-    # `mpsd enable` with no daemon running wrote a project into both files; then a typo.
-    limits.write(replace(first, projects=("/work/proj",)))
-    paths.config_file().write_text("headroom = 0.5\nheadrom = 1\n")
-    clock.advance(30)
-    with caplog.at_level(logging.ERROR, logger="mpsd"):
-        daemon = make(machine, clock)
-        result = daemon.run_once()
-    assert "unknown key 'headrom'" in caplog.text
-    assert "keeping the last good config (headroom 0.5" in caplog.text
-    assert daemon.config.headroom == 0.5 and not daemon.held
-    current = limits.read()
-    assert current is not None and current == result
-    assert current.headroom == 0.5
-    assert current.high_watermark_ratio == pytest.approx(first.high_watermark_ratio, abs=0.011)
-    assert current.projects == ("/work/proj",)
-
-
-def bad_config_and_no_copy(machine: Machine, clock: Clock, headroom: float = 0.5) -> bytes:
-    """limits.toml worked out with ``headroom``, then config.toml broken and no copy of its
-    last good config (an upgrade from an mpsd that kept none, a state dir wiped): the bytes of
-    limits.toml as they were."""
-    paths.config_dir().mkdir(parents=True, exist_ok=True)
-    paths.config_file().write_text(f"headroom = {headroom}\n")
-    make(machine, clock).run_once()
-    paths.config_file().write_text(f"headroom = {headroom}\nheadroom = \n")
-    paths.last_good_config_file().unlink()
-    clock.advance(30)
-    return paths.limits_file().read_bytes()
-
-
-def test_a_bad_config_with_no_good_config_known_keeps_limits_as_they_are(
-    caplog: pytest.LogCaptureFixture,
-) -> None:
-    machine, clock = Machine(), Clock()
-    before = bad_config_and_no_copy(machine, clock)
-    machine.free_gib = 28.0  # more free memory: the defaults would raise the ratio further
-    with caplog.at_level(logging.ERROR, logger="mpsd"):
-        daemon = make(machine, clock)
-        result = daemon.run_once()
-    assert daemon.held
-    assert paths.limits_file().read_bytes() == before
-    assert result == limits.read()
-    errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
-    assert len(errors) == 1
-    assert "is not valid TOML" in errors[0]
-    assert "limits.toml is kept as it is until config.toml is fixed" in errors[0]
-    with Store.open(paths.history_file()) as store:
-        assert store.count() == 2  # it kept sampling
-
-
-def test_held_limits_resume_once_config_toml_is_fixed() -> None:
-    machine, clock = Machine(), Clock()
-    bad_config_and_no_copy(machine, clock)
+    machine, clock = JobsMachine(), Clock()
+    write_config("headroom = 0.5\n")
     daemon = make(machine, clock)
-    daemon.run_once()
-    assert daemon.held
-    paths.config_file().write_text("headroom = 0.4\n")
-    assert daemon.reload_config()
-    result = daemon.evaluate()
-    assert result is not None and result.headroom == 0.4 and not daemon.held
-    assert limits.read() == result
-    assert paths.last_good_config_file().exists()
-
-
-def test_a_damaged_copy_of_the_last_good_config_is_ignored(
-    caplog: pytest.LogCaptureFixture,
-) -> None:
-    machine, clock = Machine(), Clock()
-    paths.config_dir().mkdir(parents=True, exist_ok=True)
-    paths.config_file().write_text("headroom = 0.5\n")
-    make(machine, clock).run_once()
-    before = paths.limits_file().read_bytes()
-    copy = paths.last_good_config_file()
-    copy.write_bytes(copy.read_bytes().replace(b"headroom = 0.5", b"headroom = 0.9"))
-    paths.config_file().write_text("headroom = 0.5\nheadroom = \n")
+    daemon.sample_source = machine.sample
+    first = daemon.run_once()
+    write_config("headroom = 5\n")
+    machine.free_gib = 28.0  # more free memory: the ratio would rise
     with caplog.at_level(logging.ERROR, logger="mpsd"):
-        daemon = make(machine, clock)
-        daemon.run_once()
-    assert daemon.held and daemon.config.headroom != 0.9
-    assert paths.limits_file().read_bytes() == before
-    assert "is damaged, so it is ignored" in caplog.text
-
-
-def test_with_no_limits_toml_a_bad_config_with_none_known_writes_one_from_the_defaults(
-    caplog: pytest.LogCaptureFixture,
-) -> None:
-    paths.config_dir().mkdir(parents=True, exist_ok=True)
-    paths.config_file().write_text("window = -3\n")
-    with caplog.at_level(logging.ERROR, logger="mpsd"):
-        daemon = make(Machine(), Clock())
-        result = daemon.run_once()
-    assert "at 'window'" in caplog.text
-    assert "holds no ratios to keep, so the defaults apply until config.toml is fixed" in (
+        assert not daemon.reload_config(force=True)
+    assert "at 'headroom'" in caplog.text
+    assert f"goes on with headroom 0.5, never above high {first.high_watermark_ratio:.2f}" in (
         caplog.text
     )
-    assert not daemon.held and result.headroom == 0.8 and limits.read() == result
+    clock.advance(30)
+    daemon.tick()
+    held = daemon.evaluate()
+    assert held is not None and held.headroom == 0.5
+    assert held.high_watermark_ratio <= first.high_watermark_ratio
+    machine.held_gib, machine.jobs = 10.0, 1  # a job starts: the next job's share still falls
+    clock.advance(30)
+    assert daemon.evaluate(jobs=daemon.tick()).high_watermark_ratio < held.high_watermark_ratio
+    write_config("headroom = 0.9\n")
+    assert daemon.reload_config(force=True)
+    machine.held_gib, machine.jobs = 0.0, 0
+    clock.advance(30)
+    daemon.tick()
+    fixed = daemon.evaluate()
+    assert fixed is not None and fixed.headroom == 0.9
+    assert fixed.high_watermark_ratio > first.high_watermark_ratio  # the ceiling is gone
 
 
-def test_a_hand_edited_limits_toml_is_rewritten_while_held_but_never_above_its_ratios(
+def test_a_restart_on_a_bad_config_keeps_the_ceiling_and_the_projects_limits_lists(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
+    machine, clock = JobsMachine(), Clock()
+    write_config("headroom = 0.5\n")
+    first = make(machine, clock).run_once()
+    # `mpsd enable` with no daemon running wrote a project into both files; then a typo.
+    limits.write(replace(first, projects=("/work/proj",)))
+    write_config("headroom = 0.5\nheadrom = 1\n")
+    machine.free_gib = 28.0
+    for held_gib in (10.0, 0.0):  # a restart while a job runs, and one after it ended
+        machine.held_gib, machine.jobs = held_gib, 1 if held_gib else 0
+        clock.advance(30)
+        with caplog.at_level(logging.ERROR, logger="mpsd"):
+            daemon = make(machine, clock)
+            daemon.sample_source = machine.sample
+            result = daemon.run_once()
+        assert "unknown key 'headrom'" in caplog.text
+        assert result == limits.read() and result.projects == ("/work/proj",)
+        assert daemon.ceiling == (first.high_watermark_ratio, first.low_watermark_ratio)
+    # The job lowered limits.toml; once it ended the ratio came back up to the ceiling.
+    assert result.high_watermark_ratio == first.high_watermark_ratio
+    with Store.open(paths.history_file()) as store:
+        assert store.count() == 3  # it kept sampling
+
+
+def test_with_no_ratios_to_keep_a_bad_config_writes_limits_from_the_defaults(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    write_config("window = -3\n")
+    with caplog.at_level(logging.ERROR, logger="mpsd"):
+        result = make(Machine(), Clock()).run_once()
+    assert "at 'window'" in caplog.text
+    assert "goes on with headroom 0.8, limits.toml held no ratios to keep" in caplog.text
+    assert result.headroom == 0.8 and limits.read() == result
+
+
+def test_a_hand_edited_limits_toml_is_rewritten_while_config_is_bad_never_above_its_ratios() -> (
+    None
+):
     machine, clock = Machine(), Clock()
-    bad_config_and_no_copy(machine, clock, headroom=0.3)
+    write_config("headroom = 0.3\n")
+    make(machine, clock).run_once()
     text = paths.limits_file().read_text()
     high = limits.read().high_watermark_ratio  # type: ignore[union-attr]
     paths.limits_file().write_text("# lowered by hand\n" + text)
     assert limits.read() is None and limits.read_file().exports
-    with caplog.at_level(logging.ERROR, logger="mpsd"):
-        result = make(machine, clock).run_once()
-    assert "not in mpsd's form, is rewritten from the defaults with its ratios never" in (
-        caplog.text
-    )
+    paths.history_file().unlink()  # no record of a decision either
+    write_config("headroom = 0.3\nheadroom = \n")
+    result = make(machine, clock).run_once()
     assert limits.read() == result
     assert result.high_watermark_ratio <= high and result.low_watermark_ratio <= high
-
-
-def test_held_limits_follow_a_new_recommended_max_with_the_same_ratios() -> None:
-    machine, clock = Machine(), Clock()
-    before = bad_config_and_no_copy(machine, clock)
-    kept = limits.parse(before.decode())
-    daemon = Daemon(
-        sample_source=machine.sample,
-        recommended_source=lambda total: (20 * GIB, "torch"),
-        wall=clock.wall,
-        mono=clock.mono,
-    )
-    result = daemon.run_once()
-    assert daemon.held
-    assert (result.high_watermark_ratio, result.low_watermark_ratio) == (
-        kept.high_watermark_ratio,
-        kept.low_watermark_ratio,
-    )
-    assert (result.recommended_max_bytes, result.recommended_max_source) == (20 * GIB, "torch")
-    assert result.limit_bytes == int(kept.high_watermark_ratio * 20 * GIB)
-    assert limits.read() == result
-
-
-def test_the_copy_of_the_good_config_is_written_once_and_never_through_a_link(
-    tmp_path: Path,
-) -> None:
-    paths.config_dir().mkdir(parents=True, exist_ok=True)
-    paths.config_file().write_text("# mine\nheadroom = 0.6\n")
-    daemon = make(Machine(), Clock())
-    daemon.reload_config(force=True)
-    copy = paths.last_good_config_file()
-    assert copy.read_bytes().endswith(b"\n# mine\nheadroom = 0.6\n")
-    assert copy.stat().st_mode & 0o777 == 0o600
-    stamp = copy.stat().st_mtime_ns
-    daemon.reload_config(force=True)
-    assert copy.stat().st_mtime_ns == stamp
-    copy.unlink()
-    elsewhere = tmp_path / "elsewhere"
-    copy.symlink_to(elsewhere)
-    paths.config_file().write_text("headroom = 0.7\n")
-    daemon.reload_config(force=True)  # logged, never raised
-    assert not elsewhere.exists() and daemon.config.headroom == 0.7
 
 
 def test_projects_from_config_are_mirrored_into_limits() -> None:
@@ -279,19 +206,6 @@ def test_projects_from_config_are_mirrored_into_limits() -> None:
     paths.config_file().write_text('projects = ["/a/b", "/c"]\n')
     make(Machine(), Clock()).run_once()
     assert limits.read().projects == ("/a/b", "/c")  # type: ignore[union-attr]
-
-
-def test_a_bad_edit_keeps_the_last_good_config_and_a_fix_is_picked_up() -> None:
-    paths.config_dir().mkdir(parents=True, exist_ok=True)
-    paths.config_file().write_text("headroom = 0.5\n")
-    daemon = make(Machine(), Clock())
-    assert daemon.reload_config(force=True)
-    paths.config_file().write_text("headroom = 5\n")
-    assert not daemon.reload_config(force=True)
-    assert daemon.config.headroom == 0.5
-    paths.config_file().write_text("headroom = 0.4\n")
-    assert daemon.reload_config(force=True)
-    assert daemon.config.headroom == 0.4
 
 
 def test_wall_clock_jumps_are_logged_and_samples_keep_their_stamps(
@@ -590,3 +504,23 @@ def test_a_job_that_starts_after_the_last_run_went_stale_gets_the_whole_policy()
     sample = daemon.tick()
     daemon.evaluate(jobs=sample)
     assert limits.read().sample_count == 28  # type: ignore[union-attr]
+
+
+def test_a_state_dir_writable_by_others_stops_sampling_until_fixed(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from mpsd.daemon.schedule import Schedule
+
+    machine, clock = Machine(), Clock()
+    daemon = make(machine, clock)
+    daemon.run_once()
+    schedule = Schedule(daemon.config.interval, clock.mono())
+    paths.state_dir().chmod(0o777)
+    for _ in range(3):
+        daemon._due(schedule, clock.mono())
+        clock.advance(30)
+    assert machine.calls == 1
+    assert capsys.readouterr().err.count("is writable by others") == 1
+    paths.state_dir().chmod(0o700)
+    daemon._due(schedule, clock.mono())
+    assert machine.calls == 2 and "trusted again" in capsys.readouterr().err

@@ -8,6 +8,8 @@ test_free_memory_arithmetic.py). launchctl records belong to the installer's tes
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from mpsd.machine import macos
 from tests.fixture_files import command_outputs
@@ -132,52 +134,54 @@ def test_vm_stat_without_header_needs_the_page_size_from_elsewhere() -> None:
 
 # --- sysctl -----------------------------------------------------------------------------------
 
-SYSCTL_INTS = {
-    "memsize-ansible-silicon-32gb": ("hw.memsize", 34359738368),
-    "memsize-ansible-intel-vm-2gb": ("hw.memsize", 2147483648),
-    "memsize-fhem-sysmon-8gb": ("hw.memsize", 8589934592),
-    "memsize-ohai-16gb": ("hw.memsize", 17179869184),
-    "memorystatus_level-ansible-silicon": ("kern.memorystatus_level", 71),
-    "memorystatus_level-ansible-intel-vm": ("kern.memorystatus_level", 78),
-    "iogpu-wired-limit-set-llmfit-570": ("iogpu.wired_limit_mb", 26000),
+# --- what no fixture shows -------------------------------------------------------------------
+
+ALPHABET = st.sampled_from(
+    [*"0123456789.,:;=()/ \t\n-\"'%MGKBTiabcdefghklmnoprstuvwxyz", "Pages free", "total =", "->"]
+)
+
+
+@settings(deadline=None, max_examples=200)
+@given(st.lists(ALPHABET, max_size=80).map("".join))
+def test_no_parser_raises_on_any_text(text: str) -> None:
+    macos.parse_vm_stat(text)
+
+
+COUNTERS = {
+    "Pages free": "pages_free",
+    "File-backed pages": "file_backed_pages",
+    "Swapouts": "swapouts",
+    "Some line a future macOS adds": "some_line_a_future_macos_adds",
 }
 
 
-@pytest.mark.parametrize("record_id", sorted(SYSCTL_INTS))
-def test_integer_sysctls_are_read_in_plain_dash_n_and_write_forms(record_id: str) -> None:
-    name, value = SYSCTL_INTS[record_id]
-    assert macos.sysctl_int(text(record_id), name) == value
-
-
-def test_a_multi_key_sysctl_dump_gives_each_key() -> None:
-    dump = text("sysctl-loaded-48gib-darwinbackend")
-    assert macos.sysctl_int(dump, "kern.memorystatus_vm_pressure_level") == 2
-    assert macos.sysctl_int(dump, "kern.memorystatus_level") == 41
-    assert macos.sysctl_int(dump, "hw.ncpu") == 18
-    assert macos.parse_sysctl(dump)["vm.loadavg"] == "{ 21.53 26.57 41.30 }"
-    assert macos.sysctl_int(dump, "vm.loadavg") is None
-    assert macos.sysctl_int(dump, "hw.memsize") is None
-
-
-def test_sysctl_int_of_another_key_is_none() -> None:
-    assert macos.sysctl_int(text("memorystatus_level-ansible-silicon"), "hw.memsize") is None
+@settings(deadline=None, max_examples=100)
+@given(
+    values=st.lists(st.integers(0, 2**63), min_size=len(COUNTERS), max_size=len(COUNTERS)),
+    width=st.sampled_from([(29, 11), (35, 16), (40, 20)]),  # old, macOS 14+, wider still
+    page=st.sampled_from([4096, 16384]),
+)
+def test_vm_stat_reads_back_what_any_padding_printed(
+    values: list[int], width: tuple[int, int], page: int
+) -> None:
+    label_width, number_width = width
+    lines = [f"Mach Virtual Memory Statistics: (page size of {page} bytes)"]
+    for label, value in zip(COUNTERS, values):
+        lines.append(f"{label + ':':<{label_width}}{value:>{number_width}}.")
+    vm = macos.parse_vm_stat("\n".join(lines) + "\n")
+    assert vm.page_size == page
+    assert dict(vm.counters) == dict(zip(COUNTERS.values(), values))
 
 
 # --- coverage of the recordings ---------------------------------------------------------------
 
-MINE = {"vm_stat": VM_STAT, "sysctl": SYSCTL_INTS}
-
 
 def test_every_recorded_output_mpsd_reads_is_tested() -> None:
-    """mpsd reads vm_stat and integer sysctls; swap usage, memory_pressure, top and tools'
-    logs are recorded for the docs, not parsed."""
+    """mpsd parses vm_stat (sysctls it reads by sysctlbyname); swap usage, memory_pressure,
+    top, sysctl and tools' logs are recorded for the docs, not parsed."""
     untested = []
-    covered = {k for table in MINE.values() for k in table}
     for record_id, record in RECORDS.items():
         command = str(record["command"])
-        integer_sysctl = command.startswith("sysctl") and "swapusage" not in command
-        if not (command.startswith("vm_stat") or integer_sysctl):
-            continue
-        if record_id not in covered:
+        if command.startswith("vm_stat") and record_id not in VM_STAT:
             untested.append((record_id, command))
     assert untested == []

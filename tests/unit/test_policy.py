@@ -14,7 +14,7 @@ from mpsd.config import Config
 from mpsd.daemon.policy import (
     SWAP_PAGES_MIN,
     Baseline,
-    Job,
+    PyTorchRun,
     baseline,
     clamp_ratio,
     for_next_job,
@@ -378,9 +378,9 @@ def test_read_window_adds_what_jobs_hold_back_and_finds_their_runs() -> None:
     samples = series(0, 6 * HOUR, lambda t: 30, ml=lambda t: 10 if HOUR <= t < 2 * HOUR else 0)
     timeline = read_window(samples, STEP)
     assert set(timeline.frees) == {30 * GIB}
-    assert len(timeline.jobs) == 1
-    assert timeline.jobs[0].start == HOUR and timeline.jobs[0].end == 2 * HOUR - STEP
-    assert not timeline.jobs[0].ongoing
+    assert len(timeline.runs) == 1
+    assert timeline.runs[0].start == HOUR and timeline.runs[0].end == 2 * HOUR - STEP
+    assert not timeline.runs[0].ongoing
     assert timeline.held_bytes == 0 and timeline.job_count == 0
     assert sum(timeline.weights) == pytest.approx(6 * HOUR)
 
@@ -391,7 +391,7 @@ def test_read_window_takes_what_jobs_hold_from_the_last_sample() -> None:
     timeline = read_window(samples, STEP)
     assert timeline.held_bytes == int(14.2 * GIB)
     assert timeline.job_count == 2
-    assert timeline.jobs[-1].ongoing
+    assert timeline.runs[-1].ongoing
 
 
 def test_baseline_is_the_lower_of_the_window_percentile_and_the_last_two_hours() -> None:
@@ -421,12 +421,12 @@ def test_baseline_leaves_out_samples_under_pressure_but_uses_them_when_there_is_
 
 def test_swap_factor_without_a_swapping_job_is_one_and_says_nothing() -> None:
     assert swap_factor([], DAY, CONFIG) == (1.0, "")
-    clean = Job(start=0.0, end=HOUR)
+    clean = PyTorchRun(start=0.0, end=HOUR)
     assert swap_factor([clean], DAY, CONFIG) == (1.0, "")
 
 
 def test_swap_factor_holds_the_penalty_after_a_job_that_swapped() -> None:
-    swapped = Job(start=0.0, end=HOUR, swapped_at=HALF_HOUR, swapped_pages=SWAP_PAGES_MIN)
+    swapped = PyTorchRun(start=0.0, end=HOUR, swapped_at=HALF_HOUR, swapped_pages=SWAP_PAGES_MIN)
     factor, reason = swap_factor([swapped], 2 * HOUR, CONFIG)
     assert factor == pytest.approx(CONFIG.swap_penalty)
     assert "swap-outs grew during 1 PyTorch job:" in reason
@@ -561,13 +561,15 @@ def test_why_says_each_step_in_words() -> None:
         left_out=3,
     )
     step = next_job(28 * GIB, timeline.held_bytes, timeline.job_count, 0.8, RECMAX, CONFIG)
-    reasons = why(
-        config=CONFIG,
-        sample_count=len(samples),
-        timeline=timeline,
-        base=base,
-        swap_reason="swap-outs grew during 1 PyTorch job (factor 0.80)",
-        next_job_words=step.words,
+    reasons = (
+        why(
+            config=CONFIG,
+            sample_count=len(samples),
+            timeline=timeline,
+            base=base,
+            swap_reason="swap-outs grew during 1 PyTorch job (factor 0.80)",
+        )
+        + step.reasons[-1:]
     )
     assert reasons[0] == (
         f"percentile 5 of free memory over 7d ({len(samples)} samples) is 30.0 GiB; "

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from mpsd.config import Config
 from mpsd.daemon.policy import (
     HOURS_DAYS,
-    Job,
+    PyTorchRun,
     Recommendation,
     expected_run,
     for_next_job,
@@ -223,9 +223,9 @@ def test_the_hours_term_only_lifts_and_never_past_the_days_low(
 # -- the steps -------------------------------------------------------------------------------
 def test_expected_run_is_the_longest_run_once_one_has_ended() -> None:
     assert expected_run([]) is None
-    assert expected_run([Job(start=0.0, end=5 * HOUR, ongoing=True)]) is None
-    ended = Job(start=0.0, end=2 * HOUR)
-    running = Job(start=DAY, end=DAY + 3 * HOUR, ongoing=True)
+    assert expected_run([PyTorchRun(start=0.0, end=5 * HOUR, ongoing=True)]) is None
+    ended = PyTorchRun(start=0.0, end=2 * HOUR)
+    running = PyTorchRun(start=DAY, end=DAY + 3 * HOUR, ongoing=True)
     assert expected_run([ended, running]) == 3 * HOUR
     assert expected_run([ended]) == 2 * HOUR
 

@@ -226,12 +226,17 @@ def test_the_headroom_written_is_valid_and_never_gives_more_than_the_clean_ratio
         assert value * baseline / recommended <= ratio + 1e-6
 
 
-def test_ratios_reach_pytorch_as_plain_decimals_and_never_as_zero() -> None:
-    from mpsd.probe.runner import plain_ratio
+def test_a_child_that_ends_without_a_verdict_is_one_sentence_saying_why() -> None:
+    from mpsd.errors import MpsdError
+    from mpsd.probe.runner import _child_failed
 
-    assert plain_ratio(0.8) == "0.8"
-    assert plain_ratio(0.77) == "0.77"
-    assert plain_ratio(2.0) == "2"
-    assert plain_ratio(1e-5) == "0.00001"
-    with pytest.raises(ValueError):
-        plain_ratio(1e-12)
+    result = ProbeResult(high=0.5, low=0.5, step_bytes=2 * MIB, outcome="", python="/v/python")
+    result.steps, result.allocated_bytes = 2, 4 * MIB
+    with pytest.raises(MpsdError) as crash:
+        _child_failed(-11, None, result, "Fatal Python error: Segmentation fault")
+    assert str(crash.value).startswith("the probe's child (/v/python) killed by SIGSEGV after 2 ")
+    assert "(4.00 MiB allocated)" in str(crash.value) and crash.value.exit_code == 2
+    assert "its last words: Fatal Python error" in str(crash.value)
+    no_mps = {"event": "error", "kind": "no_mps", "torch": "2.13.0+cpu"}
+    with pytest.raises(MpsdError, match=r"MPS needs an Apple Silicon Mac with macOS 12\.3\+"):
+        _child_failed(4, no_mps, result, "")

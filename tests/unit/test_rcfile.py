@@ -197,35 +197,3 @@ def test_a_broken_symlink_rc_file_is_refused(tmp_path: Path) -> None:
 def test_the_sourced_hook_copy_is_read_back_from_the_block(shell: str, copy: str) -> None:
     text = b"export A=1\n" + rcfile.block(shell, Path(copy), "/home/u")
     assert rcfile.sourced_files(text, "/home/u") == [copy]
-
-
-@pytest.mark.parametrize("shell", ["sh", "bash", "zsh", "fish"])
-@pytest.mark.parametrize("where", ["home/.local/bin", "opt/it's a bin"])
-def test_the_path_line_puts_the_directory_first_once(
-    shell: str, where: str, tmp_path: Path
-) -> None:
-    found = shutil.which(shell)
-    if found is None:
-        pytest.skip(f"{shell} is not installed")
-    home = tmp_path / "home"
-    directory = tmp_path / where
-    if shell == "fish":
-        line = rcfile.fish_path_line(directory, str(home))
-        show = "string join : $PATH"
-    else:
-        line = rcfile.path_line(directory, str(home))
-        show = 'echo "$PATH"'
-    env = {"HOME": str(home), "PATH": "/usr/bin:/bin"}
-    done = subprocess.run(
-        [found, "-c", f"{line}\n{line}\n{show}"],
-        capture_output=True,
-        text=True,
-        env=env,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == f"{directory}:/usr/bin:/bin"
-    # The block that carries it still reads back the hook copy it sources.
-    text = rcfile.block("bash", Path("/h/mpsd.bash"), str(home), bin_dir=directory)
-    assert line.encode() in text or shell == "fish"
-    assert rcfile.sourced_files(text, str(home)) == ["/h/mpsd.bash"]

@@ -98,7 +98,6 @@ def test_refresh_probes_whatever_the_cache_says(mac: FakeMac) -> None:
         "",
         "{not json",
         "[]",
-        '{"bytes": -5, "source": "torch"}',
         json.dumps(
             {
                 "bytes": 1,
@@ -141,13 +140,13 @@ def test_the_wired_limit_override_is_read_from_either_sysctl(
     monkeypatch: pytest.MonkeyPatch, sysctls: dict[str, int], expected: int | None
 ) -> None:
     monkeypatch.setattr(recommended, "current_platform", lambda: "darwin")
-    monkeypatch.setattr(recommended, "_readers", lambda: [sysctls.get])
+    monkeypatch.setattr(recommended.sysctl, "read", sysctls.get)
     assert recommended.wired_limit_bytes() == expected
 
 
 def test_the_wired_limit_is_not_looked_for_off_macos(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(recommended, "current_platform", lambda: "linux")
-    monkeypatch.setattr(recommended, "_readers", lambda: [{"iogpu.wired_limit_mb": 9}.get])
+    monkeypatch.setattr(recommended.sysctl, "read", {"iogpu.wired_limit_mb": 9}.get)
     assert recommended.wired_limit_bytes() is None
 
 
@@ -216,24 +215,6 @@ def test_the_estimate_is_above_every_value_observed_on_apple_silicon(ram: int) -
     assert estimate_recommended_max(ram * GIB) < ram * GIB
 
 
-def test_an_estimate_cached_by_the_old_rule_is_not_kept(mac: FakeMac) -> None:
-    path = paths.recommended_max_cache()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    old = {
-        "bytes": MAC_48 * 3 // 4,
-        "source": "estimate",
-        "date": "2027-01-15T08:00:00+00:00",
-        "boot_time": mac.boot,
-        "os_version": mac.os,
-        "total_ram": MAC_48,
-        "wired_limit_bytes": 0,
-    }
-    path.write_text(json.dumps(old))
-    mac.answer = None
-    assert recommended.recommended_max(MAC_48) == (MAC_48 * 85 // 100, "estimate")
-    assert mac.probes == 1
-
-
 def _stand_in(tmp_path: Path, body: str) -> str:
     path = tmp_path / "python-stand-in"
     path.write_text("#!/bin/sh\n" + textwrap.dedent(body))
@@ -284,22 +265,11 @@ def test_probe_subprocess_that_finds_nothing_or_misbehaves_is_none(
     tmp_path: Path, body: str
 ) -> None:
     python = _stand_in(tmp_path, body + "\n")
-    assert recommended.probe_subprocess(python, timeout=2) is None
+    assert recommended.probe_subprocess(python, timeout=0.5) is None
 
 
 def test_probe_subprocess_with_a_missing_python_is_none(tmp_path: Path) -> None:
     assert recommended.probe_subprocess(str(tmp_path / "no-such-python")) is None
-
-
-def test_a_stand_in_probe_feeds_the_whole_chain_on_a_pretend_mac(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    python = _stand_in(tmp_path, 'echo \'{"bytes": 19069665280, "source": "metal"}\'\n')
-    real = recommended.probe_subprocess
-    monkeypatch.setattr(recommended, "current_platform", lambda: "darwin")
-    monkeypatch.setattr(recommended, "wired_limit_bytes", lambda: 0)
-    monkeypatch.setattr(recommended, "probe_subprocess", lambda: real(python))
-    assert recommended.recommended_max(24 * GIB) == (19069665280, "metal")
 
 
 @pytest.mark.slow

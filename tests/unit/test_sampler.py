@@ -63,7 +63,7 @@ class Fixed:
 
 
 def test_a_real_sample_on_this_machine_is_sane() -> None:
-    sample = take_sample(now=1234.5)
+    sample = take_sample(now=1234.5)[0]
     assert isinstance(sample, Sample)
     assert sample.t == 1234.5
     assert sample.total_bytes == psutil.virtual_memory().total
@@ -76,7 +76,7 @@ def test_a_real_sample_on_this_machine_is_sane() -> None:
 
 def test_sample_time_defaults_to_the_wall_clock() -> None:
     before = time.time()
-    sample = take_sample(scanner=NoJobs())
+    sample = take_sample(scanner=NoJobs())[0]
     assert before <= sample.t <= time.time()
 
 
@@ -91,14 +91,14 @@ def test_the_psutil_failure_of_macos_26_skips_the_sample_and_the_next_one_works(
     real = psutil.virtual_memory
     monkeypatch.setattr(psutil, "virtual_memory", broken)
     with pytest.raises(SampleError, match="array not large enough"):
-        take_sample(source=PsutilSource(), scanner=NoJobs())
+        take_sample(source=PsutilSource(), scanner=NoJobs())[0]
     monkeypatch.setattr(psutil, "virtual_memory", real)
-    assert take_sample(source=PsutilSource(), scanner=NoJobs()).available_bytes > 0
+    assert take_sample(source=PsutilSource(), scanner=NoJobs())[0].available_bytes > 0
 
 
 def test_ml_bytes_of_the_jobs_are_summed_into_the_sample() -> None:
     memory = Memory(8 << 30, 16 << 30, 10, 1, "psutil")
-    sample = take_sample(now=1.0, source=Fixed(memory), scanner=FixedJobs(3 << 30, 1 << 30))
+    sample = take_sample(now=1.0, source=Fixed(memory), scanner=FixedJobs(3 << 30, 1 << 30))[0]
     assert sample.ml_bytes == 4 << 30
     assert (sample.available_bytes, sample.total_bytes, sample.swapouts, sample.pressure) == (
         8 << 30,
@@ -109,12 +109,14 @@ def test_ml_bytes_of_the_jobs_are_summed_into_the_sample() -> None:
 
 
 def test_available_above_the_ram_is_capped_and_nonsense_is_skipped() -> None:
-    high = take_sample(source=Fixed(Memory(17 << 30, 16 << 30, None, None, "x")), scanner=NoJobs())
+    high = take_sample(source=Fixed(Memory(17 << 30, 16 << 30, None, None, "x")), scanner=NoJobs())[
+        0
+    ]
     assert high.available_bytes == 16 << 30
     with pytest.raises(SampleError):
-        take_sample(source=Fixed(Memory(1, 0, None, None, "x")), scanner=NoJobs())
+        take_sample(source=Fixed(Memory(1, 0, None, None, "x")), scanner=NoJobs())[0]
     with pytest.raises(SampleError):
-        take_sample(source=Fixed(Memory(-1, 16 << 30, None, None, "x")), scanner=NoJobs())
+        take_sample(source=Fixed(Memory(-1, 16 << 30, None, None, "x")), scanner=NoJobs())[0]
 
 
 def test_a_process_table_that_cannot_be_listed_skips_the_sample(
@@ -125,7 +127,7 @@ def test_a_process_table_that_cannot_be_listed_skips_the_sample(
 
     monkeypatch.setattr(psutil, "pids", denied)
     with pytest.raises(SampleError, match="process table"):
-        take_sample(source=PsutilSource(), scanner=ProcessScanner())
+        take_sample(source=PsutilSource(), scanner=ProcessScanner())[0]
 
 
 # --- Linux: swap-outs and pressure ------------------------------------------------------------
@@ -162,19 +164,9 @@ def test_linux_swapouts_come_from_proc_vmstat_pswpout(tmp_path: Path) -> None:
     assert memory.pressure == 1
 
 
-def test_linux_without_proc_vmstat_falls_back_to_psutil_sout(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    root = _fake_proc(tmp_path, None, None)
-
-    class Swap:
-        sout = 8192 * 4096
-
-    monkeypatch.setattr(psutil, "swap_memory", lambda: Swap())
-    monkeypatch.setattr(sampler.resource, "getpagesize", lambda: 4096)
-    memory = PsutilSource(str(root)).read()
-    assert memory.swapouts == 8192
-    assert memory.pressure is None
+def test_linux_without_proc_vmstat_or_psi_has_no_swapouts_or_pressure(tmp_path: Path) -> None:
+    memory = PsutilSource(str(_fake_proc(tmp_path, None, None))).read()
+    assert (memory.swapouts, memory.pressure) == (None, None)
 
 
 @pytest.mark.parametrize(
@@ -187,50 +179,24 @@ def test_linux_pressure_is_derived_from_psi(psi: str, level: int | None) -> None
 # --- macOS source, fed with recorded numbers --------------------------------------------------
 
 
-def dict_reader(values: dict[str, int]) -> sysctl.Reader:
-    return values.get
-
-
 def nothing(name: str) -> int | None:
     return None
 
 
 def test_macos_sample_counts_free_file_backed_and_purgeable_pages_not_speculative() -> None:
-    source = DarwinSource(readers=[dict_reader(M1PRO_SYSCTLS)], vm_stat=lambda: VM_STAT_M1PRO)
+    source = DarwinSource(read=M1PRO_SYSCTLS.get, vm_stat=lambda: VM_STAT_M1PRO)
     memory = source.read()
     assert memory == Memory(M1PRO_AVAILABLE, 34359738368, 437651, 2, "sysctl", M1PRO_PARTS)
 
 
-def test_macos_sysctls_the_first_reader_lacks_come_from_the_next() -> None:
+def test_macos_without_every_page_counter_uses_psutil_but_keeps_swapouts_and_pressure() -> None:
     partial = dict(M1PRO_SYSCTLS)
     del partial["vm.page_purgeable_count"]
     source = DarwinSource(
-        readers=[nothing, dict_reader(partial), dict_reader(M1PRO_SYSCTLS)],
-        vm_stat=lambda: VM_STAT_M1PRO,
-    )
-    assert source.read().available_bytes == M1PRO_AVAILABLE
-
-
-def test_macos_without_page_counters_reads_them_from_vm_stat() -> None:
-    only = {"kern.memorystatus_vm_pressure_level": 4, "hw.memsize": 34359738368}
-
-    def psutil_fails() -> tuple[int, int]:
-        raise SampleError("psutil could not read the memory counters")
-
-    source = DarwinSource(
-        readers=[dict_reader(only)], vm_stat=lambda: VM_STAT_M1PRO, fallback=psutil_fails
-    )
-    assert source.read() == Memory(M1PRO_AVAILABLE, 34359738368, 437651, 4, "vm_stat", M1PRO_PARTS)
-
-
-def test_macos_without_counters_or_a_whole_vm_stat_uses_psutil_but_keeps_swapouts() -> None:
-    only = {"kern.memorystatus_vm_pressure_level": 4, "hw.memsize": 34359738368}
-    cut = RECORDS["vm_stat-timnewmac-16gb-wide-first12"] + "\nSwapouts:     7."  # no file-backed
-    source = DarwinSource(
-        readers=[dict_reader(only)], vm_stat=lambda: cut, fallback=lambda: (5 << 30, 32 << 30)
+        read=partial.get, vm_stat=lambda: VM_STAT_M1PRO, fallback=lambda: (5 << 30, 32 << 30)
     )
     assert source.read() == Memory(
-        5 << 30, 34359738368, 7, 4, "psutil", {"psutil_available": 5 << 30}
+        5 << 30, 34359738368, 437651, 2, "psutil", {"psutil_available": 5 << 30}
     )
 
 
@@ -238,14 +204,13 @@ def test_macos_with_nothing_readable_and_psutil_failing_skips_the_sample() -> No
     def failing() -> tuple[int, int]:
         raise SampleError("psutil could not read the memory counters (array not large enough)")
 
-    source = DarwinSource(readers=[nothing], vm_stat=lambda: None, fallback=failing)
+    source = DarwinSource(read=nothing, vm_stat=lambda: None, fallback=failing)
     with pytest.raises(SampleError):
-        take_sample(source=source, scanner=NoJobs())
+        take_sample(source=source, scanner=NoJobs())[0]
 
 
 def test_macos_vm_stat_failing_leaves_swapouts_unknown_not_the_sample() -> None:
-    source = DarwinSource(readers=[dict_reader(M1PRO_SYSCTLS)], vm_stat=lambda: None)
-    memory = source.read()
+    memory = DarwinSource(read=M1PRO_SYSCTLS.get, vm_stat=lambda: None).read()
     assert memory.swapouts is None
     assert memory.available_bytes == M1PRO_AVAILABLE
 
@@ -253,7 +218,7 @@ def test_macos_vm_stat_failing_leaves_swapouts_unknown_not_the_sample() -> None:
 @pytest.mark.parametrize("level", [0, 3, 7])
 def test_macos_pressure_level_outside_1_2_4_is_unknown(level: int) -> None:
     values = {**M1PRO_SYSCTLS, "kern.memorystatus_vm_pressure_level": level}
-    source = DarwinSource(readers=[dict_reader(values)], vm_stat=lambda: VM_STAT_M1PRO)
+    source = DarwinSource(read=values.get, vm_stat=lambda: VM_STAT_M1PRO)
     assert source.read().pressure is None
 
 
@@ -266,29 +231,6 @@ def _fake_command(tmp_path: Path, name: str, script: str) -> Path:
     return bin_dir
 
 
-def test_sysctl_command_fallback_runs_in_the_c_locale_and_reads_dash_n_output(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    log = tmp_path / "calls"
-    bin_dir = _fake_command(
-        tmp_path,
-        "sysctl",
-        f'echo "$LC_ALL $*" >> {log}\n'
-        'case "$2" in\n'
-        "  hw.memsize) echo 17179869184 ;;\n"
-        "  vm.pagesize) echo 16384 ;;\n"
-        "  *) echo \"sysctl: unknown oid '$2'\" >&2; exit 1 ;;\n"
-        "esac\n",
-    )
-    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
-    monkeypatch.setenv("LC_ALL", "de_DE.UTF-8")
-    assert sysctl.command_reader("hw.memsize") == 17179869184
-    assert sysctl.command_reader("iogpu.wired_limit_mb") is None
-    both = sysctl.read_all(["vm.pagesize"], readers=[nothing, sysctl.command_reader])
-    assert both == {"vm.pagesize": 16384}
-    assert log.read_text().splitlines()[0] == "C -n hw.memsize"
-
-
 def test_vm_stat_runs_in_the_c_locale(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     recorded = tmp_path / "vm_stat.txt"
     recorded.write_text(VM_STAT_M1PRO)
@@ -297,11 +239,11 @@ def test_vm_stat_runs_in_the_c_locale(tmp_path: Path, monkeypatch: pytest.Monkey
     monkeypatch.setenv("LC_ALL", "fr_FR.UTF-8")
     text = sampler.run_vm_stat()
     assert text is not None
-    assert DarwinSource(readers=[nothing], vm_stat=sampler.run_vm_stat).swapouts() == 437651
+    source = DarwinSource(read=nothing, vm_stat=sampler.run_vm_stat, fallback=lambda: (1, 2))
+    assert source.read().swapouts == 437651
 
 
-def test_ctypes_sysctl_reader_is_silent_off_macos() -> None:
+def test_the_sysctl_reader_is_silent_off_macos() -> None:
     if os.uname().sysname == "Darwin":
         pytest.skip("on a Mac the real reader answers; tests/macos compares it")
-    assert sysctl.ctypes_reader("hw.memsize") is None
-    assert sysctl.read_all(["hw.memsize"], sysctl.default_readers()) == {"hw.memsize": None}
+    assert sysctl.read("hw.memsize") is None

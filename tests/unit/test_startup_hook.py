@@ -92,16 +92,36 @@ SETTINGS = {
 @pytest.mark.parametrize(
     "combo", list(itertools.product(*SETTINGS.values())), ids=lambda c: repr(c)
 )
-def test_the_hook_finds_the_config_dir_where_mpsd_paths_does(
-    combo: tuple[str | None, ...], monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("kind", ["CONFIG", "DATA"])
+def test_the_hook_finds_mpsd_dirs_where_mpsd_paths_does(
+    kind: str, combo: tuple[str | None, ...], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     for index, name in enumerate(SETTINGS):
         value = combo[index]
         if value is None:
-            monkeypatch.delenv(name, raising=False)
+            monkeypatch.delenv(name.replace("CONFIG", kind), raising=False)
         else:
-            monkeypatch.setenv(name, value)
-    assert startup_hook.config_dir(os.environ) == str(paths.config_dir())
+            monkeypatch.setenv(name.replace("CONFIG", kind), value)
+    wanted = paths.config_dir() if kind == "CONFIG" else paths.data_dir()
+    assert startup_hook.mpsd_dir(os.environ, kind) == str(wanted)
+
+
+@pytest.mark.parametrize("kind", ["CONFIG", "DATA"])
+def test_a_config_or_data_dir_writable_by_others_makes_the_hook_set_nothing(
+    kind: str, tmp_path: Path
+) -> None:
+    (tmp_path / "config").mkdir()
+    (tmp_path / "config" / "limits.toml").write_text(limits_text("0.77", "0.7", (PROJECT,)))
+    (tmp_path / "data").mkdir()
+    environ = {"MPSD_CONFIG_DIR": str(tmp_path / "config"), "MPSD_DATA_DIR": str(tmp_path / "data")}
+    assert startup_hook.decide(environ, PROJECT, "/x")
+    (tmp_path / kind.lower()).chmod(0o777)
+    assert startup_hook.decide(environ, PROJECT, "/x") == {}
+    assert paths.untrusted(tmp_path / kind.lower())  # as mpsd's own rule says
+    if os.getuid() == 0:  # another user's dir (only root can give one away)
+        (tmp_path / kind.lower()).chmod(0o755)
+        os.chown(tmp_path / kind.lower(), 65534, -1)
+        assert startup_hook.decide(environ, PROJECT, "/x") == {}
 
 
 def test_the_module_imports_only_what_python_start_up_already_has() -> None:

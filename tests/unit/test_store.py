@@ -8,7 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from mpsd.daemon.history import MIGRATIONS, SCHEMA_VERSION, HistoryError, Store, thin
+from mpsd.daemon.history import (
+    MIGRATIONS,
+    SCHEMA_VERSION,
+    HistoryError,
+    Store,
+    lowest_free_per_bucket,
+)
 from mpsd.machine.sample import Sample
 
 GIB = 1 << 30
@@ -81,14 +87,6 @@ def test_readonly_open_of_a_missing_history_creates_nothing(tmp_path: Path) -> N
     assert not (tmp_path / "none.sqlite3").exists()
 
 
-def test_prune_removes_only_samples_older_than_the_retention(tmp_path: Path) -> None:
-    with Store.open(tmp_path / "h.sqlite3") as store:
-        store.add_many([sample(float(t)) for t in range(100)])
-        assert store.prune(before=40.0) == 40
-        assert store.count() == 60
-        assert store.samples(0.0, 1e9)[0].t == 40.0
-
-
 def test_prune_in_batches_deletes_the_oldest_first(tmp_path: Path) -> None:
     with Store.open(tmp_path / "h.sqlite3") as store:
         store.add_many([sample(float(t)) for t in range(100)])
@@ -127,15 +125,15 @@ def test_thin_is_the_pure_twin_of_the_thinned_query(tmp_path: Path) -> None:
     with Store.open(tmp_path / "h.sqlite3") as store:
         store.add_many(rows)
         queried = store.samples(0, 3000, max_rows=100)
-    pure = thin(rows, 0, 3000 / 100)
+    pure = lowest_free_per_bucket(rows, 0, 3000 / 100)
     assert [(s.t, s.available_bytes) for s in queried] == [(s.t, s.available_bytes) for s in pure]
 
 
-def test_free_series_gives_the_lowest_free_memory_per_bucket(tmp_path: Path) -> None:
+def test_window_gives_the_count_and_the_lowest_free_memory_per_bucket(tmp_path: Path) -> None:
     with Store.open(tmp_path / "h.sqlite3") as store:
-        store.add_many([sample(float(t), free_gib=4, ml_gib=1) for t in range(0, 50)])
-        series = store.free_series(0, 100, 4)
-        assert [v for _, v in series] == [5 * GIB, 5 * GIB, None, None]
+        store.add_many([sample(float(t), free_gib=4 + t % 2, ml_gib=1) for t in range(0, 51)])
+        assert store.window(0, 100, 4) == (51, [5 * GIB, 5 * GIB, 5 * GIB, None])
+        assert store.window(0, 50, 2) == (51, [5 * GIB, 5 * GIB])  # the end is in the last
 
 
 @pytest.mark.parametrize("name", ["plain", "with space", "a?b", "c#d", "e%41f", "ü"])

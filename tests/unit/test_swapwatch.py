@@ -1,3 +1,5 @@
+"""What `mpsd probe` watches while the child fills MPS: swap-outs and the pressure level."""
+
 from __future__ import annotations
 
 import sys
@@ -5,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from mpsd.probe import swapwatch
+from mpsd.probe.runner import choose_watch
 
 
 def test_the_stand_in_swap_counter_is_chosen_by_env_and_read_from_its_file(
@@ -14,7 +16,7 @@ def test_the_stand_in_swap_counter_is_chosen_by_env_and_read_from_its_file(
     counter = tmp_path / "swap"
     counter.write_text("7 2\n")
     monkeypatch.setenv("MPSD_PROBE_FAKE_SWAP", str(counter))
-    watch = swapwatch.choose_watch()
+    watch = choose_watch()
     assert watch() == (7, 2)
     counter.write_text("9\n")
     assert watch() == (9, None)
@@ -22,7 +24,7 @@ def test_the_stand_in_swap_counter_is_chosen_by_env_and_read_from_its_file(
     assert watch() == (None, None)
 
 
-def test_the_memory_source_is_read_each_step_and_a_failed_read_still_watches_swap(
+def test_the_memory_source_is_read_each_step_and_a_failed_read_is_no_reading(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from mpsd.machine import sampler
@@ -36,17 +38,15 @@ def test_the_memory_source_is_read_each_step_and_a_failed_read_still_watches_swa
                 raise sampler.SampleError("host_statistics64 failed")
             return sampler.Memory(1, 2, swapouts=3, pressure=1, source="test")
 
-        def swapouts(self) -> int | None:
-            return 11
-
     monkeypatch.setattr(sampler, "default_source", Source)
     monkeypatch.delenv("MPSD_PROBE_FAKE_SWAP", raising=False)
-    watch = swapwatch.choose_watch()
+    watch = choose_watch()
     assert watch() == (3, 1)
-    assert watch() == (11, None)
+    assert watch() == (None, None)
 
 
-def test_this_machines_swap_counter_is_watched() -> None:
-    swapouts, _pressure = swapwatch.choose_watch()()
+def test_this_machines_swap_counter_is_watched(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("MPSD_PROBE_FAKE_SWAP", raising=False)
+    swapouts, _pressure = choose_watch()()
     if sys.platform.startswith("linux") and Path("/proc/vmstat").exists():
         assert isinstance(swapouts, int) and swapouts >= 0

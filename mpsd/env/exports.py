@@ -1,0 +1,152 @@
+"""The exports decision (``mpsd.env.decision``) with its inputs read from this machine:
+limits.toml, the physical directory, the environment; and what it means for a ``python``
+started there (``Optin``: what ``mpsd env --shell json`` prints and ``mpsd status`` shows)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from mpsd import limits, paths
+from mpsd.env import watermarks
+from mpsd.env.decision import MARKS, Exports, containing_project, decide_exports
+from mpsd.env.projects import current_directory, for_limits
+from mpsd.errors import MpsdError
+
+
+def directory_of(directory: str | None) -> str:
+    """The physical form of ``directory`` (default: the current one); it must be a directory."""
+    path = os.path.realpath(os.path.expanduser(directory)) if directory else current_directory()
+    if not os.path.isdir(path):
+        raise MpsdError(f"{path} is not a directory; give an existing directory.")
+    return os.path.realpath(path)
+
+
+def exports_here(
+    directory: str | None = None,
+    environ: Mapping[str, str] | None = None,
+    *,
+    anywhere: bool = False,
+    limits_file: limits.LimitsFile | None = None,
+) -> Exports:
+    """The decision for ``directory`` (default: the current one), ``environ`` (default: this
+    process's environment) and limits.toml (default: as read now)."""
+    return decide_exports(
+        limits.read_file() if limits_file is None else limits_file,
+        directory_of(directory),
+        os.environ if environ is None else environ,
+        anywhere=anywhere,
+    )
+
+
+def hook_here(decision: Exports, environ: Mapping[str, str]) -> bool | None:
+    """Does the shell this runs in have the mpsd hook? True when its marks are in ``environ``;
+    False in an opted-in directory where a hooked shell would have exported the variables and
+    nothing is set; None where it cannot be told (the hook sets nothing outside projects, and
+    leaves values set by hand alone)."""
+    if any(environ.get(mark) for mark in (*MARKS.values(), "MPSD_HOOK")):
+        return True
+    if decision.project is None or not decision.wanted or decision.hand_set:
+        return None
+    return False
+
+
+def hook_copy_command(environ: Mapping[str, str] | None = None) -> str | None:
+    """``. ~/.local/share/mps/mpsd.zsh``: what loads the hook into this shell now (for the
+    shell in $SHELL), when install put a copy there; None otherwise."""
+    env = os.environ if environ is None else environ
+    shell = os.path.basename(env.get("SHELL", ""))
+    if shell not in ("zsh", "bash", "fish"):
+        return None
+    copy = os.path.join(str(paths.data_dir()), f"mpsd.{shell}")
+    if not os.path.isfile(copy):
+        return None
+    home = (env.get("HOME") or "").rstrip("/")
+    shown = "~" + copy[len(home) :] if home and copy.startswith(home + "/") else copy
+    return f"source {shown}" if shell == "fish" else f". {shown}"
+
+
+@dataclass
+class Optin:
+    """What the decision means for a ``python`` started in ``directory``.
+
+    ``opted_in``: config.toml or limits.toml lists a project holding the directory;
+    ``in_limits``: limits.toml does (without it a ``python`` here gets nothing, and ``reason``
+    says why and what to run); ``not_in_limits``: config.toml opts it in but limits.toml,
+    which the hooks read, does not give it the values: ``why`` (a clause) and the ``fix``.
+    ``hook_here``: see ``hook_here``; ``new_shell_gets``: what a python started from a new
+    (hooked) terminal gets; ``problems``: what PyTorch refuses in the pair a python here
+    gets."""
+
+    directory: str
+    opted_in: bool
+    project: str | None
+    in_limits: bool
+    limits_file: str
+    limits_found: bool
+    limits_valid: bool
+    limits_problem: str | None
+    python_gets: dict[str, str | None]
+    hand_set: list[str]
+    reason: str
+    not_in_limits: dict[str, str] | None
+    hook_here: bool | None
+    new_shell_gets: dict[str, str | None]
+    problems: list[str]
+
+
+def optin(decision: Exports, environ: Mapping[str, str]) -> Optin:
+    """``decision`` for a ``python`` started with ``environ``."""
+    gets = decision.python_gets(environ)
+    pending = _not_in_limits(decision)
+    reason = decision.reason
+    if pending is not None and not decision.hand_set:
+        reason = (
+            f"config.toml opts this directory in (project {pending[0]}), but "
+            f"{pending[1]['why']}, so nothing is exported: {pending[1]['fix']}"
+        )
+    return Optin(
+        directory=decision.directory,
+        opted_in=decision.project is not None or pending is not None,
+        project=decision.project if pending is None else pending[0],
+        in_limits=decision.project is not None,
+        limits_file=str(paths.limits_file()),
+        limits_found=decision.limits_found,
+        limits_valid=decision.limits_valid,
+        limits_problem=decision.limits_problem,
+        python_gets=gets,
+        hand_set=list(decision.hand_set),
+        reason=reason,
+        not_in_limits=None if pending is None else pending[1],
+        hook_here=hook_here(decision, environ),
+        new_shell_gets=decision.python_gets({}),
+        problems=watermarks.problems({k: v for k, v in gets.items() if v is not None}),
+    )
+
+
+def _not_in_limits(decision: Exports) -> tuple[str, dict[str, str]] | None:
+    """The project of config.toml's list that holds the directory while limits.toml does not
+    give it; None otherwise, or when config.toml cannot be read."""
+    from mpsd.config import ConfigError, load_config  # only here: `mpsd env` runs at every cd
+
+    if decision.project is not None or paths.untrusted(paths.config_dir()):
+        return None
+    try:
+        listed = for_limits(load_config(paths.config_file()).projects)
+    except ConfigError:
+        return None
+    project = containing_project(decision.directory, listed)
+    if project is None:
+        return None
+    if decision.limits_problem is not None and not decision.limits_valid:
+        why, fix = "limits.toml is unreadable", "run `mpsd daemon --once` to rewrite it"
+    elif not decision.limits_found:
+        why, fix = "there is no limits.toml yet", "run `mpsd daemon --once` to write it"
+    else:
+        why = "limits.toml does not list it yet"
+        fix = (
+            "the daemon copies config.toml's projects into it at its next sample; "
+            "`mpsd daemon --once` does it now"
+        )
+    return project, {"why": why, "fix": fix}
