@@ -1,5 +1,5 @@
-"""Every relative link of the README and docs/ leads to a file that exists, and to a heading of
-it when the link names one: pages move, and a reader must not land on nothing."""
+"""The README and docs/ stay true: every relative link leads to a file and heading that exist
+(pages move), the README links every docs page, and its explain sample is what explain prints."""
 
 from __future__ import annotations
 
@@ -39,3 +39,15 @@ def test_the_readme_links_every_docs_page() -> None:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     missing = [p.name for p in (ROOT / "docs").glob("*.md") if f"(docs/{p.name}" not in readme]
     assert not missing, missing
+
+
+def test_the_readme_sample_is_what_explain_prints() -> None:
+    from tests.conftest import run_mpsd
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("On the sample in `examples/`", 1)[1]
+    sample = section.split("```text\n", 1)[1].split("```", 1)[0]
+    out = run_mpsd("explain", str(ROOT / "examples" / "oom.txt")).stdout
+    lines = [line for line in sample.splitlines() if line.strip() != "..."]
+    assert len(lines) > 10
+    assert "\n".join(lines) in out
