@@ -444,6 +444,17 @@ def expect(condition: object, message: str) -> None:
         raise Failed(message)
 
 
+# The bench holds each case to a time bound; tests/hostile turns the bounds off (a busy machine
+# must not turn a test red: timings belong to the bench), keeping every other expectation.
+TIMED = True
+
+
+def expect_quick(condition: object, message: str) -> None:
+    """``expect`` for a time bound: checked by the bench, not under the tests."""
+    if TIMED:
+        expect(condition, message)
+
+
 def parses(sb: Sandbox) -> dict[str, object]:
     """limits.toml as tomllib reads it; Failed when it is missing or torn."""
     if sys.version_info >= (3, 11):
@@ -502,7 +513,7 @@ def _config_case(content: bytes, command: tuple[str, ...]) -> Callable[[Sandbox,
         # and projects refuse.
         refuses = command in (("enable",), ("projects",))
         one_sentence(result, ok=False if refuses else None, mentions="config.toml")
-        expect(result.seconds < 10, f"took {result.seconds:.1f}s on a hostile config.toml")
+        expect_quick(result.seconds < 10, f"took {result.seconds:.1f}s on a hostile config.toml")
         expect(sb.config_file.read_bytes() == content, "config.toml was changed")
 
     return run
@@ -557,7 +568,7 @@ def _duration_spaces(sb: Sandbox, sizes: Sizes) -> None:
         with contextlib.suppress(ValueError):
             parse_duration(text)
         took = time.perf_counter() - started
-        expect(took < 0.05, f"parse_duration took {took:.2f}s on {len(text)} characters")
+        expect_quick(took < 0.05, f"parse_duration took {took:.2f}s on {len(text)} characters")
 
 
 @case("config", "5 MiB config.toml is refused at once")
@@ -566,7 +577,7 @@ def _config_huge(sb: Sandbox, sizes: Sizes) -> None:
     sb.config_file.write_bytes(b"interval = 30\n" + b"# " + b"x" * (5 * MiB) + b"\n")
     result = sb.mpsd("projects")
     one_sentence(result, ok=False, mentions="larger than")
-    expect(result.seconds < 3, f"took {result.seconds:.1f}s")
+    expect_quick(result.seconds < 3, f"took {result.seconds:.1f}s")
 
 
 # -- files replaced by FIFOs, directories, sockets ------------------------------------------------
@@ -1098,7 +1109,7 @@ def _limits_case(name: str) -> Callable[[Sandbox, Sizes], None]:
         for argv in (("env",), ("status",), ("projects",), ("explain", "-")):
             result = sb.mpsd(*argv, cwd=project, stdin=OOM if "explain" in argv else None)
             one_sentence(result)
-            expect(result.seconds < 10, f"`{' '.join(argv)}` took {result.seconds:.1f}s")
+            expect_quick(result.seconds < 10, f"`{' '.join(argv)}` took {result.seconds:.1f}s")
         one_sentence(sb.mpsd("enable", str(sb.project("other"))), ok=True)
         one_sentence(sb.mpsd("daemon", "--once"), ok=True)
         parses(sb)
@@ -1406,7 +1417,7 @@ def _limits_prompt_case(shell: str, label: str) -> Callable[[Sandbox, Sizes], No
             when = "changed before each prompt" if changed else "unchanged"
             sb.timings[f"{shell} prompt, limits.toml {label}, {when} (s)"] = seconds
             # A prompt that takes seconds is a broken shell.
-            expect(seconds < PROMPT_BOUND, f"a {shell} prompt ({when}) takes {seconds:.2f}s")
+            expect_quick(seconds < PROMPT_BOUND, f"a {shell} prompt ({when}) takes {seconds:.2f}s")
 
     return run
 

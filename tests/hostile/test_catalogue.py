@@ -28,6 +28,7 @@ def _load_catalogue() -> Any:
 
 
 catalogue = _load_catalogue()
+catalogue.TIMED = False  # the bench's time bounds are the bench's: a busy machine fails none here
 AREAS = list(dict.fromkeys(case.area for case in catalogue.CASES))
 
 # Cases whose fix belongs to another branch (issue 12's shell and explain parts). Each must

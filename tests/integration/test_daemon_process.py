@@ -265,7 +265,7 @@ def test_status_sees_the_running_daemon_and_its_heartbeat(
     facts = json.loads(run_mpsd("status", "--json").stdout)
     assert facts["daemon"]["running"] is True
     assert facts["daemon"]["pid"] == daemon.pid
-    assert facts["last_sample"]["age_seconds"] < 5
+    assert facts["last_sample"]["age_seconds"] < 60  # fresh: a few intervals at most
     assert facts["samples_in_window"] >= 2
     assert facts["recommended_max_source"] == "estimate"
     text = run_mpsd("status").stdout

@@ -4,7 +4,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -47,7 +46,6 @@ def test_a_pid_lock_names_its_holder_and_is_freed_by_kill_9(tmp_path: Path):
 def test_exclusive_times_out_with_one_sentence(tmp_path: Path):
     path = tmp_path / "limits.lock"
     with exclusive(path):
-        start = time.monotonic()
         child = subprocess.run(
             [
                 sys.executable,
@@ -65,7 +63,6 @@ def test_exclusive_times_out_with_one_sentence(tmp_path: Path):
             check=True,
         )
         assert "is locked by another mpsd process" in child.stdout
-        assert time.monotonic() - start < 10
     with exclusive(path, timeout=0.1):
         pass
     with pytest.raises(MpsdError), exclusive(path), exclusive(path, timeout=0.1):
