@@ -10,7 +10,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING
 
 from mpsd.env import project_python
 from mpsd.errors import EXIT_ABSENT, EXIT_OK, EXIT_USAGE, MpsdError
@@ -98,17 +98,13 @@ class Progress:
         self.shown_tenth = -1
         self.drawn = False
 
-    def __call__(self, event: dict[str, Any], result: ProbeResult) -> None:
-        if event.get("event") != "step":
-            return
-        allocated = int(event.get("allocated") or 0)
-        limit = event.get("max_allowed")
+    def __call__(self, result: ProbeResult) -> None:
+        allocated, limit = result.allocated_bytes, result.max_allowed_bytes
         share = min(1.0, allocated / limit) if limit else 0.0
-        swap = result.swapouts_before
         text = f"{format_gib(allocated)} of " + (
             f"{format_gib(limit)} max allowed" if limit else "an unknown max allowed"
         )
-        if swap is None:
+        if result.swapouts_before is None:
             text += ", swap not watched"
         if self.tty:
             filled = round(share * self.WIDTH)
@@ -211,7 +207,16 @@ def _calibrate(
     args: argparse.Namespace, ratio: float | None, current: Limits | None, probe: Probe
 ) -> int:
     from mpsd import paths
-    from mpsd.probe.verdict import advise, calibrate, headroom_for, to_json
+    from mpsd.probe.verdict import (
+        CLEAN,
+        PRESSURE,
+        PRESSURE_NAMES,
+        SWAPPED,
+        advise,
+        calibrate,
+        headroom_for,
+        to_json,
+    )
 
     if current is None:
         raise MpsdError(
@@ -225,16 +230,18 @@ def _calibrate(
         sys.stderr.write("Calibration cancelled; nothing was changed.\n")
         return EXIT_ABSENT
 
-    def on_run(result: ProbeResult) -> None:
-        seen = result.swap_seen_at_bytes or result.allocated_bytes
+    def run(ratio: float) -> ProbeResult:
+        result = probe(ratio, ratio)
+        at = format_gib(result.allocated_bytes)
         what = {
-            "clean": f"clean error at {format_gib(result.error_at_bytes or 0)}",
-            "swapped": f"swapped at {format_gib(seen)} ({result.swapouts} swap-outs)",
-            "pressure_critical": f"pressure critical at {format_gib(seen)}",
+            CLEAN: f"clean error at {format_gib(result.error_at_bytes or 0)}",
+            SWAPPED: f"swapped at {at} ({result.swapouts} swap-outs)",
+            PRESSURE: f"memory pressure {PRESSURE_NAMES.get(result.pressure_max or 0)} at {at}",
         }.get(result.verdict, "no error from PyTorch")
-        sys.stderr.write(f"calibrate: ratio {result.high:.2f}: {what}\n")
+        sys.stderr.write(f"calibrate: ratio {ratio:.2f}: {what}\n")
+        return result
 
-    found = calibrate(start, lambda r: probe(r, r), on_run)
+    found = calibrate(start, run)
     clean = found.clean_ratio
     headroom = (
         headroom_for(clean, current.baseline_free_bytes, current.recommended_max_bytes)

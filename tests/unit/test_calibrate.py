@@ -22,7 +22,7 @@ def _run_swapping_above(
             high=ratio,
             low=ratio,
             step_bytes=1,
-            outcome=pv.SWAP if swapped else outcome_below,
+            outcome=pv.SWAPPED if swapped else outcome_below,
             swapouts_before=0,
             swapouts_after=10 if swapped else 0,
         )
@@ -56,7 +56,7 @@ def test_calibration_gives_up_below_the_floor() -> None:
 
 
 def test_calibration_stops_when_pytorch_never_raises() -> None:
-    tried, run = _run_swapping_above(0.9, outcome_below=pv.NEVER)
+    tried, run = _run_swapping_above(0.9, outcome_below=pv.NEVER_REACHED)
     found = calibrate(1.0, run)  # type: ignore[arg-type]
     assert tried == [1.0, 0.95, 0.9]
     assert found.clean_ratio is None

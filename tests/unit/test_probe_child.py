@@ -95,10 +95,10 @@ class _Tty:
 def _steps(progress: object, count: int) -> None:
     from mpsd.probe.verdict import ProbeResult
 
-    result = ProbeResult(high=0.5, low=0.5, step_bytes=MIB, outcome="", swapouts_before=0)
+    result = ProbeResult(0.5, 0.5, MIB, max_allowed_bytes=20 * MIB, swapouts_before=0)
     for n in range(1, count + 1):
-        event = {"event": "step", "n": n, "allocated": n * 2 * MIB, "max_allowed": 20 * MIB}
-        progress(event, result)  # type: ignore[operator]
+        result.allocated_bytes = n * 2 * MIB
+        progress(result)  # type: ignore[operator]
 
 
 def test_progress_on_a_terminal_is_one_bar_redrawn_in_place() -> None:
