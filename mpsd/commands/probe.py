@@ -147,10 +147,11 @@ def run(args: argparse.Namespace) -> int:
     given = args.python is not None
     python = project_python.given(args.python) if given else project_python.find()[0]
     current = limits_mod.read()
-    if ratio is None and current is None and not args.calibrate:
+    if current is None and (ratio is None or args.calibrate):
         raise MpsdError(
             "mpsd has no recommended ratio yet (limits.toml is missing): run `mpsd install` "
-            "(or `mpsd daemon --once`) first, or give one with `mpsd probe --ratio 0.8`.",
+            "(or `mpsd daemon --once`) first"
+            + ("." if args.calibrate else ", or give one with `mpsd probe --ratio 0.8`."),
             EXIT_USAGE,
         )
     for signum in (signal.SIGTERM, signal.SIGHUP):
@@ -176,17 +177,13 @@ def run(args: argparse.Namespace) -> int:
             progress.done()
 
     if args.calibrate:
-        return _calibrate(args, ratio, current, probe)
-    if ratio is not None:
-        high = low = ratio
-    else:
         assert current is not None
-        high, low = current.high_watermark_ratio, current.low_watermark_ratio
-    result = probe(high, low)
-    return _report(args, result, current)
-
-
-def _report(args: argparse.Namespace, result: ProbeResult, current: Limits | None) -> int:
+        return _calibrate(args, ratio, current, probe)
+    if ratio is None:
+        assert current is not None
+        result = probe(current.high_watermark_ratio, current.low_watermark_ratio)
+    else:
+        result = probe(ratio, ratio)
     from mpsd.probe.verdict import CLEAN, advise, report_lines, to_json
 
     advice = advise(result, current)
@@ -203,27 +200,10 @@ or the Mac starts to swap. The Mac will be slow for a moment during each run: sa
 first. Each run is stopped the moment swap starts, and its memory is freed at once."""
 
 
-def _calibrate(
-    args: argparse.Namespace, ratio: float | None, current: Limits | None, probe: Probe
-) -> int:
+def _calibrate(args: argparse.Namespace, ratio: float | None, current: Limits, probe: Probe) -> int:
     from mpsd import paths
-    from mpsd.probe.verdict import (
-        CLEAN,
-        PRESSURE,
-        PRESSURE_NAMES,
-        SWAPPED,
-        advise,
-        calibrate,
-        headroom_for,
-        to_json,
-    )
+    from mpsd.probe.verdict import CLEAN, advise, calibrate, headroom_for, to_json
 
-    if current is None:
-        raise MpsdError(
-            "calibration needs mpsd's current recommendation (limits.toml is missing): run "
-            "`mpsd install` (or `mpsd daemon --once`) first.",
-            EXIT_USAGE,
-        )
     start = ratio if ratio is not None else current.high_watermark_ratio
     sys.stderr.write(WARNING + "\n")
     if not args.yes and not _ask("Start the calibration?"):
@@ -232,13 +212,9 @@ def _calibrate(
 
     def run(ratio: float) -> ProbeResult:
         result = probe(ratio, ratio)
-        at = format_gib(result.allocated_bytes)
-        what = {
-            CLEAN: f"clean error at {format_gib(result.error_at_bytes or 0)}",
-            SWAPPED: f"swapped at {at} ({result.swapouts} swap-outs)",
-            PRESSURE: f"memory pressure {PRESSURE_NAMES.get(result.pressure_max or 0)} at {at}",
-        }.get(result.verdict, "no error from PyTorch")
-        sys.stderr.write(f"calibrate: ratio {ratio:.2f}: {what}\n")
+        what = "clean error" if result.verdict == CLEAN else result.verdict.replace("_", " ")
+        at = format_gib(result.error_at_bytes or result.allocated_bytes)
+        sys.stderr.write(f"calibrate: ratio {ratio:.2f}: {what} at {at}\n")
         return result
 
     found = calibrate(start, run)
@@ -257,9 +233,9 @@ def _calibrate(
                 f"Ratio {clean:.2f} gave a clean error; ratio {start:.2f} swapped. "
                 f"The headroom that gives {clean:.2f}: `{line}`."
             )
-        if args.yes or _ask(f"Write `{line}` to {config}?"):
+        written = args.yes or _ask(f"Write `{line}` to {config}?")
+        if written:
             set_headroom(config, headroom)
-            written = True
             sys.stderr.write(
                 f"Wrote `{line}` to {config}; the daemon applies it at its next sample "
                 "(`mpsd status` shows the new ratio).\n"
