@@ -87,43 +87,24 @@ def _raise_exit(signum: int, _frame: FrameType | None) -> None:
 
 
 class Progress:
-    """Allocated vs max allowed on stderr: a bar redrawn in place on a TTY, else a line at
-    every tenth of the way."""
-
-    WIDTH = 30
+    """Allocated vs max allowed on stderr, a line at every tenth of the way (of one run)."""
 
     def __init__(self, stream: IO[str]) -> None:
         self.stream = stream
-        self.tty = stream.isatty()
         self.shown_tenth = -1
-        self.drawn = False
 
     def __call__(self, result: ProbeResult) -> None:
         allocated, limit = result.allocated_bytes, result.max_allowed_bytes
-        share = min(1.0, allocated / limit) if limit else 0.0
+        tenth = int(min(1.0, allocated / limit) * 10) if limit else 0
+        if tenth <= self.shown_tenth:
+            return
+        self.shown_tenth = tenth
         text = f"{format_gib(allocated)} of " + (
             f"{format_gib(limit)} max allowed" if limit else "an unknown max allowed"
         )
-        if result.swapouts_before is None:
-            text += ", swap not watched"
-        if self.tty:
-            filled = round(share * self.WIDTH)
-            bar = "#" * filled + "-" * (self.WIDTH - filled)
-            self.stream.write(f"\r[{bar}] {text}   ")
-            self.drawn = True
-        else:
-            tenth = int(share * 10)
-            if tenth > self.shown_tenth:
-                self.shown_tenth = tenth
-                self.stream.write(f"probe: {text}\n")
+        unwatched = ", swap not watched" if result.swapouts_before is None else ""
+        self.stream.write(f"probe: {text}{unwatched}\n")
         self.stream.flush()
-
-    def done(self) -> None:
-        if self.drawn:
-            self.stream.write("\n")
-            self.stream.flush()
-            self.drawn = False
-        self.shown_tenth = -1
 
 
 def _ask(question: str) -> bool:
@@ -157,24 +138,20 @@ def run(args: argparse.Namespace) -> int:
     for signum in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(signum, _raise_exit)
     watch = choose_watch()
-    progress = Progress(sys.stderr)
 
     def probe(high: float, low: float) -> ProbeResult:
-        if progress.tty:  # importing torch takes seconds: say what is happening
+        if sys.stderr.isatty():  # importing torch takes seconds: say what is happening
             sys.stderr.write(
                 f"probe: ratio {high:.2f}, steps of {format_gib(step)}; "
                 f"starting torch in {python}\n"
             )
         try:
-            return run_probe(ProbeSpec(python, high, low, step), watch, progress)
+            return run_probe(ProbeSpec(python, high, low, step), watch, Progress(sys.stderr))
         except KeyboardInterrupt:
-            progress.done()
             sys.stderr.write(
                 "mpsd: probe interrupted; its child was stopped and its memory freed.\n"
             )
             raise
-        finally:
-            progress.done()
 
     if args.calibrate:
         assert current is not None
@@ -265,11 +242,10 @@ def _calibrate(args: argparse.Namespace, ratio: float | None, current: Limits, p
     return EXIT_OK
 
 
-def set_headroom(path: Path, headroom: float) -> bool:
+def set_headroom(path: Path, headroom: float) -> None:
     """Set ``headroom`` in config.toml at ``path`` (created if missing), keeping every comment
     and the layout (tomlkit). Raises ``ConfigError`` (and writes nothing) when the file is not
-    valid TOML, the result would not be a valid config, or the file cannot be written.
-    False when the value was already there."""
+    valid TOML, the result would not be a valid config, or the file cannot be written."""
     import tomlkit
     import tomlkit.exceptions
 
@@ -277,21 +253,15 @@ def set_headroom(path: Path, headroom: float) -> bool:
     from mpsd.config import ConfigError, validate
 
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        text = ""
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(path, [f"cannot be read ({exc})"]) from None
-    try:
-        document = tomlkit.parse(text)
-    except tomlkit.exceptions.TOMLKitError as exc:
+        document = tomlkit.parse(path.read_text(encoding="utf-8") if path.exists() else "")
+    except (OSError, UnicodeDecodeError, tomlkit.exceptions.TOMLKitError) as exc:
         raise ConfigError(
             path, [f"is not valid TOML ({exc}); fix it, then calibrate again"]
         ) from None
     document["headroom"] = headroom
     validate(document.unwrap(), path)
     try:
-        return write_atomic(path, tomlkit.dumps(document).encode("utf-8"), follow_links=True)
+        write_atomic(path, tomlkit.dumps(document).encode("utf-8"), follow_links=True)
     except OSError as exc:
         raise ConfigError(
             path, [f"cannot be written ({exc.strerror}); add `headroom = {headroom:g}` by hand"]

@@ -70,11 +70,8 @@ class MpsDevice:
 
     def __init__(self, torch: Any) -> None:
         self.torch = torch
-        value = os.environ.get("PYTORCH_MPS_HIGH_WATERMARK_RATIO")
-        try:
-            self.high = DEFAULT_HIGH if value is None else float(value)
-        except ValueError:
-            self.high = 0.0  # PyTorch parses with strtod: garbage is 0.0
+        # The parent always sets it, as ratio_text writes it (unset only in the tests).
+        self.high = float(os.environ.get("PYTORCH_MPS_HIGH_WATERMARK_RATIO") or DEFAULT_HIGH)
 
     def recommended_max(self) -> int | None:
         get = getattr(self.torch.mps, "recommended_max_memory", None)  # torch >= 2.5
@@ -82,9 +79,7 @@ class MpsDevice:
 
     def max_allowed(self) -> int | None:
         recommended = self.recommended_max()
-        if recommended is None or self.high <= 0:
-            return None
-        return int(self.high * recommended)
+        return None if recommended is None else int(self.high * recommended)
 
     def driver(self) -> int:
         return int(self.torch.mps.driver_allocated_memory())

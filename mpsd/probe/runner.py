@@ -182,12 +182,13 @@ def _watch_child(
                 chunk = os.read(fd, 65536)
                 eof = not chunk
                 buffer += chunk
-            *lines, buffer = buffer.split(b"\n")
-            if eof and buffer:
-                lines.append(buffer)
+            *lines, buffer = buffer.split(b"\n")  # a line cut short by the child's death: dropped
             for line in lines:
-                event = _decode(line)
-                if event is None:
+                try:
+                    event = json.loads(line.decode("utf-8", "replace"))
+                except ValueError:  # the user's site hooks may print to stdout too
+                    continue
+                if not isinstance(event, dict) or "event" not in event:
                     continue
                 last = event
                 _apply(event, result)
@@ -198,14 +199,6 @@ def _watch_child(
             if not ready and _must_stop(watch, result):
                 return last
     return last
-
-
-def _decode(line: bytes) -> dict[str, Any] | None:
-    try:
-        event = json.loads(line.decode("utf-8", "replace"))
-    except ValueError:
-        return None
-    return event if isinstance(event, dict) and "event" in event else None
 
 
 def _apply(event: dict[str, Any], result: ProbeResult) -> None:

@@ -73,7 +73,7 @@ def test_setting_headroom_keeps_the_users_comments_and_other_keys(tmp_path: Path
         'interval = "10s"\n'
         'projects = ["/Users/me/code"]\n'
     )
-    assert set_headroom(path, 0.72)
+    set_headroom(path, 0.72)
     text = path.read_text()
     assert text == (
         "# my settings\n"
@@ -87,7 +87,6 @@ def test_setting_headroom_keeps_the_users_comments_and_other_keys(tmp_path: Path
     assert (
         config.headroom == 0.72 and config.interval == 10 and config.projects == ("/Users/me/code",)
     )
-    assert not set_headroom(path, 0.72)
 
 
 def test_setting_headroom_adds_the_key_when_only_a_comment_mentions_it(tmp_path: Path) -> None:
@@ -116,13 +115,6 @@ def test_a_broken_config_is_reported_and_left_untouched(
     with pytest.raises(ConfigError, match=problem):
         set_headroom(path, 0.7)
     assert path.read_text() == text
-
-
-def test_an_out_of_range_headroom_is_refused(tmp_path: Path) -> None:
-    path = tmp_path / "config.toml"
-    with pytest.raises(ConfigError, match="headroom"):
-        set_headroom(path, 1.5)
-    assert not path.exists()
 
 
 def test_a_config_that_cannot_be_written_is_one_sentence_and_left_untouched(
