@@ -127,10 +127,11 @@ class FakeDevice(MpsDevice):
             os.kill(os.getpid(), signal.SIGSEGV)
         if self.swap_file and self.swap_at and self.allocated > self.swap_at:
             # This step was swapped out: add its pages to the counter, keep the pressure.
+            # Renamed into place: the parent must never read a half-written counter.
             with open(self.swap_file) as handle:
                 count, *rest = handle.read().split() or ["0"]
             with open(self.swap_file + ".tmp", "w") as handle:
-                handle.write(" ".join([str(int(count) + max(1, nbytes // 16384)), *rest]) + "\n")
+                handle.write(" ".join([str(int(count) + max(1, nbytes // 16384)), *rest]))
             os.replace(self.swap_file + ".tmp", self.swap_file)
         return block
 

@@ -124,12 +124,6 @@ def headroom_for(ratio: float, baseline_free_bytes: int, recommended_max_bytes: 
     return min(1.0, max(0.01, floor2(ratio * recommended_max_bytes / baseline_free_bytes)))
 
 
-def next_calibration_ratio(ratio: float) -> float | None:
-    """The next ratio to try after ``ratio`` swapped; None below the floor (give up)."""
-    nxt = floor2(round(ratio - CALIBRATION_STEP, 6))
-    return nxt if nxt >= CALIBRATION_FLOOR else None
-
-
 @dataclass
 class Calibration:
     """``mpsd probe --calibrate``: the article's search, done for the user."""
@@ -145,11 +139,11 @@ class Calibration:
 
 
 def calibrate(start: float, run: Callable[[float], ProbeResult]) -> Calibration:
-    """Run at ``start``, then step down (``next_calibration_ratio``) while a run swaps or
-    memory pressure reaches warning; stop at the first clean error."""
+    """Run at ``start``, then step down by CALIBRATION_STEP (to CALIBRATION_FLOOR) while a run
+    swaps or memory pressure reaches warning; stop at the first clean error."""
     found = Calibration()
-    ratio: float | None = start
-    while ratio is not None:
+    ratio = start
+    while True:
         result = run(ratio)
         found.runs.append(result)
         if result.verdict == CLEAN:
@@ -161,7 +155,9 @@ def calibrate(start: float, run: Callable[[float], ProbeResult]) -> Calibration:
                 "cannot be judged"
             )
             return found
-        ratio = next_calibration_ratio(ratio)
+        ratio = floor2(round(ratio - CALIBRATION_STEP, 6))
+        if ratio < CALIBRATION_FLOOR:
+            break
     found.stopped = (
         "even the lowest ratio tried swapped: something else is using the memory; quit the "
         "biggest apps and calibrate again"

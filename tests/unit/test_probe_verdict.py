@@ -187,13 +187,6 @@ def test_the_max_allowed_comes_from_the_message_when_torch_could_not_say() -> No
     assert result.max_allowed_bytes == pv.parse_oom(OOM_TEXT)["max_allowed_bytes"]  # type: ignore[index]
 
 
-def test_calibration_steps_down_by_five_hundredths_and_gives_up_below_the_floor() -> None:
-    assert pv.next_calibration_ratio(0.8) == 0.75
-    assert pv.next_calibration_ratio(0.77) == 0.72
-    assert pv.next_calibration_ratio(0.15) == 0.1
-    assert pv.next_calibration_ratio(0.14) is None
-
-
 def test_headroom_is_the_clean_ratio_of_the_recommended_max_over_the_baseline() -> None:
     assert (
         pv.headroom_for(0.8, baseline_free_bytes=50 * GIB, recommended_max_bytes=40 * GIB) == 0.64
