@@ -32,12 +32,8 @@ class Key:
 
     @property
     def default_text(self) -> str:
-        """The default as config.toml writes it: ``0.8``, ``"7d"``, ``[]``."""
-        if isinstance(self.default, str):
-            return f'"{self.default}"'
-        if isinstance(self.default, list):
-            return "[" + ", ".join(f'"{item}"' for item in self.default) + "]"
-        return str(self.default)
+        """The default as config.toml writes it: ``0.8``, ``"7d"`` (``projects`` has its own)."""
+        return f'"{self.default}"' if isinstance(self.default, str) else str(self.default)
 
     @property
     def default_value(self) -> Any:

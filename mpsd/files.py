@@ -51,14 +51,14 @@ def refuse_untrusted(path: str | Path) -> None:
         raise UnsafeFileError(path, sentence, errno.EPERM)
 
 
-def open_regular(path: str | Path, flags: int, *, follow: bool = True, mode: int = 0o600) -> int:
+def open_regular(path: str | Path, flags: int, mode: int = 0o600) -> int:
     """``os.open`` that refuses what is not a regular file, without ever blocking on one.
 
-    ``flags`` are the access flags (``O_RDONLY``, ``O_RDWR | O_CREAT``, ...); ``follow=False``
-    adds ``O_NOFOLLOW``. The descriptor comes back in blocking mode.
+    ``flags`` are the access flags (``O_RDONLY``, ``O_RDWR | O_CREAT``, ...). The descriptor
+    comes back in blocking mode.
     """
     flags |= os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0)
-    fd = os.open(path, flags if follow else flags | os.O_NOFOLLOW, mode)
+    fd = os.open(path, flags, mode)
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
@@ -70,7 +70,7 @@ def open_regular(path: str | Path, flags: int, *, follow: bool = True, mode: int
     return fd
 
 
-def read_bytes(path: str | Path, *, limit: int | None = None, follow: bool = True) -> bytes:
+def read_bytes(path: str | Path, *, limit: int | None = None) -> bytes:
     """The bytes of the regular file ``path``; never blocks on a FIFO.
 
     Raises FileNotFoundError when it is missing or lies in a dir of mpsd's that fails the
@@ -80,7 +80,7 @@ def read_bytes(path: str | Path, *, limit: int | None = None, follow: bool = Tru
     """
     if paths.untrusted_home(path):
         raise FileNotFoundError(errno.ENOENT, "in a directory mpsd does not trust", str(path))
-    fd = open_regular(path, os.O_RDONLY, follow=follow)
+    fd = open_regular(path, os.O_RDONLY)
     try:
         if limit is not None and os.fstat(fd).st_size > limit:
             raise too_large(path, limit)
@@ -115,22 +115,17 @@ def ensure_dir(path: str | Path) -> None:
     the trust rule is refused with its sentence.
     """
     refuse_untrusted(path)
-    path = os.fspath(path)
+    _make_dir(os.path.abspath(path))
+
+
+def _make_dir(path: str) -> None:
     if os.path.isdir(path):
         return
-    missing = []
-    current = os.path.abspath(path)
-    while not os.path.isdir(current):
-        missing.append(current)
-        parent = os.path.dirname(current)
-        if parent == current:
-            break
-        current = parent
-    for directory in reversed(missing):
-        try:
-            os.mkdir(directory, DIR_MODE)
-        except FileExistsError:
-            if not os.path.isdir(directory):
-                raise
-            continue
-        os.chmod(directory, DIR_MODE)
+    _make_dir(os.path.dirname(path))  # "/" is a directory: this ends
+    try:
+        os.mkdir(path, DIR_MODE)
+    except FileExistsError:
+        if not os.path.isdir(path):
+            raise
+        return
+    os.chmod(path, DIR_MODE)

@@ -5,7 +5,7 @@ reads it here (``read_file``, ``read``). The shell hooks and the start-up hook r
 own builtins, so its form is a contract (docs/file-formats.md). The reader has the hooks'
 semantics (``LimitsFile.high``, ``.low``, ``.projects`` are what they export) and also checks the
 writer's exact form: any difference (a hand edit, a comment) is a ``problem`` and gives no
-``Limits``. Only writers import tomli-w, the lock and the atomic write.
+``Limits``. Only writers import the lock and the atomic write.
 """
 
 from __future__ import annotations
@@ -14,8 +14,9 @@ import dataclasses
 import datetime as dt
 import errno
 import math
-import re
 from collections.abc import Callable
+from dataclasses import MISSING
+from itertools import zip_longest
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +33,7 @@ _PROJECT_PREFIX = '    "'
 _PROJECT_SUFFIX = '",'
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass
 class Limits:
     """What limits.toml holds, in its order."""
 
@@ -65,7 +66,7 @@ class LimitsError(ValueError):
     """limits.toml is not in the form mpsd writes, or holds a value out of range."""
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass
 class LimitsFile:
     """limits.toml as read: what the hooks take from it, and whether it is mpsd's own form.
 
@@ -93,12 +94,38 @@ class LimitsFile:
 
 
 def render(limits: Limits) -> str:
-    """The file's text. tomli-w writes exactly the form the hooks read; tests pin it."""
-    import tomli_w  # only writers pay for it
+    """The file's text as tomli-w writes it (a test pins that), without importing it: the
+    readers compare a file with it, and the form is what the hooks read, one ``key = value`` a
+    line, the projects one a line."""
+    lines = []
+    for key, value in vars(limits).items():
+        if key == "projects":
+            items = [f"    {_quoted(path)}," for path in value]
+            lines += ["projects = [", *items, "]"] if items else ["projects = []"]
+        else:
+            lines.append(f"{key} = {_quoted(value) if isinstance(value, str) else value}")
+    return "\n".join(lines) + "\n"
 
-    data = dataclasses.asdict(limits)
-    data["projects"] = list(limits.projects)
-    return tomli_w.dumps(data)
+
+_ESCAPES = {"\b": "\\b", "\n": "\\n", "\f": "\\f", "\r": "\\r", '"': '\\"', "\\": "\\\\"}
+
+
+def _quoted(text: str) -> str:
+    """A TOML basic string, escaped as tomli-w escapes it (the hooks read no escapes: ``enable``
+    refuses a project path that needs one)."""
+
+    def escaped(c: str) -> str:
+        if c in _ESCAPES:
+            return _ESCAPES[c]
+        return f"\\u{ord(c):04x}" if (ord(c) < 32 and c != "\t") or c == "\x7f" else c
+
+    return '"' + "".join(map(escaped, text)) + '"'
+
+
+def _unquoted(text: str) -> str:
+    if len(text) < 2 or text[0] != '"' or text[-1] != '"':
+        raise ValueError(f"{text} is not a string")
+    return text[1:-1]
 
 
 def write(limits: Limits, path: Path | None = None) -> bool:
@@ -128,8 +155,11 @@ def update_locked(
 
 
 def _encoded(limits: Limits) -> bytes:
-    """The file's bytes; never more than the hooks read (they ignore a larger file)."""
-    data = render(limits).encode("utf-8")
+    """The file's bytes, written by tomli-w (``render``, the readers' check of the form, is
+    pinned to it by a test); never more than the hooks read (they ignore a larger file)."""
+    import tomli_w
+
+    data = tomli_w.dumps(vars(limits)).encode("utf-8")
     if len(data) > MAX_BYTES:
         raise MpsdError(
             f"limits.toml would be {len(data) // 1024} KiB with {len(limits.projects)} projects, "
@@ -187,11 +217,9 @@ def parse_text(text: str) -> LimitsFile:
         return LimitsFile(True, problem="limits.toml holds a NUL byte, so the hooks ignore it")
     high, low, projects = _hook_view(text)
     try:
-        limits = _strict(text)
+        limits = _strict(text, projects)
         if (high, low) != (_plain(limits.high_watermark_ratio), _plain(limits.low_watermark_ratio)):
             raise LimitsError("the hooks do not read the ratios it holds")
-        if projects != limits.projects:
-            raise LimitsError("the hooks do not read the projects it lists")
     except LimitsError as exc:
         return LimitsFile(
             True, high, low, projects, None, f"limits.toml is not in mpsd's form: {exc}"
@@ -220,15 +248,6 @@ def _plain(ratio: float) -> str | None:
     return text if ratio_value(text) is not None else None
 
 
-def _project_line(line: str) -> bool:
-    """``    "/path",``: the form of a project line (the two ends cannot overlap)."""
-    return line.startswith(_PROJECT_PREFIX + "/") and line.endswith(_PROJECT_SUFFIX)
-
-
-def _unsafe(path: str) -> bool:
-    return any(c in '"\\' or ord(c) < 32 or ord(c) == 127 for c in path)
-
-
 def _hook_view(text: str) -> tuple[str | None, str | None, tuple[str, ...]]:
     """What ``shell/mpsd.bash``, ``.zsh`` and ``.fish`` take from the text, by their rules.
 
@@ -245,8 +264,9 @@ def _hook_view(text: str) -> tuple[str | None, str | None, tuple[str, ...]]:
         start = lines.index("projects = [") + 1
         end = lines.index("]", start) if "]" in lines[start:] else len(lines)
         for line in lines[start:end]:
-            path = line[len(_PROJECT_PREFIX) : -len(_PROJECT_SUFFIX)]
-            if _project_line(line) and not _unsafe(path):
+            path = line[len(_PROJECT_PREFIX) : -len(_PROJECT_SUFFIX)]  # the ends cannot overlap
+            form = line.startswith(_PROJECT_PREFIX + "/") and line.endswith(_PROJECT_SUFFIX)
+            if form and not any(c in '"\\' or ord(c) < 32 or ord(c) == 127 for c in path):
                 projects.append(path)
     high_value, low_value = ratio_value(high), ratio_value(low)
     if high_value is None or low_value is None or low_value > high_value:
@@ -254,71 +274,36 @@ def _hook_view(text: str) -> tuple[str | None, str | None, tuple[str, ...]]:
     return high, low, tuple(projects)
 
 
-# The writer's form, key by key: what each value must look like, and how to read it.
-_FLOAT = r"-?[0-9]+(?:\.[0-9]+)?(?:e[+-]?[0-9]+)?"
-_INT = r"[0-9]{1,18}"  # bytes: up to an exabyte; no overflow downstream
-_WORD = r'"[A-Za-z0-9_.-]*"'
-_DATETIME = (
-    r"[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)?(?:[+-][0-9]{2}:[0-9]{2})?"
-)
-_KEYS: dict[str, tuple[str, Callable[[str], Any]]] = {
-    "high_watermark_ratio": (_FLOAT, float),
-    "low_watermark_ratio": (_FLOAT, float),
-    "limit_bytes": (_INT, int),
-    "recommended_max_bytes": (_INT, int),
-    "recommended_max_source": (_WORD, lambda s: s[1:-1]),
-    "baseline_free_bytes": (_INT, int),
-    "headroom": (_FLOAT, float),
-    "updated_at": (_DATETIME, dt.datetime.fromisoformat),
-    "baseline_source": (_WORD, lambda s: s[1:-1]),
-    "sample_count": (_INT, int),
+# How to read each of Limits' field types (its annotations are strings here).
+_READ: dict[str, Callable[[str], Any]] = {
+    "float": float,
+    "int": int,
+    "str": _unquoted,
+    "dt.datetime": dt.datetime.fromisoformat,
 }
-_REQUIRED = [f.name for f in dataclasses.fields(Limits) if f.default is dataclasses.MISSING]
 
 
-def _strict(text: str) -> Limits:
-    """Every key of the text, which must be exactly in the form ``render`` writes."""
-    data: dict[str, Any] = {}
+def _strict(text: str, projects: tuple[str, ...]) -> Limits:
+    """The text's limits, which it must hold exactly as ``render`` writes them."""
     lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    number = 0
-    while number < len(lines):
-        line = lines[number]
-        number += 1
-        where = f"line {number} ({_shown(line)})"
-        if line in ("projects = []", "projects = ["):
-            if "projects" in data:
-                raise LimitsError(f"{where} repeats projects")
-            data["projects"] = []
-            if line == "projects = [":
-                while number < len(lines) and lines[number] != "]":
-                    item = lines[number]
-                    number += 1
-                    if not _project_line(item):
-                        raise LimitsError(f"line {number} ({_shown(item)}) is not a project path")
-                    # One the hooks refuse (a quote...) is told by parse_text's comparison.
-                    data["projects"].append(item[len(_PROJECT_PREFIX) : -len(_PROJECT_SUFFIX)])
-                if number >= len(lines):
-                    raise LimitsError("the projects list has no closing ]")
-                number += 1
+    first: dict[str, int] = {}  # each key's first line
+    for number, line in enumerate(lines, 1):
+        first.setdefault(line.partition(" = ")[0], number)
+    data: dict[str, Any] = {"projects": projects}
+    for field in dataclasses.fields(Limits):
+        if field.name == "projects" or (field.name not in first and field.default is not MISSING):
             continue
-        key, sep, value = line.partition(" = ")
-        if not sep or key not in _KEYS:
-            raise LimitsError(f"{where} is not a `key = value` line mpsd writes")
-        if key in data:
-            raise LimitsError(f"{where} repeats {key}")
-        pattern, convert = _KEYS[key]
-        if not re.fullmatch(pattern, value):
-            raise LimitsError(f"{where}: {key} is not written as mpsd writes it")
+        if field.name not in first:
+            raise LimitsError(f"it has no {field.name}")
+        where = f"line {first[field.name]} ({_shown(lines[first[field.name] - 1])})"
         try:
-            data[key] = convert(value)
+            value = _READ[str(field.type)](lines[first[field.name] - 1].partition(" = ")[2])
         except (ValueError, OverflowError):
-            raise LimitsError(f"{where}: {key} is out of range") from None
-    missing = [key for key in _REQUIRED if key not in data]
-    if missing:
-        raise LimitsError(f"it has no {missing[0]}")
-    limits = Limits(**{**data, "projects": tuple(data.get("projects", ()))})
+            raise LimitsError(f"{where} is not as mpsd writes it") from None
+        if isinstance(value, int) and not 0 <= value < 2**63:
+            raise LimitsError(f"{where}: {field.name} is out of range")
+        data[field.name] = value
+    limits = Limits(**data)
     high, low = limits.high_watermark_ratio, limits.low_watermark_ratio
     if not (math.isfinite(high) and 0 < high <= 2):
         raise LimitsError(f"high_watermark_ratio {high} is outside (0, 2]")
@@ -328,6 +313,9 @@ def _strict(text: str) -> Limits:
         raise LimitsError("recommended_max_bytes is 0")
     if limits.recommended_max_source not in SOURCES:
         raise LimitsError(f"recommended_max_source {limits.recommended_max_source!r} is unknown")
+    for number, (line, written) in enumerate(zip_longest(lines, render(limits).split("\n"))):
+        if line != written:  # a comment, a key mpsd does not write, a project the hooks skip...
+            raise LimitsError(f"line {number + 1} ({_shown(line or '')}) is not as mpsd writes it")
     return limits
 
 

@@ -1,5 +1,7 @@
 """Shared fixtures. Every test runs with temporary mpsd dirs and a temporary HOME:
-no test ever reads or writes the real user's files."""
+no test ever reads or writes the real user's files. Nor does an activated venv reach a test:
+its ``bin/`` (an ``mpsd``, a ``python3``) is taken off PATH and ``VIRTUAL_ENV`` is unset, so the
+suite sees the same environment whether or not the caller ran ``source .venv/bin/activate``."""
 
 from __future__ import annotations
 
@@ -44,9 +46,17 @@ def isolated_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[d
         "_MPSD_EXPORTED_HIGH",
         "_MPSD_EXPORTED_LOW",
         "VIRTUAL_ENV",  # an activated venv would be "the project's python" (doctor, probe)
+        "VIRTUAL_ENV_PROMPT",
     ):
         monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("PATH", _path_without_venvs(os.environ.get("PATH", "")))
     yield dirs
+
+
+def _path_without_venvs(path: str) -> str:
+    """``path`` less the ``bin/`` of every virtual environment (a dir beside a pyvenv.cfg)."""
+    kept = [d for d in path.split(os.pathsep) if d and not (Path(d).parent / "pyvenv.cfg").exists()]
+    return os.pathsep.join(kept)
 
 
 def run_mpsd(

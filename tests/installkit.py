@@ -11,13 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from mpsd import limits, paths
+from mpsd import limits
 from tests import standin_launchctl
 from tests.conftest import ROOT
 
 REAL_SHELL_DIR = ROOT / "shell"
-REAL_HOOKS = all((REAL_SHELL_DIR / name).is_file() for name in ("mpsd.zsh", "mpsd.bash"))
-NO_REAL_HOOKS = "shell/mpsd.zsh and shell/mpsd.bash are not on this branch yet (branch hooks)"
 
 
 def sample_limits(projects: tuple[str, ...] = ()) -> limits.Limits:
@@ -35,30 +33,10 @@ def sample_limits(projects: tuple[str, ...] = ()) -> limits.Limits:
     )
 
 
-def has_command(name: str) -> bool:
-    from mpsd.commands import COMMANDS
-
-    return name in COMMANDS
-
-
 @pytest.fixture(name="hook_sources")
-def hook_sources_fixture(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """The shell hook scripts install copies: the real ones when this branch has them, else
-    two stand-in files (so the rc-file logic is tested either way)."""
-    if REAL_HOOKS:
-        return REAL_SHELL_DIR
-    shell_dir = tmp_path / "standin-shell"
-    shell_dir.mkdir()
-    (shell_dir / "mpsd.zsh").write_text("# stand-in zsh hook\n")
-    (shell_dir / "mpsd.bash").write_text("# stand-in bash hook\n")
-    (shell_dir / "mpsd.fish").write_text("# stand-in fish hook\n")
-    real = paths.resource_dir
-
-    def resource_dir(name: str) -> Path:
-        return shell_dir if name == "shell" else real(name)
-
-    monkeypatch.setattr(paths, "resource_dir", resource_dir)
-    return shell_dir
+def hook_sources_fixture() -> Path:
+    """The shell hook scripts install copies (the real ones, in shell/)."""
+    return REAL_SHELL_DIR
 
 
 @pytest.fixture(name="no_launchctl")

@@ -1,5 +1,6 @@
 """``mpsd doctor``: the full view of the chain (``mpsd.setup.chain``), each link checked, each
-problem with its fix.
+problem with its fix, and what only doctor checks (the launchd agent, the rc files, every
+start-up hook, torch), read here so that status never loads it.
 
 Exit 0 when nothing is wrong, 1 when a check found a problem (warnings are advice and do not
 change the exit status). torch is checked in the project's python (the one ``python`` here
@@ -9,18 +10,30 @@ would run: ``mpsd.env.project_python``), or the one ``--python`` names.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
+import subprocess
 import sys
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
+from typing import Any
 
-from mpsd import paths
+from mpsd import files, paths
 from mpsd.config import WHILE_INVALID
+from mpsd.durations import format_duration
 from mpsd.env import project_python, pyhooks, watermarks
 from mpsd.env.exports import hook_copy_command
 from mpsd.setup import chain as model
-from mpsd.setup import installed
+from mpsd.setup import launchd, rcfile
+from mpsd.setup.installer import (
+    FISH_HEADER,
+    HOOK_FILES,
+    fish_hook_file,
+    hook_copy,
+    hook_source,
+    rc_candidates,
+)
 from mpsd.sizes import format_gib
 from mpsd.term import plural, style, wrap
 
@@ -30,7 +43,7 @@ INSTALL = "run `mpsd install`"
 REFRESH = "run `mpsd install` to refresh it"
 
 
-@dataclass(frozen=True)
+@dataclass
 class Check:
     """One link: ``ok``; ``problem`` (doctor exits 1); ``warning`` (advice, the exit status is
     unaffected); ``skipped`` (does not apply here)."""
@@ -57,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         python = project_python.find()
     project_python.current_directory()  # whether the hook is active here needs a "here"
-    found = checks(model.read(full=True, python=python), os.environ)
+    found = checks(model.read(), os.environ, python)
     healthy = not any(check.status == PROBLEM for check in found)
     if args.json:
         payload = {"healthy": healthy, "checks": [asdict(check) for check in found]}
@@ -83,14 +96,13 @@ def run(args: argparse.Namespace) -> int:
     return 0 if healthy else 1
 
 
-def checks(chain: model.Chain, env: Mapping[str, str]) -> list[Check]:
-    """Every check, in the chain's order."""
-    setup = chain.setup
-    assert setup is not None, "doctor reads the chain in full"
+def checks(chain: model.Chain, env: Mapping[str, str], python: tuple[str, str]) -> list[Check]:
+    """Every check, in the chain's order; torch's in ``python`` (a path and how it was found)."""
+    agent, start = _agent()
     found = [_untrusted(sentence) for sentence in chain.untrusted]
-    found += [_config(chain), _limits(chain), *_agent(setup), *_daemon(chain, setup)]
-    found += [*_shell_hooks(setup), *_python_hooks(setup.python_hooks)]
-    return [*found, _hook_active(chain, env), _variables(env), check_torch(setup)]
+    found += [_config(chain), _limits(chain), *agent, *_daemon(chain, start)]
+    found += [*_shell_hooks(env), *_python_hooks(), _hook_active(chain, env), _variables(env)]
+    return [*found, check_torch(python, torch_info(python[0]))]
 
 
 def _untrusted(sentence: str) -> Check:
@@ -140,25 +152,27 @@ def _limits(chain: model.Chain) -> Check:
     )
 
 
-def _daemon_command() -> str:
-    return f"{sys.executable} -m mpsd daemon"
-
-
-def _agent(agent: installed.Setup) -> list[Check]:
-    """The launchd agent: plist present, its interpreter alive, loaded, not disabled."""
-    if not agent.launchd:
+def _agent() -> tuple[list[Check], str]:
+    """The launchd agent (plist present, its interpreter alive, loaded, not disabled), and how
+    to start the daemon."""
+    command = f"{sys.executable} -m mpsd daemon"
+    if not launchd.available():
         detail = "no launchd here (`launchctl` is not on PATH): nothing runs the daemon for you"
-        return [Check("agent", SKIPPED, detail, f"keep `{_daemon_command()}` running yourself")]
-    plist, args = agent.plist, agent.arguments
-    if not agent.plist_exists:
-        return [Check("agent", PROBLEM, f"{plist} does not exist", INSTALL)]
-    if agent.plist_error is not None:
+        skipped = Check("agent", SKIPPED, detail, f"keep `{command}` running yourself")
+        return [skipped], f"start it: `{command}`"
+    gui, job, plist = launchd.domains()[0], launchd.loaded(), launchd.agent_file()
+    start = f"run `launchctl kickstart -k {job.domain if job else gui}/{paths.LABEL}`"
+    if not plist.exists():
+        return [Check("agent", PROBLEM, f"{plist} does not exist", INSTALL)], start
+    try:
+        args = launchd.program_arguments(plist.read_bytes())
+    except OSError as exc:
         fix = f"move it out of the way, then {INSTALL}"
-        return [Check("agent", PROBLEM, f"{plist} cannot be read ({agent.plist_error})", fix)]
+        return [Check("agent", PROBLEM, f"{plist} cannot be read ({exc.strerror})", fix)], start
     found = []
     if not args:
         found.append(Check("agent", PROBLEM, f"{plist} is not a readable plist", INSTALL))
-    elif not agent.python_runs:
+    elif not os.access(args[0], os.X_OK):
         found.append(
             Check(
                 "agent interpreter",
@@ -168,8 +182,7 @@ def _agent(agent: installed.Setup) -> list[Check]:
                 "recreate the venv, reinstall mpsd in it, then run `mpsd install` from it",
             )
         )
-    if args and agent.private_folder is not None:
-        folder = agent.private_folder
+    elif (folder := privacy_protected(args[0])) is not None:
         where = "iCloud Drive (~/Library/Mobile Documents)" if "Mobile" in folder else folder
         found.append(
             Check(
@@ -183,9 +196,8 @@ def _agent(agent: installed.Setup) -> list[Check]:
                 "mpsd` or `uv tool install mpsd`, then run `mpsd install` from there",
             )
         )
-    job = agent.job
     if job is None:
-        fix = f"{INSTALL} (or `launchctl bootstrap {agent.gui} {plist}`)"
+        fix = f"{INSTALL} (or `launchctl bootstrap {gui} {plist}`)"
         found.append(Check("agent", PROBLEM, "the agent is not loaded in launchd", fix))
     elif args and job.arguments and job.arguments != args:
         detail = (
@@ -194,24 +206,40 @@ def _agent(agent: installed.Setup) -> list[Check]:
         found.append(Check("agent", WARNING, detail, INSTALL))
     else:
         found.append(Check("agent", OK, f"loaded in {job.domain}"))
-    if agent.disabled:
+    disabled = launchd.launchctl("print-disabled", gui)
+    if disabled.ok and launchd.parse_disabled(disabled.stdout):
         found.append(
             Check(
                 "agent enabled",
                 WARNING,
                 "launchd lists the agent as disabled (the 'Allow in the Background' switch)",
                 "turn it on in System Settings > General > Login Items, then run "
-                f"`launchctl enable {agent.gui}/{paths.LABEL}`",
+                f"`launchctl enable {gui}/{paths.LABEL}`",
             )
         )
-    return found
+    return found, start
 
 
-def _daemon(chain: model.Chain, agent: installed.Setup) -> list[Check]:
-    if agent.launchd:
-        start = f"run `launchctl kickstart -k {agent.domain}/{paths.LABEL}`"
-    else:
-        start = f"start it: `{_daemon_command()}`"
+# Folders macOS's privacy protection (TCC) guards: a process launchd starts may be denied
+# them ("Operation not permitted") and crash-loop (docs/macos-and-pytorch.md, "Privacy
+# protection (TCC)").
+PROTECTED_FOLDERS = (("Desktop",), ("Documents",), ("Downloads",), ("Library", "Mobile Documents"))
+
+
+def privacy_protected(python: str, home: str | None = None) -> str | None:
+    """The protected folder (``~/Documents``...) that ``python`` lives in, as given or once its
+    symlinks are resolved; None when it lives in neither."""
+    home = os.path.abspath(home or os.environ.get("HOME") or os.path.expanduser("~"))
+    for candidate in (os.path.abspath(python), os.path.realpath(python)):
+        for parts in PROTECTED_FOLDERS:
+            # casefold: a Mac's disk ignores case by default (~/documents is ~/Documents)
+            folder = os.path.join(home, *parts).casefold()
+            if candidate.casefold() == folder or candidate.casefold().startswith(folder + os.sep):
+                return "~/" + "/".join(parts)
+    return None
+
+
+def _daemon(chain: model.Chain, start: str) -> list[Check]:
     history = chain.history
     if chain.daemon_running:
         found = [Check("daemon", OK, f"running (pid {chain.daemon_pid})")]
@@ -224,7 +252,7 @@ def _daemon(chain: model.Chain, agent: installed.Setup) -> list[Check]:
         else:
             fix = f"move {history.history_file} aside (a new one is started), then {start}"
         return [*found, Check("sampling", PROBLEM, said.rstrip(".").split("; ")[0], fix)]
-    age, interval = _age(history.age_seconds), chain.interval_seconds
+    age, interval = format_duration(history.age_seconds, about=True), chain.interval_seconds
     if history.last_sample is None:
         fix = start if not chain.daemon_running else ""
         found.append(Check("sampling", PROBLEM, "no sample recorded yet", fix))
@@ -242,51 +270,69 @@ def _daemon(chain: model.Chain, agent: installed.Setup) -> list[Check]:
     return found
 
 
-def _age(seconds: float) -> str:
-    from mpsd.durations import format_duration
-
-    return format_duration(seconds, about=True)
-
-
-def _shell_hooks(setup: installed.Setup) -> list[Check]:
+def _shell_hooks(env: Mapping[str, str]) -> list[Check]:
     """The rc blocks are present and the hook copies they source are there and current."""
-    found = [
-        Check(
-            "hook copy",
-            PROBLEM,
-            f"{rc} sources {copy}, which does not exist (no shell gets the hook)",
-            INSTALL,
-        )
-        for rc, copy in setup.gone_copies
-    ]
-    if setup.rc_blocks:
-        found.insert(0, Check("hook block", OK, "in " + ", ".join(setup.rc_blocks)))
+    blocks, found = [], []
+    for path in rc_candidates():
+        try:
+            text = files.read_bytes(path, limit=files.RC_LIMIT)
+            if not rcfile.has_block(text):
+                continue
+            sourced = rcfile.sourced_files(text, env.get("HOME"))
+        except (OSError, rcfile.RcFileError):
+            continue
+        blocks.append(str(path))
+        detail = "sources {}, which does not exist (no shell gets the hook)"
+        gone = [copy for copy in sourced if not os.path.isfile(copy)]
+        found += [Check("hook copy", PROBLEM, f"{path} {detail.format(c)}", INSTALL) for c in gone]
+    fish = fish_hook_file()
+    if fish.is_file():
+        blocks.append(str(fish))
+    if blocks:
+        found.insert(0, Check("hook block", OK, "in " + ", ".join(blocks)))
     else:
         found.append(Check("hook block", PROBLEM, "no mpsd block in any shell rc file", INSTALL))
-    stale = "is from another mpsd version"
-    return found + [
-        Check("hook copy", WARNING, f"{copy} {stale}", REFRESH) for copy in setup.stale_copies
-    ]
+    for shell in ("fish", *HOOK_FILES):
+        copy = fish if shell == "fish" else hook_copy(shell)
+        try:
+            data = copy.read_bytes() if copy.is_file() else None
+            hook = hook_source(shell).read_bytes()
+        except OSError:
+            continue  # nothing to compare with: not ours to judge
+        if data is None:
+            continue
+        if shell == "fish":  # the PATH line install puts after the header may be there
+            current = data.startswith(FISH_HEADER) and data.endswith(hook)
+        else:
+            current = data == hook
+        if not current:
+            found.append(
+                Check("hook copy", WARNING, f"{copy} is from another mpsd version", REFRESH)
+            )
+    return found
 
 
-def _python_hooks(hooks: list[tuple[pyhooks.Entry, str]]) -> list[Check]:
+def _python_hooks() -> list[Check]:
     """Each start-up hook copy ``mpsd enable`` listed is there and current."""
-    found = []
-    for hook, state in hooks:
+    found, current = [], []
+    for hook in pyhooks.record():
+        state = pyhooks.check_copy(hook.site)
         fix = f"run `mpsd enable {hook.project}`"
         if state == "outdated":
             found.append(Check("python hook", WARNING, f"{hook.site} has another mpsd's copy", fix))
+        elif state == "missing" and not os.path.exists(hook.python):
+            found.append(Check("python hook", WARNING, f"{hook.python} no longer exists", fix))
         elif state == "missing":
             detail = (
                 f"the start-up hook is gone from {hook.site} (a recreated environment?): "
                 f"{hook.python} started outside a hooked shell gets no variables"
             )
             found.append(Check("python hook", PROBLEM, detail, fix))
-        elif state == "gone":
-            found.append(Check("python hook", WARNING, f"{hook.python} no longer exists", fix))
-    current = dict.fromkeys(hook.site for hook, state in hooks if state == "current")
+        elif state == "current":
+            current.append(hook.site)
     if current:
-        found.insert(0, Check("python hook", OK, f"current in {', '.join(current)}"))
+        sites = ", ".join(dict.fromkeys(current))
+        found.insert(0, Check("python hook", OK, f"current in {sites}"))
     return found
 
 
@@ -347,12 +393,11 @@ def _variables(env: Mapping[str, str]) -> Check:
     return Check("variables", OK, f"high {high}, low {env.get(watermarks.LOW)}")
 
 
-def check_torch(setup: installed.Setup, platform: str | None = None) -> Check:
-    """torch in the python doctor checks."""
-    (path, how), data = setup.torch, setup.torch_info
-    platform = sys.platform if platform is None else platform
-    where = f"{path} ({how})"
-    given = how == "--python"
+def check_torch(python: tuple[str, str], data: dict[str, Any] | None, platform: str = "") -> Check:
+    """torch in the python doctor checks (a path and how it was found), as ``torch_info``
+    found it there."""
+    path, how = python
+    where, given = f"{path} ({how})", how == "--python"
     if data is None:
         fix = (
             f"install it there (`{path} -m pip install torch`), or give --python the "
@@ -362,18 +407,15 @@ def check_torch(setup: installed.Setup, platform: str | None = None) -> Check:
         )
         return Check("torch", SKIPPED, f"torch is not installed for {where}", fix)
     if "unrunnable" in data:
-        example = "`mpsd doctor --python .venv/bin/python`"
-        runnable = f"check that {path} is a python you can run (`{path} -V`)"
-        if data["unrunnable"] == "missing":
-            detail = f"there is no interpreter {where} to check torch in"
-            fix = f"check the path: give --python your project's python, e.g. {example}"
-            fix = fix if given else f"check that {path} still exists (a removed venv?)"
-        elif data["unrunnable"] == "not python":
-            detail = f"{where} is not a python interpreter"
-            fix = f"give --python your project's python, e.g. {example}" if given else runnable
-        else:
-            detail = f"{where} cannot be run ({data['error']})"
-            fix = f"give --python a python interpreter, e.g. {example}" if given else runnable
+        detail = {
+            "missing": f"there is no interpreter {where} to check torch in",
+            "not python": f"{where} is not a python interpreter",
+        }.get(data["unrunnable"], f"{where} cannot be run ({data['error']})")
+        fix = (
+            "give --python your project's python, e.g. `mpsd doctor --python .venv/bin/python`"
+            if given
+            else f"check that {path} is a python you can run (`{path} -V`)"
+        )
         return Check("torch", PROBLEM, detail, fix)
     if "error" in data:
         return Check(
@@ -385,7 +427,7 @@ def check_torch(setup: installed.Setup, platform: str | None = None) -> Check:
     version = str(data.get("version", "?"))
     if data.get("available"):
         return Check("torch", OK, f"torch {version}, MPS available, in {where}")
-    if platform != "darwin":
+    if (platform or sys.platform) != "darwin":
         return Check("torch", SKIPPED, f"torch {version} in {where}; no MPS here (not a Mac)")
     return Check(
         "torch",
@@ -393,3 +435,48 @@ def check_torch(setup: installed.Setup, platform: str | None = None) -> Check:
         f"torch {version} in {where} cannot use MPS (built with MPS: {bool(data.get('built'))})",
         "use an arm64 Python on Apple Silicon with macOS 12.3 or later and torch 2.0 or later",
     )
+
+
+# The first line says a python runs it: a program that is not Python (`--python /bin/ls`)
+# fails without it, and is not told to reinstall torch.
+PYTHON_MARK = "mpsd: a python"
+TORCH_PROBE = (
+    "import json\n"
+    f"print({PYTHON_MARK!r}, flush=True)\n"
+    "try:\n"
+    "    import torch\n"
+    "except ModuleNotFoundError as exc:\n"
+    "    if exc.name != 'torch': raise\n"
+    "    print('null'); raise SystemExit(0)\n"
+    "mps = getattr(torch.backends, 'mps', None)\n"
+    "print(json.dumps({'version': torch.__version__,\n"
+    "  'built': bool(mps and mps.is_built()),\n"
+    "  'available': bool(mps and mps.is_available())}))\n"
+)
+
+
+def torch_info(python: str = sys.executable, timeout: float = 180.0) -> dict[str, Any] | None:
+    """torch's version and MPS availability, from a subprocess (never imported here);
+    None when torch is not installed for ``python``."""
+    if python == sys.executable and importlib.util.find_spec("torch") is None:
+        return None
+    unreadable = {"error": "unreadable answer from torch"}
+    try:
+        done = subprocess.run(
+            [python, "-c", TORCH_PROBE], capture_output=True, text=True, timeout=timeout
+        )
+    except subprocess.TimeoutExpired:
+        return {"error": f"importing torch took more than {timeout:g}s"}
+    except OSError as exc:  # no such file, not executable: the interpreter, not torch
+        missing = isinstance(exc, FileNotFoundError)
+        return {"error": exc.strerror or str(exc), "unrunnable": "missing" if missing else "other"}
+    if PYTHON_MARK not in done.stdout.splitlines()[:1]:
+        return {"error": "not a python interpreter", "unrunnable": "not python"}
+    if done.returncode != 0:
+        lines = done.stderr.strip().splitlines()
+        return {"error": lines[-1] if lines else f"exit status {done.returncode}"}
+    try:
+        data = json.loads(done.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        return unreadable
+    return data if isinstance(data, dict) or data is None else unreadable

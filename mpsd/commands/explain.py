@@ -9,7 +9,6 @@ error. Imports neither torch nor psutil.
 from __future__ import annotations
 
 import argparse
-import errno
 import sys
 from collections.abc import Iterator
 from typing import TextIO
@@ -42,12 +41,10 @@ def _open(name: str) -> TextIO:
         raise MpsdError(
             f"{name} is a directory; give the file that holds the error message."
         ) from None
-    except OSError as exc:
-        if exc.errno in (errno.ENXIO, errno.EOPNOTSUPP):  # a socket cannot be opened
-            raise MpsdError(
-                f"{name} is a socket, not a file; give the file that holds the error."
-            ) from None
-        raise MpsdError(f"cannot read {name} ({exc.strerror}); check its permissions.") from None
+    except OSError as exc:  # permissions, a socket
+        raise MpsdError(
+            f"cannot read {name} ({exc.strerror}); give the file that holds the error."
+        ) from None
 
 
 def _parts(handle: TextIO, name: str) -> Iterator[str]:
@@ -82,8 +79,6 @@ def _clipboard() -> str:
 
 
 def _stdin() -> TextIO:
-    if sys.stdin is None:
-        raise MpsdError("no input: give a FILE, or pipe the message in.")
     if sys.stdin.isatty():
         sys.stderr.write("Paste the error, then press Ctrl-D (or give a FILE):\n")
     return open(sys.stdin.fileno(), encoding="utf-8", errors="replace", closefd=False)

@@ -76,6 +76,15 @@ def _tilde(path: Path | str) -> str:
     return text
 
 
+class _Report(list[str]):
+    """The changes made, each printed as soon as it is made: if a later step fails, the user
+    still sees what was done."""
+
+    def __call__(self, line: str) -> None:
+        self.append(line)
+        print(line, flush=True)
+
+
 # -- install ------------------------------------------------------------------------------
 
 
@@ -94,15 +103,8 @@ def run_install(args: argparse.Namespace) -> int:
     if args.dry_run:
         return _dry_run_install(plan, use_launchd, args, needs_sample)
 
-    # Each change is reported as soon as it is made: if a later step fails, the user still
-    # sees what was done.
-    done: list[str] = []
+    report = _Report()
     warnings: list[str] = []
-
-    def report(line: str) -> None:
-        done.append(line)
-        print(line, flush=True)
-
     for change in plan.files:
         if installer.apply_change(change):
             report(_describe(change))
@@ -127,7 +129,7 @@ def run_install(args: argparse.Namespace) -> int:
             warnings.extend(outcome.warnings)
             agent_started = outcome.changed
 
-    if not done and agent_error is None:
+    if not report and agent_error is None:
         print("Everything is already in place: nothing changed.")
     if not use_launchd:
         _no_agent_note(args.no_agent)
@@ -188,16 +190,13 @@ def _describe(change: FileChange) -> str:
 def _no_agent_note(asked: bool) -> None:
     from mpsd.term import fill
 
-    if asked:
-        print(fill("No launchd agent (--no-agent): keep the daemon running yourself:"))
-    else:
-        print(
-            fill(
-                "There is no launchd here (`launchctl` is not on PATH), so no agent was "
-                "installed. Keep the daemon running yourself (a terminal, tmux, or a systemd "
-                "user service):"
-            )
-        )
+    why = (
+        "No launchd agent (--no-agent): keep the daemon running yourself:"
+        if asked
+        else "There is no launchd here (`launchctl` is not on PATH), so no agent was installed. "
+        "Keep the daemon running yourself (a terminal, tmux, or a systemd user service):"
+    )
+    print(fill(why))
     print(f"    {sys.executable} -m mpsd daemon")
 
 
@@ -323,13 +322,8 @@ def run_uninstall(args: argparse.Namespace) -> int:
                 lines.append(f"would remove {_tilde(directory)} and everything in it\n")
         return _print_dry_run(lines, "mpsd is not installed here: nothing would change.")
 
-    done: list[str] = []
+    report = _Report()
     warnings: list[str] = []
-
-    def report(line: str) -> None:
-        done.append(line)
-        print(line, flush=True)
-
     agent_pid = None
     if has_launchctl:
         unloaded = launchd.unload(report=report)
@@ -357,14 +351,14 @@ def run_uninstall(args: argparse.Namespace) -> int:
     if refused is None and kept and not args.purge:
         from mpsd.term import fill
 
-        said = "Kept" if done else "mpsd is not installed here; kept"
+        said = "Kept" if report else "mpsd is not installed here; kept"
         print(
             fill(
                 f"{said} your config and history ({', '.join(kept)}); "
                 "`mpsd uninstall --purge` removes them."
             )
         )
-    elif refused is None and not done:
+    elif refused is None and not report:
         print("mpsd is not installed here: nothing to remove.")
     for warning in warnings:
         print(f"warning: {warning}", file=sys.stderr)

@@ -44,7 +44,6 @@ def run(args: argparse.Namespace) -> int:
 def to_json(chain: Chain) -> dict[str, Any]:
     """The model as one flat JSON object: the history's and limits.toml's keys at the top."""
     data = asdict(chain)
-    data.pop("setup")  # doctor's part, never read here
     data["config_in_force"] = {"from": data.pop("config_source")}
     keys = ("daemon_running", "daemon_pid", "log_file")
     data["daemon"] = dict(zip(("running", "pid", "log_file"), map(data.pop, keys)))
@@ -117,41 +116,35 @@ def _gib(value: float | None) -> str:
     return "?" if value is None else gib(value)
 
 
-def _gib2(value: float | None) -> str:
-    """Limits and the recommended max: two decimals, as limits.toml's ratios have."""
-    return "?" if value is None else gib(value, 2)
-
-
 def _ago(seconds: float) -> str:
     if seconds < 0:
         return f"{format_duration(-seconds, about=True)} in the future (the clock moved back)"
     return f"{format_duration(seconds, about=True)} ago"
 
 
-def _line(label: str, text: str) -> str:
-    return f"{label + ':':<{LABEL}}{text}"
+def _lines(label: str, text: str, width: int) -> list[str]:
+    """``label:`` and ``text`` beside it (an empty label: under the one above), wrapped."""
+    lead = f"{label + ':':<{LABEL}}" if label else " " * LABEL
+    return [lead + text] if len(lead + text) <= width else wrap(text, width, lead, " " * LABEL)
 
 
 def render(chain: Chain, width: int | None = None, color: bool = False) -> str:
     """The short view, wrapped to ``width`` (default: the terminal's), styled when ``color``."""
     width = columns() - 1 if width is None else width
-    lines: list[str] = []
     history, current, pid = chain.history, chain.limits, chain.daemon_pid
     if chain.daemon_running:
-        lines.append(_line("daemon", f"running{f' (pid {pid})' if pid else ''}"))
+        rows = [("daemon", f"running{f' (pid {pid})' if pid else ''}")]
     else:
-        lines.append(_line("daemon", "not running (start it with `mpsd daemon`)"))
+        rows = [("daemon", "not running (start it with `mpsd daemon`)")]
     last, age = history.last_sample, history.age_seconds
     if last is None:
-        lines.append(_line("last sample", "none yet"))
+        rows.append(("last sample", "none yet"))
     else:
-        free = _gib(last.available_bytes + last.ml_bytes)
-        lines.append(_line("last sample", f"{iso(last.t)}, {_ago(age)} (free {free})"))
+        free = gib(last.available_bytes + last.ml_bytes)
+        rows.append(("last sample", f"{iso(last.t)}, {_ago(age)} (free {free})"))
         if chain.daemon_running and age > 3 * chain.interval_seconds + 10:
-            lines.append(
-                " " * LABEL + "(older than 3 intervals: the daemon may be stuck; "
-                f"see {chain.log_file})"
-            )
+            stuck = f"(older than 3 intervals: the daemon may be stuck; see {chain.log_file})"
+            rows.append(("", stuck))
     if current is None or chain.limits_problem:
         if chain.limits_problem and file_in_the_way(chain.limits_file):
             said = chain.limits_problem
@@ -164,27 +157,27 @@ def render(chain: Chain, width: int | None = None, color: bool = False) -> str:
                 f"none yet ({chain.limits_file} does not exist: the daemon writes it at its "
                 "first sample, or run `mpsd daemon --once`)"
             )
-        lines.append(_line("limits", said))
+        rows.append(("limits", said))
     else:
         samples = plural(history.samples_in_window, "sample")
         baseline = _gib(chain.baseline_free_bytes)
-        lines.append(_line("baseline free", f"{baseline} ({samples} in the window)"))
+        rows.append(("baseline free", f"{baseline} ({samples} in the window)"))
         high, low = current.high_watermark_ratio, current.low_watermark_ratio
-        lines.append(_line("ratio", f"high {high:.2f}, low {low:.2f}"))
-        lines.append(_line("limit", _gib2(current.limit_bytes)))
+        rows.append(("ratio", f"high {high:.2f}, low {low:.2f}"))
+        rows.append(("limit", gib(current.limit_bytes, 2)))
         source = current.recommended_max_source
         if source == "estimate":  # errs high on purpose: docs/macos-and-pytorch.md
             source = "an estimate: 0.85 x RAM, nothing real was readable"
-        lines.append(_line("recommended max", f"{_gib2(current.recommended_max_bytes)} ({source})"))
+        rows.append(("recommended max", f"{gib(current.recommended_max_bytes, 2)} ({source})"))
     config_line = _config_line(chain)
     if config_line:
-        lines.append(_line("config", config_line))
+        rows.append(("config", config_line))
     job = chain.next_job
     if job is not None and (job.jobs_hold_bytes > 0 or job.floored):
-        words = next_job_words(job, chain.interval_seconds)
-        lines.extend(wrap(words, width, _line("next job", ""), " " * LABEL))
+        rows.append(("next job", next_job_words(job, chain.interval_seconds)))
     if chain.here is not None:
-        lines.extend(_here_lines(chain))
+        rows.extend(_here_rows(chain))
+    lines = [line for label, text in rows for line in _lines(label, text, width)]
     reasons = list(history.reasons)
     if reasons and current is not None:
         reasons.extend(_reconcile(chain, current))
@@ -192,15 +185,6 @@ def render(chain: Chain, width: int | None = None, color: bool = False) -> str:
         lines.extend(wrap(reason, width, "  why: ", " " * 7))
     problems = [*chain.untrusted, chain.config_problem, chain.state_problem]
     lines.extend(f"problem: {p}" for p in [*problems, history.history_problem] if p)
-    lines = [
-        wrapped
-        for line in lines
-        for wrapped in (
-            wrap(line[LABEL:], width, line[:LABEL], " " * LABEL)
-            if len(line) > width and line[:LABEL].rstrip().endswith(":") and line[16] == " "
-            else [line]
-        )
-    ]
     if color:
         lines = [_styled(line, Style(color)) for line in lines]
     if history.chart is not None:
@@ -234,7 +218,7 @@ _HOOK_WORDS = {
 }
 
 
-def _here_lines(chain: Chain) -> list[str]:
+def _here_rows(chain: Chain) -> list[tuple[str, str]]:
     """Is this directory opted in, what a python here gets, the start-up hooks, set by hand."""
     from mpsd.env.exports import hook_copy_command
 
@@ -242,48 +226,42 @@ def _here_lines(chain: Chain) -> list[str]:
     assert here is not None
     missing = here.not_in_limits
     if missing:
-        lines = [
-            _line("this directory", f"opted in (project {here.project}, listed in config.toml)")
-        ]
+        rows = [("this directory", f"opted in (project {here.project}, listed in config.toml)")]
     elif here.opted_in:
-        lines = [_line("this directory", f"opted in (project {here.project})")]
+        rows = [("this directory", f"opted in (project {here.project})")]
     else:
-        lines = [_line("this directory", "not opted in (run `mpsd enable` to opt it in)")]
+        rows = [("this directory", "not opted in (run `mpsd enable` to opt it in)")]
     if here.hook_here is False:
         # What a python started from this very shell gets is nothing: say so, and what a
         # new terminal (whose shell has the hook) will give it.
-        lines.append(
-            _line("python here", "gets neither variable from this shell: it has no mpsd hook yet")
+        rows.append(
+            ("python here", "gets neither variable from this shell: it has no mpsd hook yet")
         )
         load = hook_copy_command()
         how = f"open one, or run `{load}` here" if load else "open one"
-        lines.append(
-            _line("new terminal", f"a python here gets {_pairs(here.new_shell_gets)} ({how})")
-        )
+        rows.append(("new terminal", f"a python here gets {_pairs(here.new_shell_gets)} ({how})"))
     elif any(value is not None for value in here.python_gets.values()):
-        lines.append(_line("python here", f"gets {_pairs(here.python_gets)}"))
+        rows.append(("python here", f"gets {_pairs(here.python_gets)}"))
     elif missing:
-        lines.append(
-            _line("python here", f"gets neither variable while {missing['why']} ({missing['fix']})")
+        rows.append(
+            ("python here", f"gets neither variable while {missing['why']} ({missing['fix']})")
         )
     else:
-        lines.append(_line("python here", "gets neither variable (PyTorch's defaults)"))
+        rows.append(("python here", "gets neither variable (PyTorch's defaults)"))
     for env in chain.start_up_hooks:
-        lines.append(_line("start-up hook", f"{_HOOK_WORDS[env['state']]} {env['environment']}"))
+        rows.append(("start-up hook", f"{_HOOK_WORDS[env['state']]} {env['environment']}"))
     if here.hand_set:
         names = " and ".join(here.hand_set)
-        lines.append(
-            _line("set by hand", f"{names}; your values win and the hook leaves both alone")
-        )
+        rows.append(("set by hand", f"{names}; your values win and the hook leaves both alone"))
     if here.problems:
-        lines.append(
-            _line(
+        rows.append(
+            (
                 "PROBLEM",
                 f"PyTorch will refuse this pair: {'; '.join(here.problems)}. "
                 f"Unset both (`unset {' '.join(VARIABLES)}`) and let the hook set them.",
             )
         )
-    return lines
+    return rows
 
 
 def _pairs(values: dict[str, str | None]) -> str:
@@ -303,8 +281,8 @@ def _reconcile(chain: Chain, current: limits.Limits) -> list[str]:
             "job's neighbours see no churn)"
         )
     lines.append(
-        f"limit = ratio {high:.2f} x recommended max {_gib2(current.recommended_max_bytes)} = "
-        f"{_gib2(current.limit_bytes)} (the ratio is rounded down to two decimals)"
+        f"limit = ratio {high:.2f} x recommended max {gib(current.recommended_max_bytes, 2)} = "
+        f"{gib(current.limit_bytes, 2)} (the ratio is rounded down to two decimals)"
     )
     return lines
 
@@ -350,8 +328,8 @@ def chart(
         labels = []
         if r == baseline_row:
             labels.append(f"baseline {_gib(baseline)}")
-        if r == limit_row:
-            labels.append(f"limit {_gib2(limit)}")
+        if r == limit_row and limit is not None:
+            labels.append(f"limit {gib(limit, 2)}")
         label = " " + ", ".join(labels) if labels else ""
         axis = f"{top / GIB:.1f} GiB" if r == rows - 1 else ""
         out.append(f"{axis:>10}┤{''.join(cells)}{label}")

@@ -102,8 +102,7 @@ def row_of(sample: Sample) -> Row:
 
 
 def _row_to_sample(row: tuple[Any, ...]) -> Sample:
-    t, available, total, ml, swapouts, pressure, source, jobs = row
-    return Sample(t, available, total, ml, swapouts, pressure, source, jobs or 0)
+    return Sample(*row)
 
 
 class Store:
@@ -113,7 +112,6 @@ class Store:
     def __init__(self, connection: sqlite3.Connection, path: Path) -> None:
         self._db = connection
         self.path = path
-        self._columns = _COLUMNS  # what a read selects (0 for columns an old schema lacks)
 
     # -- opening -------------------------------------------------------------------
     @classmethod
@@ -142,26 +140,19 @@ class Store:
         """The history for reading only; None when there is none yet."""
         if not os.path.lexists(path):
             return None
+        uri = f"{Path(os.path.abspath(path)).as_uri()}?mode=ro"
         try:
-            db = sqlite3.connect(f"{_uri(path)}?mode=ro", uri=True, timeout=5.0)
-            version = db.execute("PRAGMA user_version").fetchone()[0]
-        except sqlite3.DatabaseError as exc:
+            store = cls(sqlite3.connect(uri, uri=True, timeout=5.0), path)
+            version = store.version
+            if 0 < version <= SCHEMA_VERSION:
+                store._check_tables()
+                return store
+            store.close()
+        except sqlite3.DatabaseError as exc:  # dropped with the error, the connection closes
             raise HistoryError(f"the history {path} cannot be read ({exc}).") from None
-        if version == 0:
-            db.close()
-            return None
-        if version > SCHEMA_VERSION:
-            db.close()
+        if version:
             raise HistoryError(_newer(path, version))
-        store = cls(db, path)
-        try:
-            store._check_tables()
-        except sqlite3.DatabaseError as exc:
-            db.close()
-            raise HistoryError(f"the history {path} cannot be read ({exc}).") from None
-        if version < 3:  # a daemon not yet restarted after an upgrade keeps the old schema
-            store._columns = _COLUMNS.replace("jobs", "0")
-        return store
+        return None
 
     def _check_tables(self) -> None:
         """Raise sqlite3.DatabaseError (not an OperationalError: the file is damaged, not
@@ -246,8 +237,7 @@ class Store:
     def last(self, until: float = float("inf")) -> Sample | None:
         """The latest sample stamped at or before ``until``."""
         row = self._db.execute(
-            f"SELECT {self._columns} FROM samples WHERE t <= ? AND {_VALID} "
-            "ORDER BY t DESC LIMIT 1",
+            f"SELECT {_COLUMNS} FROM samples WHERE t <= ? AND {_VALID} ORDER BY t DESC LIMIT 1",
             (until,),
         ).fetchone()
         return None if row is None else _row_to_sample(row)
@@ -264,15 +254,14 @@ class Store:
             return []
         if self.count(since, until) <= max_rows:
             rows = self._db.execute(
-                f"SELECT {self._columns} FROM samples WHERE t >= ? AND t <= ? AND {_VALID} "
-                "ORDER BY t",
+                f"SELECT {_COLUMNS} FROM samples WHERE t >= ? AND t <= ? AND {_VALID} ORDER BY t",
                 (since, until),
             ).fetchall()
             return list(map(Row._make, rows))
         width = max((until - since) / max_rows, 1e-6)
         # SQLite: with a single MIN() aggregate, the bare columns come from that row.
         rows = self._db.execute(
-            f"SELECT {self._columns}, "
+            f"SELECT {_COLUMNS}, "
             f"MIN(available + ml) FROM samples WHERE t >= ? AND t <= ? AND {_VALID} "
             "GROUP BY CAST((t - ?) / ? AS INTEGER) ORDER BY t",
             (since, until, since, width),
@@ -314,13 +303,6 @@ def lowest_free_per_bucket(samples: Iterable[Sample], since: float, width: float
         ):
             best[key] = s
     return sorted(best.values(), key=lambda s: s.t)
-
-
-def _uri(path: Path) -> str:
-    """``path`` as an SQLite file URI: SQLite decodes %HH escapes in it and ends the path at
-    ``?`` or ``#``; nothing else is special."""
-    escaped = os.path.abspath(path).replace("%", "%25").replace("?", "%3F").replace("#", "%23")
-    return f"file:{escaped}"
 
 
 def _newer(path: Path, version: int) -> str:

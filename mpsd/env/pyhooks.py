@@ -65,20 +65,15 @@ def record() -> list[Entry]:
             lines = handle.read().split("\n")
     except (OSError, UnicodeDecodeError):
         return []
-    entries = []
-    for line in lines:
-        fields = line.split("\t")
-        if line.startswith("#") or len(fields) != 3 or not all(fields):
-            continue
-        entries.append(Entry(*fields))
-    return entries
+    rows = (line.split("\t") for line in lines if not line.startswith("#"))
+    return [Entry(*fields) for fields in rows if len(fields) == 3 and all(fields)]
 
 
 def _write_record(entries: Iterable[Entry]) -> None:
     from mpsd.atomic import write_atomic
 
     unique = list(dict.fromkeys(entries))
-    target = Path(record_path())
+    target = record_path()
     if not unique:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(target)
@@ -108,10 +103,7 @@ def environments_of(project: str) -> list[str]:
 
 
 def env_python(env: str) -> str:
-    """The interpreter of the virtual environment ``env`` (``bin/python``, else ``bin/python3``)."""
-    python3 = os.path.join(env, "bin", "python3")
-    if os.path.exists(python3) and not os.path.exists(os.path.join(env, "bin", "python")):
-        return python3
+    """The interpreter of the virtual environment ``env`` (every venv tool makes ``bin/python``)."""
     return os.path.join(env, "bin", "python")
 
 
@@ -400,21 +392,17 @@ def facts_for(project: str | None) -> list[dict[str, Any]]:
     if project is None:
         return []
     listed = [entry for entry in record() if entry.project == project]
+    rows = [(env, env_python(env)) for env in environments_of(project)]
+    found = {python for _, python in rows}
+    rows += [(entry.site, entry.python) for entry in listed if entry.python not in found]
     facts = []
-    for env in environments_of(project):
-        python = env_python(env)
+    for where, python in rows:
         entry = next((e for e in listed if e.python == python), None)
-        if (entry is not None and has_copy(entry.site)) or env_has_copy(env):
+        if (entry is not None and has_copy(entry.site)) or env_has_copy(where):
             state = "installed"
         else:
             state = "lost" if entry is not None else "none"
-        facts.append({"environment": env, "python": python, "state": state})
-    found = {fact["python"] for fact in facts}
-    for entry in listed:
-        if entry.python in found:
-            continue
-        state = "installed" if has_copy(entry.site) else "lost"
-        facts.append({"environment": entry.site, "python": entry.python, "state": state})
+        facts.append({"environment": where, "python": python, "state": state})
     return facts
 
 

@@ -145,18 +145,22 @@ def _watermark(kind: str) -> Extract:
     return extract
 
 
-# --- other MPS errors ------------------------------------------------------------
-BUFFER_LABELS: Labels = {"requested_bytes": (("buffersize",), ())}
+# --- errors whose numbers need nothing but their labels -----------------------------
+def _plain(kind: str, detail: str, labels: Labels | None = None, within: int = 0) -> Extract:
+    """A reader of the sizes ``labels`` names (in the first ``within`` characters, when
+    given): a new kind of error is a head and its labels."""
 
-
-def _mps_other(detail: str) -> Extract:
     def extract(seg: str) -> Finding:
-        found = Finding(fk.MPS_OTHER, detail)
-        if detail == "invalid_buffer_size":
-            read_sizes(seg[:40], BUFFER_LABELS, found)
+        found = Finding(kind, detail)
+        if labels:
+            read_sizes(seg[: within or len(seg)], labels, found)
         return found
 
     return extract
+
+
+BUFFER_LABELS: Labels = {"requested_bytes": (("buffersize",), ())}
+CPU_LABELS: Labels = {"requested_bytes": (("youtriedtoallocate", "unabletoallocate"), ())}
 
 
 def _mps_assert(seg: str) -> Finding | None:
@@ -210,32 +214,18 @@ def _cuda(detail: str) -> Extract:
     return extract
 
 
-# --- CPU allocator -----------------------------------------------------------------
-CPU_LABELS: Labels = {"requested_bytes": (("youtriedtoallocate", "unabletoallocate"), ())}
-
-
-def _cpu(detail: str) -> Extract:
-    def extract(seg: str) -> Finding:
-        found = Finding(fk.CPU_OOM, detail)
-        if detail in ("cpu_allocator", "numpy"):
-            read_sizes(seg, CPU_LABELS, found)
-        return found
-
-    return extract
-
-
 HEADS: tuple[Head, ...] = (
     Head("mps backend out", _mps_oom, 900),
     Head("mps allocated", _mps_oom, 900, lookback=120, after=r":?\d"),
     Head("invalid low water", _watermark(fk.MPS_INVALID_LOW), 60),
     Head("invalid high water", _watermark(fk.MPS_INVALID_HIGH), 60),
-    Head("invalid buffer size", _mps_other("invalid_buffer_size"), 80),
-    Head("bytes of ndarray", _mps_other("ndarray_too_large"), 60),
-    Head("ndarray dimension", _mps_other("dimension_too_large"), 60),
-    Head("tensor dims larger", _mps_other("dimension_too_large"), 60),
-    Head("product of dimension", _mps_other("dimension_too_large"), 60),
-    Head("callback error out of", _mps_other("command_buffer_oom"), 60, lookback=60),
-    Head("insufficient memory", _mps_other("command_buffer_oom"), 60, after=r"\(0*8"),
+    Head("invalid buffer size", _plain(fk.MPS_OTHER, "invalid_buffer_size", BUFFER_LABELS, 40), 80),
+    Head("bytes of ndarray", _plain(fk.MPS_OTHER, "ndarray_too_large"), 60),
+    Head("ndarray dimension", _plain(fk.MPS_OTHER, "dimension_too_large"), 60),
+    Head("tensor dims larger", _plain(fk.MPS_OTHER, "dimension_too_large"), 60),
+    Head("product of dimension", _plain(fk.MPS_OTHER, "dimension_too_large"), 60),
+    Head("callback error out of", _plain(fk.MPS_OTHER, "command_buffer_oom"), 60, lookback=60),
+    Head("insufficient memory", _plain(fk.MPS_OTHER, "command_buffer_oom"), 60, after=r"\(0*8"),
     Head("internal assert", _mps_assert, 600),
     Head("cuda error: out of mem", _cuda("runtime"), 60),
     Head("hip error: out of mem", _cuda("runtime"), 60),
@@ -249,9 +239,20 @@ HEADS: tuple[Head, ...] = (
     Head("hipErrorOutOfMemory", _cuda("runtime"), 60),
     Head("STATUS_ALLOC_FAILED", _cuda("library_alloc_failed"), 60),
     Head("allocation on device", _cuda("allocation_on_device"), 700),
-    Head("default cpu allocator", _cpu("cpu_allocator"), 400),
-    Head("you tried to allocate", _cpu("cpu_allocator"), 300, lookback=120, after=r":?\d"),
-    Head("posix_memalign", _cpu("posix_memalign"), 80, after=r"\([^)]{0,80}\)==0"),
-    Head("unable to allocate", _cpu("numpy"), 200, after=SIZE + "foranarray"),
-    Head("std::bad_alloc", _cpu("bad_alloc"), 40),
+    Head("default cpu allocator", _plain(fk.CPU_OOM, "cpu_allocator", CPU_LABELS), 400),
+    Head(
+        "you tried to allocate",
+        _plain(fk.CPU_OOM, "cpu_allocator", CPU_LABELS),
+        300,
+        lookback=120,
+        after=r":?\d",
+    ),
+    Head("posix_memalign", _plain(fk.CPU_OOM, "posix_memalign"), 80, after=r"\([^)]{0,80}\)==0"),
+    Head(
+        "unable to allocate",
+        _plain(fk.CPU_OOM, "numpy", CPU_LABELS),
+        200,
+        after=SIZE + "foranarray",
+    ),
+    Head("std::bad_alloc", _plain(fk.CPU_OOM, "bad_alloc"), 40),
 )

@@ -8,7 +8,8 @@ print them "GB"/"MB"/"KB"); the first table that needs it says so, once.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, ClassVar, Optional
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar
 
 from mpsd.oom import finding as fk
 from mpsd.oom import macs
@@ -40,21 +41,22 @@ def mac_name(ram_gb: int) -> str:
 
 ARTICLE = '"MPS backend out of memory on a Mac: what the numbers mean and how to set the watermark"'
 LESS = "smaller batch or resolution, float16, one model at a time, tiling"
-Rows = list[tuple[str, Optional[int], str]]  # label, bytes (None: the message lacks it), meaning
+Row = tuple[str, str, str]  # label, the Finding's field, meaning
+
+
+@dataclass(frozen=True)
+class Kind:
+    """How a kind of finding reads: its title, the table of its numbers (a row whose number
+    the message lacks is left out), and the Renderer method that writes the rest."""
+
+    title: str
+    body: Callable[[Renderer, Finding], list[str]]
+    rows: tuple[Row, ...] = ()
 
 
 class Renderer:
     """What the explanation knows (limits.toml's record, None without one), its style, and
     whether the units were said."""
-
-    TITLES: ClassVar[dict[str, str]] = {
-        fk.MPS_OOM: "MPS out of memory (PyTorch on Apple Silicon)",
-        fk.MPS_INVALID_LOW: "Invalid low watermark ratio (PyTorch MPS)",
-        fk.MPS_INVALID_HIGH: "Invalid high watermark ratio (PyTorch MPS)",
-        fk.MPS_OTHER: "MPS memory error",
-        fk.CUDA_OOM: "CUDA out of memory",
-        fk.CPU_OOM: "Out of main memory (PyTorch's CPU allocator)",
-    }
 
     def __init__(self, limits: Limits | None, style: Style) -> None:
         self.limits = limits
@@ -63,25 +65,23 @@ class Renderer:
         self.units_said = False
 
     def finding(self, f: Finding) -> list[str]:
-        title = self.TITLES[f.kind]
+        kind = KINDS[f.kind]
+        title = kind.title
         if f.kind == fk.CUDA_OOM and f.backend and f.backend != "cuda":
             title = f"{f.backend.upper()} out of memory"
         if f.count > 1:
             title += f" (seen {f.count} times)"
-        body: Callable[[Finding], list[str]] = {
-            fk.MPS_OOM: self.mps_oom,
-            fk.MPS_INVALID_LOW: self.watermark,
-            fk.MPS_INVALID_HIGH: self.watermark,
-            fk.MPS_OTHER: self.mps_other,
-            fk.CUDA_OOM: self.cuda,
-            fk.CPU_OOM: self.cpu,
-        }[f.kind]
-        return [self.style.title(title), *body(f)]
+        return [self.style.title(title), *self.table(kind.rows, f), *kind.body(self, f)]
 
-    def table(self, rows: Rows, f: Finding) -> list[str]:
+    def table(self, rows: tuple[Row, ...], f: Finding) -> list[str]:
         """The rows with a number, aligned (label, value right-aligned, meaning), and under
         the first table of a message that spelt "GB", the line that says they are GiB."""
-        shown = [(label, size(n), meaning) for label, n, meaning in rows if n is not None]
+        pool = f" ({f.pool} pool)" if f.pool else ""
+        shown = [
+            (label, size(getattr(f, key)), meaning.format(pool=pool))
+            for label, key, meaning in rows
+            if getattr(f, key) is not None
+        ]
         if not shown:
             return []
         wl = max(len(r[0]) for r in shown)
@@ -96,6 +96,12 @@ class Renderer:
                 )
             )
         return out
+
+    def section(self, head: str, lines: list[str]) -> list[str]:
+        return ["", self.style.head(head), *lines]
+
+    def notes(self, notes: list[str]) -> list[str]:
+        return [f"  {self.style.warn('Note:')} {n}" for n in notes]
 
     def fix_lines(self, ratio_hint: str, first: str = "") -> list[str]:
         """The fix: both variables, mpsd's value, opting the project in. ``ratio_hint``
@@ -120,95 +126,71 @@ class Renderer:
                 "clean error and no swap on a 48 GB Mac where 1.0 still swapped; "
                 "`mpsd install` measures the right value for this Mac"
             )
-        lines = [
+        return [
+            *([f"  {first}"] if first else []),
             f"  {s.cmd(f'export {HIGH}={ratio_text(high)} {LOW}={ratio_text(low)}')}",
             f"  {why}.",
+            *([f"  {ratio_hint}"] if ratio_hint else []),
             "  Set both, together, before python starts: LOW must not exceed HIGH, and PyTorch",
             "  reads them once, when MPS starts. Never 0.0: that removes the cap and invites swap.",
             f"  Or let mpsd set them for every python run in the project: {s.cmd('mpsd enable')}"
             " (in the project's directory).",
         ]
-        if ratio_hint:
-            lines.insert(2, f"  {ratio_hint}")
-        if first:
-            lines.insert(0, f"  {first}")
-        return lines
 
     def mps_oom(self, f: Finding) -> list[str]:
-        s = self.style
-        pool = f" ({f.pool} pool)" if f.pool else ""
-        rows: Rows = [
-            (
-                "MPS allocated",
-                f.allocated_bytes,
-                "PyTorch's MPS allocator: Metal heaps, cache included",
-            ),
-            (
-                "other allocations",
-                f.other_bytes,
-                "other GPU memory of this process, outside that allocator",
-            ),
-            ("requested", f.requested_bytes, f"the allocation that failed{pool}"),
-            (
-                "max allowed",
-                f.max_allowed_bytes,
-                "the cap: watermark ratio x the Mac's recommended max",
-            ),
-        ]
-        out = self.table(rows, f) or ["  (the paste lost the numbers)"]
-        out += ["", s.head("Why it failed")]
-        known = [n for _, n, _ in rows[:3] if n is not None]
+        known = [n for n in (f.allocated_bytes, f.other_bytes, f.requested_bytes) if n is not None]
         need, cap, request = sum(known), f.max_allowed_bytes, f.requested_bytes
+        lost = [] if known or cap is not None else ["  (the paste lost the numbers)"]
+        why: list[str] = []
         too_big = cap is not None and request is not None and request > cap
-        if too_big and cap is not None:
-            out.append(
+        if too_big:
+            why.append(
                 f"  The request alone, {size(request or 0)}, is more than the whole "
-                f"{size(cap)} cap: a tensor's shape or the batch is the problem first."
+                f"{size(cap or 0)} cap: a tensor's shape or the batch is the problem first."
             )
         short = False
         if known and cap is not None:
-            terms = " + ".join(map(size, known))
-            over = need - cap
-            slack = sum(
-                f.rounding.get(k, 0)
-                for k in ("allocated_bytes", "other_bytes", "requested_bytes", "max_allowed_bytes")
-            )
+            terms = f"{' + '.join(map(size, known))} = {size(need)}"
+            over, slack = need - cap, sum(f.rounding.values())
             if over > slack:
-                out.append(f"  {terms} = {size(need)}, over the {size(cap)} cap by {size(over)}.")
+                why.append(f"  {terms}, over the {size(cap)} cap by {size(over)}.")
             elif over >= -slack:
-                out.append(
-                    f"  {terms} = {size(need)}: at the {size(cap)} cap "
+                why.append(
+                    f"  {terms}: at the {size(cap)} cap "
                     "(each number is rounded to 2 decimals, so the last allocation tipped it)."
                 )
             elif len(known) < 3:
-                out.append(f"  {terms} = {size(need)}, with the {size(cap)} cap.")
+                why.append(f"  {terms}, with the {size(cap)} cap.")
             else:
                 short = True
-                out.append(
-                    f"  {terms} = {size(need)}, under the {size(cap)} cap: "
+                why.append(
+                    f"  {terms}, under the {size(cap)} cap: "
                     "the numbers do not add up (see the note below)."
                 )
             if len(known) < 3:
-                out.append("  (the paste lost some numbers: the sum is only what it kept)")
+                why.append("  (the paste lost some numbers: the sum is only what it kept)")
         elif cap is None and request is None:
-            out.append('  The paste ends before "max allowed": the cap in force is unknown.')
+            why.append('  The paste ends before "max allowed": the cap in force is unknown.')
         elif cap is None:
-            out.append('  No "max allowed" in the message: no cap was in force (ratio 0.0, or a')
-            out.append("  PyTorch before 2.0), so the job stopped only when Metal itself ran out.")
+            why.append('  No "max allowed" in the message: no cap was in force (ratio 0.0, or a')
+            why.append("  PyTorch before 2.0), so the job stopped only when Metal itself ran out.")
         else:
-            out.append(f"  PyTorch needed more than the {size(cap)} cap allows.")
-        out += self.mps_notes(f, short)
-        out += ["", s.head("The ratio in force")]
-        out += self.ratio_lines(f)
-        out += ["", s.head("Fix")]
+            why.append(f"  PyTorch needed more than the {size(cap)} cap allows.")
         if too_big:
-            first = (
+            fix = self.fix_lines(
+                "",
                 f"First make the step smaller: one allocation of {size(request or 0)} needs a "
                 "smaller batch, resolution or tile, or float16; a ratio alone will not make "
-                "room for it."
+                "room for it.",
             )
-            return out + self.fix_lines("", first)
-        return out + self.fix_lines(self.fit_hint(f, need if known else None))
+        else:
+            fix = self.fix_lines(self.fit_hint(f, need if known else None))
+        return [
+            *lost,
+            *self.section("Why it failed", why + self.mps_notes(f, short)),
+            *self.section("The ratio in force", self.ratio_lines(f)),
+            *self.section("Fix", fix),
+        ]
 
     def mps_notes(self, f: Finding, short: bool = False) -> list[str]:
         notes: list[str] = []
@@ -245,7 +227,7 @@ class Renderer:
                 '"other allocations" exceed what PyTorch\'s allocator holds: much of the '
                 "memory is outside it (other libraries' Metal buffers, MPSGraph caches)."
             )
-        return [f"  {self.style.warn('Note:')} {n}" for n in notes]
+        return self.notes(notes)
 
     def ratio_lines(self, f: Finding) -> list[str]:
         cap = f.max_allowed_bytes
@@ -421,14 +403,14 @@ class Renderer:
                 "  It is a setting, not a lack of memory: it fails at the first MPS use, "
                 "whatever is free.",
             ]
-        return [
-            *out,
-            "",
-            self.style.head("Fix"),
-            *self.fix_lines(""),
-            "  Then restart the Python process (the notebook's kernel too): PyTorch keeps the "
-            "values it read, so changing os.environ in the process that failed does nothing.",
-        ]
+        return out + self.section(
+            "Fix",
+            [
+                *self.fix_lines(""),
+                "  Then restart the Python process (the notebook's kernel too): PyTorch keeps the "
+                "values it read, so changing os.environ in the process that failed does nothing.",
+            ],
+        )
 
     # --- other errors ---------------------------------------------------------------
     OTHER: ClassVar[dict[str, str]] = {
@@ -459,31 +441,12 @@ class Renderer:
     }
 
     def mps_other(self, f: Finding) -> list[str]:
-        out = self.table(
-            [("buffer size", f.requested_bytes, "the one tensor Metal was asked for")], f
-        )
-        out.append(f"  {self.OTHER.get(f.detail, 'An MPS memory error.')}")
+        out = [f"  {self.OTHER.get(f.detail, 'An MPS memory error.')}"]
         if f.detail in ("command_buffer_oom", "internal_assert"):
-            out += ["", self.style.head("Fix"), *self.fix_lines("")]
+            out += self.section("Fix", self.fix_lines(""))
         return out
 
     def cuda(self, f: Finding) -> list[str]:
-        out = self.table(
-            [
-                ("requested", f.requested_bytes, "the allocation that failed"),
-                ("total", f.total_bytes, "the GPU's memory"),
-                ("free", f.free_bytes, "free on the GPU at that moment"),
-                ("allocated", f.allocated_bytes, "held by PyTorch's tensors"),
-                (
-                    "reserved",
-                    f.reserved_bytes,
-                    "PyTorch's total: tensors + its cache of freed blocks",
-                ),
-                ("in use", f.in_use_bytes, "this process's total, PyTorch or not"),
-                ("allowed", f.allowed_bytes, "set_per_process_memory_fraction's cap"),
-            ],
-            f,
-        )
         notes: list[str] = []
         if f.detail in ("runtime", "library_alloc_failed"):
             notes.append(
@@ -504,12 +467,10 @@ class Renderer:
                 "PyTorch holds little of the GPU, yet it is full: other processes "
                 "(or the desktop) use it; check nvidia-smi."
             )
-        why = self.cuda_why(f)
-        if why or notes:
-            out += ["", self.style.head("Why it failed"), *why]
-            out += [f"  {self.style.warn('Note:')} {n}" for n in notes]
-        out += ["", self.style.head("Fix"), *self.cuda_fix(f)]
-        return out
+        why = self.cuda_why(f) + self.notes(notes)
+        return (self.section("Why it failed", why) if why else []) + self.section(
+            "Fix", self.cuda_fix(f)
+        )
 
     def cuda_why(self, f: Finding) -> list[str]:
         """The request against what was free on the GPU and what PyTorch held in reserve
@@ -602,21 +563,65 @@ class Renderer:
         return out
 
     def cpu(self, f: Finding) -> list[str]:
-        out = self.table(
-            [("requested", f.requested_bytes, "the allocation of main memory that failed")], f
-        )
-        if (f.requested_bytes or 0) > macs.LARGEST_MAC:
-            out.append(
-                f"  {self.style.warn('Note:')} more than any computer's memory: a wrong "
-                "shape or size, most likely."
-            )
-        out.append(
+        huge = (f.requested_bytes or 0) > macs.LARGEST_MAC
+        wrong = "more than any computer's memory: a wrong shape or size, most likely."
+        return [
+            *self.notes([wrong] if huge else []),
             "  The process ran out of main memory (RAM and swap, or the Windows page file). "
             "Use less (smaller batch, float16, load one model at a time), close other apps, "
-            "or give the system more swap/page file."
-        )
-        return out
+            "or give the system more swap/page file.",
+        ]
 
+
+KINDS: dict[str, Kind] = {
+    fk.MPS_OOM: Kind(
+        "MPS out of memory (PyTorch on Apple Silicon)",
+        Renderer.mps_oom,
+        (
+            (
+                "MPS allocated",
+                "allocated_bytes",
+                "PyTorch's MPS allocator: Metal heaps, cache included",
+            ),
+            (
+                "other allocations",
+                "other_bytes",
+                "other GPU memory of this process, outside that allocator",
+            ),
+            ("requested", "requested_bytes", "the allocation that failed{pool}"),
+            (
+                "max allowed",
+                "max_allowed_bytes",
+                "the cap: watermark ratio x the Mac's recommended max",
+            ),
+        ),
+    ),
+    fk.MPS_INVALID_LOW: Kind("Invalid low watermark ratio (PyTorch MPS)", Renderer.watermark),
+    fk.MPS_INVALID_HIGH: Kind("Invalid high watermark ratio (PyTorch MPS)", Renderer.watermark),
+    fk.MPS_OTHER: Kind(
+        "MPS memory error",
+        Renderer.mps_other,
+        (("buffer size", "requested_bytes", "the one tensor Metal was asked for"),),
+    ),
+    fk.CUDA_OOM: Kind(
+        "CUDA out of memory",
+        Renderer.cuda,
+        (
+            ("requested", "requested_bytes", "the allocation that failed"),
+            ("total", "total_bytes", "the GPU's memory"),
+            ("free", "free_bytes", "free on the GPU at that moment"),
+            ("allocated", "allocated_bytes", "held by PyTorch's tensors"),
+            ("reserved", "reserved_bytes", "PyTorch's total: tensors + its cache of freed blocks"),
+            ("in use", "in_use_bytes", "this process's total, PyTorch or not"),
+            ("allowed", "allowed_bytes", "set_per_process_memory_fraction's cap"),
+        ),
+    ),
+    fk.CPU_OOM: Kind(
+        "Out of main memory (PyTorch's CPU allocator)",
+        Renderer.cpu,
+        (("requested", "requested_bytes", "the allocation of main memory that failed"),),
+    ),
+}
 
 WIDTH = 88
 

@@ -1,21 +1,19 @@
 """The state of the chain mpsd keeps, read once into a ``Chain``: ``mpsd status`` renders the
 short view of it, ``mpsd doctor`` the full one with each problem and its fix.
 
-``read()`` gathers what status shows: the trust rule, config.toml, limits.toml, the daemon,
-its history, this directory and shell. ``full=True`` adds what only doctor checks (the launchd
-agent, the rc files, every start-up hook, torch), whose modules status never loads. A config
-dir that fails the trust rule is read as if empty: nothing in it is trusted.
+``read()`` gathers the trust rule, config.toml, limits.toml, the daemon, its history, this
+directory and shell (doctor reads what only it checks itself). A config dir that fails the
+trust rule is read as if empty: nothing in it is trusted.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import os
-import sys
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from mpsd import limits, paths
 from mpsd.config import Config, ConfigError, changed_values, load_config
@@ -24,9 +22,6 @@ from mpsd.env.exports import Optin, exports_here, optin
 from mpsd.errors import MpsdError
 from mpsd.locks import PidLock
 from mpsd.machine.sample import Sample
-
-if TYPE_CHECKING:  # loaded only when needed: status does not load doctor's modules
-    from mpsd.setup.installed import Setup
 
 CHART_WIDTH = 48
 
@@ -69,8 +64,7 @@ class History:
 class Chain:
     """The whole chain. ``config_source``: where the config the daemon works with comes from:
     "config.toml", "defaults", or None (config.toml is invalid: ``limits_held`` when
-    limits.toml holds the ratios the daemon keeps as a ceiling). ``setup``: only from
-    ``read(full=True)``."""
+    limits.toml holds the ratios the daemon keeps as a ceiling)."""
 
     now: float
     untrusted: list[str]
@@ -96,21 +90,21 @@ class Chain:
     next_job: NextJob | None
     here: Optin | None
     start_up_hooks: list[dict[str, Any]]
-    setup: Setup | None = None
 
 
-def read(
-    environ: Mapping[str, str] | None = None,
-    *,
-    full: bool = False,
-    python: tuple[str, str] | None = None,
-) -> Chain:
-    """The chain as it is now; ``full``: with doctor's ``setup``, torch's in ``python`` (a
-    path and how it was found; default: mpsd's own)."""
+def read(environ: Mapping[str, str] | None = None) -> Chain:
+    """The chain as it is now."""
     env = os.environ if environ is None else environ
     now = time.time()
     trusted = paths.untrusted(paths.config_dir()) is None
-    config, config_problem = _config() if trusted else (Config(), None)
+    # While config.toml is invalid, the daemon works with the defaults under the ceiling
+    # limits.toml held (``config.WHILE_INVALID``).
+    config, config_problem = Config(), None
+    if trusted:
+        try:
+            config = load_config(paths.config_file())
+        except ConfigError as exc:
+            config_problem = str(exc)
     if config_problem is not None:
         source = None
     else:
@@ -121,10 +115,10 @@ def read(
     history = _history(now, config)
     # What the next job really gets is what limits.toml holds (the hooks export it); with no
     # ratio there, it gets nothing, and the limits line says why.
-    next_job = history.next_job
-    if next_job is not None and current is not None:
+    next_job = None
+    if history.next_job is not None and current is not None:
         next_job = replace(
-            next_job, limit_bytes=current.limit_bytes, ratio=current.high_watermark_ratio
+            history.next_job, limit_bytes=current.limit_bytes, ratio=current.high_watermark_ratio
         )
     changed: list[str] = []
     if config_problem is None and current is not None:
@@ -142,7 +136,7 @@ def read(
 
         hooks = facts_for(here.project)
     decided = history.decided_at is not None
-    chain = Chain(
+    return Chain(
         now=now,
         untrusted=paths.untrusted_dirs(),
         config_trusted=trusted,
@@ -166,25 +160,10 @@ def read(
         if decided
         else (current.baseline_free_bytes if current else None),
         config_changed=changed,
-        next_job=next_job if current is not None else None,
+        next_job=next_job,
         here=here,
         start_up_hooks=hooks,
     )
-    if full:
-        from mpsd.setup import installed
-
-        chain.setup = installed.read(env, python or (sys.executable, "mpsd's own python"))
-    return chain
-
-
-def _config() -> tuple[Config, str | None]:
-    """The config the daemon works with and why config.toml is not it (None when it is):
-    while it is invalid, the defaults under the ceiling limits.toml held
-    (``config.WHILE_INVALID``)."""
-    try:
-        return load_config(paths.config_file()), None
-    except ConfigError as exc:
-        return Config(), str(exc)
 
 
 def _daemon() -> tuple[bool, int | None, str | None]:

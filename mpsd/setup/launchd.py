@@ -95,9 +95,7 @@ def template_file() -> Path:
     return paths.resource_dir("launchd") / f"{LABEL}.plist"
 
 
-def render(
-    python: str, config_dir: Path, state_dir: Path, data_dir: Path, template: Path | None = None
-) -> bytes:
+def render(python: str, config_dir: Path, state_dir: Path, data_dir: Path) -> bytes:
     """The agent's plist: the template with ``@NAME@`` filled in, as XML bytes.
 
     ``python`` is used as given (a venv's ``bin/python`` is a symlink to the base
@@ -111,7 +109,7 @@ def render(
         "MPSD_DATA_DIR": os.path.abspath(data_dir),
         "STATE_DIR": os.path.abspath(state_dir),
     }
-    with (template or template_file()).open("rb") as handle:
+    with template_file().open("rb") as handle:
         data = plistlib.load(handle)
     return plistlib.dumps(_fill(data, values), fmt=plistlib.FMT_XML, sort_keys=False)
 
@@ -152,34 +150,17 @@ class LoadedAgent:
 
 
 def parse_print(text: str, domain: str) -> LoadedAgent:
-    """Read the fields mpsd needs from ``launchctl print`` output (tab-indented
-    ``key = value`` lines, an ``arguments = { ... }`` list)."""
-    fields: dict[str, str] = {}
-    arguments: list[str] = []
-    in_arguments = False
-    for raw in text.splitlines():
-        line = raw.strip()
-        if in_arguments:
-            if line == "}":
-                in_arguments = False
-            elif line:
-                arguments.append(line)
-            continue
-        depth = len(raw) - len(raw.lstrip("\t"))
-        if depth != 1:
-            continue
-        if line == "arguments = {":
-            in_arguments = True
-            continue
-        key, sep, value = line.partition(" = ")
-        if sep:
-            fields[key] = value
+    """Read the fields mpsd needs from ``launchctl print`` output: the ``key = value`` lines
+    indented by one tab, and the ``arguments = { ... }`` list."""
+    fields = dict(re.findall(r"^\t([^\t=][^=\n]*?) = (.*?)\s*$", text, re.MULTILINE))
+    block = re.search(r"^\targuments = \{\n(.*?)^\t\}", text, re.MULTILINE | re.DOTALL)
+    arguments = block.group(1).split("\n") if block else []
     pid_text = fields.get("pid", "")
     return LoadedAgent(
         domain=domain,
         path=fields.get("path"),
         pid=int(pid_text) if pid_text.isdigit() else None,
-        arguments=arguments,
+        arguments=[line.strip() for line in arguments if line.strip()],
     )
 
 
@@ -225,24 +206,21 @@ def for_domain(plist: bytes, domain: str) -> bytes:
     return plistlib.dumps(data, fmt=plistlib.FMT_XML, sort_keys=False)
 
 
-def _is_domain_error(result: Result) -> bool:
-    """No GUI session to load into: error 125, or launchctl cannot find the gui domain."""
+# The causes mpsd tells apart: launchctl's exit status (also printed as "N:") or its words.
+_CAUSES = {
+    "domain": (125, ("Domain does not support", "Could not find domain for user gui")),
+    "session": (134, ("cannot load in requested session",)),
+    "io": (5, ()),
+}
+
+
+def _cause(result: Result) -> str | None:
+    """ "domain" (no GUI session to load into), "session", "io", or None."""
     text = "\n".join(result.lines)
-    return (
-        result.returncode == 125
-        or " 125:" in text
-        or "Domain does not support" in text
-        or "Could not find domain for user gui" in text
-    )
-
-
-def _is_session_error(result: Result) -> bool:
-    text = "\n".join(result.lines)
-    return result.returncode == 134 or " 134:" in text or "cannot load in requested session" in text
-
-
-def _is_io_error(result: Result) -> bool:
-    return result.returncode == 5 or ": 5:" in result.message
+    for cause, (code, words) in _CAUSES.items():
+        if result.returncode == code or f" {code}:" in text or any(w in text for w in words):
+            return cause
+    return None
 
 
 def failure_sentence(action: str, result: Result, after_bootout: bool = False) -> str:
@@ -252,38 +230,32 @@ def failure_sentence(action: str, result: Result, after_bootout: bool = False) -
     said = result.message
     domain = result.args[1] if len(result.args) > 1 else domains()[0]
     plist = result.args[2] if len(result.args) > 2 else str(agent_file())
-    meanwhile = "or run `mpsd daemon` yourself meanwhile"
-    if action == "bootstrap" and _is_domain_error(result):
-        return (
-            f"launchctl has no GUI session to load the mpsd agent into ({said}); log in at the "
-            f"Mac itself (not over ssh) and run `mpsd install` again, {meanwhile}."
-        )
-    if action == "bootstrap" and _is_session_error(result):
-        return (
-            f"launchd would not run the mpsd agent in the session type of {domain} ({said}), "
-            "even with LimitLoadToSessionType Aqua and Background; log in at the Mac itself "
-            f"and run `mpsd install` again, {meanwhile}."
-        )
-    if action == "bootstrap" and _is_io_error(result) and after_bootout:
-        return (
-            f"launchctl could not load the mpsd agent ({said}) right after the old copy was "
-            "unloaded: launchd was most likely still letting it go; wait a few seconds and run "
-            "`mpsd install` again."
-        )
-    if action == "bootstrap" and _is_io_error(result):
-        return (
-            f"launchctl could not load the mpsd agent into {domain} and gave no reason beyond "
-            f'"{" / ".join(result.lines) or said}"; run `launchctl bootstrap {domain} {plist}` '
-            "yourself to see it again, `mpsd doctor` to check the rest, then run `mpsd install` "
-            "again."
-        )
+    again = "run `mpsd install` again"
+    meanwhile = f"{again}, or run `mpsd daemon` yourself meanwhile"
     if action == "bootout":
         target = result.args[1] if len(result.args) > 1 else f"{domains()[0]}/{LABEL}"
         return (
             f"launchctl could not unload the mpsd agent ({said}); run `launchctl bootout "
             f"{target}` yourself, then run this command again."
         )
-    return f"launchctl {action} failed ({said}); run `mpsd doctor` to see what is wrong."
+    cause = _cause(result) if action == "bootstrap" else None
+    if cause == "io" and after_bootout:
+        cause = "io after bootout"
+    sentences = {
+        "domain": f"launchctl has no GUI session to load the mpsd agent into ({said}); log in at "
+        f"the Mac itself (not over ssh) and {meanwhile}.",
+        "session": f"launchd would not run the mpsd agent in the session type of {domain} "
+        f"({said}), even with LimitLoadToSessionType Aqua and Background; log in at the Mac "
+        f"itself and {meanwhile}.",
+        "io after bootout": f"launchctl could not load the mpsd agent ({said}) right after the "
+        "old copy was unloaded: launchd was most likely still letting it go; wait a few "
+        f"seconds and {again}.",
+        "io": f"launchctl could not load the mpsd agent into {domain} and gave no reason "
+        f'beyond "{" / ".join(result.lines) or said}"; run `launchctl bootstrap {domain} '
+        f"{plist}` yourself to see it again, `mpsd doctor` to check the rest, then {again}.",
+    }
+    default = f"launchctl {action} failed ({said}); run `mpsd doctor` to see what is wrong."
+    return sentences.get(cause or "", default)
 
 
 @dataclass
@@ -395,13 +367,13 @@ def ensure_loaded(
                 f"(LimitLoadToSessionType {' and '.join(SESSION_TYPES)})"
             )
         enabled = launchctl("enable", f"{domain}/{LABEL}")
-        if not enabled.ok and not _is_domain_error(enabled):
+        if not enabled.ok and _cause(enabled) != "domain":
             outcome.warnings.append(failure_sentence("enable", enabled))
         last = launchctl("bootstrap", domain, str(plist_file))
         if last.ok:
             outcome.did(f"loaded the agent into {domain} ({LABEL})")
             return outcome
-        if not _is_domain_error(last):
+        if _cause(last) != "domain":
             break
     raise MpsdError(failure_sentence("bootstrap", last, after_bootout=agent is not None))
 

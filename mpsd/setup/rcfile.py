@@ -165,6 +165,8 @@ def add(text: bytes, new_block: bytes, path: Path | None = None) -> bytes:
     if not spans:
         return text + (b"\n" if text else b"") + new_block
     first = spans[0]
+    if text[: first.end].endswith(b"\r\n"):  # the file went CRLF after install: so does the block
+        new_block = new_block.replace(b"\r\n", b"\n").replace(b"\n", b"\r\n")
     updated = text[: first.start] + new_block + text[first.end :]
     for _ in spans[1:]:
         updated = remove_one(updated, find(updated)[1])
@@ -182,8 +184,10 @@ def remove(text: bytes, path: Path | None = None) -> bytes:
 
 def remove_one(text: bytes, span: Span) -> bytes:
     before, after = text[: span.start], text[span.end :]
-    if before.endswith(b"\n\n") or (not after and before.endswith(b"\n")):
-        before = before[:-1]  # the one line break ``add`` put before the block
+    # The one line break ``add`` put before the block: CRLF once the file was converted.
+    eol = b"\r\n" if text[: span.end].endswith(b"\r\n") else b"\n"
+    if before.endswith(eol * 2) or (not after and before.endswith(eol)):
+        before = before[: -len(eol)]
     return before + after
 
 

@@ -2,8 +2,6 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
-import sys
 import types
 
 import pytest
@@ -70,19 +68,6 @@ def test_an_unknown_command_is_one_sentence_and_exit_2():
 def test_no_command_prints_the_usage_and_exits_2_as_uv_does():
     result = run_mpsd()
     assert result.returncode == 2 and "COMMAND" in result.stderr and result.stdout == ""
-
-
-def test_cli_start_imports_nothing_heavy():
-    code = (
-        "import sys; from mpsd.commands import build_parser; build_parser();"
-        "heavy = ('torch', 'psutil', 'watchdog', 'tomlkit', 'sqlite3');"
-        "bad = [m for m in heavy if m in sys.modules];"
-        "print(','.join(bad))"
-    )
-    result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True
-    )
-    assert result.stdout.strip() == ""
 
 
 def test_a_command_first_on_the_line_keeps_its_help_and_usage_errors():

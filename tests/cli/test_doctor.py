@@ -18,7 +18,7 @@ from mpsd import limits, paths
 from mpsd.cli import main
 from mpsd.commands import doctor
 from mpsd.locks import PidLock
-from mpsd.setup import chain, installed, launchd
+from mpsd.setup import chain, launchd
 from tests.installkit import (  # noqa: F401  (fixtures)
     hook_sources_fixture,
     launchctl_fixture,
@@ -38,9 +38,7 @@ def healthy(
 ) -> Iterator[PidLock]:
     """A fully set-up Mac (stand-in launchctl): installed, daemon lock held, a fresh sample,
     and doctor run from an opted-in project in a hooked shell."""
-    monkeypatch.setattr(
-        installed, "torch_info", lambda *_: {"version": "2.13.0", "available": True}
-    )
+    monkeypatch.setattr(doctor, "torch_info", lambda *_: {"version": "2.13.0", "available": True})
     assert main(["install"]) == 0
     project = tmp_path / "project"
     project.mkdir()
@@ -165,7 +163,7 @@ def test_an_agent_python_that_resolves_into_documents_is_a_problem_too(
     ],
 )
 def test_the_protected_folders_are_the_users_own(python: str, expected: str | None) -> None:
-    assert installed.privacy_protected(python, home="/Users/ann") == expected
+    assert doctor.privacy_protected(python, home="/Users/ann") == expected
 
 
 def test_doctor_says_when_the_recommended_max_is_an_estimate(
@@ -287,7 +285,7 @@ def test_variables_set_by_hand_in_a_project_are_reported_as_the_users(
 def test_without_launchd_doctor_says_so_and_checks_the_rest(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setattr(installed, "torch_info", lambda *_: None)
+    monkeypatch.setattr(doctor, "torch_info", lambda *_: None)
     code = main(["doctor"])
     out = capsys.readouterr().out
     assert code == 1
@@ -300,8 +298,7 @@ def test_without_launchd_doctor_says_so_and_checks_the_rest(
 def test_the_torch_check_runs_torch_in_a_subprocess_only() -> None:
     before = "torch" in sys.modules
     own = (sys.executable, "mpsd's own python")
-    setup = installed.Setup(False, torch=own, torch_info=installed.torch_info())
-    check = doctor.check_torch(setup)
+    check = doctor.check_torch(own, doctor.torch_info())
     assert ("torch" in sys.modules) is before
     try:
         import importlib.util
@@ -319,8 +316,7 @@ def test_the_torch_check_runs_torch_in_a_subprocess_only() -> None:
 
 def test_torch_without_mps_on_a_mac_is_a_problem() -> None:
     info = {"version": "2.13.0", "built": False, "available": False}
-    setup = installed.Setup(False, torch=(sys.executable, "mpsd's own python"), torch_info=info)
-    check = doctor.check_torch(setup, platform="darwin")
+    check = doctor.check_torch((sys.executable, "mpsd's own python"), info, platform="darwin")
     assert check.status == "problem"
     assert "arm64 Python" in check.fix
 

@@ -18,9 +18,6 @@ from mpsd import limits, paths
 from mpsd.cli import main
 from mpsd.setup import launchd, rcfile
 from tests.installkit import (  # noqa: F401  (fixtures)
-    NO_REAL_HOOKS,
-    REAL_HOOKS,
-    has_command,
     hook_sources_fixture,
     launchctl_fixture,
     no_launchctl_fixture,
@@ -648,7 +645,6 @@ def test_dry_run_shows_the_bootout_of_a_different_loaded_copy(
 
 
 @pytest.mark.usefixtures("hook_sources")
-@pytest.mark.skipif(not has_command("daemon"), reason="mpsd daemon is not on this branch yet")
 def test_a_bootstrap_failure_still_leaves_limits_toml_and_the_hooks_working(
     isolated_dirs: dict[str, Path], launchctl: StandinLaunchctl, capsys: pytest.CaptureFixture[str]
 ) -> None:

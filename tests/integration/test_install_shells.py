@@ -15,8 +15,6 @@ from mpsd import limits
 from mpsd.cli import main
 from tests.conftest import ROOT
 from tests.installkit import (  # noqa: F401
-    NO_REAL_HOOKS,
-    REAL_HOOKS,
     no_launchctl_fixture,
     sample_limits,
 )
@@ -25,7 +23,6 @@ pexpect = pytest.importorskip("pexpect")
 
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.skipif(not REAL_HOOKS, reason=NO_REAL_HOOKS),
     pytest.mark.usefixtures("no_launchctl"),
 ]
 

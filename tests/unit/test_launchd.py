@@ -70,12 +70,6 @@ def test_the_plist_passes_the_dirs_in_force_and_only_absolute_paths(
     assert "@" not in text and "~" not in text and "$HOME" not in text
 
 
-def test_rendering_is_byte_stable(tmp_path: Path) -> None:
-    first = launchd.render(sys.executable, tmp_path / "c", tmp_path / "s", tmp_path / "d")
-    again = launchd.render(sys.executable, tmp_path / "c", tmp_path / "s", tmp_path / "d")
-    assert first == again
-
-
 def test_the_program_arguments_are_read_back_and_a_damaged_plist_gives_none() -> None:
     data = plistlib.dumps({"ProgramArguments": ["/x/python", "-m", "mpsd", "daemon"]})
     assert launchd.program_arguments(data) == ["/x/python", "-m", "mpsd", "daemon"]

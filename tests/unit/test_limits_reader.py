@@ -14,10 +14,12 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+import tomli_w
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from mpsd import limits
+from mpsd._toml import tomllib
 from mpsd.errors import MpsdError
 from tests.installkit import sample_limits
 
@@ -68,6 +70,7 @@ def test_whatever_the_writer_writes_the_hooks_read_in_full(high, low_share, proj
         recommended_max_source=source,
     )
     text = limits.render(value)
+    assert text == tomli_w.dumps({**dataclasses.asdict(value), "projects": list(projects)})
     # Lines as the hooks split them: at "\n" only (str.splitlines also breaks at U+2028,
     # U+0085 and the like, which a project path may hold).
     assert text.endswith("\n")
@@ -114,6 +117,16 @@ def test_a_file_not_in_the_writers_form_is_a_problem_and_gives_no_limits(edit, e
     assert read.exports is exports
     with pytest.raises(limits.LimitsError):
         limits.parse(text)
+
+
+def test_a_project_path_the_hooks_cannot_read_is_valid_toml_and_a_problem():
+    value = replace(SAMPLE, projects=('/Users/me/"q"\\\t\x7f',))
+    text = limits.render(value)
+    assert text == tomli_w.dumps({**dataclasses.asdict(value), "projects": list(value.projects)})
+    assert tomllib.loads(text)["projects"] == list(value.projects)
+    read = limits.parse_text(text)
+    assert read.limits is None and read.projects == ()
+    assert read.problem is not None and "is not as mpsd writes it" in read.problem
 
 
 def test_the_hooks_view_of_a_hand_edited_file_is_what_the_hooks_export():
