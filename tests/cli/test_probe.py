@@ -352,14 +352,13 @@ def test_calibration_can_be_cancelled_before_anything_runs(fake: dict[str, str])
     assert "calibrate: ratio" not in done.stderr
 
 
-def test_the_readme_documents_every_probe_option_and_the_budget_example() -> None:
+def test_the_docs_document_every_probe_option_and_the_budget_example() -> None:
     import argparse
 
     from mpsd.commands import probe as command
     from tests.conftest import ROOT
 
-    readme = (ROOT / "README.md").read_text()
-    section = readme.split("## Check the limit: mpsd probe", 1)[1].split("\n## Files", 1)[0]
+    section = (ROOT / "docs" / "probe.md").read_text()
     parser = argparse.ArgumentParser()
     command.configure(parser)
     options = [o for action in parser._actions for o in action.option_strings if o != "-h"]
