@@ -385,3 +385,6 @@ def test_colour_only_on_a_terminal_and_never_with_no_color(args: list[str], proj
         assert "\x1b[33m" in coloured
     assert "\x1b[" not in _on_a_terminal(args, project, {**env, "NO_COLOR": "1"})
     assert "\x1b[" not in run_mpsd(*args, cwd=project, env=env).stdout
+    # --no-color (clig.dev), after the command or before it.
+    assert "\x1b[" not in _on_a_terminal([*args, "--no-color"], project, env)
+    assert "\x1b[" not in _on_a_terminal(["--no-color", *args], project, env)
