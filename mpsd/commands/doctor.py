@@ -155,7 +155,7 @@ def _limits(chain: model.Chain) -> Check:
 def _agent() -> tuple[list[Check], str]:
     """The launchd agent (plist present, its interpreter alive, loaded, not disabled), and how
     to start the daemon."""
-    command = f"{sys.executable} -m mpsd daemon"
+    command = f"{homebrew.opt_path(sys.executable)} -m mpsd daemon"
     if not launchd.available():
         detail = "no launchd here (`launchctl` is not on PATH): nothing runs the daemon for you"
         skipped = Check("agent", SKIPPED, detail, f"keep `{command}` running yourself")
@@ -180,49 +180,31 @@ def _agent() -> tuple[list[Check], str]:
     if not args:
         found.append(Check("agent", PROBLEM, f"{plist} is not a readable plist", install))
     elif not os.access(args[0], os.X_OK):
-        found.append(
-            Check(
-                "agent interpreter",
-                PROBLEM,
-                f"the agent's python {args[0]} no longer exists (a Homebrew Python upgrade "
-                "breaks the venvs made with it)",
-                "recreate the venv, reinstall mpsd in it, then run `mpsd install` from it",
-            )
-        )
+        detail = f"the agent's python {args[0]} no longer exists (a Homebrew Python upgrade "
+        fix = "recreate the venv, reinstall mpsd in it, then run `mpsd install` from it"
+        found.append(Check("agent interpreter", PROBLEM, detail + "breaks its venvs)", fix))
     elif (folder := privacy_protected(args[0])) is not None:
         where = "iCloud Drive (~/Library/Mobile Documents)" if "Mobile" in folder else folder
-        found.append(
-            Check(
-                "agent privacy",
-                PROBLEM,
-                f"the agent's python {args[0]} lives in {where}: macOS's privacy protection "
-                "can deny a launchd agent that folder ('Operation not permitted'), so the "
-                "daemon may not start",
-                "recreate the venv outside ~/Desktop, ~/Documents, ~/Downloads and iCloud Drive "
-                "(e.g. `python3 -m venv ~/.venvs/mpsd`), or install mpsd with `pipx install "
-                "mpsd` or `uv tool install mpsd`, then run `mpsd install` from there",
-            )
-        )
+        detail = f"the agent's python {args[0]} lives in {where}: macOS's privacy protection "
+        detail += "can deny a launchd agent that folder ('Operation not permitted'), so the "
+        fix = "recreate the venv outside ~/Desktop, ~/Documents, ~/Downloads and iCloud Drive "
+        fix += "(e.g. `python3 -m venv ~/.venvs/mpsd`), or install mpsd with `pipx install "
+        fix += "mpsd` or `uv tool install mpsd`, then run `mpsd install` from there"
+        found.append(Check("agent privacy", PROBLEM, detail + "daemon may not start", fix))
     if job is None:
         fix = f"{install} (or `launchctl bootstrap {gui} {plist}`)"
         found.append(Check("agent", PROBLEM, "the agent is not loaded in launchd", fix))
     elif args and job.arguments and job.arguments != args:
-        detail = (
-            f"the loaded agent ({job.domain}) runs {' '.join(job.arguments)}, not what {plist} says"
-        )
-        found.append(Check("agent", WARNING, detail, install))
+        detail = f"the loaded agent ({job.domain}) runs {' '.join(job.arguments)}, not what "
+        found.append(Check("agent", WARNING, f"{detail}{plist} says", install))
     else:
         found.append(Check("agent", OK, f"{label} loaded in {job.domain}"))
     disabled = launchd.launchctl("print-disabled", gui)
     if disabled.ok and launchd.parse_disabled(disabled.stdout, label):
+        detail = "launchd lists the agent as disabled (the 'Allow in the Background' switch)"
+        fix = "turn it on in System Settings > General > Login Items, then run "
         found.append(
-            Check(
-                "agent enabled",
-                WARNING,
-                "launchd lists the agent as disabled (the 'Allow in the Background' switch)",
-                "turn it on in System Settings > General > Login Items, then run "
-                f"`launchctl enable {gui}/{label}`",
-            )
+            Check("agent enabled", WARNING, detail, f"{fix}`launchctl enable {gui}/{label}`")
         )
     return found, start
 

@@ -238,16 +238,14 @@ def _homebrew_note(own_agent: bool) -> None:
     from mpsd.setup import homebrew, launchd
     from mpsd.term import fill
 
+    note = f"Homebrew's mpsd: run `{homebrew.START}` to start its daemon (the brew service)."
     if own_agent:
-        moved = ", ".join(homebrew.moved_dirs())
         note = (
-            f"mpsd's own agent runs the daemon (not `{homebrew.START}`): the {moved} in force "
-            "here is not the default, and a brew service cannot carry MPSD_* or XDG_* dirs."
+            f"mpsd's own agent runs the daemon, not `{homebrew.START}`: a brew service cannot "
+            f"carry MPSD_* or XDG_* dirs, and {', '.join(homebrew.moved_dirs())} is not default."
         )
     elif launchd.loaded(homebrew.LABEL) is not None:
         note = f"The brew service {homebrew.LABEL} runs mpsd's daemon."
-    else:
-        note = f"Homebrew's mpsd: run `{homebrew.START}` to start its daemon (the brew service)."
     print(fill(note))
 
 

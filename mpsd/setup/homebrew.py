@@ -39,13 +39,11 @@ def opt_path(path: str) -> str:
 def moved_dirs() -> list[str]:
     """mpsd's dirs that MPSD_* or XDG_* move from their defaults: a brew service, which runs
     with the defaults, cannot carry them."""
+    dirs = {paths.config_dir(): ".config", paths.state_dir(): ".local/state"}
+    dirs[paths.data_dir()] = ".local/share"
     home = os.environ.get("HOME") or os.path.expanduser("~")
-    defaults = {"config": ".config", "state": ".local/state", "data": ".local/share"}
-    found = [(name, getattr(paths, f"{name}_dir")()) for name in defaults]
     return [
-        f"{name} dir {where}"
-        for name, where in found
-        if os.path.abspath(where) != os.path.join(home, defaults[name], "mps")
+        str(d) for d, sub in dirs.items() if os.path.abspath(d) != os.path.join(home, sub, "mps")
     ]
 
 

@@ -64,7 +64,7 @@ def default_dirs_fixture(monkeypatch: pytest.MonkeyPatch) -> None:
 def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
     code = main(list(args))
     out, err = capsys.readouterr()
-    return code, out + err
+    return code, " ".join((out + err).split())  # the words, however the lines wrap
 
 
 def files_under(root: Path) -> dict[Path, bytes]:
