@@ -258,7 +258,7 @@ def _compinit_note(shells: tuple[str, ...], brewed: bool) -> None:
     from mpsd.term import fill
 
     zshrc = rcfile.rc_files("zsh", installer.home())
-    texts = [rcfile.read(rc) or b"" for rc in zshrc]
+    texts = [rcfile.remove(rcfile.read(rc) or b"", rc) for rc in zshrc]  # the user's lines
     if "zsh" not in shells or any(word in text for text in texts for word in COMPINIT_WORDS):
         return
     says = f"zsh completes nothing until its completion system runs, and {_tilde(zshrc[0])} "

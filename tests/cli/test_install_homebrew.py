@@ -169,3 +169,30 @@ def test_uninstall_stops_the_brew_service_too(
     assert not plist.exists() and launchctl.loaded(homebrew.LABEL) is None
     # Homebrew's `mpsd` stays on PATH: the plain command is what to type.
     assert "`mpsd uninstall --purge` removes them." in out
+
+
+@pytest.mark.usefixtures("hook_sources")
+def test_an_install_replaces_the_agent_of_another_venv_saying_so(
+    launchctl: StandinLaunchctl, capsys: pytest.CaptureFixture[str]
+) -> None:
+    load_agent(launchctl, launchd.LABEL, ELSEWHERE)  # a clone's, before pipx's
+    code, out = run(capsys, "install", "--shell", "bash", "--dry-run")
+    assert f"run: launchctl bootout gui/{os.getuid()}/{launchd.LABEL}" in out
+    code, out = run(capsys, "install", "--shell", "bash")
+    assert code == 0, out
+    assert f"replacing the agent of another install of mpsd ({ELSEWHERE})" in out
+    loaded = launchctl.loaded()
+    assert loaded is not None and loaded["arguments"][0] == sys.executable
+
+
+@pytest.mark.usefixtures("hook_sources", "no_launchctl")
+def test_a_zsh_with_no_completion_system_is_told_the_line_to_add(
+    isolated_dirs: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out = run(capsys, "install", "--shell", "zsh")
+    assert code == 0, out
+    assert "zsh completes nothing until its completion system runs" in out
+    assert "add this line to it: autoload -Uz compinit && compinit" in out
+    zshrc = isolated_dirs["home"] / ".zshrc"
+    zshrc.write_bytes(b"autoload -Uz compinit && compinit\n" + zshrc.read_bytes())
+    assert "compinit" not in run(capsys, "install", "--shell", "zsh")[1]
