@@ -83,8 +83,11 @@ def test_the_wheel_in_a_fresh_venv_installs_mpsd(
         assert done.returncode == 0, done.stdout + done.stderr
         return done
 
-    wheel_version = dist["wheel"].name.split("-")[1]
-    assert run("--version").stdout.strip() == f"mpsd {wheel_version}"
+    with zipfile.ZipFile(dist["wheel"]) as archive:
+        (metadata,) = [n for n in archive.namelist() if n.endswith(".dist-info/METADATA")]
+        lines = archive.read(metadata).decode().splitlines()
+    (version_line,) = [line for line in lines if line.startswith("Version: ")]
+    assert run("--version").stdout.strip() == f"mpsd {version_line.split(': ')[1]}"
     hook = run("hook", "zsh")  # the hook scripts, from the wheel's mpsd/_data
     assert hook.stdout == (ROOT / "shell" / "mpsd.zsh").read_text()
     dry = run("install", "--dry-run", "--shell", "zsh,bash")
