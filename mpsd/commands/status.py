@@ -135,7 +135,10 @@ def render(chain: Chain, width: int | None = None, color: bool = False) -> str:
     if chain.daemon_running:
         rows = [("daemon", f"running{f' (pid {pid})' if pid else ''}")]
     else:
-        rows = [("daemon", "not running (start it with `mpsd daemon`)")]
+        from mpsd.setup.homebrew import START, runs_agent
+
+        start = START if runs_agent() else "mpsd daemon"  # Homebrew's: its brew service
+        rows = [("daemon", f"not running (start it with `{start}`)")]
     last, age = history.last_sample, history.age_seconds
     if last is None:
         rows.append(("last sample", "none yet"))
