@@ -1,0 +1,202 @@
+"""``mpsd jobs [--json]``, ``mpsd jobs show [ID|last]``: the ML jobs the daemon recorded, and
+one job's report; ``mpsd notify``: one test notification, the way the daemon sends them."""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import os
+import sys
+
+from mpsd import paths
+from mpsd.daemon.history import Store
+from mpsd.daemon.jobs import Job, notify, way
+from mpsd.durations import format_duration
+from mpsd.errors import EXIT_ABSENT, EXIT_USAGE, MpsdError
+from mpsd.locks import PidLock
+from mpsd.sizes import format_gib
+
+
+def gib(size: float) -> str:
+    """``21.3 GiB``; ``212.00 MiB`` below a GiB."""
+    return f"{size / (1 << 30):.1f} GiB" if size >= 1 << 30 else format_gib(size)
+
+
+NOTE = "The footprint counts the job's CPU-side memory too; the cap counts MPS memory only."
+PRESSURE = {1: "normal", 2: "warning", 4: "critical"}
+CHART_WIDTH, CHART_ROWS = 60, 8
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    if parser.prog.split()[-1] == "notify":
+        return
+    parser.add_argument("action", nargs="?", choices=["show"], help="show: one job's report")
+    parser.add_argument("job", nargs="?", default="last", metavar="ID|last", help="default: last")
+    parser.add_argument("--json", action="store_true", help="print the records as JSON")
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.command == "notify":
+        return _notify()
+    store = Store.open_readonly(paths.history_file())
+    try:
+        rows = store.jobs(None if args.job == "last" else _id(args.job)) if store else []
+        records = [_record(row) for row in rows]
+        if args.action == "show":
+            if not records:
+                what = "no job recorded yet" if args.job == "last" else f"no job {args.job}"
+                raise MpsdError(f"{what} in the history; `mpsd jobs` lists them.", EXIT_ABSENT)
+            samples = store.samples(records[0].started, records[0].ended or 1e12) if store else []
+    finally:
+        if store:
+            store.close()
+    if args.json:
+        import json
+
+        items = [r.__dict__ for r in records[:1]] if args.action else [r.__dict__ for r in records]
+        json.dump(items[0] if args.action else items, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return 0
+    if not _daemon_running():
+        print("The daemon is not running (start it with `mpsd daemon`): no new jobs are recorded.")
+    if args.action == "show":
+        print(
+            "\n".join(report(records[0], [(r.t, r.ml_bytes, r.available_bytes) for r in samples]))
+        )
+    elif not records:
+        print("No ML job recorded yet: the daemon records each PyTorch or MLX job it sees.")
+    else:
+        print(f"{'ID':>4}  {'STARTED':<16}  {'TIME':>7}  {'PEAK':>9}  {'CAP':>9}  SWAP  COMMAND")
+        for r in records:
+            took = (
+                "running" if r.ended is None else format_duration(r.ended - r.started, about=True)
+            )
+            cap = "?" if r.cap is None else gib(r.cap)
+            swap = "yes" if r.swapouts else "no"
+            print(
+                f"{r.id:>4}  {_when(r.started):<16}  {took:>7}  {gib(r.peak):>9}  {cap:>9}  "
+                f"{swap:<4}  {r.command}"
+            )
+        print(NOTE)
+    return 0
+
+
+def _id(text: str) -> int:
+    if not text.isdigit():
+        raise MpsdError(
+            f"'{text}' is not a job id (a number from `mpsd jobs`, or last).", EXIT_USAGE
+        )
+    return int(text)
+
+
+def _record(row: dict[str, object]) -> Job:
+    try:
+        return Job.of(row)
+    except (TypeError, ValueError) as exc:
+        raise MpsdError(
+            f"job {row.get('id')}'s record in {paths.history_file()} is damaged ({exc}).",
+            EXIT_ABSENT,
+        ) from None
+
+
+def _daemon_running() -> bool:
+    try:
+        return PidLock(paths.daemon_lock_file()).is_held_elsewhere()
+    except OSError:
+        return False
+
+
+def _when(t: float, form: str = "%Y-%m-%d %H:%M") -> str:
+    return dt.datetime.fromtimestamp(t).strftime(form)
+
+
+def verdict(job: Job) -> list[str]:
+    """The report's verdict in words."""
+    cap = f" of its {gib(job.cap)} cap" if job.cap else ""
+    words = [f"peaked at {gib(job.peak)}{cap}" + ("; no swap" if not job.swapouts else "")]
+    if job.swapouts and job.swap_from is not None and job.swap_to is not None:
+        swapped = gib(job.swapouts * os.sysconf("SC_PAGE_SIZE"))
+        when = f"{_when(job.swap_from, '%H:%M')}–{_when(job.swap_to, '%H:%M')}"
+        why = ""
+        if job.cap and job.free_at_start is not None and job.cap > job.free_at_start:
+            why = f": its cap was above what was free ({gib(job.free_at_start)})"
+        words.append(
+            f"the Mac swapped {swapped} during this job, {when}{why}, and mpsd lowers the ratio "
+            "for the next job"
+        )
+    if job.pressure and job.pressure > 1:
+        words.append(f"memory pressure reached {PRESSURE.get(job.pressure, job.pressure)}")
+    if job.growing() and job.growth is not None and job.ended is not None:
+        words.append(
+            f"its footprint grew {gib(job.growth)} over "
+            f"{format_duration(job.ended - job.started, about=True)}: "
+            "a cache or a leak; `torch.mps.empty_cache()` after each step, or after unloading a "
+            "model, is the usual fix"
+        )
+    elif job.growth is not None:
+        words.append("its footprint was steady")
+    return words
+
+
+def report(job: Job, samples: list[tuple[float, int, int]]) -> list[str]:
+    """One job: its facts, a chart of the ML footprint (the samples' ``ml``: every job's) against
+    its cap and the free memory, and the verdict."""
+    end = "still running" if job.ended is None else _when(job.ended, "%H:%M:%S")
+    ratio = "?" if job.ratio is None else f"{job.ratio:.2f} ({job.ratio_from})"
+    lines = [
+        f"job {job.id}: {job.command} (pid {job.pid})",
+        f"  project:   {job.project or 'none (not in an opted-in directory)'}",
+        f"  ran:       {_when(job.started, '%Y-%m-%d %H:%M:%S')} to {end}",
+        f"  ratio:     {ratio}, cap {'?' if job.cap is None else gib(job.cap)}",
+        f"  free:      {'?' if job.free_at_start is None else gib(job.free_at_start)} at its start",
+        f"  peak:      {gib(job.peak)}"
+        + (f" at {_when(job.peak_at, '%H:%M:%S')}" if job.peak_at else ""),
+    ]
+    lines += ["", *chart(samples, job.cap), ""] if samples else [""]
+    said = "; ".join(verdict(job))
+    lines += [f"{said[0].upper()}{said[1:]}.", NOTE]
+    return lines
+
+
+def chart(samples: list[tuple[float, int, int]], cap: int | None) -> list[str]:
+    """Footprint (█, the most per column) under free memory (•, the least) and the cap (┈)."""
+    per = max(1, -(-len(samples) // CHART_WIDTH))
+    columns = [samples[i : i + per] for i in range(0, len(samples), per)]
+    held = [max(s[1] for s in c) for c in columns]
+    free = [min(s[2] for s in c) for c in columns]
+    top = max([*held, *free, cap or 0, 1]) * 1.05
+    unit = top / CHART_ROWS
+    out = []
+    for r in range(CHART_ROWS - 1, -1, -1):
+        cells = "".join(
+            "█"
+            if h / unit - r >= 0.5
+            else "•"
+            if int(f / unit) == r
+            else "┈"
+            if cap and int(cap / unit) == r
+            else " "
+            for h, f in zip(held, free)
+        )
+        axis = f"{top / (1 << 30):.1f} GiB" if r == CHART_ROWS - 1 else ""
+        out.append(f"{axis:>10}┤{cells}")
+    out.append(f"{'0 GiB':>10}└{'─' * len(held)}")
+    out.append(f"{'':>11}█ footprint of the ML jobs running  • free memory  ┈ cap")
+    return out
+
+
+def _notify() -> int:
+    name = way()
+    if name is None:
+        raise MpsdError(
+            "there is no way to notify here (no osascript, no notify-send on PATH): the daemon's "
+            f"notices go to its log, {paths.log_file()}.",
+            EXIT_ABSENT,
+        )
+    if notify("a test notice: this is how mpsd tells you about swap during a job") is None:
+        raise MpsdError(f"{name} could not send the test notice.", EXIT_ABSENT)
+    where = ""
+    if name == "osascript":
+        where = " If none appeared, allow them in System Settings > Notifications > Script Editor."
+    print(f"Sent a test notice through {name}.{where}")
+    return 0
