@@ -27,9 +27,29 @@ LABEL = 17  # the width of "recommended max: "
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the facts as one JSON object")
+    parser.add_argument(
+        "--watch", action="store_true", help="the live view, redrawn in place (q or Ctrl-C quits)"
+    )
+    parser.add_argument(
+        "--every", type=_period, default=1.0, metavar="DURATION", help="its period (default 1s)"
+    )
+
+
+def _period(text: str) -> float:
+    from mpsd.durations import parse_duration
+
+    try:
+        seconds = parse_duration(text)
+    except ValueError:
+        seconds = 0
+    if not 0.1 <= seconds <= 3600:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a period from 0.1s to 1h")
+    return seconds
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.watch:
+        return watch(args.every, args.json)
     chain = read()
     if args.json:
         import json
@@ -39,6 +59,98 @@ def run(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(render(chain, color=use_color(sys.stdout)))
     return 0
+
+
+def watch(every: float, as_json: bool) -> int:
+    """The live view: a sample of its own every ``every`` seconds (the daemon's sampler, in
+    this process), one JSON line a period with ``as_json``; ``q`` or Ctrl-C ends it."""
+    import json
+    import os
+    import select
+    import termios
+    import time
+    import tty
+
+    from mpsd.daemon.jobs import describe
+    from mpsd.locks import PidLock
+    from mpsd.machine.mljobs import ProcessScanner
+    from mpsd.machine.sampler import SampleError, take_sample
+
+    scanner, seen, first = ProcessScanner(), {}, None
+    fd = sys.stdin.fileno()
+    saved = None if as_json or not os.isatty(fd) else termios.tcgetattr(fd)
+    try:
+        if saved:
+            tty.setcbreak(fd)
+            sys.stdout.write("\033[?25l")
+        while True:
+            view: dict[str, Any] = {"t": time.time()}
+            try:
+                view["daemon_running"] = PidLock(paths.daemon_lock_file()).is_held_elsewhere()
+            except OSError:
+                view["daemon_running"] = False
+            try:
+                sample, _ = take_sample(scanner=scanner)
+            except SampleError as exc:
+                view["problem"] = str(exc)
+            else:
+                first = sample.swapouts if first is None else first
+                swapped = None if sample.swapouts is None else sample.swapouts - (first or 0)
+                current = limits.read()
+                view.update(
+                    available_bytes=sample.available_bytes,
+                    total_bytes=sample.total_bytes,
+                    swapped_bytes=None if swapped is None else swapped * os.sysconf("SC_PAGE_SIZE"),
+                    pressure=sample.pressure,
+                    jobs=[],
+                )
+                for p in sample.processes:
+                    if p.pid not in seen:
+                        seen[p.pid] = describe(p.pid, current, current.projects if current else ())
+                    view["jobs"].append({"pid": p.pid, "bytes": p.bytes, **seen[p.pid]})
+            if as_json:
+                print(json.dumps(view), flush=True)
+            else:
+                sys.stdout.write("\033[H\033[J" + "\n".join(live_lines(view, every)) + "\n")
+                sys.stdout.flush()
+            if not saved:
+                time.sleep(every)
+            elif select.select([fd], [], [], every)[0] and os.read(fd, 1) in (b"q", b"Q"):
+                return 0
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        if saved:
+            termios.tcsetattr(fd, termios.TCSADRAIN, saved)
+            sys.stdout.write("\033[?25h")
+            sys.stdout.flush()
+
+
+PRESSURES = {1: "normal", 2: "warning", 4: "critical"}
+
+
+def live_lines(view: dict[str, Any], every: float) -> list[str]:
+    """The live view's text, from what ``watch`` read."""
+    when = iso(view["t"])[11:19]
+    lines = [f"mpsd status --watch: every {format_duration(every)}; q or Ctrl-C quits  {when}"]
+    if not view["daemon_running"]:
+        lines.append("daemon:   not running (`mpsd daemon` starts it); this view samples by itself")
+    if "problem" in view:
+        return [*lines, f"problem:  {view['problem']}; trying again"]
+    swapped = view["swapped_bytes"]
+    lines += [
+        f"free:     {gib(view['available_bytes'])} of {gib(view['total_bytes'])}",
+        "swap:     "
+        + ("not known" if swapped is None else f"{gib(swapped)} since this view began"),
+        f"pressure: {PRESSURES.get(view['pressure'], 'not known')}",
+        f"jobs:     {plural(len(view['jobs']), 'ML job')} running",
+    ]
+    for job in view["jobs"]:
+        cap = f"of its {gib(job['cap'])} cap" if job.get("cap") else "(cap not known)"
+        lines.append(f"  {job['pid']:>7}  {gib(job['bytes'])} {cap}  {job.get('command', '')}")
+    if view["jobs"]:
+        lines.append("A footprint counts CPU-side memory too; a cap counts MPS memory only.")
+    return lines
 
 
 def to_json(chain: Chain) -> dict[str, Any]:

@@ -9,8 +9,6 @@ records it returns: only those whose values changed (a new peak, more swap-outs,
 from __future__ import annotations
 
 import dataclasses
-import shutil
-import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -171,12 +169,16 @@ def notice_text(kind: str, job: Job) -> str:
 
 def way() -> str | None:
     """How a notice is sent here: ``osascript`` (macOS), ``notify-send``, or None."""
+    import shutil
+
     return next((name for name in ("osascript", "notify-send") if shutil.which(name)), None)
 
 
 def notify(text: str) -> str | None:
     """Send ``text`` as a notification; the way it went, or None when there is none (or it
     failed)."""
+    import subprocess
+
     name = way()
     if name is None:
         return None
