@@ -6,14 +6,12 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import os
-import sys
 
 from mpsd import paths
 from mpsd.daemon.history import Store
-from mpsd.daemon.jobs import Job, notify, way
+from mpsd.daemon.jobs import Job, daemon_running, notify, way
 from mpsd.durations import format_duration
 from mpsd.errors import EXIT_ABSENT, EXIT_USAGE, MpsdError
-from mpsd.locks import PidLock
 from mpsd.sizes import format_gib
 
 
@@ -38,72 +36,50 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.command == "notify":
         return _notify()
-    store = Store.open_readonly(paths.history_file())
-    try:
-        rows = store.jobs(None if args.job == "last" else _id(args.job)) if store else []
-        records = [_record(row) for row in rows]
-        if args.action == "show":
-            if not records:
-                what = "no job recorded yet" if args.job == "last" else f"no job {args.job}"
-                raise MpsdError(f"{what} in the history; `mpsd jobs` lists them.", EXIT_ABSENT)
-            samples = store.samples(records[0].started, records[0].ended or 1e12) if store else []
-    finally:
-        if store:
-            store.close()
+    if not (args.job == "last" or args.job.isdigit()):
+        raise MpsdError(f"'{args.job}' is not a job id (a number from `mpsd jobs`).", EXIT_USAGE)
+    job_id = None if args.job == "last" else int(args.job)
+    records, samples = _read(job_id, args.action == "show")
+    if args.action and not records:
+        what = "no job recorded yet" if job_id is None else f"no job {job_id}"
+        raise MpsdError(f"{what} in the history; `mpsd jobs` lists them.", EXIT_ABSENT)
     if args.json:
         import json
 
-        items = [r.__dict__ for r in records[:1]] if args.action else [r.__dict__ for r in records]
-        json.dump(items[0] if args.action else items, sys.stdout, indent=2)
-        sys.stdout.write("\n")
+        items = [r.__dict__ for r in records]
+        print(json.dumps(items[0] if args.action else items, indent=2))
         return 0
-    if not _daemon_running():
+    if not daemon_running():
         print("The daemon is not running (start it with `mpsd daemon`): no new jobs are recorded.")
-    if args.action == "show":
-        print(
-            "\n".join(report(records[0], [(r.t, r.ml_bytes, r.available_bytes) for r in samples]))
-        )
-    elif not records:
+    if args.action:
+        print("\n".join(report(records[0], samples)))
+        return 0
+    if not records:
         print("No ML job recorded yet: the daemon records each PyTorch or MLX job it sees.")
-    else:
-        print(f"{'ID':>4}  {'STARTED':<16}  {'TIME':>7}  {'PEAK':>9}  {'CAP':>9}  SWAP  COMMAND")
-        for r in records:
-            took = (
-                "running" if r.ended is None else format_duration(r.ended - r.started, about=True)
-            )
-            cap = "?" if r.cap is None else gib(r.cap)
-            swap = "yes" if r.swapouts else "no"
-            print(
-                f"{r.id:>4}  {_when(r.started):<16}  {took:>7}  {gib(r.peak):>9}  {cap:>9}  "
-                f"{swap:<4}  {r.command}"
-            )
-        print(NOTE)
+        return 0
+    print(f"{'ID':>4}  {'STARTED':<16}  {'TIME':>7}  {'PEAK':>9}  {'CAP':>9}  SWAP  COMMAND")
+    for r in records:
+        took = "running" if r.ended is None else format_duration(r.ended - r.started, about=True)
+        cap, swap = "?" if r.cap is None else gib(r.cap), "yes" if r.swapouts else "no"
+        print(
+            f"{r.id:>4}  {_when(r.started):<16}  {took:>7}  {gib(r.peak):>9}  {cap:>9}  {swap:<4}  "
+            f"{r.command}"
+        )
+    print(NOTE)
     return 0
 
 
-def _id(text: str) -> int:
-    if not text.isdigit():
-        raise MpsdError(
-            f"'{text}' is not a job id (a number from `mpsd jobs`, or last).", EXIT_USAGE
-        )
-    return int(text)
-
-
-def _record(row: dict[str, object]) -> Job:
-    try:
-        return Job.of(row)
-    except (TypeError, ValueError) as exc:
-        raise MpsdError(
-            f"job {row.get('id')}'s record in {paths.history_file()} is damaged ({exc}).",
-            EXIT_ABSENT,
-        ) from None
-
-
-def _daemon_running() -> bool:
-    try:
-        return PidLock(paths.daemon_lock_file()).is_held_elsewhere()
-    except OSError:
-        return False
+def _read(job_id: int | None, show: bool) -> tuple[list[Job], list[tuple[int, int]]]:
+    """The latest records (``job_id``: that one), and with ``show`` the samples of its run."""
+    store = Store.open_readonly(paths.history_file())
+    if store is None:
+        return [], []
+    with store:
+        records = [Job.of(row) for row in store.jobs(job_id, 1 if show else 50)]
+        if not (show and records):
+            return records, []
+        rows = store.samples(records[0].started, records[0].ended or 1e12)
+        return records, [(r.ml_bytes, r.available_bytes) for r in rows]
 
 
 def _when(t: float, form: str = "%Y-%m-%d %H:%M") -> str:
@@ -138,7 +114,7 @@ def verdict(job: Job) -> list[str]:
     return words
 
 
-def report(job: Job, samples: list[tuple[float, int, int]]) -> list[str]:
+def report(job: Job, samples: list[tuple[int, int]]) -> list[str]:
     """One job: its facts, a chart of the ML footprint (the samples' ``ml``: every job's) against
     its cap and the free memory, and the verdict."""
     end = "still running" if job.ended is None else _when(job.ended, "%H:%M:%S")
@@ -158,26 +134,22 @@ def report(job: Job, samples: list[tuple[float, int, int]]) -> list[str]:
     return lines
 
 
-def chart(samples: list[tuple[float, int, int]], cap: int | None) -> list[str]:
+def chart(samples: list[tuple[int, int]], cap: int | None) -> list[str]:
     """Footprint (█, the most per column) under free memory (•, the least) and the cap (┈)."""
     per = max(1, -(-len(samples) // CHART_WIDTH))
     columns = [samples[i : i + per] for i in range(0, len(samples), per)]
-    held = [max(s[1] for s in c) for c in columns]
-    free = [min(s[2] for s in c) for c in columns]
+    held = [max(s[0] for s in c) for c in columns]
+    free = [min(s[1] for s in c) for c in columns]
     top = max([*held, *free, cap or 0, 1]) * 1.05
     unit = top / CHART_ROWS
     out = []
     for r in range(CHART_ROWS - 1, -1, -1):
-        cells = "".join(
-            "█"
-            if h / unit - r >= 0.5
-            else "•"
-            if int(f / unit) == r
-            else "┈"
-            if cap and int(cap / unit) == r
-            else " "
-            for h, f in zip(held, free)
-        )
+        cells = ""
+        for h, f in zip(held, free):
+            on_cap = cap is not None and int(cap / unit) == r
+            marks = [(h / unit - r >= 0.5, "█"), (int(f / unit) == r, "•"), (on_cap, "┈")]
+            marks.append((True, " "))
+            cells += next(mark for hit, mark in marks if hit)
         axis = f"{top / (1 << 30):.1f} GiB" if r == CHART_ROWS - 1 else ""
         out.append(f"{axis:>10}┤{cells}")
     out.append(f"{'0 GiB':>10}└{'─' * len(held)}")

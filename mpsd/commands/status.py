@@ -4,6 +4,7 @@ the window: the short view of ``mpsd.setup.chain``'s model (``--json`` prints al
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import re
 import sys
@@ -38,13 +39,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def _period(text: str) -> float:
     from mpsd.durations import parse_duration
 
-    try:
-        seconds = parse_duration(text)
-    except ValueError:
-        seconds = 0
-    if not 0.1 <= seconds <= 3600:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a period from 0.1s to 1h")
-    return seconds
+    with contextlib.suppress(ValueError):
+        if 0.1 <= (seconds := parse_duration(text)) <= 3600:
+            return seconds
+    raise argparse.ArgumentTypeError(f"'{text}' is not a period from 0.1s to 1h")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -71,8 +69,7 @@ def watch(every: float, as_json: bool) -> int:
     import time
     import tty
 
-    from mpsd.daemon.jobs import describe
-    from mpsd.locks import PidLock
+    from mpsd.daemon.jobs import daemon_running, describe
     from mpsd.machine.mljobs import ProcessScanner
     from mpsd.machine.sampler import SampleError, take_sample
 
@@ -84,26 +81,19 @@ def watch(every: float, as_json: bool) -> int:
             tty.setcbreak(fd)
             sys.stdout.write("\033[?25l")
         while True:
-            view: dict[str, Any] = {"t": time.time()}
-            try:
-                view["daemon_running"] = PidLock(paths.daemon_lock_file()).is_held_elsewhere()
-            except OSError:
-                view["daemon_running"] = False
+            view: dict[str, Any] = {"t": time.time(), "daemon_running": daemon_running()}
             try:
                 sample, _ = take_sample(scanner=scanner)
             except SampleError as exc:
                 view["problem"] = str(exc)
             else:
                 first = sample.swapouts if first is None else first
-                swapped = None if sample.swapouts is None else sample.swapouts - (first or 0)
+                swapped = None if first is None else (sample.swapouts or first) - first
                 current = limits.read()
-                view.update(
-                    available_bytes=sample.available_bytes,
-                    total_bytes=sample.total_bytes,
-                    swapped_bytes=None if swapped is None else swapped * os.sysconf("SC_PAGE_SIZE"),
-                    pressure=sample.pressure,
-                    jobs=[],
-                )
+                view.update(available_bytes=sample.available_bytes, total_bytes=sample.total_bytes)
+                page = os.sysconf("SC_PAGE_SIZE")
+                view.update(swapped_bytes=swapped and swapped * page, pressure=sample.pressure)
+                view["jobs"] = []
                 for p in sample.processes:
                     if p.pid not in seen:
                         seen[p.pid] = describe(p.pid, current, current.projects if current else ())

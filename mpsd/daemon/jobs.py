@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from mpsd.errors import MpsdError
 from mpsd.machine.sample import PRESSURE_WARN, Sample
 
 PYTORCH_DEFAULT_RATIO = 1.7  # PyTorch's high watermark on MPS when the variable is unset
@@ -46,14 +47,14 @@ class Job:
 
     @classmethod
     def of(cls, row: dict[str, Any]) -> Job:
-        """A stored row as a record; ValueError when a value has the wrong type (damaged)."""
+        """A stored row as a record; MpsdError (exit 1) when a value has the wrong type."""
         job = cls(**row)
         for f in dataclasses.fields(cls):
             value, kind = getattr(job, f.name), str(f.type)
-            if value is None and "None" in kind:
-                continue
-            if not isinstance(value, {"int": int, "str": str}.get(kind.split()[0], (int, float))):
-                raise ValueError(f"{f.name} is {value!r}")
+            if not (value is None and "None" in kind) and not isinstance(
+                value, {"int": int, "str": str}.get(kind.split()[0], (int, float))
+            ):
+                raise MpsdError(f"job {job.id}'s record is damaged ({f.name} is {value!r}).", 1)
         return job
 
     def growing(self) -> bool:
@@ -165,6 +166,16 @@ NOTICES = {
 
 def notice_text(kind: str, job: Job) -> str:
     return f"{NOTICES[kind]} (job {job.id}: {job.command})"
+
+
+def daemon_running() -> bool:
+    from mpsd import paths
+    from mpsd.locks import PidLock
+
+    try:
+        return PidLock(paths.daemon_lock_file()).is_held_elsewhere()
+    except OSError:
+        return False
 
 
 def way() -> str | None:
