@@ -7,7 +7,7 @@ import argparse
 import datetime as dt
 import os
 
-from mpsd import paths
+from mpsd import paths, term
 from mpsd.daemon.history import Store
 from mpsd.daemon.jobs import Job, daemon_running, notify, way
 from mpsd.durations import format_duration
@@ -22,7 +22,7 @@ def gib(size: float) -> str:
 
 NOTE = "The footprint counts the job's CPU-side memory too; the cap counts MPS memory only."
 PRESSURE = {1: "normal", 2: "warning", 4: "critical"}
-CHART_WIDTH, CHART_ROWS = 60, 8
+CHART_WIDTH = 60
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -130,7 +130,7 @@ def report(job: Job, samples: list[tuple[int, int]]) -> list[str]:
     ]
     lines += ["", *chart(samples, job.cap), ""] if samples else [""]
     said = "; ".join(verdict(job))
-    lines += [f"{said[0].upper()}{said[1:]}.", NOTE]
+    lines += [*term.wrap(f"{said[0].upper()}{said[1:]}."), NOTE]
     return lines
 
 
@@ -138,22 +138,12 @@ def chart(samples: list[tuple[int, int]], cap: int | None) -> list[str]:
     """Footprint (█, the most per column) under free memory (•, the least) and the cap (┈)."""
     per = max(1, -(-len(samples) // CHART_WIDTH))
     columns = [samples[i : i + per] for i in range(0, len(samples), per)]
-    held = [max(s[0] for s in c) for c in columns]
-    free = [min(s[1] for s in c) for c in columns]
-    top = max([*held, *free, cap or 0, 1]) * 1.05
-    unit = top / CHART_ROWS
-    out = []
-    for r in range(CHART_ROWS - 1, -1, -1):
-        cells = ""
-        for h, f in zip(held, free):
-            on_cap = cap is not None and int(cap / unit) == r
-            marks = [(h / unit - r >= 0.5, "█"), (int(f / unit) == r, "•"), (on_cap, "┈")]
-            marks.append((True, " "))
-            cells += next(mark for hit, mark in marks if hit)
-        axis = f"{top / (1 << 30):.1f} GiB" if r == CHART_ROWS - 1 else ""
-        out.append(f"{axis:>10}┤{cells}")
+    held: list[int | None] = [max(s[0] for s in c) for c in columns]
+    out = term.chart(
+        held, [(cap, "┈", f"cap {gib(cap or 0)}")], dots=[min(s[1] for s in c) for c in columns]
+    )
     out.append(f"{'0 GiB':>10}└{'─' * len(held)}")
-    out.append(f"{'':>11}█ footprint of the ML jobs running  • free memory  ┈ cap")
+    out.append(f"{'':>11}█ footprint of the ML jobs running  • free memory")
     return out
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import math
 import re
 import sys
 from dataclasses import asdict, fields
@@ -19,10 +18,10 @@ from mpsd.paths import file_in_the_way
 from mpsd.setup.chain import Chain, NextJob, iso, read
 from mpsd.sizes import gib
 from mpsd.term import Style, columns, plural, use_color, wrap
+from mpsd.term import chart as term_chart
 
 GIB = 1 << 30
 CHART_ROWS = 8
-BLOCKS = " ▁▂▃▄▅▆▇█"
 LABEL = 17  # the width of "recommended max: "
 
 
@@ -214,8 +213,8 @@ def next_job_words(job: NextJob, interval: float) -> str:
     return text
 
 
-def _gib(value: float | None) -> str:
-    return "?" if value is None else gib(value)
+def _gib(value: float | None, decimals: int = 1) -> str:
+    return "?" if value is None else gib(value, decimals)
 
 
 def _ago(seconds: float) -> str:
@@ -410,31 +409,9 @@ def chart(
     """Free memory per column as unicode bars, the baseline (─) and limit (┈) drawn in.
 
     At most 80 columns wide: a 9-column axis, the bars, a label for each line."""
-    known = [v for v in values if v is not None]
-    top = max([*known, baseline or 0, limit or 0, 1]) * 1.05
-    unit = top / rows
-
-    def row_of(value: int | None) -> int | None:
-        return None if value is None else min(rows - 1, max(0, math.floor(value / unit)))
-
-    baseline_row, limit_row = row_of(baseline), row_of(limit)
     out = [f"free memory over the last {format_duration(window_seconds)} (lowest per column)"]
-    for r in range(rows - 1, -1, -1):
-        cells = []
-        for value in values:
-            fill = 0.0 if value is None else min(1.0, max(0.0, value / unit - r))
-            char = BLOCKS[round(fill * 8)]
-            if fill < 0.5 and r in (baseline_row, limit_row):
-                char = "─" if r == baseline_row else "┈"
-            cells.append(char)
-        labels = []
-        if r == baseline_row:
-            labels.append(f"baseline {_gib(baseline)}")
-        if r == limit_row and limit is not None:
-            labels.append(f"limit {gib(limit, 2)}")
-        label = " " + ", ".join(labels) if labels else ""
-        axis = f"{top / GIB:.1f} GiB" if r == rows - 1 else ""
-        out.append(f"{axis:>10}┤{''.join(cells)}{label}")
+    lines = [(baseline, "─", f"baseline {_gib(baseline)}"), (limit, "┈", f"limit {_gib(limit, 2)}")]
+    out += term_chart(values, lines, rows=rows)
     left = f"{format_duration(window_seconds)} ago"
     out.append(f"{'0 GiB':>10}└" + left + "now".rjust(len(values) - len(left)))
     return out
