@@ -167,6 +167,25 @@ def main() -> int:
         f"{POLICY_EVERY:g} s): {per_sample * 1000:.2f} ms per 30 s sample"
     )
 
+    # The job records' step alone, in-process: 10 jobs, each with a new peak at every sample
+    # (a row written for each), on the history with its 1,000 records.
+    from mpsd.daemon.jobs import Tracker
+    from mpsd.machine.mljobs import MLProcess
+    from mpsd.machine.sample import Sample
+
+    tracker = Tracker()
+    with Store.open(paths.history_file()) as store:
+        start = time.process_time()
+        for t in range(200):
+            held = tuple(MLProcess(9000 + i, "python", "env", GIB + t * 4096) for i in range(10))
+            sample = Sample(now + t, 20 * GIB, 48 * GIB, 10 * GIB, 0, 1, processes=held)
+            for job in tracker.update(sample, lambda pid: {})[0]:
+                job.id = store.save_job(vars(job))
+        jobs_step = (time.process_time() - start) / 200
+    print(
+        f"job records at each sample, 10 jobs with a new peak each: {jobs_step * 1000:.2f} ms CPU"
+    )
+
     # The daemon itself, ticking every second on top of the year of history.
     (tmp / "config" / "config.toml").write_text('retention = "366d"\ninterval = 1\n')
     daemon = subprocess.Popen(

@@ -124,7 +124,7 @@ class Tracker:
         self.last = sample
         changed = []
         for run in [*ended, *self.open.values()]:
-            values = dataclasses.asdict(run.job)
+            values = {**vars(run.job), "id": None}  # the id the store gave it is no change
             if values != run.stored:
                 run.stored = values
                 changed.append(run.job)

@@ -254,10 +254,12 @@ class Daemon:
                 sample, lambda pid: jobs.describe(pid, limits_mod.read(), self.projects())
             )
             for job in changed:
-                job.id = store.save_job(dataclasses.asdict(job))
+                job.id = store.save_job(vars(job))
         except Exception as exc:
             log.error("cannot store the sample in %s: %s", paths.history_file(), exc)
             self._drop_store()
+            for run in self.tracker.open.values() if self.tracker else ():
+                run.stored = None  # written again at the next sample
         for kind, job in notices:
             text = jobs.notice_text(kind, job)
             way = jobs.notify(text) if self.config.notify else None
