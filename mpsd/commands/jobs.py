@@ -9,7 +9,7 @@ import os
 
 from mpsd import paths, term
 from mpsd.daemon.history import Store
-from mpsd.daemon.jobs import Job, daemon_running, notify, way
+from mpsd.daemon.jobs import PRESSURES, Job, daemon_running, notify, way
 from mpsd.durations import format_duration
 from mpsd.errors import EXIT_ABSENT, EXIT_USAGE, MpsdError
 from mpsd.sizes import format_gib
@@ -21,7 +21,6 @@ def gib(size: float) -> str:
 
 
 NOTE = "The footprint counts the job's CPU-side memory too; the cap counts MPS memory only."
-PRESSURE = {1: "normal", 2: "warning", 4: "critical"}
 CHART_WIDTH = 60
 
 
@@ -101,7 +100,7 @@ def verdict(job: Job) -> list[str]:
             "for the next job"
         )
     if job.pressure and job.pressure > 1:
-        words.append(f"memory pressure reached {PRESSURE.get(job.pressure, job.pressure)}")
+        words.append(f"memory pressure reached {PRESSURES.get(job.pressure, job.pressure)}")
     if job.growing() and job.growth is not None and job.ended is not None:
         words.append(
             f"its footprint grew {gib(job.growth)} over "

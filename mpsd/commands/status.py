@@ -115,11 +115,10 @@ def watch(every: float, as_json: bool) -> int:
             sys.stdout.flush()
 
 
-PRESSURES = {1: "normal", 2: "warning", 4: "critical"}
-
-
 def live_lines(view: dict[str, Any], every: float) -> list[str]:
     """The live view's text, from what ``watch`` read."""
+    from mpsd.daemon.jobs import PRESSURES
+
     when = iso(view["t"])[11:19]
     lines = [f"mpsd status --watch: every {format_duration(every)}; q or Ctrl-C quits  {when}"]
     if not view["daemon_running"]:

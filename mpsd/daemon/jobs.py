@@ -19,6 +19,7 @@ from mpsd.machine.sample import PRESSURE_WARN, Sample
 PYTORCH_DEFAULT_RATIO = 1.7  # PyTorch's high watermark on MPS when the variable is unset
 SERIES = 128  # footprints kept per running job (every other one dropped when full)
 GIB = 1 << 30
+PRESSURES = {1: "normal", 2: "warning", 4: "critical"}  # the sample's levels, in words
 
 
 @dataclass
