@@ -12,7 +12,7 @@ import contextlib
 import json
 import os
 import sqlite3
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -348,22 +348,6 @@ class Store:
         ]
         lowest = [None if low is None else int(low) for low, _ in rows]
         return sum(count for _, count in rows), lowest
-
-
-def lowest_free_per_bucket(samples: Iterable[Sample], since: float, width: float) -> list[Sample]:
-    """The pure twin of ``Store.samples`` when it thins: per bucket of ``width`` seconds
-    counted from ``since``, the sample with the least free memory (available + ml), in time
-    order. ``bench/replay.py`` replays the daemon with it, without SQLite; a test holds the
-    two to the same answer."""
-    best: dict[int, Sample] = {}
-    for s in samples:
-        key = int((s.t - since) // width)
-        current = best.get(key)
-        if current is None or (
-            s.available_bytes + s.ml_bytes < current.available_bytes + current.ml_bytes
-        ):
-            best[key] = s
-    return sorted(best.values(), key=lambda s: s.t)
 
 
 def _newer(path: Path, version: int) -> str:
