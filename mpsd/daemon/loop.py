@@ -74,6 +74,15 @@ LOG_BYTES = 1_000_000
 LOG_BACKUPS = 3
 
 
+class _LogFile(logging.handlers.RotatingFileHandler):
+    """The rotating log, each file created 0600 whatever the umask (it says who ran what
+    where; under umask 000 a plain handler makes it writable by others)."""
+
+    def _open(self) -> Any:
+        fd = os.open(self.baseFilename, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        return os.fdopen(fd, "a", encoding=self.encoding, errors=self.errors)
+
+
 def setup_logging(warnings_to_stderr: bool = False) -> None:
     """Log to a rotating file in the state dir (about 4 MB at most) and to stderr in a terminal.
 
@@ -88,9 +97,7 @@ def setup_logging(warnings_to_stderr: bool = False) -> None:
     try:
         path = paths.log_file()
         ensure_dir(path.parent)
-        rotating = logging.handlers.RotatingFileHandler(
-            path, maxBytes=LOG_BYTES, backupCount=LOG_BACKUPS, encoding="utf-8"
-        )
+        rotating = _LogFile(path, maxBytes=LOG_BYTES, backupCount=LOG_BACKUPS, encoding="utf-8")
         rotating.setFormatter(formatter)
         logger.addHandler(rotating)
     except OSError as exc:

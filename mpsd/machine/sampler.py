@@ -263,6 +263,7 @@ def write_parts(parts: Mapping[str, object], path: Path) -> None:
         ensure_dir(directory or ".")
         with open(tmp, "w", encoding="utf-8") as handle:
             handle.write(json.dumps(dict(parts), indent=2) + "\n")
+        os.chmod(tmp, 0o644)  # whatever the umask: never writable by others
         os.replace(tmp, path)
     except OSError:
         with contextlib.suppress(OSError):
