@@ -31,7 +31,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--watch", action="store_true", help="the live view, redrawn in place (q or Ctrl-C quits)"
     )
     parser.add_argument(
-        "--every", type=_period, default=1.0, metavar="DURATION", help="its period (default 1s)"
+        "--every", type=_period, metavar="DURATION", help="with --watch: its period (default 1s)"
     )
 
 
@@ -46,7 +46,13 @@ def _period(text: str) -> float:
 
 def run(args: argparse.Namespace) -> int:
     if args.watch:
-        return watch(args.every, args.json)
+        return watch(args.every or 1.0, args.json)
+    if args.every is not None:
+        from mpsd.errors import MpsdError
+
+        raise MpsdError(
+            "--every sets the period of --watch: give both (`mpsd status --watch --every 2s`)"
+        )
     chain = read()
     if args.json:
         import json

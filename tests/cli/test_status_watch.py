@@ -73,3 +73,12 @@ def test_a_bad_period_is_one_sentence_and_exit_2() -> None:
         text=True,
     )
     assert done.returncode == 2 and "not a period" in done.stderr
+
+
+def test_a_period_without_watch_is_refused_not_ignored() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "mpsd", "status", "--every", "2s"],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 2 and "give both" in done.stderr and done.stdout == ""
