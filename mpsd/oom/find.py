@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 
 from mpsd.oom.finding import Finding
 from mpsd.oom.normalize import compiled, prepare
-from mpsd.oom.readers import HEADS, Head
+from mpsd.oom.readers import HEADS, Head, around
 
 WINDOW = 1 << 20  # a text is read in windows of about this many characters
 TAIL = 8 * 1024  # with the characters after it that an error starting in it may run into
@@ -109,8 +109,8 @@ class Found:
                 finding = head.extract(key[1])
                 if len(self._read) < MAX_READ:
                     self._read[key] = finding
-            if finding is not None:
-                self.add(finding)
+            if finding is not None:  # with what the traceback before it and its lines tell
+                self.add(around(finding, text[anchors[i - 1][0] if i else 0 : end]))
 
 
 def scan(pieces: Iterable[str]) -> Found:

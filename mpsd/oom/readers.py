@@ -14,7 +14,7 @@ all read.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Optional
 
 from mpsd.oom import finding as fk
@@ -25,7 +25,7 @@ Extract = Callable[[str], Optional[Finding]]  # not `Finding | None`: evaluated 
 
 # --- sizes as PyTorch prints them: its GB/MB/KB (2.0 to 2.7) and GiB/MiB/KiB (2.8+) are both
 # powers of 1024; up to 1024 bytes it prints "N bytes".
-SIZE = r"(?<![\d.,])(\d+(?:[.,]\d+)*)(bytes?|[kmgtp]i?b)"
+SIZE = r"(?<!\d)(?<!\d[.,])(\d+(?:[.,]\d+)*)(bytes?|[kmgtp]i?b)"
 # No size PyTorch prints comes near this (2^90 bytes); a larger "size" is a paste's digit run,
 # read as no number at all. Below it, sums of sizes stay far inside a float's range.
 MAX_BYTES = float(1 << 90)
@@ -183,11 +183,14 @@ CUDA_LABELS: Labels = {
         ("oftheallocatedmemory", "currentlyallocated"),
         ("alreadyallocated", "isallocatedbypytorch"),
     ),
-    "_unallocated": ((), ("isreservedbypytorchbutunallocated",)),
-    "reserved_bytes": ((), ("reservedintotalbypytorch", "cached")),
-    "in_use_bytes": (("thisprocesshas",), ("memoryinuse",)),
+    # "cached" (up to 1.3): cached but unallocated, as the newer "reserved but unallocated".
+    "_unallocated": ((), ("isreservedbypytorchbutunallocated", "cached")),
+    "reserved_bytes": ((), ("reservedintotalbypytorch",)),
+    "in_use_bytes": (("thisprocesshas",), ()),  # "Process N has X" is another process
     "allowed_bytes": ((), ("allowed",)),
+    "private_pool_bytes": ((), ("allocatedinprivatepools",)),
 }
+_PROCESS = r"process(\d{1,10})has" + SIZE
 _DEVICE = r"(?:gpu|device)~?(\d{1,3})(?![\d.,])"  # "GPU 0"
 _BACKEND = r"cuda|hip|xpu"
 
@@ -206,12 +209,66 @@ def _cuda(detail: str) -> Extract:
             if found.reserved_bytes is None and allocated is not None and unallocated is not None:
                 # The newer wording splits PyTorch's reserved memory in two.
                 found.reserved_bytes = allocated + unallocated
+            others = [(int(m[1]), to_bytes(m[2], m[3])) for m in compiled(_PROCESS).finditer(seg)]
+            if others or found.in_use_bytes is not None:  # a form that lists processes
+                found.other_processes = tuple((pid, n[0]) for pid, n in others if n)
             found.alloc_conf = next(
                 (s for s in ("expandable_segments", "max_split_size_mb") if s in seg), None
             )
         return found
 
     return extract
+
+
+# --- MLX (backend/metal/allocator.cpp), Intel's extension for PyTorch ---------------
+MLX_LABELS: Labels = {
+    "requested_bytes": (("attemptingtoallocate",), ()),
+    "max_buffer_bytes": (("maximumallowedbuffersizeof",), ()),
+}
+
+
+def _mlx(seg: str) -> Finding:
+    found = Finding(fk.MLX_OOM, "buffer_size", framework="mlx")
+    limit = compiled(r"resourcelimit\((\d{1,12})\)").search(seg[:60])
+    if limit:
+        found.detail, found.resource_limit = "resource_limit", int(limit[1])
+    else:
+        read_sizes(seg[:200], MLX_LABELS, found)
+    return found
+
+
+XPU_LABELS: Labels = {"requested_bytes": (("triedtoallocate",), ())}
+
+# --- what the text around an error tells: the traceback, the program that raised it ---
+TRACEBACK = {
+    "dataloader": ("dataloader", "pin_memory"),
+    "accelerate_finder": (
+        "find_executable_batch_size",
+        "auto_find_batch_size",
+        "accelerate/utils/memory",
+    ),
+    "lightning_finder": ("batchsizefinder", "scale_batch_size", "batch_size_scaling"),
+}
+FRAMEWORKS = (
+    ("ggml", ("ggml", "llama.cpp", "llama_")),
+    ("mlx", ("[metal]", "mlx")),
+    ("torch", ("torch", "mpsgraph")),
+)
+
+
+def around(found: Finding, near: str) -> Finding:
+    """``found`` with what squeezed ``near`` (the error's lines and the traceback before it)
+    tells: ``context``, and the framework of an MPS error (PyTorch's own, or Metal's
+    command-buffer error, which any Metal program may meet)."""
+    context = frozenset(tag for tag, words in TRACEBACK.items() if any(w in near for w in words))
+    framework = found.framework
+    if found.kind == fk.MPS_OTHER and found.detail != "command_buffer_oom":
+        framework = "torch"
+    elif found.kind == fk.MPS_OTHER:
+        framework = next((n for n, words in FRAMEWORKS if any(w in near for w in words)), None)
+    if context or framework != found.framework:
+        return replace(found, context=context, framework=framework)
+    return found
 
 
 HEADS: tuple[Head, ...] = (
@@ -255,4 +312,12 @@ HEADS: tuple[Head, ...] = (
         after=SIZE + "foranarray",
     ),
     Head("std::bad_alloc", _plain(fk.CPU_OOM, "bad_alloc"), 40),
+    Head("[metal::malloc]", _mlx, 200),
+    Head("attempting to allocate", _mlx, 200, lookback=40, after=SIZE + "whichisgreater"),
+    Head("resource limit (", _mlx, 60, lookback=40, after=r"\d+\)exceeded"),
+    Head(
+        "can not allocate memory block with size larger",
+        _plain(fk.XPU_SIZE, "size_limit", XPU_LABELS, 120),
+        140,
+    ),
 )

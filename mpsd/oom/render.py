@@ -39,6 +39,28 @@ def mac_name(ram_gb: int) -> str:
     return f"{article} {ram_gb} GB Mac"
 
 
+SWAPS = (
+    "Under PyTorch's default 1.7 cap a trial that swaps counts as a success, so the finder "
+    f"picks a batch that swaps: set a ratio first ({HIGH}, or `mpsd enable`)."
+)
+TRACEBACK = {  # what the traceback around an MPS error tells (Finding.context)
+    "dataloader": (
+        "The traceback shows a DataLoader: with pin_memory=True its pinned CPU buffers come out "
+        "of the MPS allocator and count against this cap (pinning buys little on unified "
+        "memory): set pin_memory=False."
+    ),
+    "accelerate_finder": (
+        "The traceback shows accelerate's find_executable_batch_size (the HF Trainer's "
+        "auto_find_batch_size): accelerate since PR 4227 (September 2026) catches this MPS "
+        "error and retries with half the batch; an older one lets it through: upgrade "
+        f"accelerate. {SWAPS}"
+    ),
+    "lightning_finder": (
+        "The traceback shows Lightning's BatchSizeFinder: its is_oom_error knows CUDA, cuDNN "
+        "and CPU errors, not this MPS one, so the search stopped instead of trying a smaller "
+        f"batch: set the batch size by hand (the last one that ran). {SWAPS}"
+    ),
+}
 ARTICLE = '"MPS backend out of memory on a Mac: what the numbers mean and how to set the watermark"'
 LESS = "smaller batch or resolution, float16, one model at a time, tiling"
 Row = tuple[str, str, str]  # label, the Finding's field, meaning
@@ -69,6 +91,9 @@ class Renderer:
         title = kind.title
         if f.kind == fk.CUDA_OOM and f.backend and f.backend != "cuda":
             title = f"{f.backend.upper()} out of memory"
+        if f.kind == fk.MPS_OTHER and f.framework != "torch":
+            names = {"mlx": " (MLX)", "ggml": " (llama.cpp, ggml)"}
+            title = "Metal out of memory" + names.get(f.framework or "", "")
         if f.count > 1:
             title += f" (seen {f.count} times)"
         return [self.style.title(title), *self.table(kind.rows, f), *kind.body(self, f)]
@@ -154,10 +179,11 @@ class Renderer:
             over, slack = need - cap, sum(f.rounding.values())
             if over > slack:
                 why.append(f"  {terms}, over the {size(cap)} cap by {size(over)}.")
-            elif over >= -slack:
+            elif over >= -slack - (request or 0) // 32:  # PyTorch rounds a large request up ~3%
                 why.append(
-                    f"  {terms}: at the {size(cap)} cap "
-                    "(each number is rounded to 2 decimals, so the last allocation tipped it)."
+                    f"  {terms}: at the {size(cap)} cap (each number is rounded to 2 decimals, "
+                    + ("" if over >= -slack else "PyTorch rounds a large request up ~3%, ")
+                    + "so the last allocation tipped it)."
                 )
             elif len(known) < 3:
                 why.append(f"  {terms}, with the {size(cap)} cap.")
@@ -172,8 +198,11 @@ class Renderer:
         elif cap is None and request is None:
             why.append('  The paste ends before "max allowed": the cap in force is unknown.')
         elif cap is None:
-            why.append('  No "max allowed" in the message: no cap was in force (ratio 0.0, or a')
-            why.append("  PyTorch before 2.0), so the job stopped only when Metal itself ran out.")
+            why.append(
+                f'  No "max allowed" in the message: the cap was off ({HIGH}=0.0), so PyTorch '
+                "allocated until Metal itself ran out. That is what lets a job push the Mac into "
+                "swap: macOS swaps long before Metal refuses."
+            )
         else:
             why.append(f"  PyTorch needed more than the {size(cap)} cap allows.")
         if too_big:
@@ -227,10 +256,12 @@ class Renderer:
                 '"other allocations" exceed what PyTorch\'s allocator holds: much of the '
                 "memory is outside it (other libraries' Metal buffers, MPSGraph caches)."
             )
-        return self.notes(notes)
+        return self.notes(notes + [TRACEBACK[c] for c in sorted(f.context)])
 
     def ratio_lines(self, f: Finding) -> list[str]:
         cap = f.max_allowed_bytes
+        if cap is None and f.requested_bytes is not None:
+            return ["  0.0: no cap (the ratio that removes it)."]
         if cap is None:
             return ['  Unknown: the message has no "max allowed".']
         slack = f.rounding.get("max_allowed_bytes", 0)
@@ -431,8 +462,7 @@ class Renderer:
         ),
         "command_buffer_oom": (
             "Metal itself ran out of memory while running a GPU command: the system had no "
-            "memory left for it (other apps, or a cap above what is really free). Lower the "
-            "ratio so PyTorch stops first, with a clean error."
+            "memory left for it (other apps, or a program allowed more than is really free)."
         ),
         "internal_assert": (
             "PyTorch's MPS allocator failed an internal check of its watermarks: the ratio "
@@ -440,11 +470,64 @@ class Renderer:
         ),
     }
 
+    # The fix for the Metal program that raised the error: never PyTorch's variables to another.
+    WIRED = (
+        "  `sudo sysctl iogpu.wired_limit_mb=N` lets the GPU wire more memory, but too much "
+        "starves macOS (it has frozen and panicked Macs): leave several GB to the system "
+        "(it resets at reboot)."
+    )
+    FIXES: ClassVar[dict[str | None, tuple[str, ...]]] = {
+        "mlx": (
+            "  MLX reads no environment variable for its limits: set them in the program, before "
+            "the work: mx.set_memory_limit(bytes) (its default, 1.5 x Metal's recommended "
+            "maximum, is soft and lets the Mac swap) and mx.set_cache_limit(bytes).",
+            "  Or a smaller or quantised model (4-bit), a shorter context, a smaller batch.",
+            WIRED,
+        ),
+        "ggml": (
+            "  llama.cpp (ggml) has its own options: a smaller context (-c / --ctx-size), fewer "
+            "layers on the GPU (-ngl / --n-gpu-layers), a smaller batch (-b / -ub), a smaller "
+            "quantisation (Q4_K_M rather than Q8_0); in Ollama, num_ctx and num_gpu.",
+            WIRED,
+        ),
+        None: (
+            "  The paste does not say which program raised it. Close other apps, use a smaller "
+            "model or batch; then, for PyTorch, a watermark ratio (`mpsd enable`) makes it stop "
+            "first with a clean error; for MLX, mx.set_memory_limit; for llama.cpp, a smaller "
+            "--ctx-size or fewer --n-gpu-layers.",
+        ),
+    }
+
     def mps_other(self, f: Finding) -> list[str]:
         out = [f"  {self.OTHER.get(f.detail, 'An MPS memory error.')}"]
+        if f.detail == "command_buffer_oom" and f.framework != "torch":
+            return out + self.section("Fix", list(self.FIXES[f.framework]))
+        if f.detail == "command_buffer_oom":
+            out.append("  Lower the ratio so PyTorch stops first, with a clean error.")
         if f.detail in ("command_buffer_oom", "internal_assert"):
             out += self.section("Fix", self.fix_lines(""))
         return out
+
+    def mlx(self, f: Finding) -> list[str]:
+        if f.detail == "resource_limit":
+            return [
+                f"  MLX reached Metal's limit on buffers alive at once ({f.resource_limit} of "
+                "them): many small arrays, or a graph evaluated too late. Evaluate more often "
+                "(mx.eval inside the loop) and keep fewer arrays alive; it is not a lack of memory."
+            ]
+        return [
+            "  MLX asked Metal for one buffer larger than the largest one Metal allows on this Mac "
+            "(its maxBufferLength). No memory limit changes that: split the work (a smaller "
+            "batch, a shorter sequence, chunked attention), or a smaller or quantised model.",
+        ]
+
+    def xpu(self, f: Finding) -> list[str]:
+        return [
+            "  Intel's extension for PyTorch refuses any single allocation over 4 GiB on this "
+            "GPU: a limit of the platform, not a lack of memory (what is free does not matter). "
+            "Split the work so no tensor needs more than 4 GiB: a smaller batch or resolution, "
+            "float16, tiled VAE decoding, chunked attention."
+        ]
 
     def cuda(self, f: Finding) -> list[str]:
         notes: list[str] = []
@@ -460,12 +543,31 @@ class Renderer:
                 "PyTorch holds more than the GPU has: on Windows the driver spills into "
                 'system RAM ("CUDA sysmem fallback"), which is slow.'
             )
-        free = f.free_bytes
+        free, in_use, others = f.free_bytes, f.in_use_bytes, f.other_processes or ()
         busy = total is not None and free is not None and free < total * 0.1
         if busy and total is not None and res is not None and res < total * 0.5:
+            if in_use is not None and in_use > total * 0.5:
+                notes.append(
+                    f"PyTorch holds little of the GPU, but this process has {size(in_use)} in "
+                    "use: memory outside PyTorch's allocator (other libraries, CUDA contexts)."
+                )
+            else:
+                notes.append(
+                    "PyTorch holds little of the GPU, yet it is full: other processes "
+                    "(or the desktop) use it; check nvidia-smi."
+                )
+        if others:
+            listed = ", ".join(f"{pid} ({size(n)})" for pid, n in others[:4])
             notes.append(
-                "PyTorch holds little of the GPU, yet it is full: other processes "
-                "(or the desktop) use it; check nvidia-smi."
+                f"Other processes held {size(sum(n for _, n in others))} of the GPU: {listed}"
+                + ("" if in_use is not None else " (before PyTorch 2.2 this one is among them)")
+                + "."
+            )
+        if f.private_pool_bytes:
+            notes.append(
+                f"{size(f.private_pool_bytes)} of PyTorch's memory is in private pools (CUDA "
+                "Graphs, as torch.compile's reduce-overhead mode makes): the allocator cannot "
+                "reuse it for other tensors. Fewer captured graphs (or shapes) free it."
             )
         why = self.cuda_why(f) + self.notes(notes)
         return (self.section("Why it failed", why) if why else []) + self.section(
@@ -485,13 +587,21 @@ class Renderer:
                 "a tensor's shape or the batch is the problem first."
             ]
         out: list[str] = []
+        allowed, held = f.allowed_bytes, f.reserved_bytes or f.allocated_bytes
+        if allowed is not None and held is not None and held + req > allowed:
+            room = f", while the GPU had {size(free)} free" if free is not None else ""
+            return [
+                f"  {size(held)} held by PyTorch + the {size(req)} request = {size(held + req)}, "
+                f"over the {size(allowed)} this process is allowed{room}: the cap of "
+                "torch.cuda.set_per_process_memory_fraction stopped it, not the GPU. Raise the "
+                "fraction (or drop the call) if the GPU is this job's, or make the job smaller."
+            ]
         if free is None:
             out.append(f"  PyTorch asked for {size(req)}; the message does not say what was free.")
         elif free >= req:
             out.append(
                 f"  PyTorch asked for {size(req)} while {size(free)} was free: the free memory "
-                "was in pieces, or taken by the time PyTorch asked (another process, or a "
-                "memory-fraction cap)."
+                "was in pieces, or taken by the time PyTorch asked (another process)."
             )
         else:
             out.append(
@@ -613,8 +723,22 @@ KINDS: dict[str, Kind] = {
             ("allocated", "allocated_bytes", "held by PyTorch's tensors"),
             ("reserved", "reserved_bytes", "PyTorch's total: tensors + its cache of freed blocks"),
             ("in use", "in_use_bytes", "this process's total, PyTorch or not"),
-            ("allowed", "allowed_bytes", "set_per_process_memory_fraction's cap"),
+            ("allowed", "allowed_bytes", "this process's cap (set_per_process_memory_fraction)"),
+            ("private pools", "private_pool_bytes", "of allocated, in CUDA Graphs' pools"),
         ),
+    ),
+    fk.MLX_OOM: Kind(
+        "MLX out of memory (Metal)",
+        Renderer.mlx,
+        (
+            ("requested", "requested_bytes", "the one buffer MLX asked Metal for"),
+            ("max buffer", "max_buffer_bytes", "the largest buffer Metal allows"),
+        ),
+    ),
+    fk.XPU_SIZE: Kind(
+        "XPU allocation over 4 GiB (Intel's extension for PyTorch)",
+        Renderer.xpu,
+        (("requested", "requested_bytes", "the allocation refused"),),
     ),
     fk.CPU_OOM: Kind(
         "Out of main memory (PyTorch's CPU allocator)",
