@@ -240,37 +240,38 @@ def _mlx(seg: str) -> Finding:
 XPU_LABELS: Labels = {"requested_bytes": (("triedtoallocate",), ())}
 
 # --- what the text around an error tells: the traceback, the program that raised it ---
-TRACEBACK = {
-    "dataloader": ("dataloader", "pin_memory"),
-    "accelerate_finder": (
-        "find_executable_batch_size",
-        "auto_find_batch_size",
-        "accelerate/utils/memory",
-    ),
-    "lightning_finder": ("batchsizefinder", "scale_batch_size", "batch_size_scaling"),
+TRACEBACK = {  # a tag: the words that give it away
+    "dataloader": "dataloader pin_memory",
+    "accelerate_finder": "find_executable_batch_size auto_find_batch_size accelerate/utils/memory",
+    "lightning_finder": "batchsizefinder scale_batch_size batch_size_scaling",
 }
-FRAMEWORKS = (
-    ("ggml", ("ggml", "llama.cpp", "llama_")),
-    ("mlx", ("[metal]", "mlx")),
-    ("torch", ("torch", "mpsgraph")),
-)
+FRAMEWORKS = {  # in this order: a ggml or MLX log may name torch too
+    "ggml": "ggml llama.cpp llama_",
+    "mlx": "[metal] mlx",
+    "torch": "torch mpsgraph metalperformanceshaders",
+}
+
+
+def _tags(table: dict[str, str], near: str) -> list[str]:
+    return [tag for tag, words in table.items() if any(map(near.__contains__, words.split()))]
 
 
 def around(found: Finding, near: str) -> Finding:
     """``found`` with what squeezed ``near`` (the error's lines and the traceback before it)
     tells: ``context``, and the framework of an MPS error (PyTorch's own, or Metal's
     command-buffer error, which any Metal program may meet)."""
-    context = frozenset(tag for tag, words in TRACEBACK.items() if any(w in near for w in words))
-    framework = found.framework
+    context, framework = frozenset(_tags(TRACEBACK, near)), found.framework
     if found.kind == fk.MPS_OTHER and found.detail != "command_buffer_oom":
         framework = "torch"
     elif found.kind == fk.MPS_OTHER:
-        framework = next((n for n, words in FRAMEWORKS if any(w in near for w in words)), None)
+        framework = next(iter(_tags(FRAMEWORKS, near)), None)
     if context or framework != found.framework:
         return replace(found, context=context, framework=framework)
     return found
 
 
+_CPU = _plain(fk.CPU_OOM, "cpu_allocator", CPU_LABELS)
+_XPU = _plain(fk.XPU_SIZE, "size_limit", XPU_LABELS, 120)
 HEADS: tuple[Head, ...] = (
     Head("mps backend out", _mps_oom, 900),
     Head("mps allocated", _mps_oom, 900, lookback=120, after=r":?\d"),
@@ -296,28 +297,13 @@ HEADS: tuple[Head, ...] = (
     Head("hipErrorOutOfMemory", _cuda("runtime"), 60),
     Head("STATUS_ALLOC_FAILED", _cuda("library_alloc_failed"), 60),
     Head("allocation on device", _cuda("allocation_on_device"), 700),
-    Head("default cpu allocator", _plain(fk.CPU_OOM, "cpu_allocator", CPU_LABELS), 400),
-    Head(
-        "you tried to allocate",
-        _plain(fk.CPU_OOM, "cpu_allocator", CPU_LABELS),
-        300,
-        lookback=120,
-        after=r":?\d",
-    ),
+    Head("default cpu allocator", _CPU, 400),
+    Head("you tried to allocate", _CPU, 300, lookback=120, after=r":?\d"),
     Head("posix_memalign", _plain(fk.CPU_OOM, "posix_memalign"), 80, after=r"\([^)]{0,80}\)==0"),
-    Head(
-        "unable to allocate",
-        _plain(fk.CPU_OOM, "numpy", CPU_LABELS),
-        200,
-        after=SIZE + "foranarray",
-    ),
+    Head("unable to allocate", _plain(fk.CPU_OOM, "numpy", CPU_LABELS), 200, after=SIZE + "foran"),
     Head("std::bad_alloc", _plain(fk.CPU_OOM, "bad_alloc"), 40),
     Head("[metal::malloc]", _mlx, 200),
     Head("attempting to allocate", _mlx, 200, lookback=40, after=SIZE + "whichisgreater"),
     Head("resource limit (", _mlx, 60, lookback=40, after=r"\d+\)exceeded"),
-    Head(
-        "can not allocate memory block with size larger",
-        _plain(fk.XPU_SIZE, "size_limit", XPU_LABELS, 120),
-        140,
-    ),
+    Head("can not allocate memory block with size larger", _XPU, 140),
 )

@@ -62,8 +62,12 @@ TRACEBACK = {  # what the traceback around an MPS error tells (Finding.context)
     ),
 }
 ARTICLE = '"MPS backend out of memory on a Mac: what the numbers mean and how to set the watermark"'
+SPLIT = "a smaller batch or resolution, tiled VAE decoding, chunked attention"
+BUFFER = (
+    "larger than the largest buffer Metal allows on this Mac (its maxBufferLength). No memory "
+    f"setting changes this: split the work ({SPLIT})."
+)
 LESS = "smaller batch or resolution, float16, one model at a time, tiling"
-Row = tuple[str, str, str]  # label, the Finding's field, meaning
 
 
 @dataclass(frozen=True)
@@ -73,7 +77,7 @@ class Kind:
 
     title: str
     body: Callable[[Renderer, Finding], list[str]]
-    rows: tuple[Row, ...] = ()
+    rows: tuple[str, ...] = ()
 
 
 class Renderer:
@@ -98,14 +102,15 @@ class Renderer:
             title += f" (seen {f.count} times)"
         return [self.style.title(title), *self.table(kind.rows, f), *kind.body(self, f)]
 
-    def table(self, rows: tuple[Row, ...], f: Finding) -> list[str]:
+    def table(self, rows: tuple[str, ...], f: Finding) -> list[str]:
         """The rows with a number, aligned (label, value right-aligned, meaning), and under
         the first table of a message that spelt "GB", the line that says they are GiB."""
         pool = f" ({f.pool} pool)" if f.pool else ""
+        cells = [row.split("|") for row in rows]
         shown = [
-            (label, size(getattr(f, key)), meaning.format(pool=pool))
-            for label, key, meaning in rows
-            if getattr(f, key) is not None
+            (label, size(getattr(f, f"{key}_bytes")), meaning.format(pool=pool))
+            for label, key, meaning in cells
+            if getattr(f, f"{key}_bytes") is not None
         ]
         if not shown:
             return []
@@ -181,9 +186,9 @@ class Renderer:
                 why.append(f"  {terms}, over the {size(cap)} cap by {size(over)}.")
             elif over >= -slack - (request or 0) // 32:  # PyTorch rounds a large request up ~3%
                 why.append(
-                    f"  {terms}: at the {size(cap)} cap (each number is rounded to 2 decimals, "
-                    + ("" if over >= -slack else "PyTorch rounds a large request up ~3%, ")
-                    + "so the last allocation tipped it)."
+                    f"  {terms}: at the {size(cap)} cap (each number is rounded to 2 decimals"
+                    + ("" if over >= -slack else " and PyTorch rounds a large request up ~3%")
+                    + ", so the last allocation tipped it)."
                 )
             elif len(known) < 3:
                 why.append(f"  {terms}, with the {size(cap)} cap.")
@@ -445,11 +450,7 @@ class Renderer:
 
     # --- other errors ---------------------------------------------------------------
     OTHER: ClassVar[dict[str, str]] = {
-        "invalid_buffer_size": (
-            "One tensor is larger than the largest buffer Metal allows on this Mac "
-            "(its maxBufferLength). No watermark ratio changes this: split the work "
-            "(smaller batch, lower resolution, tiled VAE decoding, chunked attention)."
-        ),
+        "invalid_buffer_size": f"One tensor is {BUFFER}",
         "ndarray_too_large": (
             "An MPS kernel got a tensor of more than 4 GiB (2**32 bytes), more than MPSNDArray "
             "takes on this macOS. Not a lack of memory: no ratio changes it. Split the work "
@@ -515,18 +516,13 @@ class Renderer:
                 "them): many small arrays, or a graph evaluated too late. Evaluate more often "
                 "(mx.eval inside the loop) and keep fewer arrays alive; it is not a lack of memory."
             ]
-        return [
-            "  MLX asked Metal for one buffer larger than the largest one Metal allows on this Mac "
-            "(its maxBufferLength). No memory limit changes that: split the work (a smaller "
-            "batch, a shorter sequence, chunked attention), or a smaller or quantised model.",
-        ]
+        return [f"  MLX asked Metal for one buffer {BUFFER}"]
 
     def xpu(self, f: Finding) -> list[str]:
         return [
             "  Intel's extension for PyTorch refuses any single allocation over 4 GiB on this "
             "GPU: a limit of the platform, not a lack of memory (what is free does not matter). "
-            "Split the work so no tensor needs more than 4 GiB: a smaller batch or resolution, "
-            "float16, tiled VAE decoding, chunked attention."
+            f"Split the work so no tensor needs more than 4 GiB: {SPLIT}."
         ]
 
     def cuda(self, f: Finding) -> list[str]:
@@ -545,23 +541,20 @@ class Renderer:
             )
         free, in_use, others = f.free_bytes, f.in_use_bytes, f.other_processes or ()
         busy = total is not None and free is not None and free < total * 0.1
-        if busy and total is not None and res is not None and res < total * 0.5:
-            if in_use is not None and in_use > total * 0.5:
-                notes.append(
-                    f"PyTorch holds little of the GPU, but this process has {size(in_use)} in "
-                    "use: memory outside PyTorch's allocator (other libraries, CUDA contexts)."
-                )
-            else:
-                notes.append(
-                    "PyTorch holds little of the GPU, yet it is full: other processes "
-                    "(or the desktop) use it; check nvidia-smi."
-                )
         if others:
-            listed = ", ".join(f"{pid} ({size(n)})" for pid, n in others[:4])
+            listed = ", ".join(f"process {pid}: {size(n)}" for pid, n in others[:4])
             notes.append(
-                f"Other processes held {size(sum(n for _, n in others))} of the GPU: {listed}"
-                + ("" if in_use is not None else " (before PyTorch 2.2 this one is among them)")
-                + "."
+                f"Other processes held {size(sum(n for _, n in others))} of the GPU ({listed}"
+                + (")." if in_use is not None else "; an older PyTorch lists this process too).")
+            )
+        elif busy and total is not None and res is not None and res < total * 0.5:
+            mine = in_use is not None and in_use > total * 0.5
+            notes.append(
+                f"PyTorch holds little of the GPU, but this process has {size(in_use or 0)} in "
+                "use: memory outside PyTorch's allocator (other libraries, CUDA contexts)."
+                if mine
+                else "PyTorch holds little of the GPU, yet it is full: other processes "
+                "(or the desktop) use it; check nvidia-smi."
             )
         if f.private_pool_bytes:
             notes.append(
@@ -587,14 +580,13 @@ class Renderer:
                 "a tensor's shape or the batch is the problem first."
             ]
         out: list[str] = []
-        allowed, held = f.allowed_bytes, f.reserved_bytes or f.allocated_bytes
-        if allowed is not None and held is not None and held + req > allowed:
+        held = f.reserved_bytes or f.allocated_bytes
+        if f.allowed_bytes is not None and held is not None and held + req > f.allowed_bytes:
             room = f", while the GPU had {size(free)} free" if free is not None else ""
             return [
                 f"  {size(held)} held by PyTorch + the {size(req)} request = {size(held + req)}, "
-                f"over the {size(allowed)} this process is allowed{room}: the cap of "
-                "torch.cuda.set_per_process_memory_fraction stopped it, not the GPU. Raise the "
-                "fraction (or drop the call) if the GPU is this job's, or make the job smaller."
+                f"over the {size(f.allowed_bytes or 0)} this process is allowed{room}: the cap "
+                "of torch.cuda.set_per_process_memory_fraction stopped it, not the GPU."
             ]
         if free is None:
             out.append(f"  PyTorch asked for {size(req)}; the message does not say what was free.")
@@ -651,7 +643,12 @@ class Renderer:
                     "are less than the request."
                 )
         cmd = self.style.cmd
-        if f.alloc_conf == "expandable_segments" or (fragmented and f.alloc_conf is None):
+        if f.allowed_bytes and f.allowed_bytes < (f.reserved_bytes or 0) + (req or 0):
+            out.append(
+                "  Raise the fraction given to torch.cuda.set_per_process_memory_fraction (or drop "
+                "the call) if the GPU is this job's; else make the job use less memory."
+            )
+        elif f.alloc_conf == "expandable_segments" or (fragmented and f.alloc_conf is None):
             lead = "The message suggests" if f.alloc_conf else "Try"
             out.append(
                 f"  {lead} {cmd('export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True')} "
@@ -683,27 +680,15 @@ class Renderer:
         ]
 
 
-KINDS: dict[str, Kind] = {
+KINDS: dict[str, Kind] = {  # rows: "label|field (less _bytes)|meaning"
     fk.MPS_OOM: Kind(
         "MPS out of memory (PyTorch on Apple Silicon)",
         Renderer.mps_oom,
         (
-            (
-                "MPS allocated",
-                "allocated_bytes",
-                "PyTorch's MPS allocator: Metal heaps, cache included",
-            ),
-            (
-                "other allocations",
-                "other_bytes",
-                "other GPU memory of this process, outside that allocator",
-            ),
-            ("requested", "requested_bytes", "the allocation that failed{pool}"),
-            (
-                "max allowed",
-                "max_allowed_bytes",
-                "the cap: watermark ratio x the Mac's recommended max",
-            ),
+            "MPS allocated|allocated|PyTorch's MPS allocator: Metal heaps, cache included",
+            "other allocations|other|other GPU memory of this process, outside that allocator",
+            "requested|requested|the allocation that failed{pool}",
+            "max allowed|max_allowed|the cap: watermark ratio x the Mac's recommended max",
         ),
     ),
     fk.MPS_INVALID_LOW: Kind("Invalid low watermark ratio (PyTorch MPS)", Renderer.watermark),
@@ -711,39 +696,39 @@ KINDS: dict[str, Kind] = {
     fk.MPS_OTHER: Kind(
         "MPS memory error",
         Renderer.mps_other,
-        (("buffer size", "requested_bytes", "the one tensor Metal was asked for"),),
+        ("buffer size|requested|the one tensor Metal was asked for",),
     ),
     fk.CUDA_OOM: Kind(
         "CUDA out of memory",
         Renderer.cuda,
         (
-            ("requested", "requested_bytes", "the allocation that failed"),
-            ("total", "total_bytes", "the GPU's memory"),
-            ("free", "free_bytes", "free on the GPU at that moment"),
-            ("allocated", "allocated_bytes", "held by PyTorch's tensors"),
-            ("reserved", "reserved_bytes", "PyTorch's total: tensors + its cache of freed blocks"),
-            ("in use", "in_use_bytes", "this process's total, PyTorch or not"),
-            ("allowed", "allowed_bytes", "this process's cap (set_per_process_memory_fraction)"),
-            ("private pools", "private_pool_bytes", "of allocated, in CUDA Graphs' pools"),
+            "requested|requested|the allocation that failed",
+            "total|total|the GPU's memory",
+            "free|free|free on the GPU at that moment",
+            "allocated|allocated|held by PyTorch's tensors",
+            "reserved|reserved|PyTorch's total: tensors + its cache of freed blocks",
+            "in use|in_use|this process's total, PyTorch or not",
+            "allowed|allowed|this process's cap (set_per_process_memory_fraction)",
+            "private pools|private_pool|of allocated, in CUDA Graphs' pools",
         ),
     ),
     fk.MLX_OOM: Kind(
         "MLX out of memory (Metal)",
         Renderer.mlx,
         (
-            ("requested", "requested_bytes", "the one buffer MLX asked Metal for"),
-            ("max buffer", "max_buffer_bytes", "the largest buffer Metal allows"),
+            "requested|requested|the one buffer MLX asked Metal for",
+            "max buffer|max_buffer|the largest buffer Metal allows",
         ),
     ),
     fk.XPU_SIZE: Kind(
         "XPU allocation over 4 GiB (Intel's extension for PyTorch)",
         Renderer.xpu,
-        (("requested", "requested_bytes", "the allocation refused"),),
+        ("requested|requested|the allocation refused",),
     ),
     fk.CPU_OOM: Kind(
         "Out of main memory (PyTorch's CPU allocator)",
         Renderer.cpu,
-        (("requested", "requested_bytes", "the allocation of main memory that failed"),),
+        ("requested|requested|the allocation of main memory that failed",),
     ),
 }
 
