@@ -105,6 +105,8 @@ class Finding:
             out["other_processes"] = [{"pid": p, "bytes": n} for p, n in self.other_processes]
         if self.backend is not None:  # SPEC.md: "other keys may be added"
             out["backend"] = self.backend
+        if self.context:
+            out["context"] = sorted(self.context)
         out["detail"] = self.detail
         out["count"] = self.count
         return out
