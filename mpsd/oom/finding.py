@@ -16,16 +16,6 @@ CUDA_OOM = "cuda_oom"
 CPU_OOM = "cpu_oom"
 MLX_OOM = "mlx_oom"
 XPU_SIZE = "xpu_size_limit"
-KINDS = (
-    MPS_OOM,
-    MPS_INVALID_HIGH,
-    MPS_INVALID_LOW,
-    MPS_OTHER,
-    CUDA_OOM,
-    CPU_OOM,
-    MLX_OOM,
-    XPU_SIZE,
-)
 
 # The keys SPEC.md promises for each kind (null when the message lacks the number).
 KEYS: dict[str, tuple[str, ...]] = {
@@ -41,6 +31,7 @@ KEYS: dict[str, tuple[str, ...]] = {
     MLX_OOM: ("requested_bytes", "max_buffer_bytes", "resource_limit", "framework"),
     XPU_SIZE: ("requested_bytes",),
 }
+KINDS = tuple(KEYS)
 
 
 @dataclass
@@ -52,10 +43,8 @@ class Finding:
     itself suggests (``"expandable_segments"`` or ``"max_split_size_mb"``), not in ``to_json``.
     ``count``: how often the error was seen. ``rounding`` holds, per byte field, how far the
     true value may be from the printed, rounded one; ``binary_units`` is True when the message
-    spelt sizes ``GiB`` (PyTorch 2.8+). ``other_processes``: (pid, bytes) of the other
-    processes a CUDA message lists. ``context``: what the traceback around the error shows
-    (``"dataloader"``, ``"accelerate_finder"``, ``"lightning_finder"``). None of the last three
-    counts when two findings are compared.
+    spelt sizes ``GiB`` (PyTorch 2.8+). ``context``: what the traceback around it shows
+    (``readers.TRACEBACK``). None of these three counts when two findings are compared.
     """
 
     kind: str

@@ -33,13 +33,8 @@ _ANSI = (
 _INVISIBLE = r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\xad\u200b-\u200f\u2060\ufeff]+"
 
 
-def _unescape(match: re.Match[str]) -> str:
-    code, control, quote = match.groups()
-    if code:
-        return chr(int(code, 16))
-    if control:
-        return {"n": "\n", "r": "\n", "t": " "}[control]
-    return str(quote or "")
+def _unescape(m: re.Match[str]) -> str:
+    return chr(int(m[1], 16)) if m[1] else {"n": "\n", "r": "\n", "t": " "}.get(m[2], m[3] or "")
 
 
 def clean(text: str) -> str:

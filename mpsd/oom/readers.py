@@ -230,10 +230,9 @@ MLX_LABELS: Labels = {
 def _mlx(seg: str) -> Finding:
     found = Finding(fk.MLX_OOM, "buffer_size", framework="mlx")
     limit = compiled(r"resourcelimit\((\d{1,12})\)").search(seg[:60])
-    if limit:
+    if limit:  # (its text has no size)
         found.detail, found.resource_limit = "resource_limit", int(limit[1])
-    else:
-        read_sizes(seg[:200], MLX_LABELS, found)
+    read_sizes(seg[:200], MLX_LABELS, found)
     return found
 
 
@@ -245,11 +244,8 @@ TRACEBACK = {  # a tag: the words that give it away
     "accelerate_finder": "find_executable_batch_size auto_find_batch_size accelerate/utils/memory",
     "lightning_finder": "batchsizefinder scale_batch_size batch_size_scaling",
 }
-FRAMEWORKS = {  # in this order: a ggml or MLX log may name torch too
-    "ggml": "ggml llama.cpp llama_",
-    "mlx": "[metal] mlx",
-    "torch": "torch mpsgraph metalperformanceshaders",
-}
+# In this order: a ggml or MLX log may name torch too.
+FRAMEWORKS = {"ggml": "ggml llama_", "mlx": "[metal] mlx", "torch": "torch mpsgraph metalperf"}
 
 
 def _tags(table: dict[str, str], near: str) -> list[str]:
@@ -257,9 +253,8 @@ def _tags(table: dict[str, str], near: str) -> list[str]:
 
 
 def around(found: Finding, near: str) -> Finding:
-    """``found`` with what squeezed ``near`` (the error's lines and the traceback before it)
-    tells: ``context``, and the framework of an MPS error (PyTorch's own, or Metal's
-    command-buffer error, which any Metal program may meet)."""
+    """``found`` with what squeezed ``near`` (its lines and the traceback before) tells: its
+    ``context``, and the framework of an MPS error (Metal's command-buffer one: any program's)."""
     context, framework = frozenset(_tags(TRACEBACK, near)), found.framework
     if found.kind == fk.MPS_OTHER and found.detail != "command_buffer_oom":
         framework = "torch"

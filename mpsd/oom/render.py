@@ -67,6 +67,7 @@ BUFFER = (
     "larger than the largest buffer Metal allows on this Mac (its maxBufferLength). No memory "
     f"setting changes this: split the work ({SPLIT})."
 )
+UNITS = '  (The message\'s "GB" and "MB" are GiB and MiB, powers of 1024: the units used here.)'
 LESS = "smaller batch or resolution, float16, one model at a time, tiling"
 
 
@@ -119,12 +120,7 @@ class Renderer:
         out = [f"  {lab:<{wl}}  {val:>{wv}}  {self.style.dim(mean)}" for lab, val, mean in shown]
         if not f.binary_units and not self.units_said:
             self.units_said = True
-            out.append(
-                self.style.dim(
-                    '  (The message\'s "GB" and "MB" are GiB and MiB, powers of 1024: the units '
-                    "used here.)"
-                )
-            )
+            out.append(self.style.dim(UNITS))
         return out
 
     def section(self, head: str, lines: list[str]) -> list[str]:
@@ -465,6 +461,17 @@ class Renderer:
             "Metal itself ran out of memory while running a GPU command: the system had no "
             "memory left for it (other apps, or a program allowed more than is really free)."
         ),
+        "buffer_size": f"MLX asked Metal for one buffer {BUFFER}",
+        "resource_limit": (
+            "MLX reached Metal's limit on buffers alive at once ({f.resource_limit} of them): "
+            "many small arrays, or a graph evaluated too late. Evaluate more often (mx.eval "
+            "inside the loop) and keep fewer arrays alive; it is not a lack of memory."
+        ),
+        "size_limit": (
+            "Intel's extension for PyTorch refuses any single allocation over 4 GiB on this "
+            "GPU: a limit of the platform, not a lack of memory (what is free does not matter). "
+            f"Split the work so no tensor needs more than 4 GiB: {SPLIT}."
+        ),
         "internal_assert": (
             "PyTorch's MPS allocator failed an internal check of its watermarks: the ratio "
             "variables are inconsistent. Set both, to the same plain decimal."
@@ -493,37 +500,21 @@ class Renderer:
         ),
         None: (
             "  The paste does not say which program raised it. Close other apps, use a smaller "
-            "model or batch; then, for PyTorch, a watermark ratio (`mpsd enable`) makes it stop "
-            "first with a clean error; for MLX, mx.set_memory_limit; for llama.cpp, a smaller "
-            "--ctx-size or fewer --n-gpu-layers.",
+            "model or batch; then, for PyTorch, `mpsd enable`; for MLX, mx.set_memory_limit; "
+            "for llama.cpp, a smaller --ctx-size or fewer --n-gpu-layers.",
         ),
     }
 
     def mps_other(self, f: Finding) -> list[str]:
-        out = [f"  {self.OTHER.get(f.detail, 'An MPS memory error.')}"]
+        out = [f"  {self.OTHER.get(f.detail, 'An MPS memory error.').format(f=f)}"]
         if f.detail == "command_buffer_oom" and f.framework != "torch":
             return out + self.section("Fix", list(self.FIXES[f.framework]))
-        if f.detail == "command_buffer_oom":
-            out.append("  Lower the ratio so PyTorch stops first, with a clean error.")
         if f.detail in ("command_buffer_oom", "internal_assert"):
-            out += self.section("Fix", self.fix_lines(""))
+            stop = (
+                "" if f.detail == "internal_assert" else "A lower ratio makes PyTorch stop first."
+            )
+            out += self.section("Fix", self.fix_lines("", stop))
         return out
-
-    def mlx(self, f: Finding) -> list[str]:
-        if f.detail == "resource_limit":
-            return [
-                f"  MLX reached Metal's limit on buffers alive at once ({f.resource_limit} of "
-                "them): many small arrays, or a graph evaluated too late. Evaluate more often "
-                "(mx.eval inside the loop) and keep fewer arrays alive; it is not a lack of memory."
-            ]
-        return [f"  MLX asked Metal for one buffer {BUFFER}"]
-
-    def xpu(self, f: Finding) -> list[str]:
-        return [
-            "  Intel's extension for PyTorch refuses any single allocation over 4 GiB on this "
-            "GPU: a limit of the platform, not a lack of memory (what is free does not matter). "
-            f"Split the work so no tensor needs more than 4 GiB: {SPLIT}."
-        ]
 
     def cuda(self, f: Finding) -> list[str]:
         notes: list[str] = []
@@ -632,18 +623,17 @@ class Renderer:
         fragmented = unused is not None and unused > max((f.allocated_bytes or 0) * 0.25, 1 << 30)
         here = ""
         if unused is not None and free is not None and req is not None and free < req:
-            if free + unused >= req:
-                here = (
-                    " Here it may be the whole fix: the free and the cached memory together "
-                    "would hold the request."
-                )
-            else:
-                here = (
-                    " Here it cannot make room enough: the free and the cached memory together "
-                    "are less than the request."
-                )
+            here = (
+                " Here it may be the whole fix: the free and the cached memory together would "
+                "hold the request."
+                if free + unused >= req
+                else " Here it cannot make room enough: the free and the cached memory together "
+                "are less than the request."
+            )
         cmd = self.style.cmd
-        if f.allowed_bytes and f.allowed_bytes < (f.reserved_bytes or 0) + (req or 0):
+        if f.allowed_bytes and f.allowed_bytes < (f.reserved_bytes or f.allocated_bytes or 0) + (
+            req or 0
+        ):
             out.append(
                 "  Raise the fraction given to torch.cuda.set_per_process_memory_fraction (or drop "
                 "the call) if the GPU is this job's; else make the job use less memory."
@@ -714,7 +704,7 @@ KINDS: dict[str, Kind] = {  # rows: "label|field (less _bytes)|meaning"
     ),
     fk.MLX_OOM: Kind(
         "MLX out of memory (Metal)",
-        Renderer.mlx,
+        Renderer.mps_other,
         (
             "requested|requested|the one buffer MLX asked Metal for",
             "max buffer|max_buffer|the largest buffer Metal allows",
@@ -722,7 +712,7 @@ KINDS: dict[str, Kind] = {  # rows: "label|field (less _bytes)|meaning"
     ),
     fk.XPU_SIZE: Kind(
         "XPU allocation over 4 GiB (Intel's extension for PyTorch)",
-        Renderer.xpu,
+        Renderer.mps_other,
         ("requested|requested|the allocation refused",),
     ),
     fk.CPU_OOM: Kind(
