@@ -510,9 +510,7 @@ class Renderer:
         if f.detail == "command_buffer_oom" and f.framework != "torch":
             return out + self.section("Fix", list(self.FIXES[f.framework]))
         if f.detail in ("command_buffer_oom", "internal_assert"):
-            stop = (
-                "" if f.detail == "internal_assert" else "A lower ratio makes PyTorch stop first."
-            )
+            stop = "A lower ratio makes PyTorch stop first." if f.detail[0] == "c" else ""
             out += self.section("Fix", self.fix_lines("", stop))
         return out
 
