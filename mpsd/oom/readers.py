@@ -236,8 +236,6 @@ def _mlx(seg: str) -> Finding:
     return found
 
 
-XPU_LABELS: Labels = {"requested_bytes": (("triedtoallocate",), ())}
-
 # --- what the text around an error tells: the traceback, the program that raised it ---
 TRACEBACK = {  # a tag: the words that give it away
     "dataloader": "dataloader pin_memory",
@@ -266,7 +264,7 @@ def around(found: Finding, near: str) -> Finding:
 
 
 _CPU = _plain(fk.CPU_OOM, "cpu_allocator", CPU_LABELS)
-_XPU = _plain(fk.XPU_SIZE, "size_limit", XPU_LABELS, 120)
+_XPU = _plain(fk.XPU_SIZE, "size_limit", CUDA_LABELS, 120)
 HEADS: tuple[Head, ...] = (
     Head("mps backend out", _mps_oom, 900),
     Head("mps allocated", _mps_oom, 900, lookback=120, after=r":?\d"),

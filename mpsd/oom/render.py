@@ -480,9 +480,8 @@ class Renderer:
 
     # The fix for the Metal program that raised the error: never PyTorch's variables to another.
     WIRED = (
-        "  `sudo sysctl iogpu.wired_limit_mb=N` lets the GPU wire more memory, but too much "
-        "starves macOS (it has frozen and panicked Macs): leave several GB to the system "
-        "(it resets at reboot)."
+        "  `sudo sysctl iogpu.wired_limit_mb=N` lets the GPU wire more, but too much starves "
+        "macOS (it has frozen and panicked Macs): leave macOS several GB (reset at reboot)."
     )
     FIXES: ClassVar[dict[str | None, tuple[str, ...]]] = {
         "mlx": (
@@ -533,8 +532,11 @@ class Renderer:
         if others:
             listed = ", ".join(f"process {pid}: {size(n)}" for pid, n in others[:4])
             notes.append(
-                f"Other processes held {size(sum(n for _, n in others))} of the GPU ({listed}"
-                + (")." if in_use is not None else "; an older PyTorch lists this process too).")
+                f"Other processes held {size(sum(n for _, n in others))} of the GPU ({listed})."
+                if in_use is not None
+                else f"The message lists {listed}, and names none as this process: in a "
+                "container (another pid namespace) PyTorch cannot tell, so a process holding "
+                "at least PyTorch's reserved memory is most likely this one."
             )
         elif busy and total is not None and res is not None and res < total * 0.5:
             mine = in_use is not None and in_use > total * 0.5
@@ -629,9 +631,8 @@ class Renderer:
                 "are less than the request."
             )
         cmd = self.style.cmd
-        if f.allowed_bytes and f.allowed_bytes < (f.reserved_bytes or f.allocated_bytes or 0) + (
-            req or 0
-        ):
+        held = (f.reserved_bytes or f.allocated_bytes or 0) + (req or 0)
+        if f.allowed_bytes and f.allowed_bytes < held:
             out.append(
                 "  Raise the fraction given to torch.cuda.set_per_process_memory_fraction (or drop "
                 "the call) if the GPU is this job's; else make the job use less memory."
