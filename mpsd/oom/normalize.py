@@ -74,7 +74,7 @@ _PREFIX = r"""(?x)\n(?:
     | \d{1,6}[ \t]*\|                            # numbered listings "12 |"
     )+""".replace("LEVEL", _LEVEL).replace("metal", "[Mm][Ee][Tt][Aa][Ll]")
 # rich's logging handler ends a record's first line with a "file.py:12" column.
-_RICH_PATH = r"(?<![ \t])[ \t]+[\w.\-]+\.py:\d+[ \t]*(?=\n|$)"
+_RICH_PATH = r"(?<![ \t])[ \t]+(?:[\w.\-]+\.py|<\w+>):\d+[ \t]*(?=\n|$)"
 
 
 # A line that may start with a prefix: a sign, a digit, an upper-case word or a month,
@@ -85,7 +85,7 @@ _MAY_PREFIX = r"\n[ \t]*(?:[^A-Za-z \t\n]|[A-Z]{3,}\b|[A-Z][a-z]{2}[ \t]+\d|E[ \
 
 def strip_prefixes(text: str) -> str:
     """Remove log prefixes, quote marks and comment signs from the start of every line."""
-    text = "\n" + (compiled(_RICH_PATH).sub("", text) if ".py:" in text else text)
+    text = "\n" + (compiled(_RICH_PATH).sub("", text) if ":" in text else text)
     if "|" not in text and " - " not in text and not compiled(_MAY_PREFIX).search(text):
         return text[1:]
     # Matching from each "\n" (a literal: a fast search) rather than from "^" in

@@ -591,7 +591,7 @@ class Renderer:
                 f"  PyTorch asked for {size(req)}; only {size(free)} was free on the GPU, "
                 f"{size(req - free)} short."
             )
-        if unused is not None and free is not None and free < req:
+        if unused and free is not None and free < req:  # (no line for an empty cache)
             if unused + free >= req:
                 out.append(
                     f"  PyTorch also held {size(unused)} reserved but unallocated (its cache of "
@@ -604,7 +604,7 @@ class Renderer:
                     f"free and cached together, {size(free + unused)}, are less than the request. "
                     "The job needs less memory, or the GPU's other users must free theirs."
                 )
-        elif unused is not None:
+        elif unused:
             out.append(f"  PyTorch held {size(unused)} reserved but unallocated (its cache).")
         return out
 
@@ -637,6 +637,8 @@ class Renderer:
                 "  Raise the fraction given to torch.cuda.set_per_process_memory_fraction (or drop "
                 "the call) if the GPU is this job's; else make the job use less memory."
             )
+        elif unused == 0:  # nothing cached: no allocator setting makes room
+            pass
         elif f.alloc_conf == "expandable_segments" or (fragmented and f.alloc_conf is None):
             lead = "The message suggests" if f.alloc_conf else "Try"
             out.append(
