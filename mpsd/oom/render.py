@@ -621,6 +621,7 @@ class Renderer:
         out: list[str] = []
         unused, free, req = self.unallocated(f), f.free_bytes, f.requested_bytes
         fragmented = unused is not None and unused > max((f.allocated_bytes or 0) * 0.25, 1 << 30)
+        conf = f.alloc_conf if unused != 0 else None  # nothing cached: no setting makes room
         here = ""
         if unused is not None and free is not None and req is not None and free < req:
             here = (
@@ -637,16 +638,14 @@ class Renderer:
                 "  Raise the fraction given to torch.cuda.set_per_process_memory_fraction (or drop "
                 "the call) if the GPU is this job's; else make the job use less memory."
             )
-        elif unused == 0:  # nothing cached: no allocator setting makes room
-            pass
-        elif f.alloc_conf == "expandable_segments" or (fragmented and f.alloc_conf is None):
-            lead = "The message suggests" if f.alloc_conf else "Try"
+        elif conf == "expandable_segments" or (fragmented and conf is None):
+            lead = "The message suggests" if conf else "Try"
             out.append(
                 f"  {lead} {cmd('export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True')} "
                 "(before python starts): the allocator then grows its segments instead of "
                 f"leaving cached pieces too small to reuse.{here}"
             )
-        elif f.alloc_conf == "max_split_size_mb":
+        elif conf == "max_split_size_mb":
             out.append(
                 "  The message suggests max_split_size_mb: "
                 f"{cmd('export PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:128')} (before python "
