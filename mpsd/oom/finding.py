@@ -36,15 +36,14 @@ KINDS = tuple(KEYS)
 
 @dataclass
 class Finding:
-    """One error found in a paste.
-
-    ``detail`` names the exact error within its kind (``"oom"``, ``"invalid_buffer_size"``,
-    ``"runtime"``...). ``alloc_conf``: the PYTORCH_CUDA_ALLOC_CONF setting a CUDA message
-    itself suggests (``"expandable_segments"`` or ``"max_split_size_mb"``), not in ``to_json``.
-    ``count``: how often the error was seen. ``rounding`` holds, per byte field, how far the
-    true value may be from the printed, rounded one; ``binary_units`` is True when the message
-    spelt sizes ``GiB`` (PyTorch 2.8+). ``context``: what the traceback around it shows
-    (``readers.TRACEBACK``). None of these three counts when two findings are compared.
+    """One error found in a paste. ``detail`` names the exact error within its kind
+    (``"oom"``, ``"cap_unread"``, ``"invalid_buffer_size"``, ``"runtime"``...).
+    ``alloc_conf``: the PYTORCH_CUDA_ALLOC_CONF setting a CUDA message itself suggests
+    (``"expandable_segments"`` or ``"max_split_size_mb"``), not in ``to_json``. ``count``: how
+    often the error was seen. ``rounding`` holds, per byte field, how far the true value may be
+    from the printed, rounded one; ``binary_units`` is True when the message spelt sizes ``GiB``
+    (PyTorch 2.8+). ``context``: what the traceback around it shows (``readers.TRACEBACK``).
+    None of these four counts when two findings are compared.
     """
 
     kind: str
@@ -68,7 +67,7 @@ class Finding:
     resource_limit: int | None = None
     framework: str | None = None
     alloc_conf: str | None = None
-    count: int = 1
+    count: int = field(default=1, compare=False)
     binary_units: bool = field(default=True, compare=False)
     rounding: dict[str, int] = field(default_factory=dict, compare=False)
     context: frozenset[str] = field(default=frozenset(), compare=False)
@@ -101,7 +100,5 @@ class Finding:
         return out
 
 
-# Every field but count and those not compared.
-_values = operator.attrgetter(
-    *(f.name for f in dataclasses.fields(Finding) if f.compare and f.name != "count")
-)
+# Every field compared: all but count, binary_units, rounding and context.
+_values = operator.attrgetter(*(f.name for f in dataclasses.fields(Finding) if f.compare))

@@ -127,6 +127,8 @@ def _mps_oom(seg: str) -> Finding:
     read_sizes(seg, MPS_LABELS, found)
     pools = sorted((seg.find(f"on{name}pool"), name) for name in ("private", "shared"))
     found.pool = next((name for at, name in pools if at >= 0), None)
+    if found.max_allowed_bytes is None and "maxallowed" in seg:  # a paste that lost its number
+        found.detail = "cap_unread"
     return found
 
 

@@ -96,7 +96,7 @@ class Renderer:
         title = kind.title
         if f.kind == fk.CUDA_OOM and f.backend and f.backend != "cuda":
             title = f"{f.backend.upper()} out of memory"
-        if f.kind == fk.MPS_OTHER and f.framework != "torch":
+        if f.detail == "command_buffer_oom" and f.framework != "torch":
             names = {"mlx": " (MLX)", "ggml": " (llama.cpp, ggml)"}
             title = "Metal out of memory" + names.get(f.framework or "", "")
         if f.count > 1:
@@ -196,8 +196,9 @@ class Renderer:
                 )
             if len(known) < 3:
                 why.append("  (the paste lost some numbers: the sum is only what it kept)")
-        elif cap is None and request is None:
-            why.append('  The paste ends before "max allowed": the cap in force is unknown.')
+        elif cap is None and (request is None or f.detail != "oom"):
+            cut = "lost the number of" if f.detail != "oom" else "ends before"
+            why.append(f'  The paste {cut} "max allowed": the cap in force is unknown.')
         elif cap is None:
             why.append(
                 f'  No "max allowed" in the message: the cap was off ({HIGH}=0.0), so PyTorch '
@@ -261,7 +262,7 @@ class Renderer:
 
     def ratio_lines(self, f: Finding) -> list[str]:
         cap = f.max_allowed_bytes
-        if cap is None and f.requested_bytes is not None:
+        if cap is None and f.requested_bytes is not None and f.detail == "oom":
             return ["  0.0: no cap (the ratio that removes it)."]
         if cap is None:
             return ['  Unknown: the message has no "max allowed".']
