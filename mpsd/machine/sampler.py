@@ -222,6 +222,7 @@ def take_sample(
         pressure=memory.pressure,
         source=memory.source,
         ml_jobs=len(jobs),
+        processes=tuple(jobs),
     )
     return sample, parts_of(t, memory, capped)
 
