@@ -84,8 +84,9 @@ def _python_hooks(project: str, explicit: list[Target]) -> None:
         where = _shown(target.site, project)
         verb = "Set up" if changed else "Already set up:"
         print(
-            f"{verb} the start-up hook in {where} (Python {target.version}): its python gets "
-            "the variables however it starts (IDE, notebook, cron, `uv run`)."
+            f"{verb} the start-up hook in {where} (Python {target.version}), found by running "
+            f"{_shown(target.python, project)}: its python gets the variables "
+            "however it starts (IDE, notebook, cron, `uv run`)."
         )
         if target.kind == pyhooks.INSTALLATION:
             print(

@@ -1,0 +1,129 @@
+"""Nothing of another user's, or of a repository you cloned, runs as you (issue 19): a list of
+interpreters planted in a state dir others can write is not read, and doctor and probe run a
+project's python only in an opted-in directory or when --python names it."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import run_mpsd
+
+
+def _evil_python(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """A program that leaves a mark when run, and a site-packages beside it."""
+    mark = tmp_path / "ran"
+    python = tmp_path / "evil" / "bin" / "python"
+    python.parent.mkdir(parents=True)
+    python.write_text(f"#!/bin/sh\necho ran >> {mark}\n")
+    python.chmod(0o755)
+    site = tmp_path / "evil" / "site"
+    site.mkdir()
+    return python, site, mark
+
+
+def test_a_list_of_interpreters_planted_in_a_state_dir_others_can_write_is_not_used(
+    tmp_path: Path, isolated_dirs: dict[str, Path]
+) -> None:
+    project = Path(os.path.realpath(tmp_path / "proj"))
+    project.mkdir()
+    assert run_mpsd("enable", str(project)).returncode == 0
+    python, site, mark = _evil_python(tmp_path)
+    for name in ("_mpsd_startup.py", "_mpsd_startup.pth", "keep"):
+        (site / name).write_text("x")
+    state = isolated_dirs["state"]
+    state.chmod(0o777)
+    try:
+        (state / "python-hooks.tsv").write_text(f"{project}\t{python}\t{site}\n")
+        for args in (("enable", str(project)), ("disable", str(project)), ("uninstall",)):
+            done = run_mpsd(*args)
+            assert "Traceback" not in done.stderr
+            assert "trusts nothing in it" in done.stderr
+        done = run_mpsd("status")
+        assert "Traceback" not in done.stderr
+    finally:
+        state.chmod(0o700)
+    assert not mark.exists(), "a planted interpreter ran"
+    assert sorted(p.name for p in site.iterdir()) == [
+        "_mpsd_startup.pth",
+        "_mpsd_startup.py",
+        "keep",
+    ]
+
+
+def test_a_recommended_max_planted_in_a_state_dir_others_can_write_is_not_used(
+    isolated_dirs: dict[str, Path],
+) -> None:
+    state = isolated_dirs["state"]
+    state.mkdir()
+    run_mpsd("daemon", "--once")
+    state.chmod(0o777)
+    try:
+        cache = state / "recommended_max.json"
+        planted = json.loads(cache.read_text()) if cache.exists() else {}
+        planted.update(bytes=1 << 50, source="metal")
+        cache.write_text(json.dumps(planted))
+        done = run_mpsd("status", "--json")
+    finally:
+        state.chmod(0o700)
+    assert str(1 << 50) not in done.stdout
+
+
+@pytest.fixture
+def cloned(tmp_path: Path) -> tuple[Path, Path]:
+    """A cloned repository whose .venv/bin/python leaves a mark when run."""
+    repo = Path(os.path.realpath(tmp_path / "clone"))
+    python = repo / ".venv" / "bin" / "python"
+    python.parent.mkdir(parents=True)
+    mark = tmp_path / "ran"
+    python.write_text(f"#!/bin/sh\necho ran >> {mark}\n")
+    python.chmod(0o755)
+    return repo, mark
+
+
+def test_doctor_in_a_clone_not_opted_in_names_its_python_and_does_not_run_it(
+    cloned: tuple[Path, Path],
+) -> None:
+    repo, mark = cloned
+    done = run_mpsd("doctor", "--json", cwd=repo)
+    assert not mark.exists(), "doctor ran the clone's python"
+    torch = next(c for c in json.loads(done.stdout)["checks"] if c["name"] == "torch")
+    assert torch["status"] == "skipped"
+    assert str(repo / ".venv" / "bin" / "python") in torch["detail"]
+    assert "mpsd enable" in torch["fix"] and "--python" in torch["fix"]
+
+
+def test_probe_in_a_clone_not_opted_in_refuses_in_one_sentence(cloned: tuple[Path, Path]) -> None:
+    repo, mark = cloned
+    done = run_mpsd("probe", "--ratio", "0.5", cwd=repo)
+    assert done.returncode == 2
+    assert not mark.exists(), "probe ran the clone's python"
+    assert "mpsd enable" in done.stderr and "not opted in" in done.stderr
+    assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
+
+
+def test_doctor_runs_the_project_python_once_opted_in_or_named(cloned: tuple[Path, Path]) -> None:
+    repo, mark = cloned
+    python = str(repo / ".venv" / "bin" / "python")
+    run_mpsd("doctor", "--python", python, cwd=repo)
+    assert mark.exists()
+    mark.unlink()
+    assert run_mpsd("enable", "--no-python-hook", cwd=repo).returncode == 0
+    run_mpsd("doctor", cwd=repo)
+    assert mark.exists()
+
+
+def test_enable_says_it_runs_the_environments_python(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    project = Path(os.path.realpath(tmp_path / "proj"))
+    subprocess.run(
+        [sys.executable, "-m", "venv", "--without-pip", str(project / ".venv")], check=True
+    )
+    done = run_mpsd("enable", str(project))
+    assert done.returncode == 0, done.stderr
+    assert "found by running .venv/bin/python" in done.stdout
