@@ -40,6 +40,7 @@ def write_atomic(
         st = None
     if st is not None and not stat.S_ISREG(st.st_mode):
         raise not_regular(target, st.st_mode)
+    clean_stale_temps(target)  # a killed writer's, whether or not this one writes
     if st is not None:
         try:
             if st.st_size == len(data) and read_bytes(target) == data:
@@ -49,7 +50,6 @@ def write_atomic(
     if mode is None:
         mode = st.st_mode & 0o7777 if st is not None else 0o644
     ensure_dir(target.parent)
-    clean_stale_temps(target)
     if follow_links and st is not None and st.st_nlink > 1:
         _write_in_place(target, data)
         return True
@@ -86,10 +86,10 @@ def _write_in_place(target: Path, data: bytes) -> None:
 
 
 def clean_stale_temps(path: Path, older_than: float = STALE_TEMP_SECONDS) -> list[str]:
-    """Remove the temp files a killed ``write_atomic`` of ``path`` left behind: mpsd's own
-    name pattern only, and only when older than ``older_than`` seconds. The names removed;
-    never raises."""
-    pattern = re.compile(rf"\.{re.escape(path.name)}\.[a-z0-9_]{{8}}\.tmp")  # tempfile's 8
+    """Remove the temp files a killed writer of ``path`` left behind: mpsd's own name patterns
+    only (``write_atomic``'s, tempfile's 8 characters; a view's, its writer's pid), and only
+    when older than ``older_than`` seconds. The names removed; never raises."""
+    pattern = re.compile(rf"\.{re.escape(path.name)}\.(?:[a-z0-9_]{{8}}|[0-9]+)\.tmp")
     removed: list[str] = []
     try:
         names = os.listdir(path.parent)

@@ -127,3 +127,29 @@ def test_enable_says_it_runs_the_environments_python(tmp_path: Path) -> None:
     done = run_mpsd("enable", str(project))
     assert done.returncode == 0, done.stderr
     assert "found by running .venv/bin/python" in done.stdout
+
+
+def _stale(path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("half")
+    os.utime(path, (1_000_000_000, 1_000_000_000))
+    return path
+
+
+def test_a_killed_writers_temp_files_go_at_the_next_run_even_when_it_writes_nothing(
+    tmp_path: Path, isolated_dirs: dict[str, Path]
+) -> None:
+    project = Path(os.path.realpath(tmp_path / "proj"))
+    project.mkdir()
+    assert run_mpsd("enable", "--no-python-hook", str(project)).returncode == 0
+    config, state = isolated_dirs["config"], isolated_dirs["state"]
+    left = [
+        _stale(config / ".config.toml.ab12cd34.tmp"),
+        _stale(config / ".limits.toml.zz99yy88.tmp"),
+    ]
+    # The same project again: config.toml and limits.toml stay as they are (no write).
+    assert run_mpsd("enable", "--no-python-hook", str(project)).returncode == 0
+    assert [p for p in left if p.exists()] == []
+    free = _stale(state / ".free-memory.json.4242.tmp")
+    assert run_mpsd("daemon", "--once").returncode == 0
+    assert not free.exists()
