@@ -167,7 +167,7 @@ def add(text: bytes, new_block: bytes, path: Path | None = None) -> bytes:
     first = spans[0]
     if text[: first.end].endswith(b"\r\n"):  # the file went CRLF after install: so does the block
         new_block = new_block.replace(b"\r\n", b"\n").replace(b"\n", b"\r\n")
-    updated = text[: first.start] + new_block + text[first.end :]
+    updated = text[: first.start] + new_block + users_lines(text, first) + text[first.end :]
     for _ in spans[1:]:
         updated = remove_one(updated, find(updated)[1])
     return updated
@@ -182,7 +182,21 @@ def remove(text: bytes, path: Path | None = None) -> bytes:
     return text
 
 
+def users_lines(text: bytes, span: Span) -> bytes:
+    """The lines the user added inside the block (not one ``block`` writes, nor blank): they
+    stay, after the block, when it is replaced or removed."""
+    ours = (BEGIN, END, NOTE, NOTE_CREATED, b"if [ -f ", b'if [ -n "${BASH_VERSION:-}" ] && [ -f ')
+    lines = text[span.start : span.end].splitlines(keepends=True)
+    kept = [line for line in lines if line.strip() and not line.lstrip().startswith(ours)]
+    if kept and not kept[-1].endswith(b"\n"):
+        kept[-1] += b"\n"
+    return b"".join(kept)
+
+
 def remove_one(text: bytes, span: Span) -> bytes:
+    kept = users_lines(text, span)
+    if kept:  # the block's lines go, the user's stay where they were
+        return text[: span.start] + kept + text[span.end :]
     before, after = text[: span.start], text[span.end :]
     # The one line break ``add`` put before the block: CRLF once the file was converted.
     eol = b"\r\n" if text[: span.end].endswith(b"\r\n") else b"\n"

@@ -153,3 +153,53 @@ def test_a_killed_writers_temp_files_go_at_the_next_run_even_when_it_writes_noth
     free = _stale(state / ".free-memory.json.4242.tmp")
     assert run_mpsd("daemon", "--once").returncode == 0
     assert not free.exists()
+
+
+def test_enable_says_where_the_files_go_when_site_packages_is_a_symlink(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    project = Path(os.path.realpath(tmp_path / "proj"))
+    venv = project / ".venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    site = next((venv / "lib").glob("python*/site-packages"))
+    elsewhere = Path(os.path.realpath(tmp_path / "shared-site"))
+    site.rename(elsewhere)
+    site.symlink_to(elsewhere)
+    done = run_mpsd("enable", str(project))
+    assert done.returncode == 0, done.stderr
+    assert f"a symlink: the files are in {elsewhere}" in done.stdout
+    assert (elsewhere / "_mpsd_startup.pth").exists()
+
+
+def test_lines_a_user_added_inside_mpsds_block_survive_reinstall_and_uninstall() -> None:
+    from mpsd.setup import rcfile
+
+    block = rcfile.block("zsh", Path("/h/.local/share/mps/mpsd.zsh"), "/h")
+    text = b"A\n\n" + block.replace(rcfile.END, b"export MINE=1\n" + rcfile.END)
+    assert b"export MINE=1\n" in rcfile.add(text, block)
+    assert rcfile.add(rcfile.add(text, block), block) == rcfile.add(text, block)
+    assert rcfile.remove(text).endswith(b"export MINE=1\n")
+    assert rcfile.remove(b"A\n\n" + block) == b"A\n"
+
+
+@pytest.mark.parametrize("mode", ["sh", "ksh"])
+def test_the_zsh_hook_parses_and_works_when_sourced_under_emulate(
+    mode: str, tmp_path: Path, isolated_dirs: dict[str, Path]
+) -> None:
+    import shutil
+    import subprocess
+
+    from tests.conftest import ROOT
+    from tests.integration.shells import limits_text
+
+    if shutil.which("zsh") is None:
+        pytest.skip("zsh is not installed")
+    project = Path(os.path.realpath(tmp_path / "proj"))
+    project.mkdir()
+    isolated_dirs["config"].mkdir(mode=0o700)
+    (isolated_dirs["config"] / "limits.toml").write_text(limits_text(projects=(str(project),)))
+    script = f"emulate {mode}; . {ROOT}/shell/mpsd.zsh; cd {project}; _mpsd_hook; "
+    script += "echo $PYTORCH_MPS_HIGH_WATERMARK_RATIO"
+    done = subprocess.run(["zsh", "-fc", script], capture_output=True, text=True, check=False)
+    assert done.stdout.strip() == "0.77", done.stderr
