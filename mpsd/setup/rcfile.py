@@ -185,9 +185,14 @@ def remove(text: bytes, path: Path | None = None) -> bytes:
 def users_lines(text: bytes, span: Span) -> bytes:
     """The lines the user added inside the block (not one ``block`` writes, nor blank): they
     stay, after the block, when it is replaced or removed."""
-    ours = (BEGIN, END, NOTE, NOTE_CREATED, b"if [ -f ", b'if [ -n "${BASH_VERSION:-}" ] && [ -f ')
+
+    def ours(line: bytes) -> bool:  # a marker, a note, a guarded `. FILE` of any version
+        if line.startswith((BEGIN, END, b"# Added by `mpsd install`")):
+            return True
+        return line.startswith((b"if [ -", b"[ -")) and _GUARD.search(line) is not None
+
     lines = text[span.start : span.end].splitlines(keepends=True)
-    kept = [line for line in lines if line.strip() and not line.lstrip().startswith(ours)]
+    kept = [line for line in lines if line.strip() and not ours(line.lstrip())]
     if kept and not kept[-1].endswith(b"\n"):
         kept[-1] += b"\n"
     return b"".join(kept)
