@@ -87,29 +87,35 @@ def setting(data: bytes, key: bytes) -> str:
 def covered(data: bytes, directory: str) -> bool:
     """Whether the physical ``directory`` is, or lies below, a project of ``data`` (limits.toml
     between a newline first and one last). Each ancestor, from the top, is looked up as a
-    ``    "/path",`` line of the ``projects = [`` array, and the walk stops at the first one no
-    line starts with: the cost grows with the depth of ``directory``, not with the projects."""
-    start = data.find(b"\nprojects = [\n")
-    if start < 0:
+    ``    "/path",`` line of the ``projects = [`` array, from the first line that starts with
+    its parent's path and a slash (where a line of it can first be), and the walk stops at the
+    first ancestor no line starts with: the cost grows with the depth of ``directory``, not
+    with the number of projects."""
+    start = data.find(b"\nprojects = [\n") + 13  # at the "\n" that ends that line
+    if start < 13:
         return False
-    end = data.find(b"\n]\n", start + 13)
-    lines = data[start + 13 : end + 1 if end >= 0 else len(data)]  # "\n" line ... line "\n"
-    if lines.find(b'\n    "/",\n') >= 0:
+
+    def line(path: bytes, at: int) -> bool:  # `    "PATH",` is a line of the array
+        at = data.find(b'\n    "' + path + b'",\n', at)
+        return at >= 0 and data.find(b"\n]\n", start, at + 1) < 0  # before its "]"
+
+    if line(b"/", start):
         return True
     try:
         path = directory.encode("utf-8")  # a cwd with bytes that are not UTF-8 is in none
     except UnicodeError:
         return False
-    end = 0
+    end, at = 0, start
     while 0 < end + 1 < len(path):
         end = path.find(b"/", end + 1)
         ancestor = path[: end if end > 0 else len(path)]
-        if lines.find(b'\n    "' + ancestor + b'",\n') >= 0:
+        if line(ancestor, at):
             for char in ancestor.decode("utf-8"):
                 if char in '"\\' or char < " " or char == "\x7f":
                     return False  # a line the hooks refuse; every deeper one has it too
             return True
-        if end < 0 or lines.find(b'\n    "' + ancestor + b"/") < 0:
+        at = data.find(b'\n    "' + ancestor + b"/", at) if end > 0 else -1
+        if at < 0:
             return False
     return False
 
