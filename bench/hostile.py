@@ -818,6 +818,20 @@ def _lines_in_block(sb: Sandbox, sizes: Sizes) -> None:
     expect(final.endswith("export AFTER=1\n"), f"the final newline went: {final[-30:]!r}")
 
 
+@case("rc files", "a ~/.zshrc keeps its extended attributes through install and uninstall")
+def _rc_xattrs(sb: Sandbox, sizes: Sizes) -> None:
+    zshrc = sb.home / ".zshrc"
+    zshrc.write_text("export MINE=1\n")
+    try:
+        os.setxattr(zshrc, "user.mine", b"kept")
+    except (OSError, AttributeError):
+        raise Skipped("no user extended attributes here") from None
+    for command in (("install", "--shell", "zsh", "--no-agent"), ("uninstall",)):
+        one_sentence(sb.mpsd(*command), ok=True)
+        expect(os.getxattr(zshrc, "user.mine") == b"kept", f"{command[0]} dropped an xattr")
+    expect(zshrc.read_text() == "export MINE=1\n", "uninstall did not give the file back")
+
+
 @case("rc files", "mpsd.zsh sourced under emulate sh and emulate ksh parses and exports")
 def _zsh_emulate(sb: Sandbox, sizes: Sizes) -> None:
     if shutil.which("zsh") is None:

@@ -6,6 +6,7 @@ import contextlib
 import os
 import re
 import stat
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -28,9 +29,10 @@ def write_atomic(
     fails the trust rule (with the rule's sentence).
 
     ``follow_links`` is for the user's own files (rc files, config.toml a dotfile manager
-    links): the file a symlink points to is replaced and the link stays a link, and a file
-    with other hard links is rewritten in place so its twins keep seeing it. Without it, the
-    path itself is replaced.
+    links): the file a symlink points to is replaced and the link stays a link, the new file
+    gets the old one's group, extended attributes and ACLs (as editors carry them over), and
+    a file with other hard links is rewritten in place so its twins keep seeing it. Without
+    it, the path itself is replaced.
     """
     refuse_untrusted(path)
     target = Path(os.path.realpath(path)) if follow_links else Path(path)
@@ -60,6 +62,8 @@ def write_atomic(
             handle.flush()
             os.fsync(handle.fileno())
         os.chmod(tmp, mode)
+        if follow_links and st is not None:
+            _carry_attributes(target, tmp, st)
         os.replace(tmp, target)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
@@ -67,6 +71,23 @@ def write_atomic(
         raise
     _fsync_dir(target.parent)
     return True
+
+
+def _carry_attributes(old: Path, new: str, st: os.stat_result) -> None:
+    """Give ``new`` the group, extended attributes and ACLs of ``old`` (best effort): macOS's
+    copyfile(3) copies ACLs and xattrs; elsewhere every xattr (a POSIX ACL is one) is copied."""
+    with contextlib.suppress(OSError):
+        os.chown(new, -1, st.st_gid)
+    if sys.platform == "darwin":
+        import ctypes
+
+        with contextlib.suppress(OSError, AttributeError):  # COPYFILE_ACL | COPYFILE_XATTR
+            ctypes.CDLL(None).copyfile(os.fsencode(old), os.fsencode(new), None, 1 | 4)
+        return
+    with contextlib.suppress(OSError, AttributeError):
+        for name in os.listxattr(old):
+            with contextlib.suppress(OSError):
+                os.setxattr(new, name, os.getxattr(old, name))
 
 
 def _write_in_place(target: Path, data: bytes) -> None:

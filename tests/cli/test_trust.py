@@ -203,3 +203,19 @@ def test_the_zsh_hook_parses_and_works_when_sourced_under_emulate(
     script += "echo $PYTORCH_MPS_HIGH_WATERMARK_RATIO"
     done = subprocess.run(["zsh", "-fc", script], capture_output=True, text=True, check=False)
     assert done.stdout.strip() == "0.77", done.stderr
+
+
+def test_an_rc_file_keeps_its_extended_attributes_through_install_and_uninstall(
+    isolated_dirs: dict[str, Path],
+) -> None:
+    zshrc = isolated_dirs["home"] / ".zshrc"
+    zshrc.write_text("export MINE=1\n")
+    try:
+        os.setxattr(zshrc, "user.mine", b"kept")
+    except (OSError, AttributeError):
+        pytest.skip("no user extended attributes here")
+    assert run_mpsd("install", "--shell", "zsh", "--no-agent").returncode == 0
+    assert b"mpsd" in zshrc.read_bytes() and os.getxattr(zshrc, "user.mine") == b"kept"
+    assert run_mpsd("uninstall").returncode == 0
+    assert zshrc.read_text() == "export MINE=1\n"
+    assert os.getxattr(zshrc, "user.mine") == b"kept"
