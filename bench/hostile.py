@@ -832,6 +832,17 @@ def _rc_xattrs(sb: Sandbox, sizes: Sizes) -> None:
     expect(zshrc.read_text() == "export MINE=1\n", "uninstall did not give the file back")
 
 
+@case("rc files", "a fish conf.d/mpsd.fish the user edited is named, never replaced or removed")
+def _fish_edited(sb: Sandbox, sizes: Sizes) -> None:
+    conf = sb.home / ".config" / "fish" / "conf.d" / "mpsd.fish"
+    one_sentence(sb.mpsd("install", "--shell", "fish", "--no-agent"), ok=True)
+    edited = conf.read_text() + "set -gx MINE 1\n"
+    conf.write_text(edited)
+    one_sentence(sb.mpsd("install", "--shell", "fish", "--no-agent"), ok=False, mentions="edited")
+    one_sentence(sb.mpsd("uninstall"), ok=True, mentions="edited")
+    expect(conf.read_text() == edited, "the user's edit of conf.d/mpsd.fish was lost")
+
+
 @case("rc files", "mpsd.zsh sourced under emulate sh and emulate ksh parses and exports")
 def _zsh_emulate(sb: Sandbox, sizes: Sizes) -> None:
     if shutil.which("zsh") is None:

@@ -219,3 +219,17 @@ def test_an_rc_file_keeps_its_extended_attributes_through_install_and_uninstall(
     assert run_mpsd("uninstall").returncode == 0
     assert zshrc.read_text() == "export MINE=1\n"
     assert os.getxattr(zshrc, "user.mine") == b"kept"
+
+
+def test_a_fish_hook_the_user_edited_is_named_never_replaced_or_removed(
+    isolated_dirs: dict[str, Path],
+) -> None:
+    conf = isolated_dirs["home"] / ".config" / "fish" / "conf.d" / "mpsd.fish"
+    assert run_mpsd("install", "--shell", "fish", "--no-agent").returncode == 0
+    edited = conf.read_text() + "set -gx MINE 1\n"
+    conf.write_text(edited)
+    done = run_mpsd("install", "--shell", "fish", "--no-agent")
+    assert done.returncode == 2 and "was edited since mpsd installed it" in done.stderr
+    done = run_mpsd("uninstall")
+    assert done.returncode == 0 and f"{conf} was edited" in done.stderr
+    assert conf.read_text() == edited
