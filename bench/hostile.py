@@ -775,6 +775,20 @@ def _planted_record(sb: Sandbox, sizes: Sizes) -> None:
     expect((site / "_mpsd_startup.pth").exists(), "uninstall removed a file a planted list named")
 
 
+@case("trust", "a hook copy another user planted in a data dir others can write is never sourced")
+def _planted_hook_copy(sb: Sandbox, sizes: Sizes) -> None:
+    if os.geteuid() != 0:
+        raise Skipped("planting a file owned by another user needs root")
+    one_sentence(sb.mpsd("install", "--shell", "bash", "--no-agent"), ok=True)
+    mark = sb.root / "ran"
+    copy = sb.data / "mpsd.bash"
+    _open_to_others(sb, sb.data)
+    copy.write_text(f"echo ran > {shlex.quote(str(mark))}\n")
+    os.chown(copy, 12345, 12345)
+    sb.run(["bash", "-ic", "true"])
+    expect(not mark.exists(), "an interactive bash sourced a hook copy another user owns")
+
+
 @case("trust", "doctor and probe in a cloned repository do not run its .venv python")
 def _cloned_venv(sb: Sandbox, sizes: Sizes) -> None:
     set_up(sb)

@@ -83,7 +83,8 @@ def block(
     # if/fi rather than `[ -f F ] && . F`: with the hook copy gone, the rc file must still
     # end with status 0.
     guard = '[ -n "${BASH_VERSION:-}" ] && ' if shell == "bash" else ""
-    lines = [f"if {guard}[ -f {word} ]; then . {word}; fi".encode()]
+    # -O: a copy someone else planted (a data dir others can write) is never sourced.
+    lines = [f"if {guard}[ -f {word} ] && [ -O {word} ]; then . {word}; fi".encode()]
     if completion is not None:
         lines.append(_completion_line(shell, completion, home).encode())
     note = NOTE_CREATED if created else NOTE
@@ -95,9 +96,11 @@ def _completion_line(shell: str, completion: Path, home: str | None) -> str:
     compinit that runs later) and sources it (it registers itself when compinit already ran)."""
     word = _shell_word(str(completion), home)
     if shell == "bash":
-        return f'if [ -n "${{BASH_VERSION:-}}" ] && [ -f {word} ]; then . {word}; fi'
+        return (
+            f'if [ -n "${{BASH_VERSION:-}}" ] && [ -f {word} ] && [ -O {word} ]; then . {word}; fi'
+        )
     directory = _shell_word(str(completion.parent), home)
-    return f"if [ -f {word} ]; then fpath=({directory} $fpath); . {word}; fi"
+    return f"if [ -f {word} ] && [ -O {word} ]; then fpath=({directory} $fpath); . {word}; fi"
 
 
 _GUARD = re.compile(rb"""\[ -f ("\$HOME/[^"]+"|'(?:[^']|'\\'')*') \]""")

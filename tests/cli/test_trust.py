@@ -233,3 +233,24 @@ def test_a_fish_hook_the_user_edited_is_named_never_replaced_or_removed(
     done = run_mpsd("uninstall")
     assert done.returncode == 0 and f"{conf} was edited" in done.stderr
     assert conf.read_text() == edited
+
+
+def test_a_hook_copy_planted_by_another_user_is_not_sourced_by_the_rc_block(
+    tmp_path: Path, isolated_dirs: dict[str, Path]
+) -> None:
+    import shutil
+    import subprocess
+
+    if os.geteuid() != 0 or shutil.which("bash") is None:
+        pytest.skip("planting a file owned by another user needs root (and bash)")
+    assert run_mpsd("install", "--shell", "bash", "--no-agent").returncode == 0
+    copy = isolated_dirs["data"] / "mpsd.bash"
+    env = {**os.environ, "HOME": str(isolated_dirs["home"])}
+    sourced = "type _mpsd_hook >/dev/null 2>&1 && echo sourced"
+    done = subprocess.run(["bash", "-ic", sourced], env=env, capture_output=True, text=True)
+    assert "sourced" in done.stdout  # the user's own copy is sourced
+    mark = tmp_path / "ran"
+    copy.write_text(f"echo ran > {mark}\n")
+    os.chown(copy, 12345, 12345)
+    subprocess.run(["bash", "-ic", "true"], env=env, capture_output=True, check=False)
+    assert not mark.exists(), "the shell sourced a hook copy another user owns"
