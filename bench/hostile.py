@@ -857,6 +857,15 @@ def _fish_edited(sb: Sandbox, sizes: Sizes) -> None:
     expect(conf.read_text() == edited, "the user's edit of conf.d/mpsd.fish was lost")
 
 
+@case("rc files", "a line added above the block of a ~/.zshrc install created keeps its newline")
+def _created_rc_newline(sb: Sandbox, sizes: Sizes) -> None:
+    zshrc = sb.home / ".zshrc"
+    one_sentence(sb.mpsd("install", "--shell", "zsh", "--no-agent"), ok=True)
+    zshrc.write_text("export MINE=1\n" + zshrc.read_text())
+    one_sentence(sb.mpsd("uninstall"), ok=True)
+    expect(zshrc.read_text() == "export MINE=1\n", f"left {zshrc.read_text()!r}")
+
+
 @case("rc files", "mpsd.zsh sourced under emulate sh and emulate ksh parses and exports")
 def _zsh_emulate(sb: Sandbox, sizes: Sizes) -> None:
     if shutil.which("zsh") is None:

@@ -206,6 +206,8 @@ def remove_one(text: bytes, span: Span) -> bytes:
     if kept:  # the block's lines go, the user's stay where they were
         return text[: span.start] + kept + text[span.end :]
     before, after = text[: span.start], text[span.end :]
+    if NOTE_CREATED in text[span.start : span.end]:  # added alone: what is before is the user's
+        return before + after
     # The one line break ``add`` put before the block: CRLF once the file was converted.
     eol = b"\r\n" if text[: span.end].endswith(b"\r\n") else b"\n"
     if before.endswith(eol * 2) or (not after and before.endswith(eol)):

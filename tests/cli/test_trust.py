@@ -254,3 +254,13 @@ def test_a_hook_copy_planted_by_another_user_is_not_sourced_by_the_rc_block(
     os.chown(copy, 12345, 12345)
     subprocess.run(["bash", "-ic", "true"], env=env, capture_output=True, check=False)
     assert not mark.exists(), "the shell sourced a hook copy another user owns"
+
+
+def test_uninstall_keeps_the_final_newline_of_a_line_added_to_a_zshrc_install_created(
+    isolated_dirs: dict[str, Path],
+) -> None:
+    zshrc = isolated_dirs["home"] / ".zshrc"
+    assert run_mpsd("install", "--shell", "zsh", "--no-agent").returncode == 0
+    zshrc.write_text("export MINE=1\n" + zshrc.read_text())
+    assert run_mpsd("uninstall").returncode == 0
+    assert zshrc.read_text() == "export MINE=1\n"
