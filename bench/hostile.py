@@ -1463,7 +1463,10 @@ def _trust_case(which: str, how: str) -> Callable[[Sandbox, Sizes], None]:
         for argv in (("status",), ("projects",), ("env",), ("doctor",)):
             result = sb.mpsd(*argv, cwd=project)
             one_sentence(result, mentions=fix)
-            expect(result.err.count(TRUST) == 1, f"`mpsd {argv[0]}` did not warn just once")
+            said = (result.out + result.err).count(
+                TRUST
+            )  # status and doctor say it in their report
+            expect(said == 1, f"`mpsd {argv[0]}` did not warn just once")
         expect(python_values(sb, project) == ("", ""), "mpsd env exported from an untrusted dir")
         expect(not _startup_hook_values(sb, project), "the start-up hook set the variables")
         if how == "another user's":  # the shells see ownership only (`test -O`, no fork)
