@@ -3,12 +3,14 @@
     python bench/footprint.py [--seconds 30] [--runs 15]
 
 Builds a year of samples at the default 30 s interval (about 1.05 M rows, retention
-set to a year) in temporary dirs, then measures:
+set to a year) and 1,000 job records in temporary dirs, then measures:
 - the daemon's RSS (contract 40 MB, goal 30 MB), current and peak, running with
   ``interval = 1`` after its first policy run over the full window;
 - CPU per sample: the daemon's CPU time over ``--seconds`` of ticks divided by the
-  ticks, plus one policy run over a 7-day window (every 10 minutes, so 1/20 of it per
-  sample at the default 30 s) and the next-job step alone (at every sample where what
+  ticks with 10 ML jobs running (Pythons with the watermark variable, each holding 20 MiB and
+  a little more every second: a new peak in every record at every sample), plus one policy
+  run over a 7-day window (every 10 minutes, so 1/20 of it per sample at the default 30 s)
+  and the next-job step alone (at every sample where what
   PyTorch jobs hold changed) measured in-process;
 - ``mpsd status`` (and ``--json``) wall time, median of ``--runs``, beside a bare
   ``python -c pass``.
@@ -36,9 +38,11 @@ INTERVAL = 30.0
 
 
 def build_history(path: Path, now: float) -> int:
+    import dataclasses
     import random
 
     from mpsd.daemon.history import Store
+    from mpsd.daemon.jobs import Job
     from mpsd.machine.sample import Sample
 
     rng = random.Random(0)
@@ -64,6 +68,12 @@ def build_history(path: Path, now: float) -> int:
                 batch = []
         store.add_many(batch)
         rows += len(batch)
+        for i in range(1000):  # a job every 9 hours, 2 hours long, peaking at 12 GiB
+            start = now - YEAR + i * 9 * 3600
+            job = Job(pid=1000 + i, command="python train.py", started=start, ended=start + 7200)
+            store.save_job(
+                dataclasses.asdict(dataclasses.replace(job, peak=12 * GIB, cap=20 * GIB))
+            )
     return rows
 
 
@@ -121,7 +131,7 @@ def main() -> int:
     rows = build_history(paths.history_file(), now)
     size = paths.history_file().stat().st_size
     print(
-        f"history: {rows} samples (a year at {INTERVAL:g} s), {size / 2**20:.0f} MiB, "
+        f"history: {rows} samples (a year at {INTERVAL:g} s), 1000 jobs, {size / 2**20:.0f} MiB, "
         f"built in {time.perf_counter() - started:.1f} s"
     )
 
@@ -157,6 +167,25 @@ def main() -> int:
         f"{POLICY_EVERY:g} s): {per_sample * 1000:.2f} ms per 30 s sample"
     )
 
+    # The job records' step alone, in-process: 10 jobs, each with a new peak at every sample
+    # (a row written for each), on the history with its 1,000 records.
+    from mpsd.daemon.jobs import Tracker
+    from mpsd.machine.mljobs import MLProcess
+    from mpsd.machine.sample import Sample
+
+    tracker = Tracker()
+    with Store.open(paths.history_file()) as store:
+        start = time.process_time()
+        for t in range(200):
+            held = tuple(MLProcess(9000 + i, "python", "env", GIB + t * 4096) for i in range(10))
+            sample = Sample(now + t, 20 * GIB, 48 * GIB, 10 * GIB, 0, 1, processes=held)
+            for job in tracker.update(sample, lambda pid: {})[0]:
+                job.id = store.save_job(vars(job))
+        jobs_step = (time.process_time() - start) / 200
+    print(
+        f"job records at each sample, 10 jobs with a new peak each: {jobs_step * 1000:.2f} ms CPU"
+    )
+
     # The daemon itself, ticking every second on top of the year of history.
     (tmp / "config" / "config.toml").write_text('retention = "366d"\ninterval = 1\n')
     daemon = subprocess.Popen(
@@ -165,6 +194,13 @@ def main() -> int:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
+    job = "import time\nx = [b'x' * (20 << 20)]\nwhile True: time.sleep(1); x.append(b'x' * 4096)"
+    jobs = [
+        subprocess.Popen(
+            [sys.executable, "-c", job], env={**env, "PYTORCH_MPS_HIGH_WATERMARK_RATIO": "0.5"}
+        )
+        for _ in range(10)
+    ]
     try:
         deadline = time.monotonic() + 60
         while not paths.limits_file().exists() and time.monotonic() < deadline:
@@ -181,6 +217,12 @@ def main() -> int:
     finally:
         daemon.terminate()
         daemon.wait(timeout=10)
+        for proc in jobs:
+            proc.kill()
+            proc.wait()
+    with Store.open_readonly(paths.history_file()) as store:  # type: ignore[union-attr]
+        running = [r for r in store.jobs(limit=20) if r["started"] > now]
+    print(f"jobs the daemon recorded while it ran: {len(running)} (10 expected)")
     ticks = max(1, ticks_after - ticks_before)
     per_tick = (cpu_after - cpu_before) / ticks
     print(
@@ -188,7 +230,7 @@ def main() -> int:
         f"(contract 40 MB, goal 30 MB)"
     )
     print(
-        f"daemon CPU per sample: {per_tick * 1000:.2f} ms over {ticks} ticks "
+        f"daemon CPU per sample, 10 jobs running: {per_tick * 1000:.2f} ms over {ticks} ticks "
         f"(+ {per_sample * 1000:.2f} ms policy share at 30 s = "
         f"{(per_tick + per_sample) * 1000:.2f} ms; contract < 5 ms)"
     )

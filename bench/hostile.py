@@ -524,25 +524,30 @@ for _name, _content in HOSTILE_CONFIGS.items():
         case("config", f"{_name}: {' '.join(_command)}")(_config_case(_content, _command))
 
 
+# The daemon's line for an invalid config.toml (mpsd.daemon.loop's reload_config): it names the
+# problem and goes on under the ceiling of limits.toml's ratios.
+BAD_CONFIG = "until it is fixed the daemon goes on with headroom"
+
+
 def _reload_case(content: bytes) -> Callable[[Sandbox, Sizes], None]:
     def run(sb: Sandbox, sizes: Sizes) -> None:
         sb.config.mkdir(parents=True)
         sb.config_file.write_text("interval = 30\n")
         daemon = sb.start_daemon()
         sb.wait_for("the daemon to start", lambda: "daemon started" in sb.log_text())
-        before = sb.log_text().count("keeping")
+        before = sb.log_text().count(BAD_CONFIG)
         written = time.monotonic()
         tmp = sb.config / "edit.tmp"
         tmp.write_bytes(content)
         os.replace(tmp, sb.config_file)  # as an editor saves
         sb.wait_for(
             "the daemon to log the bad config",
-            lambda: sb.log_text().count("keeping") > before or daemon.poll() is not None,
+            lambda: sb.log_text().count(BAD_CONFIG) > before or daemon.poll() is not None,
             timeout=20,
         )
         sb.timings["reload seconds"] = time.monotonic() - written
         expect(daemon.poll() is None, f"the daemon died (exit {daemon.returncode})")
-        line = [ln for ln in sb.log_text().splitlines() if "keeping" in ln][-1]
+        line = [ln for ln in sb.log_text().splitlines() if BAD_CONFIG in ln][-1]
         expect(len(line) < 1000, f"the log line is {len(line)} characters long")
         expect("config.toml" in line, f"the log line does not name config.toml: {line[:200]}")
         # ... and it still reads the next good edit.
@@ -624,10 +629,6 @@ OWN_FILES: dict[str, tuple[Callable[[Sandbox], Path], tuple[tuple[str, ...], ...
         lambda sb: sb.state / "free-memory.json",
         (("daemon", "--once"), ("status", "--json")),
     ),
-    "last-good-config.toml": (
-        lambda sb: sb.state / "last-good-config.toml",
-        (("daemon", "--once"), ("status",), ("doctor",)),
-    ),
     "~/.bashrc": (
         lambda sb: sb.home / ".bashrc",
         (("install", "--shell", "bash", "--no-agent"), ("uninstall",), ("doctor",)),
@@ -703,7 +704,6 @@ LINKED: dict[str, Callable[[Sandbox], Path]] = {
     "daemon.log": lambda sb: sb.daemon_log,
     "history.sqlite3": lambda sb: sb.history,
     "free-memory.json": lambda sb: sb.state / "free-memory.json",
-    "last-good-config.toml": lambda sb: sb.state / "last-good-config.toml",
 }
 
 
@@ -1463,10 +1463,9 @@ def _trust_case(which: str, how: str) -> Callable[[Sandbox, Sizes], None]:
         for argv in (("status",), ("projects",), ("env",), ("doctor",)):
             result = sb.mpsd(*argv, cwd=project)
             one_sentence(result, mentions=fix)
-            said = (result.out + result.err).count(
-                TRUST
-            )  # status and doctor say it in their report
-            expect(said == 1, f"`mpsd {argv[0]}` did not warn just once")
+            # status and doctor say it in their report (stdout), the others warn on stderr
+            said = (result.out + result.err).count(TRUST)
+            expect(said == 1, f"`mpsd {argv[0]}` said the trust problem {said} times, not once")
         expect(python_values(sb, project) == ("", ""), "mpsd env exported from an untrusted dir")
         expect(not _startup_hook_values(sb, project), "the start-up hook set the variables")
         if how == "another user's":  # the shells see ownership only (`test -O`, no fork)

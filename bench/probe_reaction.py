@@ -46,17 +46,14 @@ def reaction(runs: int) -> list[tuple[float, float]]:
         counter = Path(tmp) / "swap"
         for _ in range(runs):
             counter.write_text("0 1\n")
-            env = {
-                **os.environ,
-                "MPSD_PROBE_FAKE_DEVICE": "64M",
-                "MPSD_PROBE_FAKE_SWAP": str(counter),
-                "MPSD_PROBE_FAKE_SWAP_AT": "16M",
-                "MPSD_PROBE_FAKE_DELAY": "0.05",
-            }
-            os.environ["MPSD_PROBE_FAKE_SWAP"] = str(counter)
-            watch = choose_watch()
+            os.environ.update(
+                MPSD_PROBE_FAKE_DEVICE="64M",
+                MPSD_PROBE_FAKE_SWAP=str(counter),
+                MPSD_PROBE_FAKE_SWAP_AT="16M",
+                MPSD_PROBE_FAKE_DELAY="0.05",
+            )
             spec = ProbeSpec(sys.executable, 1.0, 1.0, 2 * MIB)
-            result = run_probe(spec, watch, env=env)
+            result = run_probe(spec, choose_watch())
             assert result.verdict == "swapped", result.verdict
             written = counter.stat().st_mtime
             delays.append((MARKS["killed"] - written, MARKS["reaped"] - written))

@@ -44,10 +44,26 @@ if str(ROOT) not in sys.path:
 
 from mpsd.config import Config, ConfigError, load_config  # noqa: E402
 from mpsd.daemon import policy  # noqa: E402
-from mpsd.daemon.history import lowest_free_per_bucket  # noqa: E402
 from mpsd.daemon.loop import POLICY_ROWS, WINDOW_RELOAD  # noqa: E402
 from mpsd.daemon.policy import Recommendation  # noqa: E402
 from mpsd.machine.sample import Sample  # noqa: E402
+
+
+def lowest_free_per_bucket(samples: list[Sample], since: float, width: float) -> list[Sample]:
+    """The pure twin of the daemon's ``Store.samples`` when it thins: per bucket of ``width``
+    seconds counted from ``since``, the sample with the least free memory (available + ml), in
+    time order. The replay runs the daemon with it, without SQLite; a test holds the two to the
+    same answer."""
+    best: dict[int, Sample] = {}
+    for s in samples:
+        key = int((s.t - since) // width)
+        current = best.get(key)
+        if current is None or (
+            s.available_bytes + s.ml_bytes < current.available_bytes + current.ml_bytes
+        ):
+            best[key] = s
+    return sorted(best.values(), key=lambda s: s.t)
+
 
 GIB = 1 << 30
 NEW_JOB_BYTES = GIB  # a rise this large from one sample to the next is a new job

@@ -157,6 +157,7 @@ def main() -> int:
             "mpsd status (5 samples)": ([*mpsd, "status"], small),
             "mpsd status --json (5 samples)": ([*mpsd, "status", "--json"], small),
             "mpsd env": ([*mpsd, "env"], small),
+            "mpsd jobs": ([*mpsd, "jobs"], small),
             "mpsd env --shell json": ([*mpsd, "env", "--shell", "json"], small),
         }
         if not args.no_year:

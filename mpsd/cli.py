@@ -61,6 +61,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         # `mpsd` alone: the usage and the commands, as uv does, and exit 2 (nothing was run).
         parser.print_help(sys.stderr)
         return EXIT_USAGE
+    if args.no_color:  # clig.dev: as NO_COLOR does, for this command and those it runs
+        os.environ["NO_COLOR"] = "1"
     if args.command not in SAYS_TRUST_ITSELF:
         for sentence in paths.untrusted_dirs():
             sys.stderr.write(f"{PROG}: warning: {sentence}.\n")

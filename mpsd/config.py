@@ -33,6 +33,8 @@ class Key:
     @property
     def default_text(self) -> str:
         """The default as config.toml writes it: ``0.8``, ``"7d"`` (``projects`` has its own)."""
+        if isinstance(self.default, bool):
+            return str(self.default).lower()
         return f'"{self.default}"' if isinstance(self.default, str) else str(self.default)
 
     @property
@@ -85,6 +87,12 @@ def _projects(value: object) -> tuple[str, ...]:
     return tuple(value)
 
 
+def _bool(value: object) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError("must be true or false")
+    return value
+
+
 DAY = 86400.0
 YEAR = 365 * DAY
 
@@ -135,6 +143,12 @@ SCHEMA: tuple[Key, ...] = (
         "3d",
         _duration(0, YEAR),
     ),
+    Key(
+        "notify",
+        "a notification when pressure reaches warning or swap begins during a job",
+        False,
+        _bool,
+    ),
 )
 KEYS = {key.name: key for key in SCHEMA}
 
@@ -163,6 +177,7 @@ class Config:
     max_ratio: float = _default("max_ratio")
     swap_penalty: float = _default("swap_penalty")
     swap_recovery: float = _default("swap_recovery")
+    notify: bool = _default("notify")
 
 
 class ConfigError(MpsdError):
@@ -271,13 +286,13 @@ DURATION_KEYS = frozenset({"interval", "window", "retention", "swap_recovery"})
 
 
 def policy_values(config: Config) -> dict[str, float]:
-    """The values the daemon works the limits out with (all but ``projects`` and ``retention``),
-    JSON-ready: what its record of a decision keeps, so that ``mpsd status`` can tell an edit
-    since."""
+    """The values the daemon works the limits out with (not ``projects``, ``retention``,
+    ``notify``), JSON-ready: what its record of a decision keeps, so that ``mpsd status`` can
+    tell an edit since."""
     return {
         key.name: getattr(config, key.name)
         for key in SCHEMA
-        if key.name not in ("projects", "retention")  # these two do not change the limits
+        if key.name not in ("projects", "retention", "notify")  # these do not change the limits
     }
 
 

@@ -75,11 +75,6 @@ def log_file() -> Path:
     return state_dir() / "daemon.log"
 
 
-def last_good_config_file() -> Path:
-    """A copy of the last valid config.toml the daemon read (``mpsd.daemon.last_good``)."""
-    return state_dir() / "last-good-config.toml"
-
-
 def recommended_max_cache() -> Path:
     return state_dir() / "recommended_max.json"
 

@@ -15,7 +15,42 @@ from typing import Any
 
 from mpsd.sizes import plural
 
-__all__ = ["UNLIMITED", "Style", "columns", "fill", "plural", "style", "use_color", "wrap"]
+__all__ = ["UNLIMITED", "Style", "chart", "columns", "fill", "plural", "style", "use_color", "wrap"]
+BLOCKS = " ▁▂▃▄▅▆▇█"
+
+
+def chart(
+    bars: list[int | None],
+    lines: list[tuple[int | None, str, str]],
+    dots: list[int] | None = None,
+    rows: int = 8,
+) -> list[str]:
+    """Sizes in bytes as unicode bars per column (None: none), with the horizontal ``lines``
+    ((value, character, label), the first wins a row) and the ``dots`` (•) drawn where a bar
+    leaves room; the top's GiB on the axis, each line's label at its right."""
+    known = [v for v in [*bars, *(dots or []), *(v for v, _, _ in lines)] if v is not None]
+    top = max([*known, 1]) * 1.05
+    unit = top / rows
+
+    def row(value: int) -> int:
+        return min(rows - 1, max(0, int(value / unit)))
+
+    out = []
+    for r in range(rows - 1, -1, -1):
+        marks = [(char, label) for v, char, label in lines if v is not None and row(v) == r]
+        cells = ""
+        for i, value in enumerate(bars):
+            fill = 0.0 if value is None else min(1.0, max(0.0, value / unit - r))
+            cell = BLOCKS[round(fill * 8)]
+            if fill < 0.5 and dots is not None and row(dots[i]) == r:
+                cell = "•"
+            elif fill < 0.5 and marks:
+                cell = marks[0][0]
+            cells += cell
+        label = ", ".join(label for _, label in marks if label)
+        axis = f"{top / (1 << 30):.1f} GiB" if r == rows - 1 else ""
+        out.append(f"{axis:>10}┤{cells}{' ' + label if label else ''}")
+    return out
 
 
 def use_color(stream: Any = None) -> bool:

@@ -13,6 +13,8 @@ from typing import Any
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 OOM_MESSAGES = FIXTURES / "oom-messages.jsonl"
+OOM_CLASSES = FIXTURES / "oom-classes.jsonl"
+CONSOLE_LOGGERS = FIXTURES / "console-loggers.jsonl"
 COMMAND_OUTPUTS = FIXTURES / "macos" / "command-outputs.jsonl"
 
 
@@ -25,6 +27,18 @@ def _jsonl(path: Path) -> tuple[dict[str, Any], ...]:
 def oom_messages() -> tuple[dict[str, Any], ...]:
     """The out-of-memory messages users pasted into public issues, with their expected fields."""
     return _jsonl(OOM_MESSAGES)
+
+
+@cache
+def oom_classes() -> tuple[dict[str, Any], ...]:
+    """One case of each class of message explain once got wrong, written from the public formats."""
+    return _jsonl(OOM_CLASSES)
+
+
+@cache
+def console_loggers() -> tuple[dict[str, Any], ...]:
+    """Long error lines as rich and loguru really printed them, with the plain message."""
+    return _jsonl(CONSOLE_LOGGERS)
 
 
 @cache

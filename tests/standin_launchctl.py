@@ -16,6 +16,7 @@ Its state lives in a directory (``$STANDIN_LAUNCHCTL_DIR``):
 from __future__ import annotations
 
 import json
+import os
 import stat
 import sys
 from dataclasses import dataclass
@@ -42,9 +43,11 @@ if key in fail:
     code, text = fail[key]
     sys.stderr.write(text + "\n")
     sys.exit(code)
-def loaded():
+def loaded_file(label):
+    return path("loaded.json" if label == "{label}" else "loaded-" + label + ".json")
+def loaded(label):
     try:
-        return json.load(open(path("loaded.json")))
+        return json.load(open(loaded_file(label)))
     except FileNotFoundError:
         return None
 def linger():
@@ -52,9 +55,9 @@ def linger():
         return int(open(path("linger")).read())
     except FileNotFoundError:
         return 0
-label = "{label}"
+label = target.split("/")[-1] if target.count("/") == 2 else "{label}"
 if verb == "print":
-    job = loaded()
+    job = loaded(label)
     n = linger()
     if job and target == job["domain"] + "/" + label:
         print(target + " = {{")
@@ -81,20 +84,21 @@ if verb == "print":
     sys.stderr.write('Could not find service "' + label + '" in domain for user gui: 0\n')
     sys.exit(113)
 if verb == "bootout":
-    job = loaded()
+    job = loaded(label)
     if not job or target != job["domain"] + "/" + label:
         sys.stderr.write("Boot-out failed: 3: No such process\n")
         sys.exit(3)
-    os.unlink(path("loaded.json"))
+    os.unlink(loaded_file(label))
     open(path("booted_out"), "w").close()
     sys.exit(0)
 if verb == "bootstrap":
-    if loaded():
+    with open(args[2], "rb") as fh:
+        plist = plistlib.load(fh)
+    label = plist.get("Label", "{label}")
+    if loaded(label):
         sys.stderr.write("Bootstrap failed: 5: Input/output error\n")
         sys.stderr.write("Try re-running the command as root for richer errors.\n")
         sys.exit(5)
-    with open(args[2], "rb") as fh:
-        plist = plistlib.load(fh)
     sessions = plist.get("LimitLoadToSessionType", ["Aqua"])
     if isinstance(sessions, str):
         sessions = [sessions]
@@ -104,7 +108,7 @@ if verb == "bootstrap":
         sys.exit(134)
     json.dump({{"domain": target, "plist": args[2], "arguments": plist["ProgramArguments"],
                "sessions": sessions}},
-              open(path("loaded.json"), "w"))
+              open(loaded_file(label), "w"))
     sys.exit(0)
 if verb == "enable":
     sys.exit(0)
@@ -150,9 +154,15 @@ class StandinLaunchctl:
     def disable(self) -> None:
         (self.state / "disabled").touch()
 
-    def loaded(self) -> dict[str, object] | None:
-        path = self.state / "loaded.json"
+    def loaded(self, label: str = LABEL) -> dict[str, object] | None:
+        path = self.state / ("loaded.json" if label == LABEL else f"loaded-{label}.json")
         return json.loads(path.read_text()) if path.exists() else None
+
+    def load(self, label: str, plist: Path, arguments: list[str]) -> None:
+        """An agent launchd has loaded already (written by another install, or by brew)."""
+        name = "loaded.json" if label == LABEL else f"loaded-{label}.json"
+        job = {"domain": f"gui/{os.getuid()}", "plist": str(plist), "arguments": arguments}
+        (self.state / name).write_text(json.dumps({**job, "sessions": ["Aqua"]}))
 
 
 def install(bin_dir: Path, state: Path) -> StandinLaunchctl:

@@ -37,6 +37,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "completion": ("completion", "print tab completion for zsh, bash or fish"),
     "daemon": ("daemon", "run the daemon in the foreground (--once: one update, then exit)"),
     "status": ("status", "is the daemon alive, the limits in force, free memory over the window"),
+    "jobs": ("jobs", "the ML jobs the daemon saw; `jobs show [ID|last]`: one job's report"),
+    "notify": ("jobs", "send one test notification the way the daemon would"),
     "probe": (
         "probe",
         "fill MPS with random tensors under the limit: does PyTorch stop cleanly before swap?",
@@ -96,6 +98,7 @@ def build_parser(chosen: str | None = None, only: bool = False) -> Parser:
         description="mpsd keeps PyTorch on Apple Silicon from pushing your Mac into swap.",
     )
     parser.add_argument("-V", "--version", action="version", version=f"{PROG} {__version__}")
+    parser.add_argument("--no-color", action="store_true", help=NO_COLOR_HELP)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     for name, (_, help_text) in COMMANDS.items():
         if only and name != chosen:
@@ -103,7 +106,7 @@ def build_parser(chosen: str | None = None, only: bool = False) -> Parser:
         command = sub.add_parser(name, help=help_text, description=help_text)
         parser.commands[name] = command
         if name == chosen:
-            load(name).configure(command)
+            configure(name, command)
     if not only:  # listed in the help; `main` answers it before argparse sees it
         sub.add_parser("help", help="show the help of mpsd, or of a command: mpsd help COMMAND")
     return parser
@@ -115,5 +118,17 @@ def full_parser() -> Parser:
     ordinary command pays for."""
     parser = build_parser()
     for name, command in parser.commands.items():
-        load(name).configure(command)
+        configure(name, command)
     return parser
+
+
+NO_COLOR_HELP = "no colour in the output (as NO_COLOR=1 does)"
+
+
+def configure(name: str, command: Parser) -> None:
+    """``name``'s own arguments, and ``--no-color``, which every command takes (SUPPRESS: the
+    one given before the command stands)."""
+    command.add_argument(
+        "--no-color", action="store_true", default=argparse.SUPPRESS, help=NO_COLOR_HELP
+    )
+    load(name).configure(command)

@@ -25,7 +25,7 @@ from mpsd.durations import format_duration
 from mpsd.env import project_python, pyhooks, watermarks
 from mpsd.env.exports import hook_copy_command
 from mpsd.setup import chain as model
-from mpsd.setup import launchd, rcfile
+from mpsd.setup import homebrew, launchd, rcfile
 from mpsd.setup.installer import (
     FISH_HEADER,
     HOOK_FILES,
@@ -158,67 +158,56 @@ def _limits(chain: model.Chain) -> Check:
 def _agent() -> tuple[list[Check], str]:
     """The launchd agent (plist present, its interpreter alive, loaded, not disabled), and how
     to start the daemon."""
-    command = f"{sys.executable} -m mpsd daemon"
+    command = f"{homebrew.opt_path(sys.executable)} -m mpsd daemon"
     if not launchd.available():
         detail = "no launchd here (`launchctl` is not on PATH): nothing runs the daemon for you"
         skipped = Check("agent", SKIPPED, detail, f"keep `{command}` running yourself")
         return [skipped], f"start it: `{command}`"
-    gui, job, plist = launchd.domains()[0], launchd.loaded(), launchd.agent_file()
-    start = f"run `launchctl kickstart -k {job.domain if job else gui}/{paths.LABEL}`"
+    # Homebrew's mpsd is run by its brew service (with the default dirs); any other by its own.
+    label, other = (homebrew.LABEL, paths.LABEL) if homebrew.runs_agent() else (paths.LABEL, "")
+    other = other or ("" if homebrew.moved_dirs() else homebrew.LABEL)
+    gui, job, plist = launchd.domains()[0], launchd.loaded(label), launchd.agent_file(label)
+    start = f"run `launchctl kickstart -k {job.domain if job else gui}/{label}`"
+    install = f"run `{homebrew.START}`" if label == homebrew.LABEL else INSTALL
+    found = []
+    if other and (launchd.agent_file(other).exists() or launchd.loaded(other)):
+        detail = f"a second agent, {other}, runs mpsd's daemon too: the two fight over its lock"
+        found.append(Check("agent", PROBLEM, detail, "run `mpsd install`: it removes the other"))
     if not plist.exists():
-        return [Check("agent", PROBLEM, f"{plist} does not exist", INSTALL)], start
+        return [*found, Check("agent", PROBLEM, f"{plist} does not exist", install)], start
     try:
         args = launchd.program_arguments(plist.read_bytes())
     except OSError as exc:
         fix = f"move it out of the way, then {INSTALL}"
         return [Check("agent", PROBLEM, f"{plist} cannot be read ({exc.strerror})", fix)], start
-    found = []
     if not args:
-        found.append(Check("agent", PROBLEM, f"{plist} is not a readable plist", INSTALL))
+        found.append(Check("agent", PROBLEM, f"{plist} is not a readable plist", install))
     elif not os.access(args[0], os.X_OK):
-        found.append(
-            Check(
-                "agent interpreter",
-                PROBLEM,
-                f"the agent's python {args[0]} no longer exists (a Homebrew Python upgrade "
-                "breaks the venvs made with it)",
-                "recreate the venv, reinstall mpsd in it, then run `mpsd install` from it",
-            )
-        )
+        detail = f"the agent's python {args[0]} no longer exists (a Homebrew Python upgrade "
+        fix = "recreate the venv, reinstall mpsd in it, then run `mpsd install` from it"
+        found.append(Check("agent interpreter", PROBLEM, detail + "breaks its venvs)", fix))
     elif (folder := privacy_protected(args[0])) is not None:
         where = "iCloud Drive (~/Library/Mobile Documents)" if "Mobile" in folder else folder
-        found.append(
-            Check(
-                "agent privacy",
-                PROBLEM,
-                f"the agent's python {args[0]} lives in {where}: macOS's privacy protection "
-                "can deny a launchd agent that folder ('Operation not permitted'), so the "
-                "daemon may not start",
-                "recreate the venv outside ~/Desktop, ~/Documents, ~/Downloads and iCloud Drive "
-                "(e.g. `python3 -m venv ~/.venvs/mpsd`), or install mpsd with `pipx install "
-                "mpsd` or `uv tool install mpsd`, then run `mpsd install` from there",
-            )
-        )
+        detail = f"the agent's python {args[0]} lives in {where}: macOS's privacy protection "
+        detail += "can deny a launchd agent that folder ('Operation not permitted'), so the "
+        fix = "recreate the venv outside ~/Desktop, ~/Documents, ~/Downloads and iCloud Drive "
+        fix += "(e.g. `python3 -m venv ~/.venvs/mpsd`), or install mpsd with `pipx install "
+        fix += "mpsd` or `uv tool install mpsd`, then run `mpsd install` from there"
+        found.append(Check("agent privacy", PROBLEM, detail + "daemon may not start", fix))
     if job is None:
-        fix = f"{INSTALL} (or `launchctl bootstrap {gui} {plist}`)"
+        fix = f"{install} (or `launchctl bootstrap {gui} {plist}`)"
         found.append(Check("agent", PROBLEM, "the agent is not loaded in launchd", fix))
     elif args and job.arguments and job.arguments != args:
-        detail = (
-            f"the loaded agent ({job.domain}) runs {' '.join(job.arguments)}, not what {plist} says"
-        )
-        found.append(Check("agent", WARNING, detail, INSTALL))
+        detail = f"the loaded agent ({job.domain}) runs {' '.join(job.arguments)}, not what "
+        found.append(Check("agent", WARNING, f"{detail}{plist} says", install))
     else:
-        found.append(Check("agent", OK, f"loaded in {job.domain}"))
+        found.append(Check("agent", OK, f"{label} loaded in {job.domain}"))
     disabled = launchd.launchctl("print-disabled", gui)
-    if disabled.ok and launchd.parse_disabled(disabled.stdout):
+    if disabled.ok and launchd.parse_disabled(disabled.stdout, label):
+        detail = "launchd lists the agent as disabled (the 'Allow in the Background' switch)"
+        fix = "turn it on in System Settings > General > Login Items, then run "
         found.append(
-            Check(
-                "agent enabled",
-                WARNING,
-                "launchd lists the agent as disabled (the 'Allow in the Background' switch)",
-                "turn it on in System Settings > General > Login Items, then run "
-                f"`launchctl enable {gui}/{paths.LABEL}`",
-            )
+            Check("agent enabled", WARNING, detail, f"{fix}`launchctl enable {gui}/{label}`")
         )
     return found, start
 
@@ -402,12 +391,15 @@ def check_torch(python: tuple[str, str], data: dict[str, Any] | None, platform: 
     path, how = python
     where, given = f"{path} ({how})", how == "--python"
     if data is None:
+        # Never into a python of the system's or Homebrew's: a venv of the project's own.
+        venv = os.path.isfile(os.path.join(os.path.dirname(os.path.dirname(path)), "pyvenv.cfg"))
         fix = (
-            f"install it there (`{path} -m pip install torch`), or give --python the "
-            "python your project runs"
-            if how != "mpsd's own python"
-            else "check your project's python with `mpsd doctor --python PATH`"
-        )
+            f"install it there (`{path} -m pip install torch`)"
+            if venv
+            else "make your project a venv: `python3 -m venv .venv && .venv/bin/pip install torch`"
+        ) + ", or give --python the python your project runs"
+        if how == "mpsd's own python":
+            fix = "check your project's python with `mpsd doctor --python PATH`"
         return Check("torch", SKIPPED, f"torch is not installed for {where}", fix)
     if "unrunnable" in data:
         detail = {

@@ -91,17 +91,25 @@ class _Report(list[str]):
 def run_install(args: argparse.Namespace) -> int:
     from mpsd import limits, paths
     from mpsd.commands import full_parser
-    from mpsd.setup import installer, launchd
+    from mpsd.setup import homebrew, installer, launchd
 
     shells = installer.parse_shells(args.shell)
+    brewed = homebrew.prefix() is not None  # the formula installs completions itself
     use_launchd = not args.no_agent and launchd.available()
+    own_agent = use_launchd and not homebrew.runs_agent()
+    python = homebrew.opt_path(sys.executable)  # a Cellar path dies at the next brew upgrade
     plan = installer.install_plan(
-        shells, agent=use_launchd, python=sys.executable, parser=full_parser()
+        shells, own_agent, python, parser=None if brewed else full_parser()
     )
     needs_sample = limits.read() is None
+    # The agent of another install would fight this one's over the daemon's lock: it goes. The
+    # brew service runs with the default dirs: with others in force, both may run.
+    other = launchd.LABEL if use_launchd and not own_agent else None
+    if own_agent and not homebrew.moved_dirs():
+        other = homebrew.LABEL
 
     if args.dry_run:
-        return _dry_run_install(plan, use_launchd, args, needs_sample)
+        return _dry_run_install(plan, use_launchd, args, needs_sample, other)
 
     report = _Report()
     warnings: list[str] = []
@@ -115,10 +123,15 @@ def run_install(args: argparse.Namespace) -> int:
             ensure_dir(directory)  # 0700 whatever the umask
             report(f"created {_tilde(directory)}")
 
+    if other is not None:
+        _remove_agent(other, report, warnings)
     agent_started = False
     agent_error: MpsdError | None = None
     if plan.agent is not None:
         agent = plan.agent
+        before, now = (launchd.program_arguments(p or b"") for p in (agent.old, agent.new))
+        if before and now and before[0] != now[0]:
+            report(f"replacing the agent of another install of mpsd ({before[0]})")
         try:
             outcome = launchd.ensure_loaded(agent.path, agent.new or b"", report)
         except MpsdError as exc:
@@ -133,10 +146,13 @@ def run_install(args: argparse.Namespace) -> int:
         print("Everything is already in place: nothing changed.")
     if not use_launchd:
         _no_agent_note(args.no_agent)
+    elif brewed:
+        _homebrew_note(own_agent)
     if needs_sample or limits.read() is None:
         _first_sample(agent_started, warnings)
     for warning in warnings:
         print(f"warning: {warning}", file=sys.stderr)
+    _compinit_note(shells, brewed)
     print()
     _summary()
     if _hooks_changed(plan.files):
@@ -196,8 +212,59 @@ def _no_agent_note(asked: bool) -> None:
         else "There is no launchd here (`launchctl` is not on PATH), so no agent was installed. "
         "Keep the daemon running yourself (a terminal, tmux, or a systemd user service):"
     )
+    from mpsd.setup.homebrew import opt_path
+
     print(fill(why))
-    print(f"    {sys.executable} -m mpsd daemon")
+    print(f"    {opt_path(sys.executable)} -m mpsd daemon")
+
+
+def _remove_agent(label: str, report: Callable[[str], None], warnings: list[str]) -> None:
+    """Unload and remove the agent ``label`` of another install of mpsd, saying so."""
+    from mpsd.setup import homebrew, installer, launchd, rcfile
+
+    plist = launchd.agent_file(label)
+    old = rcfile.read(plist)
+    if old is None and launchd.loaded(label) is None:
+        return
+    program = (launchd.program_arguments(old or b"") or ["?"])[0]
+    whose = "the brew service" if label == homebrew.LABEL else "the agent"
+    report(f"replacing {whose} of another install of mpsd ({program}): two would fight")
+    warnings.extend(launchd.unload(report, label).warnings)
+    if installer.apply_change(installer.FileChange(plist, old, None, "agent")):
+        report(f"removed {_tilde(plist)}")
+
+
+def _homebrew_note(own_agent: bool) -> None:
+    from mpsd.setup import homebrew, launchd
+    from mpsd.term import fill
+
+    note = f"Homebrew's mpsd: run `{homebrew.START}` to start its daemon (the brew service)."
+    if own_agent:
+        note = (
+            f"mpsd's own agent runs the daemon, not `{homebrew.START}`: a brew service cannot "
+            f"carry MPSD_* or XDG_* dirs, and {', '.join(homebrew.moved_dirs())} is not default."
+        )
+    elif launchd.loaded(homebrew.LABEL) is not None:
+        note = f"The brew service {homebrew.LABEL} runs mpsd's daemon."
+    print(fill(note))
+
+
+# A zsh that starts none of these has no completion system: completion does nothing.
+COMPINIT_WORDS = (b"compinit", b"oh-my-zsh", b"prezto", b"zinit", b"zimfw", b"antidote")
+
+
+def _compinit_note(shells: tuple[str, ...], brewed: bool) -> None:
+    from mpsd.setup import installer, rcfile
+    from mpsd.term import fill
+
+    zshrc = rcfile.rc_files("zsh", installer.home())
+    texts = [rcfile.remove(rcfile.read(rc) or b"", rc) for rc in zshrc]  # the user's lines
+    if "zsh" not in shells or any(word in text for text in texts for word in COMPINIT_WORDS):
+        return
+    says = f"zsh completes nothing until its completion system runs, and {_tilde(zshrc[0])} "
+    print(fill(says + "does not start it (a fresh Mac's does not): add this line to it:"))
+    site = 'FPATH="$(brew --prefix)/share/zsh/site-functions:$FPATH"; ' if brewed else ""
+    print(f"    {site}autoload -Uz compinit && compinit")
 
 
 def _first_sample(agent_started: bool, warnings: list[str]) -> None:
@@ -239,7 +306,7 @@ def _summary() -> None:
 
 
 def _dry_run_install(
-    plan: Plan, use_launchd: bool, args: argparse.Namespace, needs_sample: bool
+    plan: Plan, use_launchd: bool, args: argparse.Namespace, needs_sample: bool, other: str | None
 ) -> int:
     """The summary of what a real run would do (in its words and paths), then the diffs of
     the files of yours it would edit (rc files) and of the plist; the new config.toml and
@@ -253,6 +320,9 @@ def _dry_run_install(
         made = any(c.path.parent == directory and c.old is None for c in plan.changed)
         if not directory.is_dir() and not made:
             summary.append(f"create {_tilde(directory)}")
+    gone = launchd.agent_file(other) if other else None
+    if gone and (gone.exists() or launchd.loaded(other or "")):
+        summary.append(f"replace the agent of another install of mpsd ({_tilde(gone)})")
     if plan.agent is not None and plan.agent.new is not None:
         summary += [f"run: {c}" for c in launchd.planned_commands(plan.agent.path, plan.agent.new)]
     if needs_sample:
@@ -298,17 +368,19 @@ def _print_dry_run(lines: list[str], nothing: str) -> int:
 
 def run_uninstall(args: argparse.Namespace) -> int:
     from mpsd import paths
-    from mpsd.setup import installer, launchd
+    from mpsd.setup import homebrew, installer, launchd
 
     plan = installer.uninstall_plan()
     purge = installer.purge_dirs() if args.purge else []
     has_launchctl = launchd.available()
 
+    labels = (launchd.LABEL, homebrew.LABEL) if has_launchctl else ()  # both run mpsd's daemon
     if args.dry_run:
         lines = [installer.diff(change, name=_tilde(change.path)) for change in plan.changed]
-        job = launchd.loaded() if has_launchctl else None
-        if job is not None:
-            lines.insert(0, f"would run: launchctl bootout {job.domain}/{launchd.LABEL}\n")
+        jobs = [launchd.loaded(label) for label in labels]
+        for found in filter(None, jobs):
+            lines.insert(0, f"would run: launchctl bootout {found.domain}/{found.label}\n")
+        job = next(filter(None, jobs), None)
         # A daemon other than the agent's (which the bootout stops) keeps the dirs.
         daemon = _running_daemon(None) if purge else None
         if daemon is not None and (job is None or daemon[1] != job.pid):
@@ -325,10 +397,10 @@ def run_uninstall(args: argparse.Namespace) -> int:
     report = _Report()
     warnings: list[str] = list(plan.kept)
     agent_pid = None
-    if has_launchctl:
-        unloaded = launchd.unload(report=report)
+    for label in labels:
+        unloaded = launchd.unload(report, label)
         warnings.extend(unloaded.warnings)
-        agent_pid = unloaded.pid
+        agent_pid = unloaded.pid or agent_pid
     # Checked after the agent is gone: a daemon still holding the lock is one the user started.
     # It would write the config and state dirs again at its next sample, so --purge leaves
     # them alone while it runs (it is the user's process: mpsd does not kill it).
@@ -355,7 +427,7 @@ def run_uninstall(args: argparse.Namespace) -> int:
         print(
             fill(
                 f"{said} your config and history ({', '.join(kept)}); "
-                "`mpsd uninstall --purge` removes them."
+                f"`{_mpsd_command()} uninstall --purge` removes them."
             )
         )
     elif refused is None and not report:
@@ -403,7 +475,7 @@ def _refused_purge(
     dirs = " and ".join(_tilde(d) for d in purge)
     return (
         f"{verb} {dirs}: {named} is still running and would write them again; "
-        f"stop it ({kill}), then run `mpsd uninstall --purge` again"
+        f"stop it ({kill}), then run `{_mpsd_command()} uninstall --purge` again"
     )
 
 

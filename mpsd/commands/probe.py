@@ -10,7 +10,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING
 
 from mpsd.env import project_python
 from mpsd.errors import EXIT_ABSENT, EXIT_OK, EXIT_USAGE, MpsdError
@@ -87,47 +87,24 @@ def _raise_exit(signum: int, _frame: FrameType | None) -> None:
 
 
 class Progress:
-    """Allocated vs max allowed on stderr: a bar redrawn in place on a TTY, else a line at
-    every tenth of the way."""
-
-    WIDTH = 30
+    """Allocated vs max allowed on stderr, a line at every tenth of the way (of one run)."""
 
     def __init__(self, stream: IO[str]) -> None:
         self.stream = stream
-        self.tty = stream.isatty()
         self.shown_tenth = -1
-        self.drawn = False
 
-    def __call__(self, event: dict[str, Any], result: ProbeResult) -> None:
-        if event.get("event") != "step":
+    def __call__(self, result: ProbeResult) -> None:
+        allocated, limit = result.allocated_bytes, result.max_allowed_bytes
+        tenth = int(min(1.0, allocated / limit) * 10) if limit else 0
+        if tenth <= self.shown_tenth:
             return
-        allocated = int(event.get("allocated") or 0)
-        limit = event.get("max_allowed")
-        share = min(1.0, allocated / limit) if limit else 0.0
-        swap = result.swapouts_before
+        self.shown_tenth = tenth
         text = f"{format_gib(allocated)} of " + (
             f"{format_gib(limit)} max allowed" if limit else "an unknown max allowed"
         )
-        if swap is None:
-            text += ", swap not watched"
-        if self.tty:
-            filled = round(share * self.WIDTH)
-            bar = "#" * filled + "-" * (self.WIDTH - filled)
-            self.stream.write(f"\r[{bar}] {text}   ")
-            self.drawn = True
-        else:
-            tenth = int(share * 10)
-            if tenth > self.shown_tenth:
-                self.shown_tenth = tenth
-                self.stream.write(f"probe: {text}\n")
+        unwatched = ", swap not watched" if result.swapouts_before is None else ""
+        self.stream.write(f"probe: {text}{unwatched}\n")
         self.stream.flush()
-
-    def done(self) -> None:
-        if self.drawn:
-            self.stream.write("\n")
-            self.stream.flush()
-            self.drawn = False
-        self.shown_tenth = -1
 
 
 def _ask(question: str) -> bool:
@@ -156,46 +133,39 @@ def run(args: argparse.Namespace) -> int:
     if refused:
         raise MpsdError("; ".join(refused) + ".", EXIT_USAGE)
     current = limits_mod.read()
-    if ratio is None and current is None and not args.calibrate:
+    if current is None and (ratio is None or args.calibrate):
         raise MpsdError(
             "mpsd has no recommended ratio yet (limits.toml is missing): run `mpsd install` "
-            "(or `mpsd daemon --once`) first, or give one with `mpsd probe --ratio 0.8`.",
+            "(or `mpsd daemon --once`) first"
+            + ("." if args.calibrate else ", or give one with `mpsd probe --ratio 0.8`."),
             EXIT_USAGE,
         )
     for signum in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(signum, _raise_exit)
     watch = choose_watch()
-    progress = Progress(sys.stderr)
 
     def probe(high: float, low: float) -> ProbeResult:
-        if progress.tty:  # importing torch takes seconds: say what is happening
+        if sys.stderr.isatty():  # importing torch takes seconds: say what is happening
             sys.stderr.write(
                 f"probe: ratio {high:.2f}, steps of {format_gib(step)}; "
                 f"starting torch in {python}\n"
             )
         try:
-            return run_probe(ProbeSpec(python, high, low, step), watch, progress)
+            return run_probe(ProbeSpec(python, high, low, step), watch, Progress(sys.stderr))
         except KeyboardInterrupt:
-            progress.done()
             sys.stderr.write(
                 "mpsd: probe interrupted; its child was stopped and its memory freed.\n"
             )
             raise
-        finally:
-            progress.done()
 
     if args.calibrate:
-        return _calibrate(args, ratio, current, probe)
-    if ratio is not None:
-        high = low = ratio
-    else:
         assert current is not None
-        high, low = current.high_watermark_ratio, current.low_watermark_ratio
-    result = probe(high, low)
-    return _report(args, result, current)
-
-
-def _report(args: argparse.Namespace, result: ProbeResult, current: Limits | None) -> int:
+        return _calibrate(args, ratio, current, probe)
+    if ratio is None:
+        assert current is not None
+        result = probe(current.high_watermark_ratio, current.low_watermark_ratio)
+    else:
+        result = probe(ratio, ratio)
     from mpsd.probe.verdict import CLEAN, advise, report_lines, to_json
 
     advice = advise(result, current)
@@ -212,34 +182,24 @@ or the Mac starts to swap. The Mac will be slow for a moment during each run: sa
 first. Each run is stopped the moment swap starts, and its memory is freed at once."""
 
 
-def _calibrate(
-    args: argparse.Namespace, ratio: float | None, current: Limits | None, probe: Probe
-) -> int:
+def _calibrate(args: argparse.Namespace, ratio: float | None, current: Limits, probe: Probe) -> int:
     from mpsd import paths
-    from mpsd.probe.verdict import advise, calibrate, headroom_for, to_json
+    from mpsd.probe.verdict import CLEAN, advise, calibrate, headroom_for, to_json
 
-    if current is None:
-        raise MpsdError(
-            "calibration needs mpsd's current recommendation (limits.toml is missing): run "
-            "`mpsd install` (or `mpsd daemon --once`) first.",
-            EXIT_USAGE,
-        )
     start = ratio if ratio is not None else current.high_watermark_ratio
     sys.stderr.write(WARNING + "\n")
     if not args.yes and not _ask("Start the calibration?"):
         sys.stderr.write("Calibration cancelled; nothing was changed.\n")
         return EXIT_ABSENT
 
-    def on_run(result: ProbeResult) -> None:
-        seen = result.swap_seen_at_bytes or result.allocated_bytes
-        what = {
-            "clean": f"clean error at {format_gib(result.error_at_bytes or 0)}",
-            "swapped": f"swapped at {format_gib(seen)} ({result.swapouts} swap-outs)",
-            "pressure_critical": f"pressure critical at {format_gib(seen)}",
-        }.get(result.verdict, "no error from PyTorch")
-        sys.stderr.write(f"calibrate: ratio {result.high:.2f}: {what}\n")
+    def run(ratio: float) -> ProbeResult:
+        result = probe(ratio, ratio)
+        what = "clean error" if result.verdict == CLEAN else result.verdict.replace("_", " ")
+        at = format_gib(result.error_at_bytes or result.allocated_bytes)
+        sys.stderr.write(f"calibrate: ratio {ratio:.2f}: {what} at {at}\n")
+        return result
 
-    found = calibrate(start, lambda r: probe(r, r), on_run)
+    found = calibrate(start, run)
     clean = found.clean_ratio
     headroom = (
         headroom_for(clean, current.baseline_free_bytes, current.recommended_max_bytes)
@@ -255,9 +215,9 @@ def _calibrate(
                 f"Ratio {clean:.2f} gave a clean error; ratio {start:.2f} swapped. "
                 f"The headroom that gives {clean:.2f}: `{line}`."
             )
-        if args.yes or _ask(f"Write `{line}` to {config}?"):
+        written = args.yes or _ask(f"Write `{line}` to {config}?")
+        if written:
             set_headroom(config, headroom)
-            written = True
             sys.stderr.write(
                 f"Wrote `{line}` to {config}; the daemon applies it at its next sample "
                 "(`mpsd status` shows the new ratio).\n"
@@ -287,11 +247,10 @@ def _calibrate(
     return EXIT_OK
 
 
-def set_headroom(path: Path, headroom: float) -> bool:
+def set_headroom(path: Path, headroom: float) -> None:
     """Set ``headroom`` in config.toml at ``path`` (created if missing), keeping every comment
     and the layout (tomlkit). Raises ``ConfigError`` (and writes nothing) when the file is not
-    valid TOML, the result would not be a valid config, or the file cannot be written.
-    False when the value was already there."""
+    valid TOML, the result would not be a valid config, or the file cannot be written."""
     import tomlkit
     import tomlkit.exceptions
 
@@ -299,21 +258,15 @@ def set_headroom(path: Path, headroom: float) -> bool:
     from mpsd.config import ConfigError, validate
 
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        text = ""
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(path, [f"cannot be read ({exc})"]) from None
-    try:
-        document = tomlkit.parse(text)
-    except tomlkit.exceptions.TOMLKitError as exc:
+        document = tomlkit.parse(path.read_text(encoding="utf-8") if path.exists() else "")
+    except (OSError, UnicodeDecodeError, tomlkit.exceptions.TOMLKitError) as exc:
         raise ConfigError(
             path, [f"is not valid TOML ({exc}); fix it, then calibrate again"]
         ) from None
     document["headroom"] = headroom
     validate(document.unwrap(), path)
     try:
-        return write_atomic(path, tomlkit.dumps(document).encode("utf-8"), follow_links=True)
+        write_atomic(path, tomlkit.dumps(document).encode("utf-8"), follow_links=True)
     except OSError as exc:
         raise ConfigError(
             path, [f"cannot be written ({exc.strerror}); add `headroom = {headroom:g}` by hand"]

@@ -4,7 +4,7 @@ the window: the short view of ``mpsd.setup.chain``'s model (``--json`` prints al
 from __future__ import annotations
 
 import argparse
-import math
+import contextlib
 import re
 import sys
 from dataclasses import asdict, fields
@@ -18,18 +18,41 @@ from mpsd.paths import file_in_the_way
 from mpsd.setup.chain import Chain, NextJob, iso, read
 from mpsd.sizes import gib
 from mpsd.term import Style, columns, plural, use_color, wrap
+from mpsd.term import chart as term_chart
 
 GIB = 1 << 30
 CHART_ROWS = 8
-BLOCKS = " ▁▂▃▄▅▆▇█"
 LABEL = 17  # the width of "recommended max: "
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the facts as one JSON object")
+    parser.add_argument(
+        "--watch", action="store_true", help="the live view, redrawn in place (q or Ctrl-C quits)"
+    )
+    parser.add_argument(
+        "--every", type=_period, metavar="DURATION", help="with --watch: its period (default 1s)"
+    )
+
+
+def _period(text: str) -> float:
+    from mpsd.durations import parse_duration
+
+    with contextlib.suppress(ValueError):
+        if 0.1 <= (seconds := parse_duration(text)) <= 3600:
+            return seconds
+    raise argparse.ArgumentTypeError(f"'{text}' is not a period from 0.1s to 1h")
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.watch:
+        return watch(args.every or 1.0, args.json)
+    if args.every is not None:
+        from mpsd.errors import MpsdError
+
+        raise MpsdError(
+            "--every sets the period of --watch: give both (`mpsd status --watch --every 2s`)"
+        )
     chain = read()
     if args.json:
         import json
@@ -39,6 +62,89 @@ def run(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(render(chain, color=use_color(sys.stdout)))
     return 0
+
+
+def watch(every: float, as_json: bool) -> int:
+    """The live view: a sample of its own every ``every`` seconds (the daemon's sampler, in
+    this process), one JSON line a period with ``as_json``; ``q`` or Ctrl-C ends it."""
+    import json
+    import os
+    import select
+    import termios
+    import time
+    import tty
+
+    from mpsd.daemon.jobs import daemon_running, describe
+    from mpsd.machine.mljobs import ProcessScanner
+    from mpsd.machine.sampler import SampleError, take_sample
+
+    scanner, seen, first = ProcessScanner(), {}, None
+    fd = sys.stdin.fileno()
+    saved = None if as_json or not os.isatty(fd) else termios.tcgetattr(fd)
+    try:
+        if saved:
+            tty.setcbreak(fd)
+            sys.stdout.write("\033[?25l")
+        while True:
+            view: dict[str, Any] = {"t": time.time(), "daemon_running": daemon_running()}
+            try:
+                sample, _ = take_sample(scanner=scanner)
+            except SampleError as exc:
+                view["problem"] = str(exc)
+            else:
+                first = sample.swapouts if first is None else first
+                swapped = None if first is None else (sample.swapouts or first) - first
+                current = limits.read()
+                view.update(available_bytes=sample.available_bytes, total_bytes=sample.total_bytes)
+                page = os.sysconf("SC_PAGE_SIZE")
+                view.update(swapped_bytes=swapped and swapped * page, pressure=sample.pressure)
+                view["jobs"] = []
+                for p in sample.processes:
+                    if p.pid not in seen:
+                        seen[p.pid] = describe(p.pid, current, current.projects if current else ())
+                    view["jobs"].append({"pid": p.pid, "bytes": p.bytes, **seen[p.pid]})
+            if as_json:
+                print(json.dumps(view), flush=True)
+            else:
+                sys.stdout.write("\033[H\033[J" + "\n".join(live_lines(view, every)) + "\n")
+                sys.stdout.flush()
+            if not saved:
+                time.sleep(every)
+            elif select.select([fd], [], [], every)[0] and os.read(fd, 1) in (b"q", b"Q"):
+                return 0
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        if saved:
+            termios.tcsetattr(fd, termios.TCSADRAIN, saved)
+            sys.stdout.write("\033[?25h")
+            sys.stdout.flush()
+
+
+def live_lines(view: dict[str, Any], every: float) -> list[str]:
+    """The live view's text, from what ``watch`` read."""
+    from mpsd.daemon.jobs import PRESSURES
+
+    when = iso(view["t"])[11:19]
+    lines = [f"mpsd status --watch: every {format_duration(every)}; q or Ctrl-C quits  {when}"]
+    if not view["daemon_running"]:
+        lines.append("daemon:   not running (`mpsd daemon` starts it); this view samples by itself")
+    if "problem" in view:
+        return [*lines, f"problem:  {view['problem']}; trying again"]
+    swapped = view["swapped_bytes"]
+    lines += [
+        f"free:     {gib(view['available_bytes'])} of {gib(view['total_bytes'])}",
+        "swap:     "
+        + ("not known" if swapped is None else f"{gib(swapped)} since this view began"),
+        f"pressure: {PRESSURES.get(view['pressure'], 'not known')}",
+        f"jobs:     {plural(len(view['jobs']), 'ML job')} running",
+    ]
+    for job in view["jobs"]:
+        cap = f"of its {gib(job['cap'])} cap" if job.get("cap") else "(cap not known)"
+        lines.append(f"  {job['pid']:>7}  {gib(job['bytes'])} {cap}  {job.get('command', '')}")
+    if view["jobs"]:
+        lines.append("A footprint counts CPU-side memory too; a cap counts MPS memory only.")
+    return lines
 
 
 def to_json(chain: Chain) -> dict[str, Any]:
@@ -112,8 +218,8 @@ def next_job_words(job: NextJob, interval: float) -> str:
     return text
 
 
-def _gib(value: float | None) -> str:
-    return "?" if value is None else gib(value)
+def _gib(value: float | None, decimals: int = 1) -> str:
+    return "?" if value is None else gib(value, decimals)
 
 
 def _ago(seconds: float) -> str:
@@ -135,7 +241,10 @@ def render(chain: Chain, width: int | None = None, color: bool = False) -> str:
     if chain.daemon_running:
         rows = [("daemon", f"running{f' (pid {pid})' if pid else ''}")]
     else:
-        rows = [("daemon", "not running (start it with `mpsd daemon`)")]
+        from mpsd.setup.homebrew import START, runs_agent
+
+        start = START if runs_agent() else "mpsd daemon"  # Homebrew's: its brew service
+        rows = [("daemon", f"not running (start it with `{start}`)")]
     last, age = history.last_sample, history.age_seconds
     if last is None:
         rows.append(("last sample", "none yet"))
@@ -308,31 +417,9 @@ def chart(
     """Free memory per column as unicode bars, the baseline (─) and limit (┈) drawn in.
 
     At most 80 columns wide: a 9-column axis, the bars, a label for each line."""
-    known = [v for v in values if v is not None]
-    top = max([*known, baseline or 0, limit or 0, 1]) * 1.05
-    unit = top / rows
-
-    def row_of(value: int | None) -> int | None:
-        return None if value is None else min(rows - 1, max(0, math.floor(value / unit)))
-
-    baseline_row, limit_row = row_of(baseline), row_of(limit)
     out = [f"free memory over the last {format_duration(window_seconds)} (lowest per column)"]
-    for r in range(rows - 1, -1, -1):
-        cells = []
-        for value in values:
-            fill = 0.0 if value is None else min(1.0, max(0.0, value / unit - r))
-            char = BLOCKS[round(fill * 8)]
-            if fill < 0.5 and r in (baseline_row, limit_row):
-                char = "─" if r == baseline_row else "┈"
-            cells.append(char)
-        labels = []
-        if r == baseline_row:
-            labels.append(f"baseline {_gib(baseline)}")
-        if r == limit_row and limit is not None:
-            labels.append(f"limit {gib(limit, 2)}")
-        label = " " + ", ".join(labels) if labels else ""
-        axis = f"{top / GIB:.1f} GiB" if r == rows - 1 else ""
-        out.append(f"{axis:>10}┤{''.join(cells)}{label}")
+    lines = [(baseline, "─", f"baseline {_gib(baseline)}"), (limit, "┈", f"limit {_gib(limit, 2)}")]
+    out += term_chart(values, lines, rows=rows)
     left = f"{format_duration(window_seconds)} ago"
     out.append(f"{'0 GiB':>10}└" + left + "now".rjust(len(values) - len(left)))
     return out

@@ -12,7 +12,7 @@ import contextlib
 import json
 import os
 import sqlite3
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -46,7 +46,30 @@ MIGRATIONS: tuple[str, ...] = (
     """
     ALTER TABLE samples ADD COLUMN jobs INTEGER NOT NULL DEFAULT 0;
     """,
+    # 3 -> 4: one record per ML job the daemon saw (mpsd.daemon.jobs.Job's fields).
+    """
+    CREATE TABLE jobs (
+        id INTEGER PRIMARY KEY,
+        pid INTEGER NOT NULL,
+        command TEXT NOT NULL,
+        started REAL NOT NULL,
+        project TEXT,
+        ratio REAL,
+        ratio_from TEXT,
+        cap INTEGER,
+        free_at_start INTEGER,
+        peak INTEGER NOT NULL DEFAULT 0,
+        peak_at REAL,
+        swapouts INTEGER NOT NULL DEFAULT 0,
+        swap_from REAL,
+        swap_to REAL,
+        pressure INTEGER,
+        growth INTEGER,
+        ended REAL
+    );
+    """,
 )
+MAX_JOBS = 10_000  # job records kept at most (the oldest go first), beside the retention
 SCHEMA_VERSION = len(MIGRATIONS)
 
 _COLUMNS = "t, available, total, ml, swapouts, pressure, source, jobs"
@@ -158,7 +181,7 @@ class Store:
         """Raise sqlite3.DatabaseError (not an OperationalError: the file is damaged, not
         busy) when a table the schema version promises is missing."""
         names = {row[0] for row in self._db.execute("SELECT name FROM sqlite_master")}
-        missing = sorted({"samples", "meta"} - names)
+        missing = sorted({"samples", "meta", *["jobs"][: self.version >= 4]} - names)
         if missing:
             raise sqlite3.DatabaseError(
                 f"schema version {self.version} but no {', '.join(missing)}"
@@ -214,7 +237,35 @@ class Store:
             "(SELECT rowid FROM samples WHERE t < ? ORDER BY t LIMIT ?)",
             (before, limit),
         )
-        return int(cursor.rowcount)
+        removed = int(cursor.rowcount)
+        self._db.execute(
+            "DELETE FROM jobs WHERE ended < ? OR id <= "
+            "(SELECT id FROM jobs ORDER BY id DESC LIMIT 1 OFFSET ?)",
+            (before, MAX_JOBS),
+        )
+        return removed
+
+    def save_job(self, values: dict[str, Any]) -> int:
+        """Insert a job record (``id`` None) or update its row; its id."""
+        fields = [name for name in values if name != "id"]
+        if values.get("id") is None:
+            cursor = self._db.execute(
+                f"INSERT INTO jobs ({', '.join(fields)}) VALUES ({', '.join('?' * len(fields))})",
+                [values[name] for name in fields],
+            )
+            return int(cursor.lastrowid or 0)
+        assignments = ", ".join(f"{name} = ?" for name in fields)
+        self._db.execute(
+            f"UPDATE jobs SET {assignments} WHERE id = ?", [*map(values.get, fields), values["id"]]
+        )
+        return int(values["id"])
+
+    def end_open_jobs(self) -> None:
+        """Jobs a stopped daemon left open end at the last sample it took."""
+        self._db.execute(
+            "UPDATE jobs SET ended = MAX(started, COALESCE((SELECT MAX(t) FROM samples), 0)) "
+            "WHERE ended IS NULL"
+        )
 
     def set_meta(self, key: str, value: Any) -> None:
         self._db.execute(
@@ -227,6 +278,16 @@ class Store:
     def get_meta(self, key: str) -> Any:
         row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return None if row is None else json.loads(row[0])
+
+    def jobs(self, job_id: int | None = None, limit: int = 50) -> list[dict[str, Any]]:
+        """The latest job records, newest first (``job_id``: that one); none in a history
+        older than them."""
+        if self.version < 4:
+            return []
+        where = "" if job_id is None else f"WHERE id = {int(job_id)} "
+        cursor = self._db.execute(f"SELECT * FROM jobs {where}ORDER BY id DESC LIMIT {limit}")
+        names = [column[0] for column in cursor.description]
+        return [dict(zip(names, row)) for row in cursor.fetchall()]
 
     def count(self, since: float = float("-inf"), until: float = float("inf")) -> int:
         row = self._db.execute(
@@ -287,22 +348,6 @@ class Store:
         ]
         lowest = [None if low is None else int(low) for low, _ in rows]
         return sum(count for _, count in rows), lowest
-
-
-def lowest_free_per_bucket(samples: Iterable[Sample], since: float, width: float) -> list[Sample]:
-    """The pure twin of ``Store.samples`` when it thins: per bucket of ``width`` seconds
-    counted from ``since``, the sample with the least free memory (available + ml), in time
-    order. ``bench/replay.py`` replays the daemon with it, without SQLite; a test holds the
-    two to the same answer."""
-    best: dict[int, Sample] = {}
-    for s in samples:
-        key = int((s.t - since) // width)
-        current = best.get(key)
-        if current is None or (
-            s.available_bytes + s.ml_bytes < current.available_bytes + current.ml_bytes
-        ):
-            best[key] = s
-    return sorted(best.values(), key=lambda s: s.t)
 
 
 def _newer(path: Path, version: int) -> str:

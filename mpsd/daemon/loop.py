@@ -46,7 +46,7 @@ from typing import Any
 from mpsd import limits as limits_mod
 from mpsd import paths
 from mpsd.config import Config, ConfigError, load_config, policy_values
-from mpsd.daemon import policy
+from mpsd.daemon import jobs, policy
 from mpsd.daemon.history import HistoryError, Row, Store, row_of
 from mpsd.daemon.schedule import POLICY_EVERY, Schedule
 from mpsd.errors import EXIT_ABSENT, MpsdError
@@ -74,6 +74,15 @@ LOG_BYTES = 1_000_000
 LOG_BACKUPS = 3
 
 
+class _LogFile(logging.handlers.RotatingFileHandler):
+    """The rotating log, each file created 0600 whatever the umask (it says who ran what
+    where; under umask 000 a plain handler makes it writable by others)."""
+
+    def _open(self) -> Any:
+        fd = os.open(self.baseFilename, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        return os.fdopen(fd, "a", encoding=self.encoding, errors=self.errors)
+
+
 def setup_logging(warnings_to_stderr: bool = False) -> None:
     """Log to a rotating file in the state dir (about 4 MB at most) and to stderr in a terminal.
 
@@ -88,9 +97,7 @@ def setup_logging(warnings_to_stderr: bool = False) -> None:
     try:
         path = paths.log_file()
         ensure_dir(path.parent)
-        rotating = logging.handlers.RotatingFileHandler(
-            path, maxBytes=LOG_BYTES, backupCount=LOG_BACKUPS, encoding="utf-8"
-        )
+        rotating = _LogFile(path, maxBytes=LOG_BYTES, backupCount=LOG_BACKUPS, encoding="utf-8")
         rotating.setFormatter(formatter)
         logger.addHandler(rotating)
     except OSError as exc:
@@ -165,6 +172,7 @@ class Daemon:
     _last_at: float | None = None  # the wall time of the last whole run of the policy
     clock_jumped = False  # the last tick found the wall clock away from the monotonic one
     _untrusted: list[str] = field(default_factory=list)  # the trust problem last said
+    tracker: jobs.Tracker | None = None  # the job records (None until the first sample)
     _queue: queue.SimpleQueue[tuple[str, Any]] = field(default_factory=queue.SimpleQueue)
 
     # -- config -----------------------------------------------------------------------
@@ -242,11 +250,27 @@ class Daemon:
             log.warning("sample skipped: %s", exc)
             return None
         self.total_bytes = sample.total_bytes
+        notices: list[tuple[str, jobs.Job]] = []
         try:
-            self.open_store().add(sample)
+            store = self.open_store()
+            if self.tracker is None:
+                store.end_open_jobs()
+                self.tracker = jobs.Tracker()
+            store.add(sample)
+            changed, notices = self.tracker.update(
+                sample, lambda pid: jobs.describe(pid, limits_mod.read(), self.projects())
+            )
+            for job in changed:
+                job.id = store.save_job(vars(job))
         except Exception as exc:
             log.error("cannot store the sample in %s: %s", paths.history_file(), exc)
             self._drop_store()
+            for run in self.tracker.open.values() if self.tracker else ():
+                run.stored = None  # written again at the next sample
+        for kind, job in notices:
+            text = jobs.notice_text(kind, job)
+            way = jobs.notify(text) if self.config.notify else None
+            log.warning("%s%s", text, f" (notified by {way})" if way else "")
         if self.window is not None:
             self.window.append(row_of(sample))
         return sample

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from mpsd.machine.mljobs import MLProcess
 
 PRESSURE_NORMAL = 1
 PRESSURE_WARN = 2
@@ -20,6 +24,7 @@ class Sample:
     takes it off the next job's share. ``ml_jobs``: how many jobs hold it (0: not known).
     ``swapouts``: the cumulative swap-out counter (None where unknown).
     ``pressure``: 1 normal, 2 warning, 4 critical (None where unknown).
+    ``processes``: the jobs themselves (not stored: the daemon keeps a record per job).
     """
 
     t: float
@@ -30,3 +35,4 @@ class Sample:
     pressure: int | None = None
     source: str = "psutil"
     ml_jobs: int = 0
+    processes: tuple[MLProcess, ...] = field(default=(), compare=False, repr=False)

@@ -222,6 +222,7 @@ def take_sample(
         pressure=memory.pressure,
         source=memory.source,
         ml_jobs=len(jobs),
+        processes=tuple(jobs),
     )
     return sample, parts_of(t, memory, capped)
 
@@ -264,6 +265,7 @@ def write_parts(parts: Mapping[str, object], path: Path) -> None:
         clean_stale_temps(Path(path))  # a killed daemon's (named by its pid)
         with open(tmp, "w", encoding="utf-8") as handle:
             handle.write(json.dumps(dict(parts), indent=2) + "\n")
+        os.chmod(tmp, 0o644)  # whatever the umask: never writable by others
         os.replace(tmp, path)
     except OSError:
         with contextlib.suppress(OSError):

@@ -12,12 +12,12 @@ from dataclasses import dataclass, field, replace
 
 from mpsd.oom.finding import Finding
 from mpsd.oom.normalize import compiled, prepare
-from mpsd.oom.readers import HEADS, Head
+from mpsd.oom.readers import HEADS, Head, around
 
 WINDOW = 1 << 20  # a text is read in windows of about this many characters
 TAIL = 8 * 1024  # with the characters after it that an error starting in it may run into
 # Every known error has one of these (most have several, so a wrap inside one leaves another).
-WORDS = ("memor", "alloc", "water", "invalid", "buffer", "ndarray", "int_max", "dimension", "dims")
+WORDS = ("memor", "alloc", "water", "invalid", "buffer", "ndarray", "dimen", "dims", "resource")
 RECENT = 20  # a repeated or truncated copy comes soon after its error: look that far back
 MAX_FINDINGS = 1000  # distinct errors read; the errors after them are only counted
 MAX_READ = 10 * MAX_FINDINGS  # the texts of errors read, kept to count their repeats
@@ -109,8 +109,8 @@ class Found:
                 finding = head.extract(key[1])
                 if len(self._read) < MAX_READ:
                     self._read[key] = finding
-            if finding is not None:
-                self.add(finding)
+            if finding is not None:  # with what the traceback before it and its lines tell
+                self.add(around(finding, text[anchors[i - 1][0] if i else 0 : end]))
 
 
 def scan(pieces: Iterable[str]) -> Found:

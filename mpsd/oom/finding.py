@@ -14,38 +14,36 @@ MPS_INVALID_LOW = "mps_invalid_low_watermark"
 MPS_OTHER = "mps_other"
 CUDA_OOM = "cuda_oom"
 CPU_OOM = "cpu_oom"
-KINDS = (MPS_OOM, MPS_INVALID_HIGH, MPS_INVALID_LOW, MPS_OTHER, CUDA_OOM, CPU_OOM)
+MLX_OOM = "mlx_oom"
+XPU_SIZE = "xpu_size_limit"
 
 # The keys SPEC.md promises for each kind (null when the message lacks the number).
 KEYS: dict[str, tuple[str, ...]] = {
     MPS_OOM: ("allocated_bytes", "other_bytes", "max_allowed_bytes", "requested_bytes", "pool"),
     MPS_INVALID_HIGH: ("ratio",),
     MPS_INVALID_LOW: ("ratio",),
-    MPS_OTHER: ("requested_bytes",),
+    MPS_OTHER: ("requested_bytes", "framework"),
     CUDA_OOM: (
-        "requested_bytes",
-        "total_bytes",
-        "free_bytes",
-        "allocated_bytes",
-        "reserved_bytes",
-        "device",
+        *("requested_bytes", "total_bytes", "free_bytes", "allocated_bytes", "reserved_bytes"),
+        *("in_use_bytes", "other_processes", "allowed_bytes", "private_pool_bytes", "device"),
     ),
     CPU_OOM: ("requested_bytes",),
+    MLX_OOM: ("requested_bytes", "max_buffer_bytes", "resource_limit", "framework"),
+    XPU_SIZE: ("requested_bytes",),
 }
-# Added where the message has them (SPEC.md: "other keys may be added").
-EXTRA_KEYS = ("in_use_bytes", "allowed_bytes", "backend")
+KINDS = tuple(KEYS)
 
 
 @dataclass
 class Finding:
-    """One error found in a paste.
-
-    ``detail`` names the exact error within its kind (``"oom"``, ``"invalid_buffer_size"``,
-    ``"runtime"``...). ``alloc_conf``: the PYTORCH_CUDA_ALLOC_CONF setting a CUDA message
-    itself suggests (``"expandable_segments"`` or ``"max_split_size_mb"``), not in ``to_json``.
-    ``count``: how often the error was seen. ``rounding`` holds, per byte field, how far the
-    true value may be from the printed, rounded one; ``binary_units`` is True when the message
-    spelt sizes ``GiB`` (PyTorch 2.8+). Neither counts when two findings are compared.
+    """One error found in a paste. ``detail`` names the exact error within its kind
+    (``"oom"``, ``"cap_unread"``, ``"invalid_buffer_size"``, ``"runtime"``...).
+    ``alloc_conf``: the PYTORCH_CUDA_ALLOC_CONF setting a CUDA message itself suggests
+    (``"expandable_segments"`` or ``"max_split_size_mb"``), not in ``to_json``. ``count``: how
+    often the error was seen. ``rounding`` holds, per byte field, how far the true value may be
+    from the printed, rounded one; ``binary_units`` is True when the message spelt sizes ``GiB``
+    (PyTorch 2.8+). ``context``: what the traceback around it shows (``readers.TRACEBACK``).
+    None of these four counts when two findings are compared.
     """
 
     kind: str
@@ -62,11 +60,17 @@ class Finding:
     ratio: float | None = None
     backend: str | None = None
     in_use_bytes: int | None = None
+    other_processes: tuple[tuple[int, int], ...] | None = None
     allowed_bytes: int | None = None
+    private_pool_bytes: int | None = None
+    max_buffer_bytes: int | None = None
+    resource_limit: int | None = None
+    framework: str | None = None
     alloc_conf: str | None = None
-    count: int = 1
+    count: int = field(default=1, compare=False)
     binary_units: bool = field(default=True, compare=False)
     rounding: dict[str, int] = field(default_factory=dict, compare=False)
+    context: frozenset[str] = field(default=frozenset(), compare=False)
 
     def key(self) -> tuple[Any, ...]:
         """What tells one error from another: its kind, detail and every number."""
@@ -85,13 +89,16 @@ class Finding:
             out[key] = getattr(self, key)
         if self.ratio is not None and not math.isfinite(self.ratio):
             out["ratio"] = None
-        for key in EXTRA_KEYS:
-            if getattr(self, key) is not None:
-                out[key] = getattr(self, key)
+        if self.other_processes is not None:
+            out["other_processes"] = [{"pid": p, "bytes": n} for p, n in self.other_processes]
+        if self.backend is not None:  # SPEC.md: "other keys may be added"
+            out["backend"] = self.backend
+        if self.context:
+            out["context"] = sorted(self.context)
         out["detail"] = self.detail
         out["count"] = self.count
         return out
 
 
-# Every field but count, binary_units and rounding.
-_values = operator.attrgetter(*(f.name for f in dataclasses.fields(Finding)[:-3]))
+# Every field compared: all but count, binary_units, rounding and context.
+_values = operator.attrgetter(*(f.name for f in dataclasses.fields(Finding) if f.compare))

@@ -33,13 +33,8 @@ _ANSI = (
 _INVISIBLE = r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\xad\u200b-\u200f\u2060\ufeff]+"
 
 
-def _unescape(match: re.Match[str]) -> str:
-    code, control, quote = match.groups()
-    if code:
-        return chr(int(code, 16))
-    if control:
-        return {"n": "\n", "r": "\n", "t": " "}[control]
-    return str(quote or "")
+def _unescape(m: re.Match[str]) -> str:
+    return chr(int(m[1], 16)) if m[1] else {"n": "\n", "r": "\n", "t": " "}.get(m[2], m[3] or "")
 
 
 def clean(text: str) -> str:
@@ -67,7 +62,7 @@ _PREFIX = r"""(?x)\n(?:
     | \[?\d\d?:\d\d:\d\d(?:[.,]\d+)?\]?:?        # times
     | [A-Z][a-z]{2}[ \t]+\d{1,2}[ \t]\d\d:\d\d:\d\d     # syslog: "Nov 30 05:00:00 host proc[1]:"
       [ \t]+[^ \t\n]+[ \t]+[\w.\-/]+(?:\[\d+\])?:
-    | \[[^\]\n]{1,48}\]:?                        # [INFO] [stderr] [rank0] [19:45:40.615]
+    | \[(?!metal)[^\]\n]{1,48}\]:?                # [INFO] [rank0] [19:45:40.615], not MLX's
     | \([^)\n]{0,80}pid=\d+[^)\n]{0,80}\)        # ray's (pid=123) and (Actor pid=123)
     | LEVEL(?::[\w.<>]*:|[ \t]*[:|\-])?          # levels, Python logging's ERROR:root:
       (?:[ \t]*(?:root|__main__|\w+(?:\.\w+)+|\w*_\w*):(?=[ \t]))?   # and a logger: "ERROR root:"
@@ -77,7 +72,9 @@ _PREFIX = r"""(?x)\n(?:
     | [\w.]+:[\w<>]+:\d+[ \t]+-(?=[ \t])             # loguru "module:function:12 -"
     | E(?=[ \t]{2})                              # pytest
     | \d{1,6}[ \t]*\|                            # numbered listings "12 |"
-    )+""".replace("LEVEL", _LEVEL)
+    )+""".replace("LEVEL", _LEVEL).replace("metal", "[Mm][Ee][Tt][Aa][Ll]")
+# rich's logging handler ends a record's first line with a "file.py:12" column.
+_RICH_PATH = r"(?<![ \t])[ \t]+(?:[\w.\-]+\.py|<\w+>):\d+[ \t]*(?=\n|$)"
 
 
 # A line that may start with a prefix: a sign, a digit, an upper-case word or a month,
@@ -88,7 +85,7 @@ _MAY_PREFIX = r"\n[ \t]*(?:[^A-Za-z \t\n]|[A-Z]{3,}\b|[A-Z][a-z]{2}[ \t]+\d|E[ \
 
 def strip_prefixes(text: str) -> str:
     """Remove log prefixes, quote marks and comment signs from the start of every line."""
-    text = "\n" + text
+    text = "\n" + (compiled(_RICH_PATH).sub("", text) if ":" in text else text)
     if "|" not in text and " - " not in text and not compiled(_MAY_PREFIX).search(text):
         return text[1:]
     # Matching from each "\n" (a literal: a fast search) rather than from "^" in

@@ -14,7 +14,7 @@ all read.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Optional
 
 from mpsd.oom import finding as fk
@@ -25,7 +25,7 @@ Extract = Callable[[str], Optional[Finding]]  # not `Finding | None`: evaluated 
 
 # --- sizes as PyTorch prints them: its GB/MB/KB (2.0 to 2.7) and GiB/MiB/KiB (2.8+) are both
 # powers of 1024; up to 1024 bytes it prints "N bytes".
-SIZE = r"(?<![\d.,])(\d+(?:[.,]\d+)*)(bytes?|[kmgtp]i?b)"
+SIZE = r"(?<!\d)(?<!\d[.,])(\d+(?:[.,]\d+)*)(bytes?|[kmgtp]i?b)"
 # No size PyTorch prints comes near this (2^90 bytes); a larger "size" is a paste's digit run,
 # read as no number at all. Below it, sums of sizes stay far inside a float's range.
 MAX_BYTES = float(1 << 90)
@@ -127,6 +127,8 @@ def _mps_oom(seg: str) -> Finding:
     read_sizes(seg, MPS_LABELS, found)
     pools = sorted((seg.find(f"on{name}pool"), name) for name in ("private", "shared"))
     found.pool = next((name for at, name in pools if at >= 0), None)
+    if found.max_allowed_bytes is None and "maxallowed" in seg:  # a paste that lost its number
+        found.detail = "cap_unread"
     return found
 
 
@@ -183,11 +185,14 @@ CUDA_LABELS: Labels = {
         ("oftheallocatedmemory", "currentlyallocated"),
         ("alreadyallocated", "isallocatedbypytorch"),
     ),
-    "_unallocated": ((), ("isreservedbypytorchbutunallocated",)),
-    "reserved_bytes": ((), ("reservedintotalbypytorch", "cached")),
-    "in_use_bytes": (("thisprocesshas",), ("memoryinuse",)),
+    # "cached" (up to 1.3): cached but unallocated, as the newer "reserved but unallocated".
+    "_unallocated": ((), ("isreservedbypytorchbutunallocated", "cached")),
+    "reserved_bytes": ((), ("reservedintotalbypytorch",)),
+    "in_use_bytes": (("thisprocesshas",), ()),  # "Process N has X" is another process
     "allowed_bytes": ((), ("allowed",)),
+    "private_pool_bytes": ((), ("allocatedinprivatepools",)),
 }
+_PROCESS = r"process(\d{1,10})has" + SIZE
 _DEVICE = r"(?:gpu|device)~?(\d{1,3})(?![\d.,])"  # "GPU 0"
 _BACKEND = r"cuda|hip|xpu"
 
@@ -206,6 +211,9 @@ def _cuda(detail: str) -> Extract:
             if found.reserved_bytes is None and allocated is not None and unallocated is not None:
                 # The newer wording splits PyTorch's reserved memory in two.
                 found.reserved_bytes = allocated + unallocated
+            others = [(int(m[1]), to_bytes(m[2], m[3])) for m in compiled(_PROCESS).finditer(seg)]
+            if others or found.in_use_bytes is not None:  # a form that lists processes
+                found.other_processes = tuple((pid, n[0]) for pid, n in others if n)
             found.alloc_conf = next(
                 (s for s in ("expandable_segments", "max_split_size_mb") if s in seg), None
             )
@@ -214,6 +222,51 @@ def _cuda(detail: str) -> Extract:
     return extract
 
 
+# --- MLX (backend/metal/allocator.cpp), Intel's extension for PyTorch ---------------
+MLX_LABELS: Labels = {
+    "requested_bytes": (("attemptingtoallocate",), ()),
+    "max_buffer_bytes": (("maximumallowedbuffersizeof",), ()),
+}
+
+
+def _mlx(seg: str) -> Finding:
+    found = Finding(fk.MLX_OOM, "buffer_size", framework="mlx")
+    limit = compiled(r"resourcelimit\((\d{1,12})\)").search(seg[:60])
+    if limit:  # (its text has no size)
+        found.detail, found.resource_limit = "resource_limit", int(limit[1])
+    read_sizes(seg[:200], MLX_LABELS, found)
+    return found
+
+
+# --- what the text around an error tells: the traceback, the program that raised it ---
+TRACEBACK = {  # a tag: the words that give it away
+    "dataloader": "dataloader pin_memory",
+    "accelerate_finder": "find_executable_batch_size auto_find_batch_size accelerate/utils/memory",
+    "lightning_finder": "batchsizefinder scale_batch_size batch_size_scaling",
+}
+# In this order: a ggml or MLX log may name torch too.
+FRAMEWORKS = {"ggml": "ggml llama_", "mlx": "[metal] mlx", "torch": "torch mpsgraph metalperf"}
+
+
+def _tags(table: dict[str, str], near: str) -> list[str]:
+    return [tag for tag, words in table.items() if any(map(near.__contains__, words.split()))]
+
+
+def around(found: Finding, near: str) -> Finding:
+    """``found`` with what squeezed ``near`` (its lines and the traceback before) tells: its
+    ``context``, and the framework of an MPS error (Metal's command-buffer one: any program's)."""
+    context, framework = frozenset(_tags(TRACEBACK, near)), found.framework
+    if found.kind == fk.MPS_OTHER and found.detail != "command_buffer_oom":
+        framework = "torch"
+    elif found.kind == fk.MPS_OTHER:
+        framework = next(iter(_tags(FRAMEWORKS, near)), None)
+    if context or framework != found.framework:
+        return replace(found, context=context, framework=framework)
+    return found
+
+
+_CPU = _plain(fk.CPU_OOM, "cpu_allocator", CPU_LABELS)
+_XPU = _plain(fk.XPU_SIZE, "size_limit", CUDA_LABELS, 120)
 HEADS: tuple[Head, ...] = (
     Head("mps backend out", _mps_oom, 900),
     Head("mps allocated", _mps_oom, 900, lookback=120, after=r":?\d"),
@@ -239,20 +292,13 @@ HEADS: tuple[Head, ...] = (
     Head("hipErrorOutOfMemory", _cuda("runtime"), 60),
     Head("STATUS_ALLOC_FAILED", _cuda("library_alloc_failed"), 60),
     Head("allocation on device", _cuda("allocation_on_device"), 700),
-    Head("default cpu allocator", _plain(fk.CPU_OOM, "cpu_allocator", CPU_LABELS), 400),
-    Head(
-        "you tried to allocate",
-        _plain(fk.CPU_OOM, "cpu_allocator", CPU_LABELS),
-        300,
-        lookback=120,
-        after=r":?\d",
-    ),
+    Head("default cpu allocator", _CPU, 400),
+    Head("you tried to allocate", _CPU, 300, lookback=120, after=r":?\d"),
     Head("posix_memalign", _plain(fk.CPU_OOM, "posix_memalign"), 80, after=r"\([^)]{0,80}\)==0"),
-    Head(
-        "unable to allocate",
-        _plain(fk.CPU_OOM, "numpy", CPU_LABELS),
-        200,
-        after=SIZE + "foranarray",
-    ),
+    Head("unable to allocate", _plain(fk.CPU_OOM, "numpy", CPU_LABELS), 200, after=SIZE + "foran"),
     Head("std::bad_alloc", _plain(fk.CPU_OOM, "bad_alloc"), 40),
+    Head("[metal::malloc]", _mlx, 200),
+    Head("attempting to allocate", _mlx, 200, lookback=40, after=SIZE + "whichisgreater"),
+    Head("resource limit (", _mlx, 60, lookback=40, after=r"\d+\)exceeded"),
+    Head("can not allocate memory block with size larger", _XPU, 140),
 )

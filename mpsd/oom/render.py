@@ -39,9 +39,36 @@ def mac_name(ram_gb: int) -> str:
     return f"{article} {ram_gb} GB Mac"
 
 
+SWAPS = (
+    "Under PyTorch's default 1.7 cap a trial that swaps counts as a success, so the finder "
+    f"picks a batch that swaps: set a ratio first ({HIGH}, or `mpsd enable`)."
+)
+TRACEBACK = {  # what the traceback around an MPS error tells (Finding.context)
+    "dataloader": (
+        "The traceback shows a DataLoader: with pin_memory=True its pinned CPU buffers come out "
+        "of the MPS allocator and count against this cap (pinning buys little on unified "
+        "memory): set pin_memory=False."
+    ),
+    "accelerate_finder": (
+        "The traceback shows accelerate's find_executable_batch_size (the HF Trainer's "
+        "auto_find_batch_size): accelerate since PR 4227 (September 2026) catches this MPS "
+        "error and retries with half the batch; an older one lets it through: upgrade "
+        f"accelerate. {SWAPS}"
+    ),
+    "lightning_finder": (
+        "The traceback shows Lightning's BatchSizeFinder: its is_oom_error knows CUDA, cuDNN "
+        "and CPU errors, not this MPS one, so the search stopped instead of trying a smaller "
+        f"batch: set the batch size by hand (the last one that ran). {SWAPS}"
+    ),
+}
 ARTICLE = '"MPS backend out of memory on a Mac: what the numbers mean and how to set the watermark"'
+SPLIT = "a smaller batch or resolution, tiled VAE decoding, chunked attention"
+BUFFER = (
+    "larger than the largest buffer Metal allows on this Mac (its maxBufferLength). No memory "
+    f"setting changes this: split the work ({SPLIT})."
+)
+UNITS = '  (The message\'s "GB" and "MB" are GiB and MiB, powers of 1024: the units used here.)'
 LESS = "smaller batch or resolution, float16, one model at a time, tiling"
-Row = tuple[str, str, str]  # label, the Finding's field, meaning
 
 
 @dataclass(frozen=True)
@@ -51,7 +78,7 @@ class Kind:
 
     title: str
     body: Callable[[Renderer, Finding], list[str]]
-    rows: tuple[Row, ...] = ()
+    rows: tuple[str, ...] = ()
 
 
 class Renderer:
@@ -69,18 +96,22 @@ class Renderer:
         title = kind.title
         if f.kind == fk.CUDA_OOM and f.backend and f.backend != "cuda":
             title = f"{f.backend.upper()} out of memory"
+        if f.detail == "command_buffer_oom" and f.framework != "torch":
+            names = {"mlx": " (MLX)", "ggml": " (llama.cpp, ggml)"}
+            title = "Metal out of memory" + names.get(f.framework or "", "")
         if f.count > 1:
             title += f" (seen {f.count} times)"
         return [self.style.title(title), *self.table(kind.rows, f), *kind.body(self, f)]
 
-    def table(self, rows: tuple[Row, ...], f: Finding) -> list[str]:
+    def table(self, rows: tuple[str, ...], f: Finding) -> list[str]:
         """The rows with a number, aligned (label, value right-aligned, meaning), and under
         the first table of a message that spelt "GB", the line that says they are GiB."""
         pool = f" ({f.pool} pool)" if f.pool else ""
+        cells = [row.split("|") for row in rows]
         shown = [
-            (label, size(getattr(f, key)), meaning.format(pool=pool))
-            for label, key, meaning in rows
-            if getattr(f, key) is not None
+            (label, size(getattr(f, f"{key}_bytes")), meaning.format(pool=pool))
+            for label, key, meaning in cells
+            if getattr(f, f"{key}_bytes") is not None
         ]
         if not shown:
             return []
@@ -89,12 +120,7 @@ class Renderer:
         out = [f"  {lab:<{wl}}  {val:>{wv}}  {self.style.dim(mean)}" for lab, val, mean in shown]
         if not f.binary_units and not self.units_said:
             self.units_said = True
-            out.append(
-                self.style.dim(
-                    '  (The message\'s "GB" and "MB" are GiB and MiB, powers of 1024: the units '
-                    "used here.)"
-                )
-            )
+            out.append(self.style.dim(UNITS))
         return out
 
     def section(self, head: str, lines: list[str]) -> list[str]:
@@ -154,10 +180,11 @@ class Renderer:
             over, slack = need - cap, sum(f.rounding.values())
             if over > slack:
                 why.append(f"  {terms}, over the {size(cap)} cap by {size(over)}.")
-            elif over >= -slack:
+            elif over >= -slack - (request or 0) // 32:  # PyTorch rounds a large request up ~3%
                 why.append(
-                    f"  {terms}: at the {size(cap)} cap "
-                    "(each number is rounded to 2 decimals, so the last allocation tipped it)."
+                    f"  {terms}: at the {size(cap)} cap (each number is rounded to 2 decimals"
+                    + ("" if over >= -slack else " and PyTorch rounds a large request up ~3%")
+                    + ", so the last allocation tipped it)."
                 )
             elif len(known) < 3:
                 why.append(f"  {terms}, with the {size(cap)} cap.")
@@ -169,11 +196,15 @@ class Renderer:
                 )
             if len(known) < 3:
                 why.append("  (the paste lost some numbers: the sum is only what it kept)")
-        elif cap is None and request is None:
-            why.append('  The paste ends before "max allowed": the cap in force is unknown.')
+        elif cap is None and (request is None or f.detail != "oom"):
+            cut = "lost the number of" if f.detail != "oom" else "ends before"
+            why.append(f'  The paste {cut} "max allowed": the cap in force is unknown.')
         elif cap is None:
-            why.append('  No "max allowed" in the message: no cap was in force (ratio 0.0, or a')
-            why.append("  PyTorch before 2.0), so the job stopped only when Metal itself ran out.")
+            why.append(
+                f'  No "max allowed" in the message: the cap was off ({HIGH}=0.0), so PyTorch '
+                "allocated until Metal itself ran out. That is what lets a job push the Mac into "
+                "swap: macOS swaps long before Metal refuses."
+            )
         else:
             why.append(f"  PyTorch needed more than the {size(cap)} cap allows.")
         if too_big:
@@ -227,10 +258,12 @@ class Renderer:
                 '"other allocations" exceed what PyTorch\'s allocator holds: much of the '
                 "memory is outside it (other libraries' Metal buffers, MPSGraph caches)."
             )
-        return self.notes(notes)
+        return self.notes(notes + [TRACEBACK[c] for c in sorted(f.context)])
 
     def ratio_lines(self, f: Finding) -> list[str]:
         cap = f.max_allowed_bytes
+        if cap is None and f.requested_bytes is not None and f.detail == "oom":
+            return ["  0.0: no cap (the ratio that removes it)."]
         if cap is None:
             return ['  Unknown: the message has no "max allowed".']
         slack = f.rounding.get("max_allowed_bytes", 0)
@@ -414,11 +447,7 @@ class Renderer:
 
     # --- other errors ---------------------------------------------------------------
     OTHER: ClassVar[dict[str, str]] = {
-        "invalid_buffer_size": (
-            "One tensor is larger than the largest buffer Metal allows on this Mac "
-            "(its maxBufferLength). No watermark ratio changes this: split the work "
-            "(smaller batch, lower resolution, tiled VAE decoding, chunked attention)."
-        ),
+        "invalid_buffer_size": f"One tensor is {BUFFER}",
         "ndarray_too_large": (
             "An MPS kernel got a tensor of more than 4 GiB (2**32 bytes), more than MPSNDArray "
             "takes on this macOS. Not a lack of memory: no ratio changes it. Split the work "
@@ -431,8 +460,18 @@ class Renderer:
         ),
         "command_buffer_oom": (
             "Metal itself ran out of memory while running a GPU command: the system had no "
-            "memory left for it (other apps, or a cap above what is really free). Lower the "
-            "ratio so PyTorch stops first, with a clean error."
+            "memory left for it (other apps, or a program allowed more than is really free)."
+        ),
+        "buffer_size": f"MLX asked Metal for one buffer {BUFFER}",
+        "resource_limit": (
+            "MLX reached Metal's limit on buffers alive at once ({f.resource_limit} of them): "
+            "many small arrays, or a graph evaluated too late. Evaluate more often (mx.eval "
+            "inside the loop) and keep fewer arrays alive; it is not a lack of memory."
+        ),
+        "size_limit": (
+            "Intel's extension for PyTorch refuses any single allocation over 4 GiB on this "
+            "GPU: a limit of the platform, not a lack of memory (what is free does not matter). "
+            f"Split the work so no tensor needs more than 4 GiB: {SPLIT}."
         ),
         "internal_assert": (
             "PyTorch's MPS allocator failed an internal check of its watermarks: the ratio "
@@ -440,10 +479,39 @@ class Renderer:
         ),
     }
 
+    # The fix for the Metal program that raised the error: never PyTorch's variables to another.
+    WIRED = (
+        "  `sudo sysctl iogpu.wired_limit_mb=N` lets the GPU wire more, but too much starves "
+        "macOS (it has frozen and panicked Macs): leave macOS several GB (reset at reboot)."
+    )
+    FIXES: ClassVar[dict[str | None, tuple[str, ...]]] = {
+        "mlx": (
+            "  MLX reads no environment variable for its limits: set them in the program, before "
+            "the work: mx.set_memory_limit(bytes) (its default, 1.5 x Metal's recommended "
+            "maximum, is soft and lets the Mac swap) and mx.set_cache_limit(bytes).",
+            "  Or a smaller or quantised model (4-bit), a shorter context, a smaller batch.",
+            WIRED,
+        ),
+        "ggml": (
+            "  llama.cpp (ggml) has its own options: a smaller context (-c / --ctx-size), fewer "
+            "layers on the GPU (-ngl / --n-gpu-layers), a smaller batch (-b / -ub), a smaller "
+            "quantisation (Q4_K_M rather than Q8_0); in Ollama, num_ctx and num_gpu.",
+            WIRED,
+        ),
+        None: (
+            "  The paste does not say which program raised it. Close other apps, use a smaller "
+            "model or batch; then, for PyTorch, `mpsd enable`; for MLX, mx.set_memory_limit; "
+            "for llama.cpp, a smaller --ctx-size or fewer --n-gpu-layers.",
+        ),
+    }
+
     def mps_other(self, f: Finding) -> list[str]:
-        out = [f"  {self.OTHER.get(f.detail, 'An MPS memory error.')}"]
+        out = [f"  {self.OTHER.get(f.detail, 'An MPS memory error.').format(f=f)}"]
+        if f.detail == "command_buffer_oom" and f.framework != "torch":
+            return out + self.section("Fix", list(self.FIXES[f.framework]))
         if f.detail in ("command_buffer_oom", "internal_assert"):
-            out += self.section("Fix", self.fix_lines(""))
+            stop = "A lower ratio makes PyTorch stop first." if f.detail[0] == "c" else ""
+            out += self.section("Fix", self.fix_lines("", stop))
         return out
 
     def cuda(self, f: Finding) -> list[str]:
@@ -460,12 +528,31 @@ class Renderer:
                 "PyTorch holds more than the GPU has: on Windows the driver spills into "
                 'system RAM ("CUDA sysmem fallback"), which is slow.'
             )
-        free = f.free_bytes
+        free, in_use, others = f.free_bytes, f.in_use_bytes, f.other_processes or ()
         busy = total is not None and free is not None and free < total * 0.1
-        if busy and total is not None and res is not None and res < total * 0.5:
+        if others:
+            listed = ", ".join(f"process {pid}: {size(n)}" for pid, n in others[:4])
             notes.append(
-                "PyTorch holds little of the GPU, yet it is full: other processes "
+                f"Other processes held {size(sum(n for _, n in others))} of the GPU ({listed})."
+                if in_use is not None
+                else f"The message lists {listed}, and names none as this process: in a "
+                "container (another pid namespace) PyTorch cannot tell, so a process holding "
+                "at least PyTorch's reserved memory is most likely this one."
+            )
+        elif busy and total is not None and res is not None and res < total * 0.5:
+            mine = in_use is not None and in_use > total * 0.5
+            notes.append(
+                f"PyTorch holds little of the GPU, but this process has {size(in_use or 0)} in "
+                "use: memory outside PyTorch's allocator (other libraries, CUDA contexts)."
+                if mine
+                else "PyTorch holds little of the GPU, yet it is full: other processes "
                 "(or the desktop) use it; check nvidia-smi."
+            )
+        if f.private_pool_bytes:
+            notes.append(
+                f"{size(f.private_pool_bytes)} of PyTorch's memory is in private pools (CUDA "
+                "Graphs, as torch.compile's reduce-overhead mode makes): the allocator cannot "
+                "reuse it for other tensors. Fewer captured graphs (or shapes) free it."
             )
         why = self.cuda_why(f) + self.notes(notes)
         return (self.section("Why it failed", why) if why else []) + self.section(
@@ -485,20 +572,27 @@ class Renderer:
                 "a tensor's shape or the batch is the problem first."
             ]
         out: list[str] = []
+        held = f.reserved_bytes or f.allocated_bytes
+        if f.allowed_bytes is not None and held is not None and held + req > f.allowed_bytes:
+            room = f", while the GPU had {size(free)} free" if free is not None else ""
+            return [
+                f"  {size(held)} held by PyTorch + the {size(req)} request = {size(held + req)}, "
+                f"over the {size(f.allowed_bytes or 0)} this process is allowed{room}: the cap "
+                "of torch.cuda.set_per_process_memory_fraction stopped it, not the GPU."
+            ]
         if free is None:
             out.append(f"  PyTorch asked for {size(req)}; the message does not say what was free.")
         elif free >= req:
             out.append(
                 f"  PyTorch asked for {size(req)} while {size(free)} was free: the free memory "
-                "was in pieces, or taken by the time PyTorch asked (another process, or a "
-                "memory-fraction cap)."
+                "was in pieces, or taken by the time PyTorch asked (another process)."
             )
         else:
             out.append(
                 f"  PyTorch asked for {size(req)}; only {size(free)} was free on the GPU, "
                 f"{size(req - free)} short."
             )
-        if unused is not None and free is not None and free < req:
+        if unused and free is not None and free < req:  # (no line for an empty cache)
             if unused + free >= req:
                 out.append(
                     f"  PyTorch also held {size(unused)} reserved but unallocated (its cache of "
@@ -511,7 +605,7 @@ class Renderer:
                     f"free and cached together, {size(free + unused)}, are less than the request. "
                     "The job needs less memory, or the GPU's other users must free theirs."
                 )
-        elif unused is not None:
+        elif unused:
             out.append(f"  PyTorch held {size(unused)} reserved but unallocated (its cache).")
         return out
 
@@ -528,27 +622,31 @@ class Renderer:
         out: list[str] = []
         unused, free, req = self.unallocated(f), f.free_bytes, f.requested_bytes
         fragmented = unused is not None and unused > max((f.allocated_bytes or 0) * 0.25, 1 << 30)
+        conf = f.alloc_conf if unused != 0 else None  # nothing cached: no setting makes room
         here = ""
         if unused is not None and free is not None and req is not None and free < req:
-            if free + unused >= req:
-                here = (
-                    " Here it may be the whole fix: the free and the cached memory together "
-                    "would hold the request."
-                )
-            else:
-                here = (
-                    " Here it cannot make room enough: the free and the cached memory together "
-                    "are less than the request."
-                )
+            here = (
+                " Here it may be the whole fix: the free and the cached memory together would "
+                "hold the request."
+                if free + unused >= req
+                else " Here it cannot make room enough: the free and the cached memory together "
+                "are less than the request."
+            )
         cmd = self.style.cmd
-        if f.alloc_conf == "expandable_segments" or (fragmented and f.alloc_conf is None):
-            lead = "The message suggests" if f.alloc_conf else "Try"
+        held = (f.reserved_bytes or f.allocated_bytes or 0) + (req or 0)
+        if f.allowed_bytes and f.allowed_bytes < held:
+            out.append(
+                "  Raise the fraction given to torch.cuda.set_per_process_memory_fraction (or drop "
+                "the call) if the GPU is this job's; else make the job use less memory."
+            )
+        elif conf == "expandable_segments" or (fragmented and conf is None):
+            lead = "The message suggests" if conf else "Try"
             out.append(
                 f"  {lead} {cmd('export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True')} "
                 "(before python starts): the allocator then grows its segments instead of "
                 f"leaving cached pieces too small to reuse.{here}"
             )
-        elif f.alloc_conf == "max_split_size_mb":
+        elif conf == "max_split_size_mb":
             out.append(
                 "  The message suggests max_split_size_mb: "
                 f"{cmd('export PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:128')} (before python "
@@ -573,27 +671,15 @@ class Renderer:
         ]
 
 
-KINDS: dict[str, Kind] = {
+KINDS: dict[str, Kind] = {  # rows: "label|field (less _bytes)|meaning"
     fk.MPS_OOM: Kind(
         "MPS out of memory (PyTorch on Apple Silicon)",
         Renderer.mps_oom,
         (
-            (
-                "MPS allocated",
-                "allocated_bytes",
-                "PyTorch's MPS allocator: Metal heaps, cache included",
-            ),
-            (
-                "other allocations",
-                "other_bytes",
-                "other GPU memory of this process, outside that allocator",
-            ),
-            ("requested", "requested_bytes", "the allocation that failed{pool}"),
-            (
-                "max allowed",
-                "max_allowed_bytes",
-                "the cap: watermark ratio x the Mac's recommended max",
-            ),
+            "MPS allocated|allocated|PyTorch's MPS allocator: Metal heaps, cache included",
+            "other allocations|other|other GPU memory of this process, outside that allocator",
+            "requested|requested|the allocation that failed{pool}",
+            "max allowed|max_allowed|the cap: watermark ratio x the Mac's recommended max",
         ),
     ),
     fk.MPS_INVALID_LOW: Kind("Invalid low watermark ratio (PyTorch MPS)", Renderer.watermark),
@@ -601,25 +687,39 @@ KINDS: dict[str, Kind] = {
     fk.MPS_OTHER: Kind(
         "MPS memory error",
         Renderer.mps_other,
-        (("buffer size", "requested_bytes", "the one tensor Metal was asked for"),),
+        ("buffer size|requested|the one tensor Metal was asked for",),
     ),
     fk.CUDA_OOM: Kind(
         "CUDA out of memory",
         Renderer.cuda,
         (
-            ("requested", "requested_bytes", "the allocation that failed"),
-            ("total", "total_bytes", "the GPU's memory"),
-            ("free", "free_bytes", "free on the GPU at that moment"),
-            ("allocated", "allocated_bytes", "held by PyTorch's tensors"),
-            ("reserved", "reserved_bytes", "PyTorch's total: tensors + its cache of freed blocks"),
-            ("in use", "in_use_bytes", "this process's total, PyTorch or not"),
-            ("allowed", "allowed_bytes", "set_per_process_memory_fraction's cap"),
+            "requested|requested|the allocation that failed",
+            "total|total|the GPU's memory",
+            "free|free|free on the GPU at that moment",
+            "allocated|allocated|held by PyTorch's tensors",
+            "reserved|reserved|PyTorch's total: tensors + its cache of freed blocks",
+            "in use|in_use|this process's total, PyTorch or not",
+            "allowed|allowed|this process's cap (set_per_process_memory_fraction)",
+            "private pools|private_pool|of allocated, in CUDA Graphs' pools",
         ),
+    ),
+    fk.MLX_OOM: Kind(
+        "MLX out of memory (Metal)",
+        Renderer.mps_other,
+        (
+            "requested|requested|the one buffer MLX asked Metal for",
+            "max buffer|max_buffer|the largest buffer Metal allows",
+        ),
+    ),
+    fk.XPU_SIZE: Kind(
+        "XPU allocation over 4 GiB (Intel's extension for PyTorch)",
+        Renderer.mps_other,
+        ("requested|requested|the allocation refused",),
     ),
     fk.CPU_OOM: Kind(
         "Out of main memory (PyTorch's CPU allocator)",
         Renderer.cpu,
-        (("requested", "requested_bytes", "the allocation of main memory that failed"),),
+        ("requested|requested|the allocation of main memory that failed",),
     ),
 }
 

@@ -8,9 +8,9 @@ reads them once, when MPS initialises.
 
 Protocol: one JSON object a line on stdout, flushed at once:
   {"event": "start", ...}  device, torch version, recommended max, max allowed
-  {"event": "step", "n": N, "allocated": B, "driver": B, "recommended_max": B, "max_allowed": B}
-  {"event": "oom", "message": TEXT, ...}           PyTorch's clean out-of-memory error: exit 0
-  {"event": "never_reached", ...}                   filled past max allowed with no error: exit 0
+  {"event": "step", "allocated": B, "driver": B}
+  {"event": "oom", "message": TEXT, "driver": B}  PyTorch's clean out-of-memory error: exit 0
+  {"event": "never_reached"}                      filled past max allowed with no error: exit 0
   {"event": "error", "kind": K, "message": TEXT}    exit EXIT_NO_TORCH / EXIT_NO_MPS / EXIT_TORCH
 
 The device seam: ``MPSD_PROBE_FAKE_DEVICE=BYTES`` makes a stand-in on the CPU play MPS with
@@ -70,11 +70,8 @@ class MpsDevice:
 
     def __init__(self, torch: Any) -> None:
         self.torch = torch
-        value = os.environ.get("PYTORCH_MPS_HIGH_WATERMARK_RATIO")
-        try:
-            self.high = DEFAULT_HIGH if value is None else float(value)
-        except ValueError:
-            self.high = 0.0  # PyTorch parses with strtod: garbage is 0.0
+        # The parent always sets it, as ratio_text writes it (unset only in the tests).
+        self.high = float(os.environ.get("PYTORCH_MPS_HIGH_WATERMARK_RATIO") or DEFAULT_HIGH)
 
     def recommended_max(self) -> int | None:
         get = getattr(self.torch.mps, "recommended_max_memory", None)  # torch >= 2.5
@@ -82,9 +79,7 @@ class MpsDevice:
 
     def max_allowed(self) -> int | None:
         recommended = self.recommended_max()
-        if recommended is None or self.high <= 0:
-            return None
-        return int(self.high * recommended)
+        return None if recommended is None else int(self.high * recommended)
 
     def driver(self) -> int:
         return int(self.torch.mps.driver_allocated_memory())
@@ -132,10 +127,11 @@ class FakeDevice(MpsDevice):
             os.kill(os.getpid(), signal.SIGSEGV)
         if self.swap_file and self.swap_at and self.allocated > self.swap_at:
             # This step was swapped out: add its pages to the counter, keep the pressure.
+            # Renamed into place: the parent must never read a half-written counter.
             with open(self.swap_file) as handle:
                 count, *rest = handle.read().split() or ["0"]
             with open(self.swap_file + ".tmp", "w") as handle:
-                handle.write(" ".join([str(int(count) + max(1, nbytes // 16384)), *rest]) + "\n")
+                handle.write(" ".join([str(int(count) + max(1, nbytes // 16384)), *rest]))
             os.replace(self.swap_file + ".tmp", self.swap_file)
         return block
 
@@ -153,28 +149,29 @@ def main(argv: list[str]) -> int:
     try:
         import torch
     except ImportError as exc:
-        emit("error", kind="no_torch", message=str(exc), python=sys.executable)
+        emit("error", kind="no_torch", message=str(exc))
         return EXIT_NO_TORCH
     device: FakeDevice | MpsDevice
     if fake:
         device = FakeDevice(torch, parse_bytes(fake))
     else:
         if not torch.backends.mps.is_available():
-            message = "MPS is not available to this torch"
-            emit("error", kind="no_mps", message=message, torch=torch.__version__)
+            emit("error", kind="no_mps", torch=torch.__version__)
             return EXIT_NO_MPS
         device = MpsDevice(torch)
     parent = os.getppid()
     blocks: list[Any] = []
+    limit = device.max_allowed()
     emit(
         "start",
         device=device.name,
         torch=torch.__version__,
         recommended_max=device.recommended_max(),
-        max_allowed=device.max_allowed(),
+        max_allowed=limit,
     )
+    # PyTorch should have refused by then, else the cap is not being enforced.
+    bound = limit if limit is not None else os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     allocated = 0
-    n = 0
     while True:
         if os.getppid() != parent:
             return 0  # the parent is gone: nobody watches swap any more, so stop
@@ -185,25 +182,12 @@ def main(argv: list[str]) -> int:
             if "out of memory" not in message.lower():
                 emit("error", kind="torch", message=message)
                 return EXIT_TORCH
-            emit("oom", message=message, allocated=allocated, driver=device.driver(), steps=n)
+            emit("oom", message=message, driver=device.driver())
             return 0
         allocated += step
-        n += 1
-        limit = device.max_allowed()
-        emit(
-            "step",
-            n=n,
-            allocated=allocated,
-            driver=device.driver(),
-            recommended_max=device.recommended_max(),
-            max_allowed=limit,
-        )
-        # PyTorch should have refused by now: the cap is not being enforced.
-        bound = (
-            limit if limit is not None else os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-        )
+        emit("step", allocated=allocated, driver=device.driver())
         if allocated > bound + 2 * step:
-            emit("never_reached", allocated=allocated, max_allowed=limit, bound=bound)
+            emit("never_reached")
             return 0
 
 

@@ -3,9 +3,9 @@
 The child (``mpsd/probe/child.py``) runs in its own process group with both watermark
 variables set; it reports each step as a JSON line. After every step, and every ``poll``
 seconds while a step hangs (a swapping Mac is slow), the parent reads the swap-out counter and
-the pressure level (a ``Watch``); when swap starts or pressure turns critical it SIGKILLs the
-whole group at once. Whatever happens (an error, Ctrl-C, SIGTERM) the child is killed and
-reaped before ``run_probe`` returns or raises: nothing is left running.
+the pressure level (a ``Watch``); when swap starts or pressure reaches "warning" (before the
+compressor swaps) it SIGKILLs the whole group at once. Whatever happens (an error, Ctrl-C,
+SIGTERM) the child is killed and reaped before ``run_probe`` returns or raises.
 
 ``choose_watch()`` gives the watch: the daemon's memory source (the counters only, no scan of
 the process table, so cheap enough for every step), or with ``MPSD_PROBE_FAKE_SWAP=FILE`` the
@@ -23,14 +23,14 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Optional
 
 from mpsd.errors import EXIT_ABSENT, EXIT_USAGE, MpsdError
-from mpsd.machine.sample import PRESSURE_CRITICAL
-from mpsd.probe.verdict import NEVER, OOM, PRESSURE, SWAP, ProbeResult, parse_oom
+from mpsd.machine.sample import PRESSURE_WARN
+from mpsd.probe.verdict import NEVER_REACHED, PRESSURE, PRESSURE_NAMES, SWAPPED, ProbeResult
 from mpsd.ratio import HIGH_VAR, LOW_VAR, ratio_text
 from mpsd.sizes import format_gib, plural
 
@@ -100,8 +100,7 @@ def _stderr_tail(handle: IO[bytes], lines: int = 3) -> str:
 def run_probe(
     spec: ProbeSpec,
     watch: Watch,
-    on_event: Callable[[dict[str, Any], ProbeResult], None] | None = None,
-    env: Mapping[str, str] | None = None,
+    on_step: Callable[[ProbeResult], None] = lambda result: None,
 ) -> ProbeResult:
     """Run one probe with ``spec``; return what happened.
 
@@ -122,20 +121,17 @@ def run_probe(
             "again.",
             EXIT_USAGE,
         ) from None
-    result = ProbeResult(
-        high=spec.high, low=spec.low, step_bytes=spec.step_bytes, outcome="", python=spec.python
-    )
-    result.swapouts_before, pressure = watch()
-    result.pressure_max = pressure
-    if pressure is not None and pressure >= PRESSURE_CRITICAL:
+    result = ProbeResult(spec.high, spec.low, spec.step_bytes, python=spec.python)
+    result.swapouts_before, result.pressure_max = watch()
+    if (result.pressure_max or 0) >= PRESSURE_WARN:  # the first step would stop the run
         raise MpsdError(
-            "memory pressure is already critical: quit a memory-hungry app, then run "
-            "`mpsd probe` again.",
+            f"memory pressure is already {PRESSURE_NAMES[result.pressure_max or 0]}: quit a "
+            "memory-hungry app, then run `mpsd probe` again.",
             EXIT_ABSENT,
         )
     argv = [spec.python, "-c", CHILD_SOURCE.read_text(encoding="utf-8"), str(spec.step_bytes)]
     child_env = {
-        **(os.environ if env is None else env),
+        **os.environ,
         HIGH_VAR: ratio_text(spec.high),
         LOW_VAR: ratio_text(spec.low),
         "PYTHONWARNINGS": "ignore",  # torch's import-time warnings are noise here
@@ -152,22 +148,16 @@ def run_probe(
             start_new_session=True,  # its own group: one killpg frees everything it holds
         )
         try:
-            last_event = _watch_child(proc, spec, watch, result, on_event)
+            last_event = _watch_child(proc, spec, watch, result, on_step)
         finally:
             _kill_group(proc)
         result.seconds = time.monotonic() - started
-        after, pressure = watch()
-        if result.outcome not in (SWAP, PRESSURE):
-            result.swapouts_after = after
-        _note_pressure(result, pressure)
+        if result.outcome not in (SWAPPED, PRESSURE):
+            result.swapouts_after, pressure = watch()
+            result.pressure_max = max(pressure or 0, result.pressure_max or 0) or None
         if not result.outcome:
             _child_failed(proc.returncode, last_event, result, _stderr_tail(stderr))
     return result
-
-
-def _note_pressure(result: ProbeResult, pressure: int | None) -> None:
-    if pressure is not None:
-        result.pressure_max = max(pressure, result.pressure_max or 0)
 
 
 def _watch_child(
@@ -175,7 +165,7 @@ def _watch_child(
     spec: ProbeSpec,
     watch: Watch,
     result: ProbeResult,
-    on_event: Callable[[dict[str, Any], ProbeResult], None] | None,
+    on_step: Callable[[ProbeResult], None],
 ) -> dict[str, Any] | None:
     """Read the child's events until it ends or must be stopped; return its last event."""
     assert proc.stdout is not None
@@ -192,69 +182,55 @@ def _watch_child(
                 chunk = os.read(fd, 65536)
                 eof = not chunk
                 buffer += chunk
-            *lines, buffer = buffer.split(b"\n")
-            if eof and buffer:
-                lines.append(buffer)
+            *lines, buffer = buffer.split(b"\n")  # a line cut short by the child's death: dropped
             for line in lines:
-                event = _decode(line)
-                if event is None:
+                try:
+                    event = json.loads(line.decode("utf-8", "replace"))
+                except ValueError:  # the user's site hooks may print to stdout too
+                    continue
+                if not isinstance(event, dict) or "event" not in event:
                     continue
                 last = event
                 _apply(event, result)
-                if on_event is not None:
-                    on_event(event, result)
-                if event.get("event") == "step" and _must_stop(watch, result):
-                    return last
-                if result.outcome:
+                if event["event"] == "step":
+                    on_step(result)
+                if result.outcome or (event["event"] == "step" and _must_stop(watch, result)):
                     return last
             if not ready and _must_stop(watch, result):
                 return last
     return last
 
 
-def _decode(line: bytes) -> dict[str, Any] | None:
-    try:
-        event = json.loads(line.decode("utf-8", "replace"))
-    except ValueError:
-        return None
-    return event if isinstance(event, dict) and "event" in event else None
-
-
 def _apply(event: dict[str, Any], result: ProbeResult) -> None:
     kind = event["event"]
     if kind == "start":
         result.device = str(event.get("device") or "mps")
-        result.torch_version = event.get("torch")
+        result.torch = event.get("torch")
         result.recommended_max_bytes = event.get("recommended_max")
         result.max_allowed_bytes = event.get("max_allowed")
     elif kind == "step":
-        result.steps = int(event.get("n") or result.steps + 1)
+        result.steps += 1
         result.allocated_bytes = int(event.get("allocated") or 0)
         result.driver_bytes = event.get("driver")
-        result.recommended_max_bytes = event.get("recommended_max", result.recommended_max_bytes)
-        result.max_allowed_bytes = event.get("max_allowed", result.max_allowed_bytes)
     elif kind == "oom":
-        result.outcome = OOM
-        result.oom_message = str(event.get("message") or "")
-        result.oom = parse_oom(result.oom_message)
         result.driver_bytes = event.get("driver", result.driver_bytes)
+        result.note_oom(str(event.get("message") or ""))
     elif kind == "never_reached":
-        result.outcome = NEVER
+        result.outcome = NEVER_REACHED
 
 
 def _must_stop(watch: Watch, result: ProbeResult) -> bool:
     """Read swap and pressure now; mark the result and return True when the child must die."""
     swapouts, pressure = watch()
-    _note_pressure(result, pressure)
+    result.pressure_max = max(pressure or 0, result.pressure_max or 0) or None
     before = result.swapouts_before
     if swapouts is not None and before is not None and swapouts > before:
-        result.outcome = SWAP
-    elif pressure is not None and pressure >= PRESSURE_CRITICAL:
+        result.outcome = SWAPPED
+    elif (pressure or 0) >= PRESSURE_WARN:
         result.outcome = PRESSURE
     else:
         return False
     result.swapouts_after = swapouts
-    result.swap_seen_at_bytes = result.allocated_bytes
     return True
 
 

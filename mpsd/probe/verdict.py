@@ -7,27 +7,25 @@ it is computed here, so it can be tested without a child process.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from mpsd.machine.sample import PRESSURE_CRITICAL
+from mpsd.machine.sample import PRESSURE_WARN
 from mpsd.ratio import floor2, ratio_text
 from mpsd.sizes import format_gib, plural
 
 if TYPE_CHECKING:
     from mpsd.limits import Limits
 
-# How the child's run ended (``ProbeResult.outcome``).
+# How the child's run ended (``ProbeResult.outcome``) and, with CLEAN, the verdicts a user
+# reads (``mpsd probe --json`` "verdict").
 OOM = "oom"  # PyTorch raised its clean out-of-memory error
-SWAP = "swap"  # the parent stopped the child: swap-outs rose
-PRESSURE = "pressure"  # the parent stopped the child: pressure turned critical
-NEVER = "never_reached"  # filled past max allowed and PyTorch never refused
-
-# The verdicts a user reads (``mpsd probe --json`` "verdict").
+SWAPPED = "swapped"  # the parent stopped the child: swap-outs rose
+# The parent stopped the child: memory pressure reached "warning", which macOS raises before
+# the compressor starts swapping (waiting for "critical" is too late).
+PRESSURE = "pressure"
+NEVER_REACHED = "never_reached"  # filled past max allowed and PyTorch never refused
 CLEAN = "clean"
-SWAPPED = "swapped"
-CRITICAL = "pressure_critical"
-NEVER_REACHED = "never_reached"
 
 CALIBRATION_STEP = 0.05
 CALIBRATION_FLOOR = 0.1
@@ -41,22 +39,28 @@ class ProbeResult:
     high: float
     low: float
     step_bytes: int
-    outcome: str
+    outcome: str = ""
     python: str = ""
     device: str = "mps"
-    torch_version: str | None = None
+    torch: str | None = None
     steps: int = 0
-    allocated_bytes: int = 0  # what the child held when the run ended
+    allocated_bytes: int = 0  # what the child held when the run ended (or was stopped)
     driver_bytes: int | None = None
     recommended_max_bytes: int | None = None
     max_allowed_bytes: int | None = None
-    oom_message: str | None = None
-    oom: dict[str, Any] | None = None
+    message: str | None = None  # PyTorch's out-of-memory error
+    oom: dict[str, Any] | None = None  # its numbers
     swapouts_before: int | None = None
     swapouts_after: int | None = None
     pressure_max: int | None = None
     seconds: float = 0.0
-    swap_seen_at_bytes: int | None = None  # allocated when swap (or critical pressure) was seen
+
+    def note_oom(self, message: str) -> None:
+        """PyTorch refused: keep its message and numbers (the max allowed from them where
+        torch could not say)."""
+        self.outcome, self.message, self.oom = OOM, message, parse_oom(message)
+        if self.max_allowed_bytes is None and self.oom:
+            self.max_allowed_bytes = self.oom.get("max_allowed_bytes")
 
     @property
     def swapouts(self) -> int | None:
@@ -67,13 +71,11 @@ class ProbeResult:
 
     @property
     def verdict(self) -> str:
-        if self.outcome == SWAP or (self.swapouts or 0) > 0:
+        if self.outcome == SWAPPED or (self.swapouts or 0) > 0:
             return SWAPPED
-        if self.outcome == PRESSURE or (self.pressure_max or 0) >= PRESSURE_CRITICAL:
-            return CRITICAL
-        if self.outcome == NEVER:
-            return NEVER_REACHED
-        return CLEAN
+        if self.outcome == PRESSURE or (self.pressure_max or 0) >= PRESSURE_WARN:
+            return PRESSURE
+        return NEVER_REACHED if self.outcome == NEVER_REACHED else CLEAN
 
     @property
     def error_at_bytes(self) -> int | None:
@@ -83,17 +85,6 @@ class ProbeResult:
         if self.oom and self.oom.get("allocated_bytes") is not None:
             return int(self.oom["allocated_bytes"]) + int(self.oom.get("other_bytes") or 0)
         return self.driver_bytes if self.driver_bytes is not None else self.allocated_bytes
-
-    @property
-    def effective_max_allowed(self) -> int | None:
-        if self.max_allowed_bytes is not None:
-            return self.max_allowed_bytes
-        if self.oom and self.oom.get("max_allowed_bytes") is not None:
-            return int(self.oom["max_allowed_bytes"])
-        return None
-
-
-# --- the out-of-memory message -------------------------------------------------------------
 
 
 def parse_oom(text: str) -> dict[str, Any] | None:
@@ -110,16 +101,13 @@ def parse_oom(text: str) -> dict[str, Any] | None:
     return None
 
 
-# --- advice --------------------------------------------------------------------------------
-
-
 def safe_ratio(result: ProbeResult) -> float:
-    """A ratio likely to give a clean error after ``result`` swapped: below where swap started
-    (with 5% to spare) and at least one calibration step below the ratio tried."""
+    """A ratio likely to give a clean error after ``result`` swapped: below where the child was
+    stopped (with 5% to spare) and at least one calibration step below the ratio tried."""
     candidate = result.high - CALIBRATION_STEP
-    limit = result.effective_max_allowed
-    if result.swap_seen_at_bytes and limit:
-        candidate = min(candidate, result.high * result.swap_seen_at_bytes / limit * 0.95)
+    limit = result.max_allowed_bytes
+    if result.outcome in (SWAPPED, PRESSURE) and result.allocated_bytes and limit:
+        candidate = min(candidate, result.high * result.allocated_bytes / limit * 0.95)
     return max(CALIBRATION_FLOOR, floor2(candidate))
 
 
@@ -136,12 +124,6 @@ def headroom_for(ratio: float, baseline_free_bytes: int, recommended_max_bytes: 
     return min(1.0, max(0.01, floor2(ratio * recommended_max_bytes / baseline_free_bytes)))
 
 
-def next_calibration_ratio(ratio: float) -> float | None:
-    """The next ratio to try after ``ratio`` swapped; None below the floor (give up)."""
-    nxt = floor2(round(ratio - CALIBRATION_STEP, 6))
-    return nxt if nxt >= CALIBRATION_FLOOR else None
-
-
 @dataclass
 class Calibration:
     """``mpsd probe --calibrate``: the article's search, done for the user."""
@@ -156,30 +138,26 @@ class Calibration:
         return self.clean_ratio is not None and len(self.runs) > 1
 
 
-def calibrate(
-    start: float,
-    run: Callable[[float], ProbeResult],
-    on_run: Callable[[ProbeResult], None] | None = None,
-) -> Calibration:
-    """Run at ``start``, then step down (``next_calibration_ratio``) while a run swaps or
-    pressure turns critical; stop at the first clean error."""
+def calibrate(start: float, run: Callable[[float], ProbeResult]) -> Calibration:
+    """Run at ``start``, then step down by CALIBRATION_STEP (to CALIBRATION_FLOOR) while a run
+    swaps or memory pressure reaches warning; stop at the first clean error."""
     found = Calibration()
-    ratio: float | None = start
-    while ratio is not None:
+    ratio = start
+    while True:
         result = run(ratio)
         found.runs.append(result)
-        if on_run is not None:
-            on_run(result)
         if result.verdict == CLEAN:
             found.clean_ratio = ratio
             return found
-        if result.verdict not in (SWAPPED, CRITICAL):
+        if result.verdict == NEVER_REACHED:
             found.stopped = (
                 f"at ratio {ratio:.2f} PyTorch never raised its error, so lowering the ratio "
                 "cannot be judged"
             )
             return found
-        ratio = next_calibration_ratio(ratio)
+        ratio = floor2(round(ratio - CALIBRATION_STEP, 6))
+        if ratio < CALIBRATION_FLOOR:
+            break
     found.stopped = (
         "even the lowest ratio tried swapped: something else is using the memory; quit the "
         "biggest apps and calibrate again"
@@ -219,49 +197,32 @@ def advise(result: ProbeResult, current: Limits | None) -> Advice:
             "child (check `mpsd env` and that nothing resets PYTORCH_MPS_HIGH_WATERMARK_RATIO)."
         )
     ratio = safe_ratio(result)
-    what = "the Mac swapped" if verdict == SWAPPED else "memory pressure turned critical"
+    what = f"At ratio {result.high:.2f} {_stop_cause(result)} before PyTorch's clean error."
     if current is not None and current.baseline_free_bytes > 0:
         headroom = headroom_for(ratio, current.baseline_free_bytes, current.recommended_max_bytes)
         line = f"headroom = {headroom:g}"
         return Advice(
-            f"At ratio {result.high:.2f} {what} before PyTorch's clean error. Lower the headroom: "
-            f"put `{line}` in config.toml, or run `mpsd probe --calibrate` to find the value "
-            "by experiment.",
+            f"{what} Lower the headroom: put `{line}` in config.toml, or run "
+            "`mpsd probe --calibrate` to find the value by experiment.",
             config_line=line,
             ratio=ratio,
         )
-    return Advice(
-        f"At ratio {result.high:.2f} {what} before PyTorch's clean error. Try a lower ratio: "
-        f"`mpsd probe --ratio {ratio:.2f}`.",
-        ratio=ratio,
-    )
+    return Advice(f"{what} Try a lower ratio: `mpsd probe --ratio {ratio:.2f}`.", ratio=ratio)
 
 
-# --- output --------------------------------------------------------------------------------
+def _stop_cause(result: ProbeResult) -> str:
+    if result.verdict == SWAPPED:
+        return "the Mac swapped"
+    return f"memory pressure reached {PRESSURE_NAMES.get(result.pressure_max or 0, 'warning')}"
 
 
 def to_json(result: ProbeResult, advice: Advice) -> dict[str, Any]:
     """The facts of ``mpsd probe --json``: the same the text report shows."""
     return {
+        **asdict(result),
         "verdict": result.verdict,
-        "outcome": result.outcome,
-        "high_watermark_ratio": result.high,
-        "low_watermark_ratio": result.low,
-        "step_bytes": result.step_bytes,
-        "steps": result.steps,
-        "allocated_bytes": result.allocated_bytes,
         "error_at_bytes": result.error_at_bytes,
-        "max_allowed_bytes": result.effective_max_allowed,
-        "recommended_max_bytes": result.recommended_max_bytes,
-        "swap_watched": result.swapouts is not None,
         "swapouts": result.swapouts,
-        "swap_seen_at_bytes": result.swap_seen_at_bytes,
-        "pressure_max": result.pressure_max,
-        "oom": result.oom,
-        "message": result.oom_message,
-        "device": result.device,
-        "torch": result.torch_version,
-        "python": result.python,
         "seconds": round(result.seconds, 3),
         "advice": advice.text,
         "config_line": advice.config_line,
@@ -271,44 +232,39 @@ def to_json(result: ProbeResult, advice: Advice) -> dict[str, Any]:
 
 def report_lines(result: ProbeResult, advice: Advice) -> list[str]:
     """The human report, one fact a line."""
-    lines = [
-        f"Probe: ratio {ratio_text(result.high)} (low {ratio_text(result.low)}), steps of "
-        f"{format_gib(result.step_bytes)} of torch.rand on {result.device}"
-        + (f" (torch {result.torch_version})" if result.torch_version else "")
-        + "."
-    ]
-    limit = result.effective_max_allowed
+    torch = f" (torch {result.torch})" if result.torch else ""
+    limit = result.max_allowed_bytes
     limit_text = "max allowed " + (format_gib(limit) if limit is not None else "unknown")
     if result.recommended_max_bytes and limit is not None:
         limit_text += (
             f" ({ratio_text(result.high)} x {format_gib(result.recommended_max_bytes)} "
             "recommended max)"
         )
+    held = format_gib(result.allocated_bytes)
     if result.outcome == OOM:
-        at = result.error_at_bytes or 0
-        lines.append(
-            f"Clean error at {format_gib(at)} held, {limit_text}, "
+        end = (
+            f"Clean error at {format_gib(result.error_at_bytes or 0)} held, {limit_text}, "
             f"after {plural(result.steps, 'step')}."
         )
-    elif result.outcome in (SWAP, PRESSURE):
-        cause = "Swap started" if result.outcome == SWAP else "Memory pressure turned critical"
-        seen = result.swap_seen_at_bytes or result.allocated_bytes
-        lines.append(
-            f"{cause} at {format_gib(seen)} allocated, {limit_text}: "
-            "the child was stopped at once and its memory freed."
+    elif result.outcome in (SWAPPED, PRESSURE):
+        cause = _stop_cause(result)
+        end = (
+            f"{cause[0].upper()}{cause[1:]} at {held} allocated, {limit_text}: the child was "
+            "stopped at once and its memory freed."
         )
     else:
-        lines.append(
-            f"No error after {format_gib(result.allocated_bytes)} allocated, {limit_text}."
-        )
-    if result.swapouts is None:
-        lines.append("Swap-outs during the run: unknown (swap cannot be watched here).")
-    else:
-        pressure = PRESSURE_NAMES.get(result.pressure_max or 0)
-        lines.append(
-            f"Swap-outs during the run: {result.swapouts}"
-            + (f" (peak pressure: {pressure})." if pressure else ".")
-        )
-    lines.append(f"Verdict: {result.verdict.replace('_', ' ')}.")
-    lines.append(advice.text)
-    return lines
+        end = f"No error after {held} allocated, {limit_text}."
+    pressure = PRESSURE_NAMES.get(result.pressure_max or 0)
+    swap = (
+        "unknown (swap cannot be watched here)."
+        if result.swapouts is None
+        else f"{result.swapouts}" + (f" (peak pressure: {pressure})." if pressure else ".")
+    )
+    return [
+        f"Probe: ratio {ratio_text(result.high)} (low {ratio_text(result.low)}), steps of "
+        f"{format_gib(result.step_bytes)} of torch.rand on {result.device}{torch}.",
+        end,
+        f"Swap-outs during the run: {swap}",
+        f"Verdict: {result.verdict.replace('_', ' ')}.",
+        advice.text,
+    ]

@@ -2,8 +2,8 @@
 short view of it, ``mpsd doctor`` the full one with each problem and its fix.
 
 ``read()`` gathers the trust rule, config.toml, limits.toml, the daemon, its history, this
-directory and shell (doctor reads what only it checks itself). A config dir that fails the
-trust rule is read as if empty: nothing in it is trusted.
+directory and shell (doctor reads what only it checks itself). A config or state dir that
+fails the trust rule is read as if empty: nothing in it is trusted.
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ from mpsd.atomic import write_atomic
 from mpsd.config import default_config_text
 from mpsd.errors import EXIT_USAGE, MpsdError
 from mpsd.paths import in_the_way_sentence
-from mpsd.setup import launchd, rcfile
+from mpsd.setup import homebrew, launchd, rcfile
 
 SHELLS = ("zsh", "bash", "fish")
 HOOK_FILES = {"zsh": "mpsd.zsh", "bash": "mpsd.bash"}
@@ -243,23 +243,23 @@ def completion_change(shell: str, parser: argparse.ArgumentParser) -> FileChange
     return FileChange(path, old, new, "completion")
 
 
-def shell_changes(shell: str, parser: argparse.ArgumentParser) -> list[FileChange]:
+def shell_changes(shell: str, parser: argparse.ArgumentParser | None) -> list[FileChange]:
     """fish: a copy of its hook in its conf.d (fish sources it at start: no Python runs).
-    zsh, bash: the hook copy in the data dir and the block in each rc file the shell reads."""
+    zsh, bash: the hook copy in the data dir and the block in each rc file the shell reads.
+    Tab completion from ``parser``; none with None (Homebrew's formula installs its own)."""
+    completions = [completion_change(shell, parser)] if parser else []
     if shell == "fish":
         path = fish_hook_file()
         new = signed(FISH_HEADER, hook_bytes("fish"))
-        changes = [FileChange(path, _mpsd_file(path, FISH_HEADER), new, "fish hook")]
-        return [*changes, completion_change(shell, parser)]
+        return [FileChange(path, _mpsd_file(path, FISH_HEADER), new, "fish hook"), *completions]
     copy = hook_copy(shell)
     changes = [FileChange(copy, rcfile.read(copy), hook_bytes(shell), f"{shell} hook")]
-    changes.append(completion_change(shell, parser))
+    changes += completions
     for rc in rcfile.rc_files(shell, home()):
         old = rcfile.read(rc)
         created = old is None or rcfile.created_by_mpsd(old, rc)
-        new_block = rcfile.block(
-            shell, copy, str(home()), created=created, completion=completion_file(shell)
-        )
+        completion = completion_file(shell) if parser else None
+        new_block = rcfile.block(shell, copy, str(home()), created=created, completion=completion)
         change = FileChange(rc, old, rcfile.add(old or b"", new_block, rc), f"{shell} startup")
         if change.changed:
             rcfile.check_writable(rc)
@@ -276,9 +276,10 @@ def config_change() -> FileChange:
 
 
 def install_plan(
-    shells: Iterable[str], agent: bool, python: str, parser: argparse.ArgumentParser
+    shells: Iterable[str], agent: bool, python: str, parser: argparse.ArgumentParser | None
 ) -> Plan:
-    """What ``mpsd install`` changes; ``parser``: mpsd's full parser, for tab completion."""
+    """What ``mpsd install`` changes; ``parser``: mpsd's full parser, for tab completion
+    (None: no completion files)."""
     plan = Plan(files=[config_change()])
     for shell in shells:
         plan.files.extend(shell_changes(shell, parser))
@@ -336,6 +337,9 @@ def uninstall_plan() -> Plan:
     old_plist = rcfile.read(agent)
     if old_plist is not None:
         plan.agent = FileChange(agent, old_plist, None, "launchd agent")
+    brewed = launchd.agent_file(homebrew.LABEL)  # what `brew services stop mpsd` removes
+    if (old_plist := rcfile.read(brewed)) is not None:
+        plan.files.append(FileChange(brewed, old_plist, None, "brew service"))
     return plan
 
 

@@ -85,10 +85,10 @@ def available() -> bool:
 # -- the plist --------------------------------------------------------------------------
 
 
-def agent_file() -> Path:
-    """``~/Library/LaunchAgents/io.github.mpsd.daemon.plist`` (absolute)."""
+def agent_file(label: str = LABEL) -> Path:
+    """``~/Library/LaunchAgents/io.github.mpsd.daemon.plist`` (absolute); ``label``'s."""
     home = os.path.abspath(os.environ.get("HOME") or Path.home())
-    return Path(home) / "Library" / "LaunchAgents" / f"{LABEL}.plist"
+    return Path(home) / "Library" / "LaunchAgents" / f"{label}.plist"
 
 
 def template_file() -> Path:
@@ -147,9 +147,10 @@ class LoadedAgent:
     path: str | None = None
     pid: int | None = None
     arguments: list[str] = field(default_factory=list)
+    label: str = LABEL
 
 
-def parse_print(text: str, domain: str) -> LoadedAgent:
+def parse_print(text: str, domain: str, label: str = LABEL) -> LoadedAgent:
     """Read the fields mpsd needs from ``launchctl print`` output: the ``key = value`` lines
     indented by one tab, and the ``arguments = { ... }`` list."""
     fields = dict(re.findall(r"^\t([^\t=][^=\n]*?) = (.*?)\s*$", text, re.MULTILINE))
@@ -161,6 +162,7 @@ def parse_print(text: str, domain: str) -> LoadedAgent:
         path=fields.get("path"),
         pid=int(pid_text) if pid_text.isdigit() else None,
         arguments=[line.strip() for line in arguments if line.strip()],
+        label=label,
     )
 
 
@@ -180,12 +182,12 @@ def domains() -> tuple[str, str]:
     return (f"gui/{os.getuid()}", f"user/{os.getuid()}")
 
 
-def loaded() -> LoadedAgent | None:
-    """The loaded copy of the agent (in the gui or user domain), or None."""
+def loaded(label: str = LABEL) -> LoadedAgent | None:
+    """The loaded copy of the agent ``label`` (in the gui or user domain), or None."""
     for domain in domains():
-        result = launchctl("print", f"{domain}/{LABEL}")
+        result = launchctl("print", f"{domain}/{label}")
         if result.ok:
-            return parse_print(result.stdout, domain)
+            return parse_print(result.stdout, domain, label)
     return None
 
 
@@ -275,9 +277,9 @@ class Outcome:
             self.report(line)
 
 
-def _gone(domain: str, timeout: float) -> bool:
+def _gone(target: str, timeout: float) -> bool:
     deadline = time.monotonic() + timeout
-    while launchctl("print", f"{domain}/{LABEL}").ok:
+    while launchctl("print", target).ok:
         if time.monotonic() >= deadline:
             return False
         time.sleep(POLL)
@@ -288,12 +290,14 @@ def bootout(agent: LoadedAgent, outcome: Outcome) -> None:
     """Unload ``agent`` and wait (bounded) until launchd has really let it go."""
     from mpsd.errors import MpsdError
 
-    result = launchctl("bootout", f"{agent.domain}/{LABEL}")
-    if not result.ok and launchctl("print", f"{agent.domain}/{LABEL}").ok:
+    target = f"{agent.domain}/{agent.label}"
+    result = launchctl("bootout", target)
+    if not result.ok and launchctl("print", target).ok:
         raise MpsdError(failure_sentence("bootout", result))
     outcome.changed = True
-    if _gone(agent.domain, BOOTOUT_WAIT):
-        outcome.did(f"unloaded the agent from {agent.domain}")
+    if _gone(target, BOOTOUT_WAIT):
+        named = "" if agent.label == LABEL else f" {agent.label}"
+        outcome.did(f"unloaded the agent{named} from {agent.domain}")
     else:
         outcome.warnings.append(
             f"the old agent was still unloading after {BOOTOUT_WAIT:g} seconds; going on "
@@ -378,10 +382,10 @@ def ensure_loaded(
     raise MpsdError(failure_sentence("bootstrap", last, after_bootout=agent is not None))
 
 
-def unload(report: Callable[[str], None] | None = None) -> Outcome:
-    """Boot the agent out (wherever it is loaded) and wait for it to go."""
+def unload(report: Callable[[str], None] | None = None, label: str = LABEL) -> Outcome:
+    """Boot the agent ``label`` out (wherever it is loaded) and wait for it to go."""
     outcome = Outcome(report)
-    agent = loaded()
+    agent = loaded(label)
     if agent is not None:
         outcome.pid = agent.pid
         bootout(agent, outcome)

@@ -314,6 +314,20 @@ def test_the_torch_check_runs_torch_in_a_subprocess_only() -> None:
         assert check.status == "skipped" and "no MPS here" in check.detail
 
 
+def test_without_torch_the_advice_is_pip_in_a_venv_and_a_new_venv_for_any_other_python(
+    tmp_path: Path,
+) -> None:
+    venv = tmp_path / "project" / ".venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    python = str(venv / "bin" / "python")
+    in_venv = doctor.check_torch((python, "the project's .venv"), None)
+    assert in_venv.fix.startswith(f"install it there (`{python} -m pip install torch`)")
+    system = doctor.check_torch(("/usr/bin/python3", "python3 on PATH"), None)
+    assert system.fix.startswith("make your project a venv: `python3 -m venv .venv && ")
+    assert "/usr/bin/python3 -m pip" not in system.fix
+
+
 def test_torch_without_mps_on_a_mac_is_a_problem() -> None:
     info = {"version": "2.13.0", "built": False, "available": False}
     check = doctor.check_torch((sys.executable, "mpsd's own python"), info, platform="darwin")

@@ -250,9 +250,12 @@ def test_doctor_checks_torch_in_the_projects_python_not_mpsds(tmp_path: Path) ->
     assert f"in {python} (the active venv)" in active.stdout
     chosen = run_mpsd("doctor", "--python", "python3", cwd=project, env=env)
     assert f"torch is not installed for {tmp_path}/system-bin/python3 (--python)" in chosen.stdout
-    # It checked the python asked for: the fix installs torch there, not "check with --python".
-    fix = f"`{tmp_path}/system-bin/python3 -m pip install torch`"
-    assert fix in " ".join(chosen.stdout.split())
+    # It checked the python asked for, a system's: the fix is a venv, never a pip install into it.
+    said = " ".join(chosen.stdout.split())
+    assert (
+        "make your project a venv: `python3 -m venv .venv && .venv/bin/pip install torch`" in said
+    )
+    assert "-m pip install torch" not in said
 
 
 def test_probe_runs_in_the_projects_python(tmp_path: Path) -> None:
@@ -385,3 +388,6 @@ def test_colour_only_on_a_terminal_and_never_with_no_color(args: list[str], proj
         assert "\x1b[33m" in coloured
     assert "\x1b[" not in _on_a_terminal(args, project, {**env, "NO_COLOR": "1"})
     assert "\x1b[" not in run_mpsd(*args, cwd=project, env=env).stdout
+    # --no-color (clig.dev), after the command or before it.
+    assert "\x1b[" not in _on_a_terminal([*args, "--no-color"], project, env)
+    assert "\x1b[" not in _on_a_terminal(["--no-color", *args], project, env)

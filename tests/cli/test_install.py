@@ -149,7 +149,8 @@ def test_a_second_uninstall_points_at_purge_while_config_and_history_remain(
     code, out, _ = _uninstall(capsys)
     assert code == 0
     assert "mpsd is not installed here; kept your config and history" in out
-    assert "`mpsd uninstall --purge` removes them." in out
+    # No `mpsd` on PATH (this venv's bin is not on it): the full path, to run as it is.
+    assert f"`{Path(sys.executable).parent / 'mpsd'} uninstall --purge` removes them." in out
     assert _uninstall(capsys, "--purge")[0] == 0
     assert "nothing to remove" in _uninstall(capsys)[1]
 

@@ -59,6 +59,7 @@ def installed(tmp_path) -> None:  # type: ignore[no-untyped-def]
 def test_status_loads_no_heavy_library_but_sqlite() -> None:
     assert loaded("status", watched=HEAVY) == []  # it does read the history: sqlite3
     assert loaded("status", "--json", watched=HEAVY) == []
+    assert loaded("jobs", watched=(*HEAVY, "subprocess", "shutil")) == []
 
 
 @pytest.mark.parametrize("args", [("env",), ("env", "--shell", "json"), ("env", str(ROOT))])

@@ -22,7 +22,7 @@ def _run_swapping_above(
             high=ratio,
             low=ratio,
             step_bytes=1,
-            outcome=pv.SWAP if swapped else outcome_below,
+            outcome=pv.SWAPPED if swapped else outcome_below,
             swapouts_before=0,
             swapouts_after=10 if swapped else 0,
         )
@@ -56,7 +56,7 @@ def test_calibration_gives_up_below_the_floor() -> None:
 
 
 def test_calibration_stops_when_pytorch_never_raises() -> None:
-    tried, run = _run_swapping_above(0.9, outcome_below=pv.NEVER)
+    tried, run = _run_swapping_above(0.9, outcome_below=pv.NEVER_REACHED)
     found = calibrate(1.0, run)  # type: ignore[arg-type]
     assert tried == [1.0, 0.95, 0.9]
     assert found.clean_ratio is None
@@ -73,7 +73,7 @@ def test_setting_headroom_keeps_the_users_comments_and_other_keys(tmp_path: Path
         'interval = "10s"\n'
         'projects = ["/Users/me/code"]\n'
     )
-    assert set_headroom(path, 0.72)
+    set_headroom(path, 0.72)
     text = path.read_text()
     assert text == (
         "# my settings\n"
@@ -87,7 +87,6 @@ def test_setting_headroom_keeps_the_users_comments_and_other_keys(tmp_path: Path
     assert (
         config.headroom == 0.72 and config.interval == 10 and config.projects == ("/Users/me/code",)
     )
-    assert not set_headroom(path, 0.72)
 
 
 def test_setting_headroom_adds_the_key_when_only_a_comment_mentions_it(tmp_path: Path) -> None:
@@ -116,13 +115,6 @@ def test_a_broken_config_is_reported_and_left_untouched(
     with pytest.raises(ConfigError, match=problem):
         set_headroom(path, 0.7)
     assert path.read_text() == text
-
-
-def test_an_out_of_range_headroom_is_refused(tmp_path: Path) -> None:
-    path = tmp_path / "config.toml"
-    with pytest.raises(ConfigError, match="headroom"):
-        set_headroom(path, 1.5)
-    assert not path.exists()
 
 
 def test_a_config_that_cannot_be_written_is_one_sentence_and_left_untouched(

@@ -104,11 +104,12 @@ def test_after_an_invalid_ratio_the_fix_says_to_restart_the_process() -> None:
         assert "changing os.environ in the process that failed does nothing" in fix
 
 
-def test_without_max_allowed_no_cap_was_in_force_and_a_cut_paste_does_not_say_so() -> None:
+def test_without_max_allowed_the_cap_was_off_and_a_cut_paste_does_not_say_so() -> None:
     no_cap = "MPS backend out of memory (MPS allocated: 1.00 GiB, other allocations: 0 bytes)."
-    assert "no cap was in force" in explain(no_cap + " Tried to allocate 2.00 MiB on shared pool.")
+    off = explain(no_cap + " Tried to allocate 2.00 MiB on shared pool.")
+    assert "the cap was off" in off and "push the Mac into swap" in off and "0.0: no cap" in off
     cut = explain("RuntimeError: MPS backend out of memory (MPS allocated: 18.02 GB, other allocat")
-    assert 'The paste ends before "max allowed"' in cut and "no cap was in force" not in cut
+    assert 'The paste ends before "max allowed"' in cut and "cap was off" not in cut
 
 
 def test_impossible_numbers_are_called_out() -> None:

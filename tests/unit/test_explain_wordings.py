@@ -24,7 +24,12 @@ WORDINGS = [
     (  # c10/cuda/CUDACachingAllocator.cpp before "reserved" replaced "cached" (PyTorch 1.3)
         "RuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 1; 10.92 GiB total "
         "capacity; 9.92 GiB already allocated; 5.44 MiB free; 56.88 MiB cached)",
-        {"device": 1, "reserved_bytes": round(56.88 * MIB), "total_bytes": round(10.92 * GIB)},
+        # "cached" is cached but unallocated: PyTorch's total is allocated + cached
+        {
+            "device": 1,
+            "reserved_bytes": round(9.92 * GIB + 56.88 * MIB),
+            "total_bytes": round(10.92 * GIB),
+        },
     ),
     (  # the "allowed" field of set_per_process_memory_fraction
         "CUDA out of memory. Tried to allocate 1.50 GiB (GPU 0; 15.78 GiB total capacity; "

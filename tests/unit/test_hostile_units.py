@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+import os
 import sqlite3
 import time
 from pathlib import Path
@@ -13,6 +15,7 @@ from mpsd.daemon.history import HistoryError, Store
 from mpsd.durations import parse_duration
 from mpsd.machine.sample import Sample
 from mpsd.setup import rcfile
+from tests.conftest import run_mpsd
 
 
 @pytest.mark.parametrize(
@@ -104,3 +107,35 @@ def test_a_block_whose_file_became_crlf_is_replaced_and_removed_without_junk(use
     assert again.count(b"# >>> mpsd >>>") == 1
     assert rcfile.remove(again) == crlf(user)
     assert rcfile.remove(converted) == crlf(user)
+
+
+def test_what_the_daemon_creates_is_never_writable_by_others_whatever_the_umask() -> None:
+    from mpsd import paths
+    from mpsd.daemon.loop import setup_logging
+    from mpsd.machine.sampler import write_parts
+
+    old = os.umask(0)
+    try:
+        setup_logging()
+        logging.getLogger("mpsd").info("a line")
+        write_parts({"sum": 1}, paths.free_memory_file())
+    finally:
+        os.umask(old)
+        for handler in list(logging.getLogger("mpsd").handlers):
+            logging.getLogger("mpsd").removeHandler(handler)
+            handler.close()
+    assert paths.log_file().stat().st_mode & 0o777 == 0o600
+    assert paths.free_memory_file().stat().st_mode & 0o777 == 0o644
+
+
+def test_a_fifo_as_the_history_in_an_untrusted_state_dir_is_not_opened() -> None:
+    # sqlite3 would block on the FIFO for good: the history of a dir mpsd does not trust is
+    # read as absent, and status says why (the trust rule's sentence), once.
+    from mpsd import paths
+
+    paths.state_dir().mkdir()
+    os.mkfifo(paths.history_file())
+    paths.state_dir().chmod(0o777)
+    done = run_mpsd("status", timeout=20)  # TimeoutExpired: it blocked on the FIFO
+    assert done.returncode == 0, done.stderr
+    assert (done.stdout + done.stderr).count("trusts nothing in it") == 1

@@ -13,7 +13,6 @@ from mpsd.daemon.history import (
     SCHEMA_VERSION,
     HistoryError,
     Store,
-    lowest_free_per_bucket,
 )
 from mpsd.machine.sample import Sample
 
@@ -116,6 +115,8 @@ def test_samples_keep_the_lows_when_a_window_holds_too_many(tmp_path: Path) -> N
 
 def test_thin_is_the_pure_twin_of_the_thinned_query(tmp_path: Path) -> None:
     import random
+
+    from bench.replay import lowest_free_per_bucket
 
     rng = random.Random(7)
     rows = [

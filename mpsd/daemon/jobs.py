@@ -1,0 +1,205 @@
+"""A record per ML job the daemon sees, kept up to date at each sample, and the notices
+(``notify = true``) when memory pressure reaches warning or swap begins during a job.
+
+``Tracker.update`` is pure: the loop hands it each sample (its ``processes``) and a
+``describe`` for a new pid (``describe`` below reads the process with psutil), and stores the
+records it returns: only those whose values changed (a new peak, more swap-outs, an end).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from mpsd.errors import MpsdError
+from mpsd.machine.sample import PRESSURE_WARN, Sample
+
+PYTORCH_DEFAULT_RATIO = 1.7  # PyTorch's high watermark on MPS when the variable is unset
+SERIES = 128  # footprints kept per running job (every other one dropped when full)
+GIB = 1 << 30
+PRESSURES = {1: "normal", 2: "warning", 4: "critical"}  # the sample's levels, in words
+
+
+@dataclass
+class Job:
+    """One job's record: the ``jobs`` table's columns. ``cap``: ratio x recommended max (MPS
+    memory only); ``peak``: the footprint, CPU-side memory included; ``swapouts``: pages
+    swapped out during it; ``growth``: how much its footprint's floor rose (at its end)."""
+
+    pid: int
+    command: str
+    started: float
+    project: str | None = None
+    ratio: float | None = None
+    ratio_from: str | None = None
+    cap: int | None = None
+    free_at_start: int | None = None
+    peak: int = 0
+    peak_at: float | None = None
+    swapouts: int = 0
+    swap_from: float | None = None
+    swap_to: float | None = None
+    pressure: int | None = None
+    growth: int | None = None
+    ended: float | None = None
+    id: int | None = None
+
+    @classmethod
+    def of(cls, row: dict[str, Any]) -> Job:
+        """A stored row as a record; MpsdError (exit 1) when a value has the wrong type."""
+        job = cls(**row)
+        for f in dataclasses.fields(cls):
+            value, kind = getattr(job, f.name), str(f.type)
+            if not (value is None and "None" in kind) and not isinstance(
+                value, {"int": int, "str": str}.get(kind.split()[0], (int, float))
+            ):
+                raise MpsdError(f"job {job.id}'s record is damaged ({f.name} is {value!r}).", 1)
+        return job
+
+    def growing(self) -> bool:
+        return self.growth is not None and self.growth > max(GIB / 2, self.peak / 10)
+
+
+@dataclass
+class _Open:
+    job: Job
+    swap0: int | None
+    series: list[int] = field(default_factory=list)
+    said: set[str] = field(default_factory=set)
+    stored: dict[str, Any] | None = None
+
+
+def growth(series: list[int]) -> int | None:
+    """How much the floor of a footprint rose: the lowest of its last quarter minus the lowest
+    of its second (the first is the warm-up); None with fewer than 8 points."""
+    if len(series) < 8:
+        return None
+    q = len(series) // 4
+    return min(series[-q:]) - min(series[q : 2 * q])
+
+
+class Tracker:
+    def __init__(self) -> None:
+        self.open: dict[int, _Open] = {}
+        self.last: Sample | None = None
+
+    def update(
+        self, sample: Sample, describe: Callable[[int], dict[str, Any]]
+    ) -> tuple[list[Job], list[tuple[str, Job]]]:
+        """The records to store after ``sample``; the notices due ("pressure" or "swap", job)."""
+        seen = {p.pid: p for p in sample.processes}
+        ended = [self.open.pop(pid) for pid in list(self.open) if pid not in seen]
+        for gone in ended:
+            gone.job.ended = sample.t
+            gone.job.growth = growth(gone.series)
+        notices = []
+        for pid, process in seen.items():
+            run = self.open.get(pid)
+            if run is None:
+                before = self.last.available_bytes if self.last else None
+                job = Job(pid=pid, command=process.name, started=sample.t, free_at_start=before)
+                job = dataclasses.replace(job, **describe(pid))
+                run = self.open[pid] = _Open(job, sample.swapouts)
+            job = run.job
+            if process.bytes > job.peak:
+                job.peak, job.peak_at = process.bytes, sample.t
+            if sample.pressure is not None and sample.pressure > (job.pressure or 0):
+                job.pressure = sample.pressure
+            if sample.swapouts is not None and run.swap0 is not None:
+                swapped = sample.swapouts - run.swap0
+                if swapped > job.swapouts:
+                    job.swapouts, job.swap_to = swapped, sample.t
+                    job.swap_from = job.swap_from or sample.t
+            run.series.append(process.bytes)
+            if len(run.series) > SERIES:
+                del run.series[::2]
+            for kind, due in (
+                ("pressure", (job.pressure or 0) >= PRESSURE_WARN),
+                ("swap", job.swapouts > 0),
+            ):
+                if due and kind not in run.said:
+                    run.said.add(kind)
+                    notices.append((kind, job))
+        self.last = sample
+        changed = []
+        for run in [*ended, *self.open.values()]:
+            values = {**vars(run.job), "id": None}  # the id the store gave it is no change
+            if values != run.stored:
+                run.stored = values
+                changed.append(run.job)
+        return changed, notices
+
+
+def describe(pid: int, limits: Any, projects: tuple[str, ...]) -> dict[str, Any]:
+    """What a new job's process says of itself: its command line (shortened), the project it
+    runs in, the ratio it started with (its environment; else ``limits``'), and its cap."""
+    import psutil
+
+    from mpsd.env.decision import containing_project
+    from mpsd.ratio import HIGH_VAR
+
+    found: dict[str, Any] = {}
+    try:
+        proc = psutil.Process(pid)
+        command = " ".join(" ".join(proc.cmdline()).split()) or proc.name()
+        found["command"] = command if len(command) <= 80 else command[:77] + "..."
+        found["project"] = containing_project(proc.cwd(), projects)
+        value = proc.environ().get(HIGH_VAR)
+        found["ratio"] = PYTORCH_DEFAULT_RATIO if value is None else float(value)
+        found["ratio_from"] = "PyTorch's default" if value is None else "its environment"
+    except (psutil.Error, OSError, ValueError):
+        pass
+    if "ratio" not in found and limits is not None:
+        found["ratio"], found["ratio_from"] = limits.high_watermark_ratio, "limits.toml"
+    if "ratio" in found and limits is not None:
+        found["cap"] = int(found["ratio"] * limits.recommended_max_bytes)
+    return found
+
+
+NOTICES = {
+    "pressure": "memory pressure reached warning: the Mac is about to compress, then swap; "
+    "close something",
+    "swap": "the Mac began to swap",
+}
+
+
+def notice_text(kind: str, job: Job) -> str:
+    return f"{NOTICES[kind]} (job {job.id}: {job.command})"
+
+
+def daemon_running() -> bool:
+    from mpsd import paths
+    from mpsd.locks import PidLock
+
+    try:
+        return PidLock(paths.daemon_lock_file()).is_held_elsewhere()
+    except OSError:
+        return False
+
+
+def way() -> str | None:
+    """How a notice is sent here: ``osascript`` (macOS), ``notify-send``, or None."""
+    import shutil
+
+    return next((name for name in ("osascript", "notify-send") if shutil.which(name)), None)
+
+
+def notify(text: str) -> str | None:
+    """Send ``text`` as a notification; the way it went, or None when there is none (or it
+    failed)."""
+    import subprocess
+
+    name = way()
+    if name is None:
+        return None
+    quoted = '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    argv = [name, "-e", f'display notification {quoted} with title "mpsd"']
+    if name == "notify-send":
+        argv = [name, "mpsd", text]
+    try:
+        done = subprocess.run(argv, capture_output=True, timeout=10, close_fds=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return name if done.returncode == 0 else None

@@ -1,0 +1,84 @@
+"""`mpsd status --watch` in a real pty: it redraws, says no daemon runs, quits on q or Ctrl-C and
+gives the terminal back; `--json` prints one line a period."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pexpect
+import pytest
+
+from tests.conftest import ROOT
+
+
+def spawn(*args: str) -> pexpect.spawn:
+    """The view between two `stty -g`: the terminal's settings before and after it."""
+    command = (
+        f"trap true INT; stty -g; {sys.executable} -m mpsd status --watch {' '.join(args)}; stty -g"
+    )
+    return pexpect.spawn(
+        "/bin/sh",
+        ["-c", command],
+        cwd=str(ROOT),
+        env=dict(os.environ),
+        encoding="utf-8",
+        timeout=30,
+    )
+
+
+@pytest.mark.parametrize("quit_by", ["q", "ctrl-c"])
+def test_the_live_view_redraws_and_gives_the_terminal_back(quit_by: str) -> None:
+    child = spawn("--every", "0.2s")
+    child.expect(r"(\S+)\r\n")
+    before = child.match.group(1)
+    child.expect("free: ")
+    child.expect("not running")
+    child.expect(r"pressure: \w+")
+    child.expect(r"\x1b\[H")  # drawn again, in place
+    if quit_by == "q":
+        child.send("q")
+    else:
+        child.sendintr()
+    child.expect(r"\x1b\[\?25h(\S+)\r\n")  # the cursor shown again, then `stty -g`
+    assert child.match.group(1) == before  # the terminal as it was
+    assert "Traceback" not in child.before
+    child.expect(pexpect.EOF)
+
+
+def test_the_live_view_in_json_prints_a_line_a_period() -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mpsd", "status", "--watch", "--json", "--every", "0.2s"],
+        stdout=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        views = [json.loads(proc.stdout.readline()) for _ in range(2)]
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)
+    assert views[1]["t"] > views[0]["t"]
+    assert views[0]["daemon_running"] is False and views[0]["available_bytes"] > 0
+    assert isinstance(views[0]["jobs"], list)
+
+
+def test_a_bad_period_is_one_sentence_and_exit_2() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "mpsd", "status", "--watch", "--every", "0"],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 2 and "not a period" in done.stderr
+
+
+def test_a_period_without_watch_is_refused_not_ignored() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "mpsd", "status", "--every", "2s"],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 2 and "give both" in done.stderr and done.stdout == ""
