@@ -748,6 +748,165 @@ def _hook_copy_link(sb: Sandbox, sizes: Sizes) -> None:
     expect(victim.read_bytes() == b"precious\n", "install wrote through the planted hook copy")
 
 
+# -- issue 19: nothing of another user's, or of a clone, runs as you -------------------------------
+def _marker_python(path: Path, mark: Path) -> Path:
+    """An executable ``path`` that leaves ``mark`` when run (a planted or cloned "python")."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"#!/bin/sh\necho ran >> {shlex.quote(str(mark))}\n")
+    path.chmod(0o755)
+    return path
+
+
+@case(
+    "trust", "a python-hooks.tsv planted in a state dir others can write runs and removes nothing"
+)
+def _planted_record(sb: Sandbox, sizes: Sizes) -> None:
+    project = set_up(sb)
+    mark = sb.root / "ran"
+    evil = _marker_python(sb.root / "evil" / "bin" / "python", mark)
+    site = sb.root / "evil" / "site"
+    site.mkdir()
+    (site / "_mpsd_startup.pth").write_text("x")
+    _open_to_others(sb, sb.state)
+    (sb.state / "python-hooks.tsv").write_text(f"{project}\t{evil}\t{site}\n")
+    for argv in (("enable", str(project)), ("disable", str(project)), ("uninstall",), ("status",)):
+        one_sentence(sb.mpsd(*argv, cwd=project), mentions=TRUST)
+    expect(not mark.exists(), "a planted interpreter ran as the user")
+    expect((site / "_mpsd_startup.pth").exists(), "uninstall removed a file a planted list named")
+
+
+@case("trust", "a hook copy another user planted in a data dir others can write is never sourced")
+def _planted_hook_copy(sb: Sandbox, sizes: Sizes) -> None:
+    if os.geteuid() != 0:
+        raise Skipped("planting a file owned by another user needs root")
+    one_sentence(sb.mpsd("install", "--shell", "bash", "--no-agent"), ok=True)
+    mark = sb.root / "ran"
+    copy = sb.data / "mpsd.bash"
+    _open_to_others(sb, sb.data)
+    copy.write_text(f"echo ran > {shlex.quote(str(mark))}\n")
+    os.chown(copy, 12345, 12345)
+    sb.run(["bash", "-ic", "true"])
+    expect(not mark.exists(), "an interactive bash sourced a hook copy another user owns")
+
+
+@case("trust", "doctor and probe in a cloned repository do not run its .venv python")
+def _cloned_venv(sb: Sandbox, sizes: Sizes) -> None:
+    set_up(sb)
+    clone = sb.project("clone")
+    mark = sb.root / "ran"
+    _marker_python(clone / ".venv" / "bin" / "python", mark)
+    one_sentence(sb.mpsd("doctor", cwd=clone), mentions="mpsd enable")
+    one_sentence(sb.mpsd("probe", "--ratio", "0.5", cwd=clone), ok=False, mentions="mpsd enable")
+    expect(not mark.exists(), "doctor or probe ran a clone's python")
+
+
+@case("hook cost", "a 250 KB limits.toml of 5000 projects: the start-up hook still decides right")
+def _many_projects(sb: Sandbox, sizes: Sizes) -> None:
+    project = set_up(sb)
+    text = sb.limits.read_text()
+    others = "".join(f'    "/Users/someone/code/p-{i:05d}",\n' for i in range(5000))
+    sb.limits.write_text(text.replace("projects = [\n", "projects = [\n" + others, 1))
+    code = "import sys; sys.path.insert(0, sys.argv[1]); from mpsd.env import startup_hook as h;"
+    code += "import os, time; t = time.perf_counter(); d = h.decide(os.environ, sys.argv[2], '/x');"
+    code += "print(d.get('PYTORCH_MPS_HIGH_WATERMARK_RATIO'), time.perf_counter() - t)"
+    for where, wanted in ((project / "src", True), (sb.root / "elsewhere", False)):
+        result = sb.run([PY, "-c", code, str(ROOT), str(where)])
+        one_sentence(result, ok=True)
+        value, seconds = result.out.split()
+        expect((value != "None") == wanted, f"the hook decided {value} in {where}")
+        expect_quick(float(seconds) < 0.005, f"the hook took {float(seconds) * 1e3:.1f} ms")
+
+
+@case("rc files", "lines a user added inside mpsd's block survive reinstall and uninstall")
+def _lines_in_block(sb: Sandbox, sizes: Sizes) -> None:
+    zshrc = sb.home / ".zshrc"
+    zshrc.write_text("export BEFORE=1\n")
+    one_sentence(sb.mpsd("install", "--shell", "zsh", "--no-agent"), ok=True)
+    text = zshrc.read_text().replace("# <<< mpsd <<<", "export MINE=1\n# <<< mpsd <<<")
+    zshrc.write_text(text + "export AFTER=1\n")
+    one_sentence(sb.mpsd("install", "--shell", "zsh", "--no-agent"), ok=True)
+    expect("export MINE=1" in zshrc.read_text(), "reinstall dropped a line the user added")
+    one_sentence(sb.mpsd("uninstall"), ok=True)
+    final = zshrc.read_text()
+    expect("export MINE=1" in final, "uninstall dropped a line the user added in the block")
+    expect(final.endswith("export AFTER=1\n"), f"the final newline went: {final[-30:]!r}")
+
+
+@case("rc files", "a ~/.zshrc keeps its extended attributes through install and uninstall")
+def _rc_xattrs(sb: Sandbox, sizes: Sizes) -> None:
+    zshrc = sb.home / ".zshrc"
+    zshrc.write_text("export MINE=1\n")
+    try:
+        os.setxattr(zshrc, "user.mine", b"kept")
+    except (OSError, AttributeError):
+        raise Skipped("no user extended attributes here") from None
+    for command in (("install", "--shell", "zsh", "--no-agent"), ("uninstall",)):
+        one_sentence(sb.mpsd(*command), ok=True)
+        expect(os.getxattr(zshrc, "user.mine") == b"kept", f"{command[0]} dropped an xattr")
+    expect(zshrc.read_text() == "export MINE=1\n", "uninstall did not give the file back")
+
+
+@case("rc files", "a fish conf.d/mpsd.fish the user edited is named, never replaced or removed")
+def _fish_edited(sb: Sandbox, sizes: Sizes) -> None:
+    conf = sb.home / ".config" / "fish" / "conf.d" / "mpsd.fish"
+    one_sentence(sb.mpsd("install", "--shell", "fish", "--no-agent"), ok=True)
+    edited = conf.read_text() + "set -gx MINE 1\n"
+    conf.write_text(edited)
+    one_sentence(sb.mpsd("install", "--shell", "fish", "--no-agent"), ok=False, mentions="edited")
+    one_sentence(sb.mpsd("uninstall"), ok=True, mentions="edited")
+    expect(conf.read_text() == edited, "the user's edit of conf.d/mpsd.fish was lost")
+
+
+@case("rc files", "a line added above the block of a ~/.zshrc install created keeps its newline")
+def _created_rc_newline(sb: Sandbox, sizes: Sizes) -> None:
+    zshrc = sb.home / ".zshrc"
+    one_sentence(sb.mpsd("install", "--shell", "zsh", "--no-agent"), ok=True)
+    zshrc.write_text("export MINE=1\n" + zshrc.read_text())
+    one_sentence(sb.mpsd("uninstall"), ok=True)
+    expect(zshrc.read_text() == "export MINE=1\n", f"left {zshrc.read_text()!r}")
+
+
+@case("rc files", "mpsd.zsh sourced under emulate sh and emulate ksh parses and exports")
+def _zsh_emulate(sb: Sandbox, sizes: Sizes) -> None:
+    if shutil.which("zsh") is None:
+        raise Skipped("zsh is not installed")
+    project = set_up(sb)
+    for mode in ("sh", "ksh"):
+        script = (
+            f"emulate {mode}; . {shlex.quote(str(HOOKS['zsh']))}; cd {shlex.quote(str(project))};"
+        )
+        result = sb.run(["zsh", "-fc", script + " _mpsd_hook; echo $" + HIGH])
+        one_sentence(result, ok=True)
+        expect(result.out.strip() not in ("", "None"), f"no variable under emulate {mode}")
+
+
+@case("kill -9", "temp files a killed writer left go at the next run, even one that writes nothing")
+def _stale_temps(sb: Sandbox, sizes: Sizes) -> None:
+    project = set_up(sb)
+    left = [sb.config / ".config.toml.ab12cd34.tmp", sb.state / ".free-memory.json.4242.tmp"]
+    for path in left:
+        path.write_text("half")
+        os.utime(path, (1_000_000_000, 1_000_000_000))
+    one_sentence(sb.mpsd("enable", str(project)), ok=True)  # already opted in: no write
+    one_sentence(sb.mpsd("daemon", "--once"), ok=True)
+    expect(
+        not any(p.exists() for p in left),
+        f"stale temps stayed: {[p.name for p in left if p.exists()]}",
+    )
+
+
+@case("symlinks", "a venv whose site-packages is a symlink: enable says where the files go")
+def _linked_site(sb: Sandbox, sizes: Sizes) -> None:
+    project = sb.project()
+    venv = project / ".venv"
+    sb.run([PY, "-m", "venv", "--without-pip", str(venv)], timeout=60)
+    site = next((venv / "lib").glob("python*/site-packages"))
+    elsewhere = sb.root / "shared-site"
+    site.rename(elsewhere)
+    site.symlink_to(elsewhere)
+    one_sentence(sb.mpsd("enable", str(project)), ok=True, mentions=f"the files are in {elsewhere}")
+
+
 @case("symlinks", "config.toml linked from a dotfiles repo stays a link")
 def _config_dotfile(sb: Sandbox, sizes: Sizes) -> None:
     real = sb.root / "dotfiles" / "mps.toml"

@@ -6,6 +6,7 @@ import contextlib
 import os
 import re
 import stat
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -28,9 +29,10 @@ def write_atomic(
     fails the trust rule (with the rule's sentence).
 
     ``follow_links`` is for the user's own files (rc files, config.toml a dotfile manager
-    links): the file a symlink points to is replaced and the link stays a link, and a file
-    with other hard links is rewritten in place so its twins keep seeing it. Without it, the
-    path itself is replaced.
+    links): the file a symlink points to is replaced and the link stays a link, the new file
+    gets the old one's group, extended attributes and ACLs (as editors carry them over), and
+    a file with other hard links is rewritten in place so its twins keep seeing it. Without
+    it, the path itself is replaced.
     """
     refuse_untrusted(path)
     target = Path(os.path.realpath(path)) if follow_links else Path(path)
@@ -40,6 +42,7 @@ def write_atomic(
         st = None
     if st is not None and not stat.S_ISREG(st.st_mode):
         raise not_regular(target, st.st_mode)
+    clean_stale_temps(target)  # a killed writer's, whether or not this one writes
     if st is not None:
         try:
             if st.st_size == len(data) and read_bytes(target) == data:
@@ -49,7 +52,6 @@ def write_atomic(
     if mode is None:
         mode = st.st_mode & 0o7777 if st is not None else 0o644
     ensure_dir(target.parent)
-    clean_stale_temps(target)
     if follow_links and st is not None and st.st_nlink > 1:
         _write_in_place(target, data)
         return True
@@ -60,6 +62,8 @@ def write_atomic(
             handle.flush()
             os.fsync(handle.fileno())
         os.chmod(tmp, mode)
+        if follow_links and st is not None:
+            _carry_attributes(target, tmp, st)
         os.replace(tmp, target)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
@@ -67,6 +71,23 @@ def write_atomic(
         raise
     _fsync_dir(target.parent)
     return True
+
+
+def _carry_attributes(old: Path, new: str, st: os.stat_result) -> None:
+    """Give ``new`` the group, extended attributes and ACLs of ``old`` (best effort): macOS's
+    copyfile(3) copies ACLs and xattrs; elsewhere every xattr (a POSIX ACL is one) is copied."""
+    with contextlib.suppress(OSError):
+        os.chown(new, -1, st.st_gid)
+    if sys.platform == "darwin":
+        import ctypes
+
+        with contextlib.suppress(OSError, AttributeError):  # COPYFILE_ACL | COPYFILE_XATTR
+            ctypes.CDLL(None).copyfile(os.fsencode(old), os.fsencode(new), None, 1 | 4)
+        return
+    with contextlib.suppress(OSError, AttributeError):
+        for name in os.listxattr(old):
+            with contextlib.suppress(OSError):
+                os.setxattr(new, name, os.getxattr(old, name))
 
 
 def _write_in_place(target: Path, data: bytes) -> None:
@@ -86,10 +107,10 @@ def _write_in_place(target: Path, data: bytes) -> None:
 
 
 def clean_stale_temps(path: Path, older_than: float = STALE_TEMP_SECONDS) -> list[str]:
-    """Remove the temp files a killed ``write_atomic`` of ``path`` left behind: mpsd's own
-    name pattern only, and only when older than ``older_than`` seconds. The names removed;
-    never raises."""
-    pattern = re.compile(rf"\.{re.escape(path.name)}\.[a-z0-9_]{{8}}\.tmp")  # tempfile's 8
+    """Remove the temp files a killed writer of ``path`` left behind: mpsd's own name patterns
+    only (``write_atomic``'s, tempfile's 8 characters; a view's, its writer's pid), and only
+    when older than ``older_than`` seconds. The names removed; never raises."""
+    pattern = re.compile(rf"\.{re.escape(path.name)}\.(?:[a-z0-9_]{{8}}|[0-9]+)\.tmp")
     removed: list[str] = []
     try:
         names = os.listdir(path.parent)

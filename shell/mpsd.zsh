@@ -127,7 +127,9 @@ _mpsd_hook() {
   # file cost 2 s a prompt). Replaced by a larger one between the stat and the read, it is
   # read once and ignored from the next prompt on.
   local -a _mpsd_fit
-  _mpsd_fit=( ${~_MPSD_GLOB}(N-.L-262145) )
+  # eval: parsed at run time, under this function's `emulate -L zsh`; written plainly, a file
+  # sourced under `emulate sh` or `emulate ksh` (no bare glob qualifiers) fails to parse.
+  eval '_mpsd_fit=( ${~_MPSD_GLOB}(N-.L-262145) )'
   # The trust rule (paths.untrusted) as far as a builtin tells it: the config dir and the data
   # dir (when there is one) are the user's own (-O), else nothing is read, nothing exported.
   if (( $#_mpsd_fit )) && [[ -r $_MPSD_FILE && -O $_MPSD_CONF ]] &&

@@ -102,6 +102,9 @@ def checks(chain: model.Chain, env: Mapping[str, str], python: tuple[str, str]) 
     found = [_untrusted(sentence) for sentence in chain.untrusted]
     found += [_config(chain), _limits(chain), *agent, *_daemon(chain, start)]
     found += [*_shell_hooks(env), *_python_hooks(), _hook_active(chain, env), _variables(env)]
+    refused = project_python.unvetted(*python, "doctor")
+    if refused:
+        return [*found, Check("torch", SKIPPED, *refused)]
     return [*found, check_torch(python, torch_info(python[0]))]
 
 

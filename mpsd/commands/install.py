@@ -395,7 +395,7 @@ def run_uninstall(args: argparse.Namespace) -> int:
         return _print_dry_run(lines, "mpsd is not installed here: nothing would change.")
 
     report = _Report()
-    warnings: list[str] = []
+    warnings: list[str] = list(plan.kept)
     agent_pid = None
     for label in labels:
         unloaded = launchd.unload(report, label)

@@ -126,7 +126,12 @@ def run(args: argparse.Namespace) -> int:
     step = _step(args.step)
     # Unless given, the python this shell would run here (where the project's torch is).
     given = args.python is not None
-    python = project_python.given(args.python) if given else project_python.find()[0]
+    python, how = (
+        (project_python.given(args.python), "--python") if given else project_python.find()
+    )
+    refused = project_python.unvetted(python, how, "probe")
+    if refused:
+        raise MpsdError("; ".join(refused) + ".", EXIT_USAGE)
     current = limits_mod.read()
     if current is None and (ratio is None or args.calibrate):
         raise MpsdError(

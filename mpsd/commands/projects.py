@@ -82,10 +82,14 @@ def _python_hooks(project: str, explicit: list[Target]) -> None:
     result = pyhooks.set_up(project, explicit)
     for target, changed in result.done:
         where = _shown(target.site, project)
+        real = os.path.realpath(target.site)
+        if real != os.path.abspath(target.site):  # a linked site-packages: say where they went
+            where = f"{where} (a symlink: the files are in {real})"
         verb = "Set up" if changed else "Already set up:"
         print(
-            f"{verb} the start-up hook in {where} (Python {target.version}): its python gets "
-            "the variables however it starts (IDE, notebook, cron, `uv run`)."
+            f"{verb} the start-up hook in {where} (Python {target.version}), found by running "
+            f"{_shown(target.python, project)}: its python gets the variables "
+            "however it starts (IDE, notebook, cron, `uv run`)."
         )
         if target.kind == pyhooks.INSTALLATION:
             print(

@@ -18,7 +18,7 @@ from typing import Any
 
 from mpsd import limits, paths
 from mpsd._toml import tomllib
-from mpsd.atomic import write_atomic
+from mpsd.atomic import clean_stale_temps, write_atomic
 from mpsd.config import Config, default_config_text, load_config
 from mpsd.env import projects, pyhooks
 from mpsd.env.decision import containing_project
@@ -103,6 +103,7 @@ def _edit(change: Callable[[tuple[str, ...]], tuple[str, ...]]) -> tuple[Config,
     # probed in a subprocess, and the daemon must not wait on that.
     estimate = current_limits(load_config(config_file), ()) if limits.read() is None else None
     with exclusive(paths.limits_lock_file()):
+        clean_stale_temps(config_file)  # a killed writer's, whether or not this one writes
         config = load_config(config_file)
         entries = change(config.projects)
         config_changed = entries != config.projects

@@ -3,7 +3,9 @@
 mpsd often lives in a venv (or pipx's) apart from the project's, where torch is. The
 python this shell would run here is, in order: the active venv's (``$VIRTUAL_ENV``), the
 project's ``.venv`` or ``venv`` (in this directory or one above it), then ``python3`` or
-``python`` on PATH. ``--python`` chooses another.
+``python`` on PATH. ``--python`` chooses another. A project's venv is run only when it lies in
+an opted-in project (``unvetted``): a cloned repository's ``.venv`` runs whatever its ``.pth``
+files say, as git refuses a repository's hooks and direnv an unapproved ``.envrc``.
 """
 
 from __future__ import annotations
@@ -53,6 +55,31 @@ def find(directory: str | None = None, environ: Mapping[str, str] | None = None)
         if found:
             return found, f"{name} on PATH"
     return sys.executable, "mpsd's own python"
+
+
+def unvetted(python: str, how: str, command: str) -> tuple[str, str] | None:
+    """(what, how to opt in) when ``python``, found as ``how``, is a project's venv outside
+    every opted-in project, so ``mpsd COMMAND`` does not run it; None when it may run."""
+    if not how.startswith("the project's "):
+        return None
+    from mpsd import paths
+    from mpsd.config import load_config
+    from mpsd.env.decision import containing_project
+    from mpsd.env.projects import for_limits, physical
+
+    root = os.path.dirname(os.path.dirname(os.path.dirname(python)))  # ROOT/.venv/bin/python
+    try:
+        opted_in = for_limits(load_config(paths.config_file()).projects)
+    except Exception:  # a broken config.toml opts nothing in (doctor names it apart)
+        opted_in = ()
+    if containing_project(physical(root), opted_in) is not None:
+        return None
+    return (
+        f"{python} ({how}) was not run: {root} is not opted in, and mpsd runs no program of "
+        "a directory you did not opt in (a checkout's python runs whatever its .pth files say)",
+        f"`mpsd enable` there opts it in (and runs that python), or `mpsd {command} --python "
+        f"{python}` names it",
+    )
 
 
 def given(text: str) -> str:

@@ -59,10 +59,12 @@ def record_path() -> Path:
 
 
 def record() -> list[Entry]:
-    """The copies mpsd installed, as the list says (empty when it is missing or unreadable)."""
+    """The copies mpsd installed, as the list says (empty when it is missing, unreadable, or
+    in a state dir that fails the trust rule: a planted list names programs mpsd would run)."""
+    from mpsd.files import read_bytes
+
     try:
-        with open(record_path(), encoding="utf-8") as handle:
-            lines = handle.read().split("\n")
+        lines = read_bytes(record_path(), limit=1 << 20).decode("utf-8").split("\n")
     except (OSError, UnicodeDecodeError):
         return []
     rows = (line.split("\t") for line in lines if not line.startswith("#"))

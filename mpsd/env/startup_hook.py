@@ -9,7 +9,8 @@ neither watermark variable is set, the working directory or the environment itse
 ratios, it sets PYTORCH_MPS_HIGH_WATERMARK_RATIO and PYTORCH_MPS_LOW_WATERMARK_RATIO (and the
 ``_MPSD_EXPORTED_*`` records the hooks keep, so a hooked shell started below can tell them from
 the user's). limits.toml is read as the hooks read it: one ``key = value`` a line, ratios as plain
-decimals in (0, 2] with low <= high, the projects as ``    "/path",`` lines; a file over
+decimals in (0, 2] with low <= high, the projects as ``    "/path",`` lines (looked up by the
+working directory's ancestors: the cost does not grow with their number); a file over
 256 KiB is ignored, and so is everything when mpsd's config or data dir fails the trust rule
 (``mpsd.paths.untrusted``: owned by the user, writable by nobody else).
 
@@ -33,10 +34,8 @@ if TYPE_CHECKING:
 HIGH_VAR = "PYTORCH_MPS_HIGH_WATERMARK_RATIO"
 LOW_VAR = "PYTORCH_MPS_LOW_WATERMARK_RATIO"
 MAX_BYTES = 256 * 1024
-_HIGH = "high_watermark_ratio = "
-_LOW = "low_watermark_ratio = "
-_PREFIX = '    "/'
-_SUFFIX = '",'
+_HIGH = b"high_watermark_ratio = "
+_LOW = b"low_watermark_ratio = "
 
 
 def mpsd_dir(environ: "Mapping[str, str]", kind: str) -> str:
@@ -76,48 +75,54 @@ def ratio(text: str) -> int:
     return value if value <= 2000000000 else 0
 
 
-def parse(text: str) -> "tuple[str, str, list[str]] | None":
-    """(high, low, projects) from limits.toml's text when both ratios are valid, else None."""
-    high = low = None
-    projects = []
-    state = 0  # 0: before `projects = [`, 1: inside it, 2: after its `]`
-    for line in text.split("\n"):
-        if high is None and line.startswith(_HIGH):
-            high = line[len(_HIGH) :]
-        elif low is None and line.startswith(_LOW):
-            low = line[len(_LOW) :]
-        elif state == 0:
-            if line == "projects = [":
-                state = 1
-        elif state == 1:
-            if line == "]":
-                state = 2
-            elif line.startswith(_PREFIX) and line.endswith(_SUFFIX) and len(line) >= 8:
-                path = line[5:-2]
-                for char in path:
-                    if char in '"\\' or char < " " or char == "\x7f":
-                        break
-                else:
-                    projects.append(path)
-    if high is None or low is None:
-        return None
-    high_value, low_value = ratio(high), ratio(low)
-    if not high_value or not low_value or low_value > high_value:
-        return None
-    return high, low, projects
+def setting(data: bytes, key: bytes) -> str:
+    """What follows the first line ``key`` starts in ``data`` (which starts with a newline)."""
+    start = data.find(b"\n" + key)
+    if start < 0:
+        return ""
+    start += len(key) + 1
+    return data[start : data.find(b"\n", start)].decode("utf-8", "replace")
 
 
-def inside(directory: str, projects: "list[str]") -> bool:
-    """True when the physical ``directory`` is a project or lies below one."""
-    for project in projects:
-        if project == "/" or directory == project or directory.startswith(project + "/"):
+def covered(data: bytes, directory: str) -> bool:
+    """Whether the physical ``directory`` is, or lies below, a project of ``data`` (limits.toml
+    between a newline first and one last). Each ancestor, from the top, is looked up as a
+    ``    "/path",`` line of the ``projects = [`` array, from the first line that starts with
+    its parent's path and a slash (where a line of it can first be), and the walk stops at the
+    first ancestor no line starts with: the cost grows with the depth of ``directory``, not
+    with the number of projects."""
+    start = data.find(b"\nprojects = [\n") + 13  # at the "\n" that ends that line
+    if start < 13:
+        return False
+
+    def line(path: bytes, at: int) -> bool:  # `    "PATH",` is a line of the array
+        at = data.find(b'\n    "' + path + b'",\n', at)
+        return at >= 0 and data.find(b"\n]\n", start, at + 1) < 0  # before its "]"
+
+    if line(b"/", start):
+        return True
+    try:
+        path = directory.encode("utf-8")  # a cwd with bytes that are not UTF-8 is in none
+    except UnicodeError:
+        return False
+    end, at = 0, start
+    while 0 < end + 1 < len(path):
+        end = path.find(b"/", end + 1)
+        ancestor = path[: end if end > 0 else len(path)]
+        if line(ancestor, at):
+            for char in ancestor.decode("utf-8"):
+                if char in '"\\' or char < " " or char == "\x7f":
+                    return False  # a line the hooks refuse; every deeper one has it too
             return True
+        at = data.find(b'\n    "' + ancestor + b"/", at) if end > 0 else -1
+        if at < 0:
+            return False
     return False
 
 
-def read_limits(path: str) -> "str | None":
-    """limits.toml's text, or None when it is missing, unreadable, no regular file or over
-    256 KiB (``mpsd.limits.read_file``'s rules)."""
+def read_limits(path: str) -> "bytes | None":
+    """limits.toml's bytes between a newline first and one last, or None when it is missing,
+    unreadable, no regular file or over 256 KiB (``mpsd.limits.read_file``'s rules)."""
     try:
         # O_NONBLOCK: a FIFO in the file's place must not hang every python's start.
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
@@ -138,7 +143,7 @@ def read_limits(path: str) -> "str | None":
         os.close(fd)
     if len(data) > MAX_BYTES:
         return None
-    return data.decode("utf-8", "replace")
+    return b"\n" + data + b"\n"
 
 
 def decide(environ: "Mapping[str, str]", cwd: "str | None", prefix: str) -> "dict[str, str]":
@@ -150,15 +155,15 @@ def decide(environ: "Mapping[str, str]", cwd: "str | None", prefix: str) -> "dic
     config = mpsd_dir(environ, "CONFIG")
     if not (trusted(config) and trusted(mpsd_dir(environ, "DATA"))):
         return {}
-    text = read_limits(os.path.join(config, "limits.toml"))
-    if text is None:
+    data = read_limits(os.path.join(config, "limits.toml"))
+    if data is None:
         return {}
-    found = parse(text)
-    if found is None:
+    high, low = setting(data, _HIGH), setting(data, _LOW)
+    high_value, low_value = ratio(high), ratio(low)
+    if not high_value or not low_value or low_value > high_value:
         return {}
-    high, low, projects = found
-    in_cwd = cwd is not None and inside(cwd, projects)
-    if not in_cwd and not inside(os.path.realpath(prefix), projects):
+    in_cwd = cwd is not None and covered(data, cwd)
+    if not in_cwd and not covered(data, os.path.realpath(prefix)):
         return {}
     return {HIGH_VAR: high, LOW_VAR: low, "_MPSD_EXPORTED_HIGH": high, "_MPSD_EXPORTED_LOW": low}
 

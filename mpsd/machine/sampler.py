@@ -255,12 +255,14 @@ def write_parts(parts: Mapping[str, object], path: Path) -> None:
     costs that view, nothing else."""
     import json
 
+    from mpsd.atomic import clean_stale_temps
     from mpsd.files import ensure_dir
 
     directory, name = os.path.split(path)
     tmp = os.path.join(directory, f".{name}.{os.getpid()}.tmp")
     try:
         ensure_dir(directory or ".")
+        clean_stale_temps(Path(path))  # a killed daemon's (named by its pid)
         with open(tmp, "w", encoding="utf-8") as handle:
             handle.write(json.dumps(dict(parts), indent=2) + "\n")
         os.chmod(tmp, 0o644)  # whatever the umask: never writable by others

@@ -185,7 +185,7 @@ def _daemon() -> tuple[bool, int | None, str | None]:
 
 def _history(now: float, config: Config) -> History:
     path = paths.history_file()
-    if paths.untrusted(paths.state_dir()):  # read as absent (sqlite would block on a FIFO)
+    if paths.untrusted_home(path):  # a planted history is not read (the warning says why)
         return History(str(path))
     try:
         store = Store.open_readonly(path)

@@ -110,6 +110,7 @@ class Plan:
 
     files: list[FileChange] = field(default_factory=list)
     agent: FileChange | None = None
+    kept: list[str] = field(default_factory=list)  # one sentence per file of mpsd's the user edited
 
     @property
     def all(self) -> list[FileChange]:
@@ -201,14 +202,28 @@ def completion_file(shell: str) -> Path:
 
 def _mpsd_file(path: Path, header: bytes) -> bytes | None:
     """The bytes of a file mpsd writes into another program's dir (fish's); one sentence
-    when a file of the user's is in its place."""
+    when a file of the user's is in its place, or one the user edited since install."""
     old = rcfile.read(path)
-    if old is not None and not old.startswith(header):
+    if old is not None and (not old.startswith(header) or edited(old, header)):
+        what = "was edited since mpsd installed it" if edited(old, header) else "is not mpsd's"
         raise MpsdError(
-            f"{path} exists and is not mpsd's; move it away (mpsd writes its own there), then "
+            f"{path} exists and {what}; move it away (mpsd writes its own there), then "
             "run the command again"
         )
     return old
+
+
+def signed(header: bytes, body: bytes) -> bytes:
+    """``header``, a line with the digest of ``body``, then ``body``: a user's edit shows."""
+    import hashlib
+
+    return header + b"# sha256 " + hashlib.sha256(body).hexdigest().encode() + b"\n" + body
+
+
+def edited(text: bytes, header: bytes) -> bool:
+    """Whether a file ``signed`` wrote was changed since (one without a digest: unknown, no)."""
+    first, _, body = text[len(header) :].partition(b"\n")
+    return first.startswith(b"# sha256 ") and signed(header, body) != text
 
 
 # -- install ------------------------------------------------------------------------------
@@ -235,7 +250,7 @@ def shell_changes(shell: str, parser: argparse.ArgumentParser | None) -> list[Fi
     completions = [completion_change(shell, parser)] if parser else []
     if shell == "fish":
         path = fish_hook_file()
-        new = FISH_HEADER + hook_bytes("fish")
+        new = signed(FISH_HEADER, hook_bytes("fish"))
         return [FileChange(path, _mpsd_file(path, FISH_HEADER), new, "fish hook"), *completions]
     copy = hook_copy(shell)
     changes = [FileChange(copy, rcfile.read(copy), hook_bytes(shell), f"{shell} hook")]
@@ -314,7 +329,9 @@ def uninstall_plan() -> Plan:
     for path, header, what in owned:
         old = rcfile.read(path)
         # Files in another program's dir (fish's) are mpsd's only when they carry its header.
-        if old is not None and old.startswith(header):
+        if old is not None and old.startswith(header) and edited(old, header):
+            plan.kept.append(f"{path} was edited since mpsd installed it: left as it is")
+        elif old is not None and old.startswith(header):
             plan.files.append(FileChange(path, old, None, what))
     agent = launchd.agent_file()
     old_plist = rcfile.read(agent)

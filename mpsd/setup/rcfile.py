@@ -83,7 +83,8 @@ def block(
     # if/fi rather than `[ -f F ] && . F`: with the hook copy gone, the rc file must still
     # end with status 0.
     guard = '[ -n "${BASH_VERSION:-}" ] && ' if shell == "bash" else ""
-    lines = [f"if {guard}[ -f {word} ]; then . {word}; fi".encode()]
+    # -O: a copy someone else planted (a data dir others can write) is never sourced.
+    lines = [f"if {guard}[ -f {word} ] && [ -O {word} ]; then . {word}; fi".encode()]
     if completion is not None:
         lines.append(_completion_line(shell, completion, home).encode())
     note = NOTE_CREATED if created else NOTE
@@ -95,9 +96,11 @@ def _completion_line(shell: str, completion: Path, home: str | None) -> str:
     compinit that runs later) and sources it (it registers itself when compinit already ran)."""
     word = _shell_word(str(completion), home)
     if shell == "bash":
-        return f'if [ -n "${{BASH_VERSION:-}}" ] && [ -f {word} ]; then . {word}; fi'
+        return (
+            f'if [ -n "${{BASH_VERSION:-}}" ] && [ -f {word} ] && [ -O {word} ]; then . {word}; fi'
+        )
     directory = _shell_word(str(completion.parent), home)
-    return f"if [ -f {word} ]; then fpath=({directory} $fpath); . {word}; fi"
+    return f"if [ -f {word} ] && [ -O {word} ]; then fpath=({directory} $fpath); . {word}; fi"
 
 
 _GUARD = re.compile(rb"""\[ -f ("\$HOME/[^"]+"|'(?:[^']|'\\'')*') \]""")
@@ -167,7 +170,7 @@ def add(text: bytes, new_block: bytes, path: Path | None = None) -> bytes:
     first = spans[0]
     if text[: first.end].endswith(b"\r\n"):  # the file went CRLF after install: so does the block
         new_block = new_block.replace(b"\r\n", b"\n").replace(b"\n", b"\r\n")
-    updated = text[: first.start] + new_block + text[first.end :]
+    updated = text[: first.start] + new_block + users_lines(text, first) + text[first.end :]
     for _ in spans[1:]:
         updated = remove_one(updated, find(updated)[1])
     return updated
@@ -182,8 +185,29 @@ def remove(text: bytes, path: Path | None = None) -> bytes:
     return text
 
 
+def users_lines(text: bytes, span: Span) -> bytes:
+    """The lines the user added inside the block (not one ``block`` writes, nor blank): they
+    stay, after the block, when it is replaced or removed."""
+
+    def ours(line: bytes) -> bool:  # a marker, a note, a guarded `. FILE` of any version
+        if line.startswith((BEGIN, END, b"# Added by `mpsd install`")):
+            return True
+        return line.startswith((b"if [ -", b"[ -")) and _GUARD.search(line) is not None
+
+    lines = text[span.start : span.end].splitlines(keepends=True)
+    kept = [line for line in lines if line.strip() and not ours(line.lstrip())]
+    if kept and not kept[-1].endswith(b"\n"):
+        kept[-1] += b"\n"
+    return b"".join(kept)
+
+
 def remove_one(text: bytes, span: Span) -> bytes:
+    kept = users_lines(text, span)
+    if kept:  # the block's lines go, the user's stay where they were
+        return text[: span.start] + kept + text[span.end :]
     before, after = text[: span.start], text[span.end :]
+    if NOTE_CREATED in text[span.start : span.end]:  # added alone: what is before is the user's
+        return before + after
     # The one line break ``add`` put before the block: CRLF once the file was converted.
     eol = b"\r\n" if text[: span.end].endswith(b"\r\n") else b"\n"
     if before.endswith(eol * 2) or (not after and before.endswith(eol)):

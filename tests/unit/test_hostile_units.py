@@ -97,7 +97,7 @@ def test_a_history_without_its_samples_table_is_corrupt_so_it_is_moved_aside(
 
 @pytest.mark.parametrize("user", [b"alias a=b\n", b"alias a=b", b"", b"x\n\n"])
 def test_a_block_whose_file_became_crlf_is_replaced_and_removed_without_junk(user: bytes) -> None:
-    block = b"# >>> mpsd >>>\nsource x\n# <<< mpsd <<<\n"
+    block = b"# >>> mpsd >>>\nif [ -f '/x' ]; then . '/x'; fi\n# <<< mpsd <<<\n"
 
     def crlf(data: bytes) -> bytes:
         return data.replace(b"\r\n", b"\n").replace(b"\n", b"\r\n")

@@ -105,7 +105,8 @@ def test_the_block_says_when_install_created_the_file() -> None:
 def test_a_hook_copy_under_home_is_named_through_home() -> None:
     line = rcfile.block("zsh", Path("/Users/me/.local/share/mps/mpsd.zsh"), "/Users/me")
     word = b'"$HOME/.local/share/mps/mpsd.zsh"'
-    assert b"if [ -f " + word + b" ]; then . " + word + b"; fi\n" in line
+    guard = b"[ -f " + word + b" ] && [ -O " + word + b" ]"
+    assert b"if " + guard + b"; then . " + word + b"; fi\n" in line
 
 
 @pytest.mark.parametrize("shell", ["bash", "zsh"])
