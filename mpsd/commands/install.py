@@ -122,6 +122,9 @@ def run_install(args: argparse.Namespace) -> int:
 
             ensure_dir(directory)  # 0700 whatever the umask
             report(f"created {_tilde(directory)}")
+    from mpsd.machine import recommended
+
+    recommended.seed()  # before the agent starts: it reads the cache
 
     if other is not None:
         _remove_agent(other, report, warnings)
