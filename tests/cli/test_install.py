@@ -315,8 +315,9 @@ def test_install_writes_the_plist_and_bootstraps_it_into_the_gui_domain(
     plist = _plist()
     args = plist["ProgramArguments"]
     assert isinstance(args, list)
-    assert os.access(args[0], os.X_OK), "the plist's interpreter exists"
-    assert args[1:] == ["-m", "mpsd", "daemon"]
+    assert os.access(args[0], os.X_OK), "the plist's program exists"
+    # the environment's console script, so that Login Items names the agent "mpsd"
+    assert args == [os.path.join(os.path.dirname(sys.executable), "mpsd"), "daemon"]
     agent = str(launchd.agent_file())
     assert launchctl.calls() == [
         ["print", f"gui/{UID}/{LABEL}"],
