@@ -318,6 +318,10 @@ def _python_hooks() -> list[Check]:
                 f"{hook.python} started outside a hooked shell gets no variables"
             )
             found.append(Check("python hook", PROBLEM, detail, fix))
+        elif hidden := pyhooks.hidden_files(hook.site):
+            fix = f"run `{pyhooks.unhide_command(hidden)}`"
+            detail = f"{', '.join(hidden)}: {pyhooks.HIDDEN}"
+            found.append(Check("python hook", PROBLEM, detail, fix))
         elif state == "current":
             current.append(hook.site)
     if current:

@@ -268,11 +268,32 @@ def install_plan(
     plan = Plan(files=[config_change()])
     for shell in shells:
         plan.files.extend(shell_changes(shell, parser))
+    plan.files.extend(hook_refreshes())
     if agent:
         path = launchd.agent_file()
         new = launchd.render(python, paths.config_dir(), paths.state_dir(), paths.data_dir())
         plan.agent = FileChange(path, rcfile.read(path), new, "launchd agent")
     return plan
+
+
+def hook_refreshes() -> list[FileChange]:
+    """The start-up hook copies ``enable`` listed, brought up to this mpsd's files (an upgrade
+    asks for ``mpsd install``): each copy still there (a lost one is ``enable``'s to put back)."""
+    from mpsd.env import pyhooks
+
+    changes = []
+    for site in dict.fromkeys(entry.site for entry in pyhooks.record()):
+        if pyhooks.check_copy(site) != "outdated":
+            continue
+        files = [(Path(site, name), data) for name, data in pyhooks.copy_contents()]
+        try:
+            found = [
+                FileChange(p, rcfile.read(p), data, "python start-up hook") for p, data in files
+            ]
+        except MpsdError:  # unreadable: doctor names it, install goes on
+            continue
+        changes += found
+    return changes
 
 
 # -- uninstall ----------------------------------------------------------------------------
