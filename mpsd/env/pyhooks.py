@@ -3,11 +3,9 @@ in, remove it, and keep the list of every copy mpsd installed.
 
 A copy is three files in an environment's site-packages (``purelib``, as that interpreter's
 ``sysconfig`` says): ``_mpsd_startup.py``, a byte-for-byte copy of ``mpsd/env/startup_hook.py``
-(the environment has no mpsd to import); ``_mpsd_startup.pth``, whose one guarded line imports
-it at every start of python (3.8 to 3.17); and ``_mpsd_startup.start``, its PEP 829 entry point
-(3.15+, which then skips the ``.pth``'s import line). The module applies its values once,
-whichever of the two runs. Python 3.13+ skips a ``.pth`` with macOS's hidden flag (UF_HIDDEN,
-which iCloud Drive's Desktop & Documents sync sets inside ``.venv``): writing a copy clears it.
+(the environment has no mpsd to import), ``_mpsd_startup.pth``, whose one guarded line imports
+it at every start of python, and ``_mpsd_startup.start``, its PEP 829 entry point (3.15+ runs it
+instead of the ``.pth`` line). Writing a copy clears macOS's hidden flag, which 3.13+ obeys.
 The list (``python-hooks.tsv`` in the state dir) holds one line per copy: project, interpreter,
 site-packages; ``disable`` and ``uninstall`` remove what it lists, ``status`` and ``doctor``
 tell a lost copy (a recreated venv) from one never asked for.
@@ -35,10 +33,7 @@ PTH_TEXT = f'import sys; exec("try:\\n import {MODULE}\\nexcept BaseException:\\
 START_FILE = MODULE + ".start"
 START_TEXT = f"{MODULE}:start\n"  # PEP 829: one `module:function` entry point a line
 UF_HIDDEN = 0x8000  # stat.UF_HIDDEN
-HIDDEN = (
-    "the start-up hook carries macOS's hidden flag, so Python 3.13+ skips it (iCloud Drive's "
-    "Desktop & Documents sync sets it on files inside .venv)"
-)
+HIDDEN = "macOS's hidden flag (set by iCloud Drive's sync inside .venv) makes Python 3.13+ skip it"
 ENV_DIRS = (".venv", "venv", "env")
 RECORD_NAME = "python-hooks.tsv"
 _HEADER = "# mpsd: every start-up hook copy it installed (project, python, site-packages)\n"
@@ -66,11 +61,8 @@ def module_source() -> bytes:
 
 def copy_contents() -> list[tuple[str, bytes]]:
     """Each file of a copy and the bytes it must hold."""
-    return [
-        (MODULE_FILE, module_source()),
-        (PTH_FILE, PTH_TEXT.encode()),
-        (START_FILE, START_TEXT.encode()),
-    ]
+    texts = (module_source(), PTH_TEXT.encode(), START_TEXT.encode())
+    return list(zip((MODULE_FILE, PTH_FILE, START_FILE), texts))
 
 
 def file_flags(path: str) -> int:
@@ -84,19 +76,14 @@ def set_file_flags(path: str, flags: int) -> None:
 
 def hidden_files(site: str) -> list[str]:
     """The files of the copy in ``site`` that carry the hidden flag (Python 3.13+ skips them)."""
-    found = []
-    for name, _ in copy_contents():
-        path = os.path.join(site, name)
-        with contextlib.suppress(OSError):
-            if file_flags(path) & UF_HIDDEN:
-                found.append(path)
-    return found
+    found = [os.path.join(site, name) for name in (MODULE_FILE, PTH_FILE, START_FILE)]
+    return [path for path in found if os.path.exists(path) and file_flags(path) & UF_HIDDEN]
 
 
 def unhide_command(paths: list[str]) -> str:
     import shlex
 
-    return "chflags nohidden " + " ".join(shlex.quote(path) for path in paths)
+    return "chflags nohidden " + " ".join(map(shlex.quote, paths))
 
 
 def record_path() -> Path:
@@ -454,13 +441,11 @@ def check_copy(site: str) -> str:
     """``current``, ``outdated`` (another mpsd's files, or one missing) or ``missing``."""
     if not has_copy(site):
         return "missing"
-    for name, data in copy_contents():
-        try:
-            if Path(site, name).read_bytes() != data:
-                return "outdated"
-        except OSError:
-            return "outdated"
-    return "current"
+    try:
+        same = all(Path(site, name).read_bytes() == data for name, data in copy_contents())
+    except OSError:
+        same = False
+    return "current" if same else "outdated"
 
 
 def copy_files(entries: Iterable[Entry]) -> list[str]:

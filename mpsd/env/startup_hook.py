@@ -182,9 +182,8 @@ _started = []  # type: list[bool]
 
 
 def start() -> None:
-    """The entry point of ``_mpsd_startup.start`` (PEP 829, Python 3.15+: ``site`` imports this
-    module, then calls it) and of the import the ``.pth`` line makes (3.8 to 3.17): the values
-    are applied once, whichever runs, and both may. Never raises."""
+    """The entry point of ``_mpsd_startup.start`` (PEP 829, 3.15+) and of the ``.pth`` line's
+    import: the values are applied once, whichever runs (both may). Never raises."""
     if not _started:
         _started.append(True)
         apply(os.environ)

@@ -24,9 +24,8 @@ COREGRAPHICS = "/System/Library/Frameworks/CoreGraphics.framework/CoreGraphics"
 
 
 class Libraries(NamedTuple):
-    """libobjc (``sel_registerName``, ``objc_msgSend``) and Metal (``MTLCopyAllDevices``,
-    ``MTLCreateSystemDefaultDevice``): anything with those attributes will do (``objc_msgSend``
-    must be a C function: a test's is a ctypes callback)."""
+    """libobjc (``sel_registerName``, ``objc_msgSend``: a C function) and Metal
+    (``MTLCopyAllDevices``, ``MTLCreateSystemDefaultDevice``): anything with those will do."""
 
     objc: Any
     metal: Any

@@ -70,14 +70,8 @@ def probe_subprocess(
         value, source = answer["bytes"], answer["source"]
     except (ValueError, TypeError, KeyError, IndexError):
         return None
-    if (
-        done.returncode == 0
-        and isinstance(value, int)
-        and value > 0
-        and source in ("torch", "metal")
-    ):
-        return value, str(source)
-    return None
+    ok = done.returncode == 0 and isinstance(value, int) and value > 0
+    return (value, str(source)) if ok and source in ("torch", "metal") else None
 
 
 # --- the seams the cache checks (tests replace them) -----------------------------------------

@@ -281,19 +281,10 @@ def hook_refreshes() -> list[FileChange]:
     asks for ``mpsd install``): each copy still there (a lost one is ``enable``'s to put back)."""
     from mpsd.env import pyhooks
 
-    changes = []
-    for site in dict.fromkeys(entry.site for entry in pyhooks.record()):
-        if pyhooks.check_copy(site) != "outdated":
-            continue
-        files = [(Path(site, name), data) for name, data in pyhooks.copy_contents()]
-        try:
-            found = [
-                FileChange(p, rcfile.read(p), data, "python start-up hook") for p, data in files
-            ]
-        except MpsdError:  # unreadable: doctor names it, install goes on
-            continue
-        changes += found
-    return changes
+    listed = dict.fromkeys(entry.site for entry in pyhooks.record())
+    sites = [site for site in listed if pyhooks.check_copy(site) == "outdated"]
+    files = [(Path(site, name), data) for site in sites for name, data in pyhooks.copy_contents()]
+    return [FileChange(p, rcfile.read(p), data, "python start-up hook") for p, data in files]
 
 
 # -- uninstall ----------------------------------------------------------------------------

@@ -123,18 +123,15 @@ def agent_python(args: list[str]) -> str:
     """The python an agent's ProgramArguments run: ``args[0]`` for ``python -m mpsd``, else the
     console script's interpreter (its ``#!`` line, or under ``#!/bin/sh`` the ``exec`` line pip
     writes for long paths); ``args[0]`` when the script cannot be read."""
-    if args[1:2] == ["-m"]:
-        return args[0]
     try:
         with open(args[0], "rb") as handle:
-            head = handle.read(4096).decode("utf-8", "replace").splitlines()
+            head = handle.read(4096).decode("utf-8", "replace")
     except OSError:
+        head = ""
+    found = re.match(r"""#!/bin/sh\n'''exec' (?:"([^"]+)"|(\S+))|#!\s*(\S+)""", head)
+    if args[1:2] == ["-m"] or not found:
         return args[0]
-    found = re.match(r"#!\s*(\S+)", head[0]) if head else None
-    sh = re.match(r"""'''exec' (?:"([^"]+)"|(\S+))""", head[1]) if len(head) > 1 else None
-    if found and found.group(1) == "/bin/sh" and sh:
-        return sh.group(1) or sh.group(2)
-    return found.group(1) if found else args[0]
+    return next(group for group in found.groups() if group)
 
 
 def _fill(value: Any, values: dict[str, str]) -> Any:

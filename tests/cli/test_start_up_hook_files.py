@@ -178,7 +178,7 @@ def test_a_hidden_hook_file_is_reported_by_status_and_doctor_and_enable_clears_t
     main(["doctor", "--json"])
     checks = json.loads(capsys.readouterr().out)["checks"]
     (check,) = [c for c in checks if c["name"] == "python hook"]
-    assert check["status"] == "problem" and "Python 3.13+ skips it" in check["detail"]
+    assert check["status"] == "problem" and "Python 3.13+ skip it" in check["detail"]
     assert check["fix"] == f"run `chflags nohidden {pth}`"
     main(["status"])
     assert f"run `chflags nohidden {pth}`" in capsys.readouterr().out
