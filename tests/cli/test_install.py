@@ -614,6 +614,22 @@ def test_purge_waits_for_the_agents_own_daemon_to_exit_after_the_bootout(
 
 
 @pytest.mark.usefixtures("hook_sources")
+def test_an_agent_of_an_older_mpsd_in_this_venv_becomes_its_mpsd_script(
+    launchctl: StandinLaunchctl, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before this round the agent ran `python -m mpsd daemon`: an upgrade's install moves it to
+    the venv's `mpsd` script (Login Items' name) without calling it another install."""
+    assert _install(capsys)[0] == 0
+    plist = _plist()
+    plist["ProgramArguments"] = [sys.executable, "-m", "mpsd", "daemon"]
+    launchd.agent_file().write_bytes(plistlib.dumps(plist))
+    code, out, err = _install(capsys)
+    assert code == 0, err
+    assert "another install" not in out
+    assert _plist()["ProgramArguments"][0] == os.path.join(os.path.dirname(sys.executable), "mpsd")
+
+
+@pytest.mark.usefixtures("hook_sources")
 def test_an_agent_booted_out_by_hand_is_loaded_again_without_rewriting_the_plist(
     launchctl: StandinLaunchctl, capsys: pytest.CaptureFixture[str]
 ) -> None:
