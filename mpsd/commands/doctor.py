@@ -180,15 +180,16 @@ def _agent() -> tuple[list[Check], str]:
     except OSError as exc:
         fix = f"move it out of the way, then {INSTALL}"
         return [Check("agent", PROBLEM, f"{plist} cannot be read ({exc.strerror})", fix)], start
+    python = launchd.agent_python(args or [""])  # a console script's: its #! interpreter
     if not args:
         found.append(Check("agent", PROBLEM, f"{plist} is not a readable plist", install))
-    elif not os.access(args[0], os.X_OK):
-        detail = f"the agent's python {args[0]} no longer exists (a Homebrew Python upgrade "
+    elif not (os.access(args[0], os.X_OK) and os.access(python, os.X_OK)):
+        detail = f"the agent's python {python} no longer exists (a Homebrew Python upgrade "
         fix = "recreate the venv, reinstall mpsd in it, then run `mpsd install` from it"
         found.append(Check("agent interpreter", PROBLEM, detail + "breaks its venvs)", fix))
-    elif (folder := privacy_protected(args[0])) is not None:
+    elif (folder := privacy_protected(python)) is not None:
         where = "iCloud Drive (~/Library/Mobile Documents)" if "Mobile" in folder else folder
-        detail = f"the agent's python {args[0]} lives in {where}: macOS's privacy protection "
+        detail = f"the agent's python {python} lives in {where}: macOS's privacy protection "
         detail += "can deny a launchd agent that folder ('Operation not permitted'), so the "
         fix = "recreate the venv outside ~/Desktop, ~/Documents, ~/Downloads and iCloud Drive "
         fix += "(e.g. `python3 -m venv ~/.venvs/mpsd`), or install mpsd with `pipx install "
@@ -319,6 +320,10 @@ def _python_hooks() -> list[Check]:
                 f"the start-up hook is gone from {hook.site} (a recreated environment?): "
                 f"{hook.python} started outside a hooked shell gets no variables"
             )
+            found.append(Check("python hook", PROBLEM, detail, fix))
+        elif hidden := pyhooks.hidden_files(hook.site):
+            fix = f"run `{pyhooks.unhide_command(hidden)}`"
+            detail = f"{', '.join(hidden)}: {pyhooks.HIDDEN}"
             found.append(Check("python hook", PROBLEM, detail, fix))
         elif state == "current":
             current.append(hook.site)

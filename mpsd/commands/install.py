@@ -122,6 +122,9 @@ def run_install(args: argparse.Namespace) -> int:
 
             ensure_dir(directory)  # 0700 whatever the umask
             report(f"created {_tilde(directory)}")
+    from mpsd.machine import recommended
+
+    recommended.seed()  # before the agent starts: it reads the cache
 
     if other is not None:
         _remove_agent(other, report, warnings)
@@ -130,7 +133,8 @@ def run_install(args: argparse.Namespace) -> int:
     if plan.agent is not None:
         agent = plan.agent
         before, now = (launchd.program_arguments(p or b"") for p in (agent.old, agent.new))
-        if before and now and before[0] != now[0]:
+        # Another bin/ is another install (this one's python -m mpsd before is its mpsd now).
+        if before and now and os.path.dirname(before[0]) != os.path.dirname(now[0]):
             report(f"replacing the agent of another install of mpsd ({before[0]})")
         try:
             outcome = launchd.ensure_loaded(agent.path, agent.new or b"", report)

@@ -359,6 +359,10 @@ def _here_rows(chain: Chain) -> list[tuple[str, str]]:
         rows.append(("python here", "gets neither variable (PyTorch's defaults)"))
     for env in chain.start_up_hooks:
         rows.append(("start-up hook", f"{_HOOK_WORDS[env['state']]} {env['environment']}"))
+        if env.get("hidden"):
+            from mpsd.env.pyhooks import HIDDEN, unhide_command
+
+            rows.append(("PROBLEM", f"{HIDDEN}: run `{unhide_command(env['hidden'])}`"))
     if here.hand_set:
         names = " and ".join(here.hand_set)
         rows.append(("set by hand", f"{names}; your values win and the hook leaves both alone"))

@@ -19,7 +19,7 @@ from __future__ import annotations
 POLICY_EVERY = 600.0  # seconds between policy runs (also after a config change or a new max)
 PRUNE_EVERY = 3600.0
 PRUNE_AGAIN = 1.0  # while a prune left rows to delete
-RECOMMENDED_EVERY = 3600.0  # re-ask (cheap when cached; re-probes after a reboot or update)
+RECOMMENDED_EVERY = 3600.0  # re-ask (cheap when cached; re-probes after an OS update)
 CONFIG_POLL = 5.0  # the mtime backstop behind the directory watch
 DEBOUNCE = 0.2
 

@@ -9,12 +9,15 @@ can be nonzero with no tensor at all (docs/macos-and-pytorch.md, "PyTorch's wate
 sets the environment and, when torch is already imported, also sets the high limit through
 ``torch.mps.set_per_process_memory_fraction`` (torch >= 2.0): that call starts the allocator if
 it had not started, and then it reads the variables just set; if it had, the high limit still
-takes effect (the low one stays what PyTorch read at its start). It warns only when something
-definitely went wrong: setting the fraction failed.
+takes effect (the low one stays what PyTorch read at its start). Where torch has the private
+``torch._C._accelerator_isAllocatorInitialized()`` (2.13: it starts nothing) it says whether the
+low limit came too late (``low_too_late``, and a warning); it also warns when setting the fraction
+fails.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import warnings
@@ -39,6 +42,8 @@ class Applied:
     limit also set through ``torch.mps.set_per_process_memory_fraction``), ``"kept"`` (the
     user's own values stand) or ``"nothing"`` (no values apply here; ``reason`` says why).
     ``high``/``low``: the values in the environment now (None: PyTorch's default).
+    ``low_too_late``: whether torch's allocator had started, so the low limit stays what PyTorch
+    read then (None: unknown, or torch not imported).
     """
 
     action: str
@@ -46,6 +51,7 @@ class Applied:
     low: str | None
     project: str | None
     reason: str
+    low_too_late: bool | None = None
 
 
 def _mps_available(torch: Any) -> bool:
@@ -77,6 +83,17 @@ def apply(directory: str | None = None, *, anywhere: bool = False) -> Applied:
     torch = sys.modules.get("torch")
     if high is None or torch is None or not _mps_available(torch):
         return done(ENVIRONMENT)
+    ask = getattr(getattr(torch, "_C", None), "_accelerator_isAllocatorInitialized", None)
+    with contextlib.suppress(Exception):  # private (2.13); asked before the setter starts it
+        done = partial(done, low_too_late=None if ask is None else bool(ask()))
+    if done.keywords.get("low_too_late"):
+        warnings.warn(
+            f"mpsd.apply(): PyTorch's MPS allocator had started before it, so the low limit "
+            f"stays what PyTorch read then, not {low}; the high limit is set now. Call "
+            "mpsd.apply() before the first MPS use to set both.",
+            RuntimeWarning,
+            stacklevel=2,
+        )
     setter = getattr(torch.mps, "set_per_process_memory_fraction", None)
     if setter is None:  # torch < 2.0: the environment is all there is
         return done(ENVIRONMENT)

@@ -1,12 +1,14 @@
 """The interpreter start-up hook in a project's environments: find them, write the hook's copy
 in, remove it, and keep the list of every copy mpsd installed.
 
-A copy is two files in an environment's site-packages (``purelib``, as that interpreter's
+A copy is three files in an environment's site-packages (``purelib``, as that interpreter's
 ``sysconfig`` says): ``_mpsd_startup.py``, a byte-for-byte copy of ``mpsd/env/startup_hook.py``
-(the environment has no mpsd to import), and ``_mpsd_startup.pth``, whose one guarded line
-imports it at every start of python. The list (``python-hooks.tsv`` in the state dir) holds one
-line per copy: project, interpreter, site-packages; ``disable`` and ``uninstall`` remove what it
-lists, ``status`` and ``doctor`` tell a lost copy (a recreated venv) from one never asked for.
+(the environment has no mpsd to import), ``_mpsd_startup.pth``, whose one guarded line imports
+it at every start of python, and ``_mpsd_startup.start``, its PEP 829 entry point (3.15+ runs it
+instead of the ``.pth`` line). Writing a copy clears macOS's hidden flag, which 3.13+ obeys.
+The list (``python-hooks.tsv`` in the state dir) holds one line per copy: project, interpreter,
+site-packages; ``disable`` and ``uninstall`` remove what it lists, ``status`` and ``doctor``
+tell a lost copy (a recreated venv) from one never asked for.
 What ``status`` calls imports nothing beyond ``os`` (its start-up is a contract).
 """
 
@@ -28,6 +30,10 @@ PTH_FILE = MODULE + ".pth"
 # One line: site.py executes a .pth line that starts with `import`. The try keeps a deleted
 # module from printing "Error processing line 1" at every start.
 PTH_TEXT = f'import sys; exec("try:\\n import {MODULE}\\nexcept BaseException:\\n pass")\n'
+START_FILE = MODULE + ".start"
+START_TEXT = f"{MODULE}:start\n"  # PEP 829: one `module:function` entry point a line
+UF_HIDDEN = 0x8000  # stat.UF_HIDDEN
+HIDDEN = "macOS's hidden flag (set by iCloud Drive's sync inside .venv) makes Python 3.13+ skip it"
 ENV_DIRS = (".venv", "venv", "env")
 RECORD_NAME = "python-hooks.tsv"
 _HEADER = "# mpsd: every start-up hook copy it installed (project, python, site-packages)\n"
@@ -51,6 +57,33 @@ class Entry:
 def module_source() -> bytes:
     """The bytes every copy must hold: this package's ``startup_hook.py``."""
     return Path(__file__).with_name("startup_hook.py").read_bytes()
+
+
+def copy_contents() -> list[tuple[str, bytes]]:
+    """Each file of a copy and the bytes it must hold."""
+    texts = (module_source(), PTH_TEXT.encode(), START_TEXT.encode())
+    return list(zip((MODULE_FILE, PTH_FILE, START_FILE), texts))
+
+
+def file_flags(path: str) -> int:
+    """The file's BSD flags (``st_flags``: macOS; 0 elsewhere). A seam for tests."""
+    return getattr(os.stat(path), "st_flags", 0)
+
+
+def set_file_flags(path: str, flags: int) -> None:
+    os.chflags(path, flags)  # type: ignore[attr-defined,unused-ignore]  # BSD and macOS only
+
+
+def hidden_files(site: str) -> list[str]:
+    """The files of the copy in ``site`` that carry the hidden flag (Python 3.13+ skips them)."""
+    found = [os.path.join(site, name) for name in (MODULE_FILE, PTH_FILE, START_FILE)]
+    return [path for path in found if os.path.exists(path) and file_flags(path) & UF_HIDDEN]
+
+
+def unhide_command(paths: list[str]) -> str:
+    import shlex
+
+    return "chflags nohidden " + " ".join(map(shlex.quote, paths))
 
 
 def record_path() -> Path:
@@ -115,18 +148,15 @@ def has_copy(site: str) -> bool:
     )
 
 
-def env_has_copy(env: str) -> bool:
-    """Whether the venv ``env`` has a copy in any of its ``lib/python*/site-packages``."""
+def env_copy_site(env: str) -> str | None:
+    """The ``lib/python*/site-packages`` of the venv ``env`` that has a copy, if any."""
     lib = os.path.join(env, "lib")
     try:
         names = os.listdir(lib)
     except OSError:
-        return False
-    return any(
-        has_copy(os.path.join(lib, name, "site-packages"))
-        for name in names
-        if name.startswith("python")
-    )
+        return None
+    sites = (os.path.join(lib, name, "site-packages") for name in names if name[:6] == "python")
+    return next((site for site in sites if has_copy(site)), None)
 
 
 # What kind of Python a site-packages belongs to (``kind``): a hook in a virtual environment or
@@ -235,21 +265,23 @@ def inspect_interpreter(python: str) -> Target:
 
 
 def write_copy(site: str) -> bool:
-    """Write both files into ``site``; True when something changed."""
+    """Write the files into ``site`` and clear their hidden flag; True when something changed."""
     from mpsd.atomic import write_atomic
 
     try:
-        module = write_atomic(Path(site, MODULE_FILE), module_source())
-        pth = write_atomic(Path(site, PTH_FILE), PTH_TEXT.encode("utf-8"))
+        changed = [write_atomic(Path(site, name), data) for name, data in copy_contents()]
+        for path in hidden_files(site):
+            set_file_flags(path, file_flags(path) & ~UF_HIDDEN)
+            changed.append(True)
     except OSError as exc:
         raise MpsdError(f"cannot write the start-up hook into {site} ({exc.strerror}).") from None
-    return module or pth
+    return any(changed)
 
 
 def remove_copy(site: str) -> bool:
-    """Remove both files (and the module's bytecode) from ``site``; True when one was there."""
+    """Remove the files (and the module's bytecode) from ``site``; True when one was there."""
     removed = False
-    for name in (PTH_FILE, MODULE_FILE):
+    for name in (PTH_FILE, START_FILE, MODULE_FILE):
         try:
             os.unlink(os.path.join(site, name))
             removed = True
@@ -400,24 +432,25 @@ def facts_for(project: str | None) -> list[dict[str, Any]]:
     facts = []
     for where, python in rows:
         entry = next((e for e in listed if e.python == python), None)
-        if (entry is not None and has_copy(entry.site)) or env_has_copy(where):
-            state = "installed"
-        else:
-            state = "lost" if entry is not None else "none"
-        facts.append({"environment": where, "python": python, "state": state})
+        site = entry.site if entry is not None and has_copy(entry.site) else env_copy_site(where)
+        state = "installed" if site else "lost" if entry is not None else "none"
+        hidden = hidden_files(site) if site else []
+        facts.append({"environment": where, "python": python, "state": state, "hidden": hidden})
     return facts
 
 
 def check_copy(site: str) -> str:
-    """``current``, ``outdated`` (another mpsd's module or .pth) or ``missing``."""
-    try:
-        module, pth = (Path(site, name).read_bytes() for name in (MODULE_FILE, PTH_FILE))
-    except OSError:
+    """``current``, ``outdated`` (another mpsd's files, or one missing) or ``missing``."""
+    if not has_copy(site):
         return "missing"
-    return "current" if (module, pth) == (module_source(), PTH_TEXT.encode()) else "outdated"
+    try:
+        same = all(Path(site, name).read_bytes() == data for name, data in copy_contents())
+    except OSError:
+        same = False
+    return "current" if same else "outdated"
 
 
 def copy_files(entries: Iterable[Entry]) -> list[str]:
     """The files of every listed copy (for ``uninstall``), each once."""
-    names = (PTH_FILE, MODULE_FILE)
+    names = (PTH_FILE, START_FILE, MODULE_FILE)
     return list(dict.fromkeys(os.path.join(e.site, name) for e in entries for name in names))

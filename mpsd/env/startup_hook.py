@@ -1,6 +1,7 @@
 """The interpreter start-up hook: ``mpsd enable`` copies this file into a project's virtual
 environments (and those named with ``--python``) as ``_mpsd_startup.py``, beside a
-``_mpsd_startup.pth`` whose one line imports it. Every ``python`` of that environment then runs it
+``_mpsd_startup.pth`` whose one line imports it and a ``_mpsd_startup.start`` naming ``start``
+(PEP 829's entry point, for Python 3.15+). Every ``python`` of that environment then runs it
 at start, however it was started (an IDE, a notebook kernel, cron, ``uv run``).
 
 What it does is the shell hooks' decision (docs: README, "IDEs, notebooks and scripts"): when
@@ -182,5 +183,16 @@ def apply(environ: "MutableMapping[str, str]") -> None:
         pass
 
 
+_started = []  # type: list[bool]
+
+
+def start() -> None:
+    """The entry point of ``_mpsd_startup.start`` (PEP 829, 3.15+) and of the ``.pth`` line's
+    import: the values are applied once, whichever runs (both may). Never raises."""
+    if not _started:
+        _started.append(True)
+        apply(os.environ)
+
+
 if __name__ == "_mpsd_startup":  # imported by its .pth line; as mpsd.env.startup_hook, inert
-    apply(os.environ)
+    start()

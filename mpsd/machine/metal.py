@@ -24,11 +24,23 @@ COREGRAPHICS = "/System/Library/Frameworks/CoreGraphics.framework/CoreGraphics"
 
 
 class Libraries(NamedTuple):
-    """libobjc (``sel_registerName``, ``objc_msgSend``) and Metal
-    (``MTLCreateSystemDefaultDevice``): anything with those attributes will do."""
+    """libobjc (``sel_registerName``, ``objc_msgSend``: a C function) and Metal
+    (``MTLCopyAllDevices``, ``MTLCreateSystemDefaultDevice``): anything with those will do."""
 
     objc: Any
     metal: Any
+
+
+# Each selector's own C prototype: (restype, arguments after id self and SEL _cmd). arm64
+# passes arguments by type, so objc_msgSend is cast to one exact function type per selector:
+# one shared objc_msgSend with changing argtypes breaks at the second signature.
+SIGNATURES: dict[bytes, tuple[Any, ...]] = {
+    b"count": (ctypes.c_uint64,),
+    b"objectAtIndex:": (ctypes.c_void_p, ctypes.c_uint64),
+    b"isLowPower": (ctypes.c_bool,),
+    b"recommendedMaxWorkingSetSize": (ctypes.c_uint64,),
+    b"release": (None,),
+}
 
 
 def load_libraries() -> Libraries | None:
@@ -41,33 +53,52 @@ def load_libraries() -> Libraries | None:
 
 
 def working_set_size(load: Callable[[], Libraries | None] = load_libraries) -> int | None:
-    """``[MTLCreateSystemDefaultDevice() recommendedMaxWorkingSetSize]`` in bytes; None when
-    there is no Metal device or anything fails."""
+    """``recommendedMaxWorkingSetSize`` in bytes of the first device of ``MTLCopyAllDevices()``
+    that is not low-power (as PyTorch's MPSDevice.mm picks it), else of
+    ``MTLCreateSystemDefaultDevice()`` (MLX's fallback; Apple documents it as unsupported for
+    command-line and daemon apps). None when there is no device or anything fails."""
     libraries = load()
     if libraries is None:
         return None
     objc, metal = libraries
     try:
-        metal.MTLCreateSystemDefaultDevice.restype = ctypes.c_void_p
-        metal.MTLCreateSystemDefaultDevice.argtypes = []
         objc.sel_registerName.restype = ctypes.c_void_p
         objc.sel_registerName.argtypes = [ctypes.c_char_p]
-        # objc_msgSend must be called with the method's own prototype (arm64 passes
-        # arguments by type): (id self, SEL _cmd) -> uint64_t for this property.
-        send = objc.objc_msgSend
-        send.restype = ctypes.c_uint64
-        send.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
-        device = metal.MTLCreateSystemDefaultDevice()
-        if not device:
-            return None
+        address = ctypes.cast(objc.objc_msgSend, ctypes.c_void_p).value or 0
+        send = {
+            name: (
+                ctypes.CFUNCTYPE(restype, ctypes.c_void_p, ctypes.c_void_p, *args)(address),
+                objc.sel_registerName(name),
+            )
+            for name, (restype, *args) in SIGNATURES.items()
+        }
+
+        def message(name: bytes, receiver: int, *args: int) -> Any:
+            function, selector = send[name]
+            return function(receiver, selector, *args)
+
+        for create in (metal.MTLCopyAllDevices, metal.MTLCreateSystemDefaultDevice):
+            create.restype, create.argtypes = ctypes.c_void_p, []
+        value = 0
+        devices = metal.MTLCopyAllDevices()  # an NSArray the caller owns
         try:
-            value = send(device, objc.sel_registerName(b"recommendedMaxWorkingSetSize"))
+            for index in range(message(b"count", devices) if devices else 0):
+                device = message(b"objectAtIndex:", devices, index)
+                if device and not message(b"isLowPower", device):
+                    value = message(b"recommendedMaxWorkingSetSize", device)
+                    break
         finally:
-            # MTLCreateSystemDefaultDevice follows the Create rule: we own one reference.
-            send(device, objc.sel_registerName(b"release"))
+            if devices:
+                message(b"release", devices)
+        device = None if value else metal.MTLCreateSystemDefaultDevice()
+        if device:
+            try:
+                value = message(b"recommendedMaxWorkingSetSize", device)
+            finally:  # the Create rule: we own one reference
+                message(b"release", device)
     except (AttributeError, OSError, TypeError, ValueError, ctypes.ArgumentError):
         return None
-    value = int(value)
+    value = int(value or 0)
     return value if value > 0 else None
 
 

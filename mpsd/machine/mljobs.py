@@ -1,12 +1,14 @@
-"""Which running processes are PyTorch jobs, and how much memory they hold (docs/policy.md).
+"""Which running processes are ML jobs (PyTorch's, MLX's), and how much memory they hold
+(docs/policy.md).
 
-A PyTorch job is a process of the current user that
+An ML job is a process of the current user that
 
 - is a Python whose environment carries ``PYTORCH_MPS_HIGH_WATERMARK_RATIO`` or
   ``..._LOW_...`` (what the hook and ``mpsd run`` put there). Other programs started
   from a hooked shell (an editor, ``git``) inherit the variables too and are not jobs;
-- or has torch loaded: a memory map containing ``libtorch`` or ``torch/_C``, where the
-  OS lets us read the maps (Linux: ``/proc/PID/maps`` of every process of the user;
+- or has torch loaded (a memory map containing ``libtorch`` or ``torch/_C``: reason
+  ``torch``) or MLX (``libmlx``: reason ``mlx``; its memory counts as a PyTorch job's does), where
+  the OS lets us read the maps (Linux: ``/proc/PID/maps`` of every process of the user;
   macOS: ``lsof`` of Pythons only, since it is slow there).
 
 Its memory is its ``phys_footprint`` on macOS (MPS buffers count there, not in RSS),
@@ -39,9 +41,11 @@ from mpsd.machine.sysctl import libsystem
 from mpsd.ratio import HIGH_VAR, LOW_VAR
 
 WATERMARK_VARS = (HIGH_VAR, LOW_VAR)
-TORCH_MARKERS = ("libtorch", "torch/_C")
 ENV = "env"
 TORCH = "torch"
+MLX = "mlx"
+# What a loaded library's path contains -> the job's reason.
+MARKERS = (("libtorch", TORCH), ("torch/_C", TORCH), ("libmlx", MLX))
 YOUNG = 60.0  # seconds: a process this young may still exec into a Python
 
 # A process that vanished, is hidden, or that psutil fails on (RuntimeError on macOS 26).
@@ -52,7 +56,7 @@ _UNREADABLE = (psutil.Error, OSError, RuntimeError)
 class MLProcess:
     pid: int
     name: str
-    reason: str  # "env" or "torch"
+    reason: str  # "env", "torch" or "mlx"
     bytes: int
 
 
@@ -78,23 +82,26 @@ def looks_like_python(proc: psutil.Process) -> bool:
         return False
 
 
-def torch_in_maps(proc: psutil.Process) -> bool:
-    """torch's libraries are mapped in ``proc``: ``/proc/PID/maps`` on Linux; on macOS, where
-    psutil has no ``memory_maps()``, ``lsof``."""
+def _framework(text: str) -> str | None:
+    return next((reason for marker, reason in MARKERS if marker in text), None)
+
+
+def framework_in_maps(proc: psutil.Process) -> str | None:
+    """``torch`` or ``mlx`` when its libraries are mapped in ``proc`` (None: neither):
+    ``/proc/PID/maps`` on Linux; on macOS, where psutil has no ``memory_maps()``, ``lsof``."""
     if not sys.platform.startswith("linux"):
-        return torch_in_lsof(proc)
+        return framework_in_lsof(proc)
     try:
         with open(f"/proc/{proc.pid}/maps", "rb") as handle:
-            data = handle.read()
+            return _framework(handle.read().decode("utf-8", "replace"))
     except OSError:
-        return False
-    return any(marker.encode() in data for marker in TORCH_MARKERS)
+        return None
 
 
-def torch_in_lsof(proc: psutil.Process, timeout: float = 10.0) -> bool:
-    """torch's libraries among the files ``lsof`` says ``proc`` has mapped ("txt" on
-    macOS, "mem" on Linux). Spawned by absolute path without closing descriptors, so
-    CPython uses ``posix_spawn`` rather than forking the daemon."""
+def framework_in_lsof(proc: psutil.Process, timeout: float = 10.0) -> str | None:
+    """``torch`` or ``mlx`` when its libraries are among the files ``lsof`` says ``proc`` has
+    mapped ("txt" on macOS, "mem" on Linux). Spawned by absolute path without closing
+    descriptors, so CPython uses ``posix_spawn`` rather than forking the daemon."""
     lsof = os.path.abspath(shutil.which("lsof") or "/usr/sbin/lsof")
     argv = [lsof, "-w", "-n", "-P", "-F", "n", "-a", "-p", str(proc.pid), "-d", "txt,mem"]
     env = {**os.environ, "LC_ALL": "C"}
@@ -109,12 +116,9 @@ def torch_in_lsof(proc: psutil.Process, timeout: float = 10.0) -> bool:
             close_fds=False,
         )
     except (OSError, subprocess.SubprocessError):
-        return False
-    return any(
-        line.startswith("n") and marker in line
-        for line in done.stdout.splitlines()
-        for marker in TORCH_MARKERS
-    )
+        return None
+    names = (line for line in done.stdout.splitlines() if line.startswith("n"))
+    return next((found for found in map(_framework, names) if found), None)
 
 
 def watermark_env(proc: psutil.Process) -> bool:
@@ -181,7 +185,7 @@ class ProcessScanner:
         max_recheck: float = 600.0,
         is_python: Callable[[psutil.Process], bool] = looks_like_python,
         has_env: Callable[[psutil.Process], bool] = watermark_env,
-        torch_loaded: Callable[[psutil.Process], bool] = torch_in_maps,
+        torch_loaded: Callable[[psutil.Process], bool | str | None] = framework_in_maps,
         measure: Callable[[psutil.Process], int] = process_bytes,
         maps_of_all: bool = sys.platform != "darwin",
     ) -> None:
@@ -191,7 +195,7 @@ class ProcessScanner:
         self.max_recheck = max_recheck
         self.is_python = is_python
         self.has_env = has_env
-        self.torch_loaded = torch_loaded
+        self.torch_loaded = torch_loaded  # the reason ("torch", "mlx"); True means "torch"
         self.measure = measure
         # macOS: reading a process's regions is slow, so only Pythons' maps are read.
         self.maps_of_all = maps_of_all
@@ -203,7 +207,7 @@ class ProcessScanner:
         self._self_pid = os.getpid()
 
     def scan(self) -> list[MLProcess]:
-        """The PyTorch jobs running now, with their memory. Raises only if the process
+        """The ML jobs running now, with their memory. Raises only if the process
         table itself cannot be listed (``psutil.Error``/``OSError``). Only new pids, the jobs
         and the verdicts due for a re-check (a heap by due time) get a look."""
         now = self.clock()
@@ -272,8 +276,9 @@ class ProcessScanner:
         if python and self.has_env(proc):
             entry.reason, entry.next_check = ENV, math.inf
             return
-        if (python or self.maps_of_all) and self.torch_loaded(proc):
-            entry.reason, entry.next_check = TORCH, math.inf
+        loaded = (python or self.maps_of_all) and self.torch_loaded(proc)
+        if loaded:
+            entry.reason, entry.next_check = TORCH if loaded is True else str(loaded), math.inf
             return
         try:
             age = max(0.0, self.wall() - proc.create_time())
@@ -313,5 +318,5 @@ def default_scanner() -> ProcessScanner:
 
 
 def find_ml_processes() -> list[MLProcess]:
-    """The PyTorch jobs of the current user running now (module-wide verdict cache)."""
+    """The ML jobs of the current user running now (module-wide verdict cache)."""
     return default_scanner().scan()

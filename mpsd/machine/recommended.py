@@ -5,9 +5,11 @@ Where it comes from, best first (``source``): ``metal`` (read through ctypes by
 ``iogpu`` (the working-set override ``iogpu.wired_limit_mb``, or ``debug.iogpu.wired_limit`` on
 macOS 13, which Metal then reports), ``estimate`` (0.85 x RAM, e.g. on Linux: it errs high on
 purpose, docs/macos-and-pytorch.md). The first two run in a short-lived subprocess: the caller
-never loads Metal or imports torch. The answer is cached in the state dir with the boot time,
-the OS version and the override, and probed again when any of them changes, and an estimate
-after a day (torch may have been installed since).
+never loads Metal or imports torch. The answer is cached in the state dir with what it depends
+on (the OS version, the RAM and the override, not the boot) and probed again when any of them
+changes, and an estimate after a day (torch may have been installed since). A ``metal`` or
+``torch`` value stands while those are unchanged, even when a later probe finds less (Metal may
+not answer inside the agent); ``mpsd install``, run in a Terminal, seeds it.
 """
 
 from __future__ import annotations
@@ -24,8 +26,6 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-import psutil
-
 from mpsd import paths
 from mpsd.atomic import write_atomic
 from mpsd.files import read_bytes
@@ -36,7 +36,6 @@ MIB = 1 << 20
 SOURCES = ("torch", "metal", "iogpu", "estimate")
 PROBE_TIMEOUT = 120.0  # a first `import torch` on a cold disk takes a while
 ESTIMATE_TTL = 24 * 3600.0
-BOOT_TIME_SLACK = 30.0  # boot time as computed may wobble by a second; a reboot moves it a lot
 
 
 def probe_code() -> str:
@@ -71,14 +70,8 @@ def probe_subprocess(
         value, source = answer["bytes"], answer["source"]
     except (ValueError, TypeError, KeyError, IndexError):
         return None
-    if (
-        done.returncode == 0
-        and isinstance(value, int)
-        and value > 0
-        and source in ("torch", "metal")
-    ):
-        return value, str(source)
-    return None
+    ok = done.returncode == 0 and isinstance(value, int) and value > 0
+    return (value, str(source)) if ok and source in ("torch", "metal") else None
 
 
 # --- the seams the cache checks (tests replace them) -----------------------------------------
@@ -86,10 +79,6 @@ def probe_subprocess(
 
 def current_platform() -> str:
     return sys.platform
-
-
-def boot_time() -> float:
-    return float(psutil.boot_time())
 
 
 def os_version() -> str:
@@ -133,17 +122,17 @@ class Cached:
     bytes: int
     source: str
     date: str
-    boot_time: float
     os_version: str
     total_ram: int
     wired_limit_bytes: int | None
 
+    def same_machine(self, now: Cached) -> bool:
+        same = (self.os_version, self.total_ram, self.wired_limit_bytes)
+        return same == (now.os_version, now.total_ram, now.wired_limit_bytes)
+
     def still_true(self, now: Cached) -> bool:
         """Can this answer stand, given the machine as it is ``now``?"""
-        if abs(self.boot_time - now.boot_time) > BOOT_TIME_SLACK:
-            return False
-        same = (self.os_version, self.total_ram, self.wired_limit_bytes)
-        if same != (now.os_version, now.total_ram, now.wired_limit_bytes):
+        if not self.same_machine(now):
             return False
         if self.source == "estimate":
             then, at = (datetime.fromisoformat(d).timestamp() for d in (self.date, now.date))
@@ -160,29 +149,40 @@ def read_cache(path: Path) -> Cached | None:
     except (OSError, ValueError, TypeError, KeyError):
         return None
     valid = isinstance(cached.bytes, int) and cached.bytes > 0 and cached.source in SOURCES
-    return cached if valid and isinstance(cached.boot_time, (int, float)) else None
+    return cached if valid else None
 
 
 def recommended_max(total_ram: int, *, refresh: bool = False) -> tuple[int, str]:
     """(bytes, source) of this Mac's recommended max working set; probed once and cached
-    in ``paths.recommended_max_cache()``. ``refresh`` probes again whatever the cache says."""
+    in ``paths.recommended_max_cache()``. ``refresh`` (``mpsd install``) probes again whatever
+    the cache says; a metal or torch value of the same machine still beats a worse answer."""
     path = paths.recommended_max_cache()
     limit = wired_limit_bytes()
     now = Cached(
         bytes=0,
         source="",
         date=datetime.fromtimestamp(time.time(), timezone.utc).isoformat(timespec="seconds"),
-        boot_time=boot_time(),
         os_version=os_version(),
         total_ram=total_ram,
         wired_limit_bytes=limit,
     )
-    cached = None if refresh else read_cache(path)
-    if cached is not None and cached.still_true(now):
+    cached = read_cache(path)
+    if cached is not None and not refresh and cached.still_true(now):
         return cached.bytes, cached.source
     value, source = probe(total_ram, limit)
+    real = ("metal", "torch")
+    if cached and cached.source in real and source not in real and cached.same_machine(now):
+        return cached.bytes, cached.source
     fresh = replace(now, bytes=value, source=source)
     # A state dir we cannot write costs a probe next time, nothing else.
     with contextlib.suppress(OSError):
         write_atomic(path, (json.dumps(asdict(fresh), indent=2) + "\n").encode())
     return value, source
+
+
+def seed() -> None:
+    """``mpsd install``, run in a Terminal where Metal surely answers: probe now and cache it,
+    so that the agent has a real value even where Metal does not answer it."""
+    total = sysctl.read("hw.memsize") if current_platform() == "darwin" else None
+    if total:
+        recommended_max(total, refresh=True)

@@ -14,7 +14,9 @@ Protocol: one JSON object a line on stdout, flushed at once:
   {"event": "error", "kind": K, "message": TEXT}    exit EXIT_NO_TORCH / EXIT_NO_MPS / EXIT_TORCH
 
 The device seam: ``MPSD_PROBE_FAKE_DEVICE=BYTES`` makes a stand-in on the CPU play MPS with
-that recommended max (real ``torch.rand`` tensors, PyTorch's own wording at the cap). Its knobs:
+that recommended max (real ``torch.rand`` tensors, PyTorch's own wording at the cap, and its
+rounding: newest PyTorch rounds a large allocation up to 1/32 of its power of two, up to ~3%
+more than a step asks, so the driver's count runs ahead of the steps'). Its knobs:
 ``MPSD_PROBE_FAKE_SWAP=FILE`` with ``..._SWAP_AT=BYTES`` (above that much, each step adds
 swap-outs to the counter in FILE), ``..._DELAY=SECONDS`` (per step), ``..._CRASH_AT=BYTES``
 (die by SIGSEGV there).
@@ -113,6 +115,8 @@ class FakeDevice(MpsDevice):
     def alloc(self, nbytes: int) -> Any:
         time.sleep(self.delay)
         limit = self.max_allowed()
+        unit = 1 << max(0, nbytes.bit_length() - 6)  # 32 buckets per power of two
+        nbytes = -(-nbytes // unit) * unit
         if limit is not None and self.driver() + nbytes > limit:
             raise RuntimeError(
                 f"MPS backend out of memory (MPS allocated: {format_size(self.allocated)}, "

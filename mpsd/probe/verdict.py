@@ -103,11 +103,13 @@ def parse_oom(text: str) -> dict[str, Any] | None:
 
 def safe_ratio(result: ProbeResult) -> float:
     """A ratio likely to give a clean error after ``result`` swapped: below where the child was
-    stopped (with 5% to spare) and at least one calibration step below the ratio tried."""
+    stopped (with 5% to spare) and at least one calibration step below the ratio tried. Where
+    it was stopped is what the driver held when that is more than the steps: PyTorch rounds
+    large allocations up, by up to ~3%."""
     candidate = result.high - CALIBRATION_STEP
-    limit = result.max_allowed_bytes
-    if result.outcome in (SWAPPED, PRESSURE) and result.allocated_bytes and limit:
-        candidate = min(candidate, result.high * result.allocated_bytes / limit * 0.95)
+    limit, held = result.max_allowed_bytes, max(result.allocated_bytes, result.driver_bytes or 0)
+    if result.outcome in (SWAPPED, PRESSURE) and held and limit:
+        candidate = min(candidate, result.high * held / limit * 0.95)
     return max(CALIBRATION_FLOOR, floor2(candidate))
 
 

@@ -283,11 +283,23 @@ def install_plan(
     plan = Plan(files=[config_change()])
     for shell in shells:
         plan.files.extend(shell_changes(shell, parser))
+    plan.files.extend(hook_refreshes())
     if agent:
         path = launchd.agent_file()
         new = launchd.render(python, paths.config_dir(), paths.state_dir(), paths.data_dir())
         plan.agent = FileChange(path, rcfile.read(path), new, "launchd agent")
     return plan
+
+
+def hook_refreshes() -> list[FileChange]:
+    """The start-up hook copies ``enable`` listed, brought up to this mpsd's files (an upgrade
+    asks for ``mpsd install``): each copy still there (a lost one is ``enable``'s to put back)."""
+    from mpsd.env import pyhooks
+
+    listed = dict.fromkeys(entry.site for entry in pyhooks.record())
+    sites = [site for site in listed if pyhooks.check_copy(site) == "outdated"]
+    files = [(Path(site, name), data) for site in sites for name, data in pyhooks.copy_contents()]
+    return [FileChange(p, rcfile.read(p), data, "python start-up hook") for p, data in files]
 
 
 # -- uninstall ----------------------------------------------------------------------------

@@ -100,7 +100,9 @@ def render(python: str, config_dir: Path, state_dir: Path, data_dir: Path) -> by
 
     ``python`` is used as given (a venv's ``bin/python`` is a symlink to the base
     interpreter; resolving it would run the daemon outside the venv). Paths are made
-    absolute, never resolved.
+    absolute, never resolved. The agent runs the environment's ``mpsd`` console script beside
+    ``python``, as given, where there is one: macOS names an unsigned agent in Login Items after
+    its program, and "python" is a name users distrust and switch off. Else ``python -m mpsd``.
     """
     values = {
         "PYTHON": os.path.abspath(python),
@@ -110,8 +112,26 @@ def render(python: str, config_dir: Path, state_dir: Path, data_dir: Path) -> by
         "STATE_DIR": os.path.abspath(state_dir),
     }
     with template_file().open("rb") as handle:
-        data = plistlib.load(handle)
-    return plistlib.dumps(_fill(data, values), fmt=plistlib.FMT_XML, sort_keys=False)
+        data = _fill(plistlib.load(handle), values)
+    script = os.path.join(os.path.dirname(values["PYTHON"]), "mpsd")
+    if os.path.isfile(script) and os.access(script, os.X_OK):
+        data["ProgramArguments"] = [script, "daemon"]
+    return plistlib.dumps(data, fmt=plistlib.FMT_XML, sort_keys=False)
+
+
+def agent_python(args: list[str]) -> str:
+    """The python an agent's ProgramArguments run: ``args[0]`` for ``python -m mpsd``, else the
+    console script's interpreter (its ``#!`` line, or under ``#!/bin/sh`` the ``exec`` line pip
+    writes for long paths); ``args[0]`` when the script cannot be read."""
+    try:
+        with open(args[0], "rb") as handle:
+            head = handle.read(4096).decode("utf-8", "replace")
+    except OSError:
+        head = ""
+    found = re.match(r"""#!/bin/sh\n'''exec' (?:"([^"]+)"|(\S+))|#!\s*(\S+)""", head)
+    if args[1:2] == ["-m"] or not found:
+        return args[0]
+    return next(group for group in found.groups() if group)
 
 
 def _fill(value: Any, values: dict[str, str]) -> Any:

@@ -138,10 +138,37 @@ def test_an_agent_python_that_resolves_into_documents_is_a_problem_too(
     outside.parent.mkdir()
     outside.symlink_to(inside)
     plist = plistlib.loads(launchd.agent_file().read_bytes())
-    plist["ProgramArguments"][0] = str(outside)
+    plist["ProgramArguments"] = [str(outside), "-m", "mpsd", "daemon"]
     launchd.agent_file().write_bytes(plistlib.dumps(plist))
     code, data = _doctor(capsys)
     assert code == 1 and _by_name(data)["agent privacy"]["status"] == "problem"
+
+
+@pytest.mark.usefixtures("healthy")
+def test_an_agent_script_whose_interpreter_is_gone_or_in_documents_is_a_problem(
+    launchctl: StandinLaunchctl, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """The plist runs the console script: doctor follows its #! line to the python."""
+    script = tmp_path / "venv" / "bin" / "mpsd"
+    script.parent.mkdir(parents=True)
+    gone = "/opt/homebrew/Cellar/python@3.11/3.11.6/bin/python3.11"
+    script.write_text(f"#!{gone}\nimport sys\n")
+    script.chmod(0o755)
+    plist = plistlib.loads(launchd.agent_file().read_bytes())
+    plist["ProgramArguments"] = [str(script), "daemon"]
+    launchd.agent_file().write_bytes(plistlib.dumps(plist))
+    code, data = _doctor(capsys)
+    check = _by_name(data)["agent interpreter"]
+    assert code == 1 and check["status"] == "problem"
+    assert f"{gone} no longer exists" in check["detail"]
+    inside = Path(os.environ["HOME"], "Documents", "venv", "bin", "python3.12")
+    inside.parent.mkdir(parents=True)
+    inside.write_text("#!/bin/sh\n")
+    inside.chmod(0o755)
+    script.write_text(f"#!{inside}\nimport sys\n")
+    code, data = _doctor(capsys)
+    check = _by_name(data)["agent privacy"]
+    assert code == 1 and check["status"] == "problem" and str(inside) in check["detail"]
 
 
 @pytest.mark.parametrize(

@@ -316,8 +316,9 @@ def test_install_writes_the_plist_and_bootstraps_it_into_the_gui_domain(
     plist = _plist()
     args = plist["ProgramArguments"]
     assert isinstance(args, list)
-    assert os.access(args[0], os.X_OK), "the plist's interpreter exists"
-    assert args[1:] == ["-m", "mpsd", "daemon"]
+    assert os.access(args[0], os.X_OK), "the plist's program exists"
+    # the environment's console script, so that Login Items names the agent "mpsd"
+    assert args == [os.path.join(os.path.dirname(sys.executable), "mpsd"), "daemon"]
     agent = str(launchd.agent_file())
     assert launchctl.calls() == [
         ["print", f"gui/{UID}/{LABEL}"],
@@ -615,6 +616,22 @@ def test_purge_waits_for_the_agents_own_daemon_to_exit_after_the_bootout(
     assert code == 0, err
     assert "still running" not in err
     assert not paths.config_dir().exists() and not paths.state_dir().exists()
+
+
+@pytest.mark.usefixtures("hook_sources")
+def test_an_agent_of_an_older_mpsd_in_this_venv_becomes_its_mpsd_script(
+    launchctl: StandinLaunchctl, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before this round the agent ran `python -m mpsd daemon`: an upgrade's install moves it to
+    the venv's `mpsd` script (Login Items' name) without calling it another install."""
+    assert _install(capsys)[0] == 0
+    plist = _plist()
+    plist["ProgramArguments"] = [sys.executable, "-m", "mpsd", "daemon"]
+    launchd.agent_file().write_bytes(plistlib.dumps(plist))
+    code, out, err = _install(capsys)
+    assert code == 0, err
+    assert "another install" not in out
+    assert _plist()["ProgramArguments"][0] == os.path.join(os.path.dirname(sys.executable), "mpsd")
 
 
 @pytest.mark.usefixtures("hook_sources")

@@ -138,7 +138,8 @@ def test_homebrews_mpsd_with_moved_dirs_keeps_its_own_agent_on_opt_paths(
     assert code == 0, out
     assert "a brew service cannot carry MPSD_* or XDG_* dirs" in out
     data = launchd.agent_file().read_bytes()
-    assert launchd.program_arguments(data)[0] == str(brew / "opt/mpsd/libexec/bin/python")
+    # its console script beside that python (Login Items names it "mpsd"), on the opt path
+    assert launchd.program_arguments(data)[0] == str(brew / "opt/mpsd/libexec/bin/mpsd")
     assert b"Cellar" not in data
     assert launchctl.loaded() is not None
 
@@ -182,7 +183,8 @@ def test_an_install_replaces_the_agent_of_another_venv_saying_so(
     assert code == 0, out
     assert f"replacing the agent of another install of mpsd ({ELSEWHERE})" in out
     loaded = launchctl.loaded()
-    assert loaded is not None and loaded["arguments"][0] == sys.executable
+    mpsd = os.path.join(os.path.dirname(sys.executable), "mpsd")  # this venv's console script
+    assert loaded is not None and loaded["arguments"] == [mpsd, "daemon"]
 
 
 @pytest.mark.usefixtures("hook_sources", "no_launchctl")

@@ -1,6 +1,7 @@
-"""PyTorch jobs found among real processes: a Python carrying the watermark variables, a
-Python that imported torch (torch CPU is in the venv), and the ones that are not jobs. Only the
-first test runs by default; the rest start torch or wait for processes to age (``slow``)."""
+"""ML jobs found among real processes: a Python carrying the watermark variables, a Python
+that imported torch (torch CPU is in the venv) or loaded MLX, and the ones that are not jobs.
+Only the first tests run by default; the rest start torch or wait for processes to age
+(``slow``)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import psutil
@@ -81,6 +83,27 @@ def test_a_python_with_a_watermark_variable_is_a_job_until_it_ends_and_others_ar
     assert jobs[job.pid].bytes > 0
     assert plain.pid not in jobs and sleep.pid not in jobs and os.getpid() not in jobs
     assert job.pid not in after and low_only.pid in after
+
+
+def test_a_python_with_mlx_loaded_is_a_job_of_its_own_reason(tmp_path: Path) -> None:
+    """An MLX job (libmlx mapped) counts as an ML job: it neither lowers the baseline nor is
+    overlooked when the next PyTorch job is sized. No MLX on Linux: a real shared object
+    (ctypes' own extension) copied under MLX's name stands in for it."""
+    import _ctypes
+
+    shared = getattr(_ctypes, "__file__", None)
+    if not shared:
+        pytest.skip("this Python has _ctypes built in: no shared object to copy")
+    shutil.copy(shared, tmp_path / "libmlx.so")
+    load = f"import ctypes; ctypes.CDLL({str(tmp_path / 'libmlx.so')!r})"
+    mlx = _spawn(HOLD.format(mib=1, extra=load))
+    try:
+        _ready(mlx)
+        assert mljobs.framework_in_maps(psutil.Process(mlx.pid)) == "mlx"
+        jobs = {job.pid: job for job in ProcessScanner().scan()}
+    finally:
+        _stop(mlx)
+    assert jobs[mlx.pid].reason == "mlx" and jobs[mlx.pid].bytes > 0
 
 
 @pytest.fixture(scope="module")
@@ -158,7 +181,7 @@ def test_known_processes_are_not_examined_again_on_the_next_scan(
 
     def maps(proc: Any) -> bool:
         looked_at.append(("maps", proc.pid))
-        return mljobs.torch_in_maps(proc)
+        return mljobs.framework_in_maps(proc)
 
     scanner = ProcessScanner(has_env=has_env, torch_loaded=maps)
     first = scanner.scan()
@@ -237,8 +260,8 @@ def test_lsof_sees_torch_mapped_in_a_process_as_macos_needs_it(
     children: dict[str, subprocess.Popen[str]],
 ) -> None:
     """psutil has no memory_maps() on macOS: there the scanner asks lsof."""
-    assert mljobs.torch_in_lsof(psutil.Process(children["torch"].pid))
-    assert not mljobs.torch_in_lsof(psutil.Process(children["plain"].pid))
+    assert mljobs.framework_in_lsof(psutil.Process(children["torch"].pid))
+    assert not mljobs.framework_in_lsof(psutil.Process(children["plain"].pid))
 
 
 @slow
@@ -249,9 +272,9 @@ def test_the_macos_way_finds_the_torch_python_and_skips_non_pythons(
 ) -> None:
     looked_at: list[int] = []
 
-    def lsof(proc: Any) -> bool:
+    def lsof(proc: Any) -> str | None:
         looked_at.append(proc.pid)
-        return mljobs.torch_in_lsof(proc)
+        return mljobs.framework_in_lsof(proc)
 
     scanner = ProcessScanner(torch_loaded=lsof, maps_of_all=False)
     jobs = {job.pid: job for job in scanner.scan()}

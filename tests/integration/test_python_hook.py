@@ -310,7 +310,7 @@ def test_no_python_hook_and_no_venv(project: Path, home_config: Path) -> None:
     make_venv(python, project / ".venv")
     done = run_mpsd("enable", str(project), "--no-python-hook")
     assert done.returncode == 0 and "start-up hook" not in done.stdout
-    assert pyhooks.record() == [] and not pyhooks.env_has_copy(str(project / ".venv"))
+    assert pyhooks.record() == [] and pyhooks.env_copy_site(str(project / ".venv")) is None
     assert "start-up hook:   none" in run_mpsd("status", cwd=project).stdout
     bare = project / "src"
     done = run_mpsd("enable", str(bare))

@@ -17,6 +17,7 @@ import pytest
 
 from mpsd.machine import macos, metal, mljobs, sampler
 from mpsd.setup import launchd
+from tests.macos.mps import require_mps
 
 pytestmark = [
     pytest.mark.macos,
@@ -32,10 +33,7 @@ PASTE = (
 
 
 def _torch_mps() -> None:
-    code = "import torch, sys; sys.exit(0 if torch.backends.mps.is_available() else 1)"
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, check=False)
-    if done.returncode != 0:
-        pytest.skip("needs torch with MPS in this venv (`pip install torch`)")
+    require_mps()
 
 
 HOLD_1_GIB = """

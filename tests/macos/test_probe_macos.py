@@ -3,23 +3,18 @@
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 
 import pytest
 
 from mpsd.probe.runner import choose_watch
 from tests.conftest import run_mpsd
+from tests.macos.mps import require_mps
 
 pytestmark = [
     pytest.mark.macos,
     pytest.mark.skipif(sys.platform != "darwin", reason="needs macOS"),
 ]
-
-
-def _has_mps() -> bool:
-    code = "import torch, sys; sys.exit(0 if torch.backends.mps.is_available() else 1)"
-    return subprocess.run([sys.executable, "-c", code], capture_output=True).returncode == 0
 
 
 def test_the_swap_watch_reads_this_macs_counters() -> None:
@@ -29,8 +24,7 @@ def test_the_swap_watch_reads_this_macs_counters() -> None:
 
 
 def test_a_small_ratio_gives_pytorchs_clean_error_at_the_max_allowed() -> None:
-    if not _has_mps():
-        pytest.skip("needs torch with MPS")
+    require_mps()
     # 0.05 x the recommended max: a few hundred MiB to a few GiB, far from swap on any Mac.
     done = run_mpsd("probe", "--ratio", "0.05", "--step", "64M", "--json", timeout=300)
     assert done.returncode in (0, 1), done.stderr

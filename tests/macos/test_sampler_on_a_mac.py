@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from mpsd.machine import macos, mljobs, recommended, sampler, sysctl
+from tests.macos.mps import require_mps
 
 pytestmark = [
     pytest.mark.macos,
@@ -127,16 +128,9 @@ def test_the_metal_probe_without_torch_gives_the_same_number(tmp_path: Path) -> 
         assert f'"bytes": {with_torch[0]}' in done.stdout
 
 
-def _torch_with_mps() -> bool:
-    probe = "import torch, sys; sys.exit(0 if torch.backends.mps.is_available() else 1)"
-    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, check=False)
-    return done.returncode == 0
-
-
 def test_an_mps_job_is_found_by_lsof_and_its_gpu_memory_counts_in_its_footprint() -> None:
     """MPS memory counts in phys_footprint, not in RSS (docs/macos-and-pytorch.md)."""
-    if not _torch_with_mps():
-        pytest.skip("needs torch with MPS in this venv")
+    require_mps()
     code = (
         "import torch, time\n"
         "x = torch.rand(512, 1024, 1024, device='mps')  # 2 GiB of random floats\n"

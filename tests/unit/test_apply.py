@@ -105,6 +105,44 @@ def test_apply_warns_when_torch_refuses_the_fraction(
     assert "set_per_process_memory_fraction(0.77) failed: invalid fraction" in str(seen[0].message)
 
 
+@pytest.mark.parametrize(("started", "late"), [(True, True), (False, False), (None, None)])
+def test_apply_after_import_torch_says_whether_the_low_limit_came_too_late(
+    project: Path, monkeypatch: pytest.MonkeyPatch, started: bool | None, late: bool | None
+) -> None:
+    """torch 2.13's private _accelerator_isAllocatorInitialized() asks without starting the
+    allocator: asked before the fraction is set (which starts it)."""
+    torch = FakeTorch()
+    asked: list[str] = []
+
+    def initialized() -> bool:
+        asked.append("asked" if not torch.fractions else "after the fraction")
+        if started is None:
+            raise RuntimeError("Cannot access accelerator device when none is available.")
+        return started
+
+    torch._C = types.SimpleNamespace(_accelerator_isAllocatorInitialized=initialized)
+    monkeypatch.setitem(sys.modules, "torch", torch)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        result = mpsd.apply()
+    assert (result.action, result.low_too_late, torch.fractions) == (FRACTION, late, [0.77])
+    assert asked == ["asked"]
+    messages = [str(w.message) for w in seen]
+    if late:
+        (message,) = messages
+        assert "the low limit stays what PyTorch read then, not 0.7" in message
+    else:
+        assert messages == []
+
+
+def test_apply_before_torch_or_with_an_older_torch_knows_nothing_of_lateness(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert mpsd.apply().low_too_late is None
+    monkeypatch.setitem(sys.modules, "torch", FakeTorch())  # no torch._C function
+    assert mpsd.apply().low_too_late is None
+
+
 @pytest.mark.slow
 def test_apply_then_the_real_torch_reads_the_environment_and_nothing_reaches_the_allocator(
     project: Path,

@@ -24,21 +24,53 @@ def _render(python: str, tmp_path: Path) -> dict[str, object]:
     return result
 
 
-def test_the_plist_runs_this_interpreter_with_dash_m_mpsd_daemon(tmp_path: Path) -> None:
+def test_the_plist_runs_the_environments_mpsd_script_so_login_items_says_mpsd(
+    tmp_path: Path,
+) -> None:
+    """macOS names an unsigned agent after its program: the console script, as given."""
     plist = _render(sys.executable, tmp_path)
     assert plist["Label"] == "io.github.mpsd.daemon"
-    assert plist["ProgramArguments"] == [sys.executable, "-m", "mpsd", "daemon"]
-    assert os.access(sys.executable, os.X_OK)
+    script = os.path.join(os.path.dirname(sys.executable), "mpsd")
+    assert plist["ProgramArguments"] == [script, "daemon"]
+    assert os.path.basename(plist["ProgramArguments"][0]) == "mpsd"
+    assert launchd.agent_python([script, "daemon"]) in (sys.executable, *_pythons_beside())
 
 
-def test_the_interpreter_is_kept_as_given_not_resolved(tmp_path: Path) -> None:
+def _pythons_beside() -> list[str]:
+    folder = os.path.dirname(sys.executable)
+    return [os.path.join(folder, name) for name in os.listdir(folder) if name.startswith("py")]
+
+
+def test_without_a_console_script_the_plist_runs_python_dash_m_mpsd(tmp_path: Path) -> None:
     venv_python = tmp_path / "venv" / "bin" / "python"
     venv_python.parent.mkdir(parents=True)
     venv_python.symlink_to(sys.executable)
     plist = _render(str(venv_python), tmp_path)
-    args = plist["ProgramArguments"]
-    assert isinstance(args, list)
-    assert args[0] == str(venv_python)
+    assert plist["ProgramArguments"] == [str(venv_python), "-m", "mpsd", "daemon"]
+    assert launchd.agent_python(plist["ProgramArguments"]) == str(venv_python)
+
+
+def test_the_script_is_kept_as_given_and_its_interpreter_read_from_its_first_lines(
+    tmp_path: Path,
+) -> None:
+    real = tmp_path / "real"
+    real.mkdir()
+    (real / "mpsd").write_text("#!/x/venv/bin/python\nimport sys\n")
+    (real / "mpsd").chmod(0o755)
+    bin_dir = tmp_path / "venv" / "bin"
+    bin_dir.mkdir(parents=True)
+    (bin_dir / "python").symlink_to(sys.executable)
+    (bin_dir / "mpsd").symlink_to(real / "mpsd")
+    args = _render(str(bin_dir / "python"), tmp_path)["ProgramArguments"]
+    assert args == [str(bin_dir / "mpsd"), "daemon"]
+    assert launchd.agent_python(args) == "/x/venv/bin/python"
+    # pip's form for an interpreter path too long (or with spaces) for a #! line
+    long = "/Users/me/Library/Mobile Documents/venv/bin/python3.13"
+    (real / "mpsd").write_text(f"#!/bin/sh\n'''exec' \"{long}\" \"$0\" \"$@\"\n' '''\n")
+    assert launchd.agent_python(args) == long
+    (real / "mpsd").write_text("#!/bin/sh\n'''exec' /a/long/python \"$0\" \"$@\"\n' '''\n")
+    assert launchd.agent_python(args) == "/a/long/python"
+    assert launchd.agent_python([str(tmp_path / "gone"), "daemon"]) == str(tmp_path / "gone")
 
 
 def test_the_plist_has_the_keys_a_quiet_background_agent_needs(tmp_path: Path) -> None:

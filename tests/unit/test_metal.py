@@ -32,57 +32,107 @@ class Function:
         return self.body(*args)
 
 
+# A real C function, so that metal.py casts it as it casts the real objc_msgSend: a ctypes
+# callback with the widest signature; called through a narrower prototype, the extra
+# argument is whatever the register holds, and the fake ignores it.
+SEND = ctypes.CFUNCTYPE(ctypes.c_uint64, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint64)
+ARRAY, INTEGRATED, LOW_POWER = 0x6000_0000_0100, 0x6000_0000_1800, 0x6000_0000_2000
+
+
 class FakeObjc:
-    def __init__(self, value: int) -> None:
+    """libobjc with an NSArray of ``listed`` devices; ``devices``: address -> (isLowPower,
+    working set) of every device, the default one included."""
+
+    def __init__(self, listed: dict[int, tuple[bool, int]]) -> None:
         self.selectors: dict[bytes, int] = {}
-        self.value = value
+        self.listed = list(listed)
+        self.devices = {**listed, DEVICE: (False, M4_MAX_36)}
+        self.sent: list[tuple[bytes, int]] = []
         self.released: list[int] = []
+        self.fail: bytes | None = None
         self.sel_registerName = Function(self._register)
-        self.objc_msgSend = Function(self._send)
+        self.objc_msgSend = SEND(self._send)
 
     def _register(self, name: bytes) -> int:
         return self.selectors.setdefault(name, 0x1000 + len(self.selectors))
 
-    def _send(self, receiver: int, selector: int) -> int:
+    def _send(self, receiver: int, selector: int, argument: int) -> int:
         name = next(n for n, s in self.selectors.items() if s == selector)
-        if name == b"recommendedMaxWorkingSetSize":
-            assert receiver == DEVICE
-            return self.value
+        self.sent.append((name, receiver))
+        if name == self.fail:
+            return 0
         if name == b"release":
             self.released.append(receiver)
             return 0
-        raise AssertionError(f"unexpected message {name!r}")
+        if receiver == ARRAY:
+            if name == b"count":
+                return len(self.listed)
+            assert name == b"objectAtIndex:", name
+            return self.listed[argument]
+        low_power, value = self.devices[receiver]
+        return {b"isLowPower": int(low_power), b"recommendedMaxWorkingSetSize": value}[name]
 
 
 class FakeMetal:
-    def __init__(self, device: int | None) -> None:
-        self.MTLCreateSystemDefaultDevice = Function(lambda: device)
+    def __init__(self, all_devices: int | None, default: int | None) -> None:
+        self.MTLCopyAllDevices = Function(lambda: all_devices)
+        self.MTLCreateSystemDefaultDevice = Function(lambda: default)
 
 
-def libraries(value: int = M4_MAX_36, device: int | None = DEVICE) -> metal.Libraries:
-    return metal.Libraries(FakeObjc(value), FakeMetal(device))
+def libraries(
+    devices: dict[int, tuple[bool, int]] | None = None,
+    array: int | None = ARRAY,
+    default: int | None = DEVICE,
+) -> metal.Libraries:
+    found = {INTEGRATED: (False, M4_MAX_36)} if devices is None else devices
+    return metal.Libraries(FakeObjc(found), FakeMetal(array, default))
 
 
-def test_the_working_set_is_read_from_the_default_device_and_the_device_released() -> None:
+def test_each_selector_is_sent_through_its_own_exact_prototype() -> None:
+    """(id, SEL, ...) -> restype per selector, as docs/macos-and-pytorch.md lists them."""
+    c = ctypes
+    assert {
+        b"count": (c.c_uint64,),
+        b"objectAtIndex:": (c.c_void_p, c.c_uint64),
+        b"isLowPower": (c.c_bool,),
+        b"recommendedMaxWorkingSetSize": (c.c_uint64,),
+        b"release": (None,),
+    } == metal.SIGNATURES
     libs = libraries()
     assert metal.working_set_size(lambda: libs) == M4_MAX_36
+    # The shared function itself is never given argtypes or a restype of one selector.
+    assert libs.objc.objc_msgSend.argtypes == SEND._argtypes_
+    assert libs.objc.objc_msgSend.restype is ctypes.c_uint64
+    assert libs.metal.MTLCopyAllDevices.restype is ctypes.c_void_p
+    assert libs.objc.sel_registerName.argtypes == [ctypes.c_char_p]
+
+
+def test_the_first_device_that_is_not_low_power_is_read_and_the_array_released() -> None:
+    libs = libraries({LOW_POWER: (True, 1536 << 20), INTEGRATED: (False, M4_MAX_36)})
+    assert metal.working_set_size(lambda: libs) == M4_MAX_36
     objc = libs.objc
-    assert objc.released == [DEVICE]
-    # objc_msgSend is called with the property's own prototype: (id, SEL) -> uint64_t.
-    assert objc.objc_msgSend.restype is ctypes.c_uint64
-    assert objc.objc_msgSend.argtypes == [ctypes.c_void_p, ctypes.c_void_p]
-    assert libs.metal.MTLCreateSystemDefaultDevice.restype is ctypes.c_void_p
-    assert objc.sel_registerName.argtypes == [ctypes.c_char_p]
+    assert (b"recommendedMaxWorkingSetSize", LOW_POWER) not in objc.sent
+    assert objc.released == [ARRAY]  # objectAtIndex: returns devices the array owns
+    assert libs.metal.MTLCreateSystemDefaultDevice.calls == []
 
 
-def test_no_metal_device_is_no_answer_and_sends_nothing() -> None:
-    libs = libraries(device=None)
+def test_without_a_device_in_the_list_the_default_device_is_read_and_released() -> None:
+    for array, listed in ((None, {}), (ARRAY, {}), (ARRAY, {LOW_POWER: (True, 1 << 30)})):
+        libs = libraries(listed, array=array)
+        assert metal.working_set_size(lambda libs=libs: libs) == M4_MAX_36, (array, listed)
+        assert libs.objc.released[-1] == DEVICE
+        assert (b"recommendedMaxWorkingSetSize", LOW_POWER) not in libs.objc.sent
+
+
+def test_no_metal_device_at_all_is_no_answer() -> None:
+    libs = libraries({}, array=None, default=None)
     assert metal.working_set_size(lambda: libs) is None
-    assert libs.objc.objc_msgSend.calls == []
+    assert libs.objc.sent == []
 
 
 def test_a_zero_working_set_is_no_answer() -> None:
-    assert metal.working_set_size(lambda: libraries(value=0)) is None
+    libs = libraries({0x6000_0000_3000: (False, 0)}, array=ARRAY, default=None)
+    assert metal.working_set_size(lambda: libs) is None
 
 
 def test_on_linux_the_real_libraries_are_not_there() -> None:
@@ -92,19 +142,16 @@ def test_on_linux_the_real_libraries_are_not_there() -> None:
     assert metal.working_set_size() is None
 
 
-def test_a_failing_call_is_no_answer_and_the_device_is_still_released() -> None:
+def test_a_failing_call_is_no_answer_and_what_was_obtained_is_still_released() -> None:
     libs = libraries()
-    objc = libs.objc
 
-    def fails(receiver: int, selector: int) -> int:
-        if selector == objc.selectors.get(b"release"):
-            objc.released.append(receiver)
-            return 0
-        raise ctypes.ArgumentError("argument 1: wrong type")
+    def fails() -> int:
+        raise OSError("no default device")
 
-    objc.objc_msgSend = Function(fails)
+    libs.metal.MTLCreateSystemDefaultDevice.body = fails
+    libs.objc.fail = b"recommendedMaxWorkingSetSize"  # reads 0: falls back to the default
     assert metal.working_set_size(lambda: libs) is None
-    assert objc.released == [DEVICE]
+    assert libs.objc.released == [ARRAY]
 
 
 def test_metal_is_asked_first_and_torch_only_when_metal_has_no_answer() -> None:

@@ -229,3 +229,13 @@ def test_a_child_that_ends_without_a_verdict_is_one_sentence_saying_why() -> Non
     no_mps = {"event": "error", "kind": "no_mps", "torch": "2.13.0+cpu"}
     with pytest.raises(MpsdError, match=r"MPS needs an Apple Silicon Mac with macOS 12\.3\+"):
         _child_failed(4, no_mps, result, "")
+
+
+def test_a_stop_is_judged_by_what_the_driver_held_when_rounding_put_it_ahead() -> None:
+    """PyTorch rounds large allocations up (up to ~3%): the safe ratio stays below what the
+    child really held."""
+    result = ProbeResult(high=1.0, low=1.0, step_bytes=MIB, outcome=pv.SWAPPED)
+    result.max_allowed_bytes, result.allocated_bytes = 40 * MIB, 20 * MIB
+    assert pv.safe_ratio(result) == 0.47  # 20/40 x 0.95
+    result.driver_bytes = 20 * MIB + 600 * 1024
+    assert pv.safe_ratio(result) == 0.48  # 20.59/40 x 0.95 = 0.489

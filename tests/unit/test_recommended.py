@@ -21,17 +21,15 @@ TORCH_48 = 40200893440  # what docs/file-formats.md shows for the article's 48 G
 
 
 class FakeMac:
-    """A Mac as the cache sees it: boot time, OS version, wired limit, and a probe that counts."""
+    """A Mac as the cache sees it: OS version, wired limit, and a probe that counts."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        self.boot = 1_700_000_000.0
         self.os = "Darwin 15.1 24.1.0"
         self.limit: int | None = 0
         self.answer: tuple[int, str] | None = (TORCH_48, "torch")
         self.probes = 0
         self.now = 1_800_000_000.0
         monkeypatch.setattr(recommended, "current_platform", lambda: "darwin")
-        monkeypatch.setattr(recommended, "boot_time", lambda: self.boot)
         monkeypatch.setattr(recommended, "os_version", lambda: self.os)
         monkeypatch.setattr(recommended, "wired_limit_bytes", lambda: self.limit)
         monkeypatch.setattr(recommended, "probe_subprocess", self.probe)
@@ -54,20 +52,44 @@ def test_the_probe_runs_once_and_the_answer_is_cached_with_its_facts(mac: FakeMa
     cache = json.loads(paths.recommended_max_cache().read_text())
     assert cache["bytes"] == TORCH_48
     assert cache["source"] == "torch"
-    assert cache["boot_time"] == mac.boot
+    assert "boot_time" not in cache
     assert cache["os_version"] == "Darwin 15.1 24.1.0"
     assert cache["date"].startswith("2027-01-15")
     assert cache["total_ram"] == MAC_48
 
 
-def test_a_reboot_probes_again(mac: FakeMac) -> None:
-    recommended.recommended_max(MAC_48)
-    mac.boot += 1.0  # the same boot, computed a second later
-    recommended.recommended_max(MAC_48)
+def test_a_real_value_outlives_a_reboot_and_a_later_probe_that_finds_less(
+    mac: FakeMac, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The value depends on the OS version, the RAM and the override, not the boot; Metal may
+    not answer in the agent, so a refresh that finds only the estimate keeps the real value."""
+    path = paths.recommended_max_cache()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    old = {"bytes": TORCH_48, "source": "metal", "date": "2026-01-01T00:00:00+00:00"}
+    old |= {"boot_time": 1.0, "os_version": mac.os, "total_ram": MAC_48, "wired_limit_bytes": 0}
+    path.write_text(json.dumps(old))  # written before the last reboot, by an older mpsd
+    assert recommended.recommended_max(MAC_48) == (TORCH_48, "metal")
+    assert mac.probes == 0
+    mac.answer = None
+    assert recommended.recommended_max(MAC_48, refresh=True) == (TORCH_48, "metal")
     assert mac.probes == 1
-    mac.boot += 3600.0
-    mac.answer = (TORCH_48 + (1 << 30), "torch")
-    assert recommended.recommended_max(MAC_48) == (TORCH_48 + (1 << 30), "torch")
+    mac.limit = 26000 << 20  # the override changed: the old value is no longer true
+    assert recommended.recommended_max(MAC_48) == (26000 << 20, "iogpu")
+
+
+def test_install_seeds_the_cache_from_a_fresh_probe(
+    mac: FakeMac, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(recommended.sysctl, "read", {"hw.memsize": MAC_48}.get)
+    recommended.recommended_max(MAC_48)
+    mac.answer = (TORCH_48 + GIB, "metal")
+    recommended.seed()
+    assert mac.probes == 2
+    cache = json.loads(paths.recommended_max_cache().read_text())
+    assert (cache["bytes"], cache["source"]) == (TORCH_48 + GIB, "metal")
+    assert cache["total_ram"] == MAC_48
+    monkeypatch.setattr(recommended, "current_platform", lambda: "linux")
+    recommended.seed()  # nothing to seed off macOS
     assert mac.probes == 2
 
 
@@ -103,7 +125,6 @@ def test_refresh_probes_whatever_the_cache_says(mac: FakeMac) -> None:
                 "bytes": 1,
                 "source": "guess",
                 "date": "2027-01-15T00:00:00+00:00",
-                "boot_time": 1_700_000_000.0,
                 "os_version": "Darwin 15.1 24.1.0",
                 "total_ram": MAC_48,
             }
