@@ -122,3 +122,19 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             "\nThe tests left these in the checkout (write to tmp_path instead):\n"
             + "".join(f"  {line}\n" for line in left)
         )
+
+
+@pytest.fixture(autouse=True)
+def mpsd_logger_as_it_was() -> Iterator[None]:
+    """A daemon set up in one test (its log file, no propagation) must not hide the next
+    test's log records from caplog."""
+    import logging
+
+    logger = logging.getLogger("mpsd")
+    handlers, propagate, level = list(logger.handlers), logger.propagate, logger.level
+    yield
+    for handler in logger.handlers[:]:
+        if handler not in handlers:
+            logger.removeHandler(handler)
+            handler.close()
+    logger.propagate, logger.level = propagate, level
