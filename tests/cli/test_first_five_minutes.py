@@ -243,6 +243,10 @@ def test_doctor_checks_torch_in_the_projects_python_not_mpsds(tmp_path: Path) ->
     project = tmp_path / "project"
     python = _project_venv(project)
     (project / "src").mkdir()
+    # Not opted in: its python is not run, and doctor says how to let it (issue 19).
+    unvetted = run_mpsd("doctor", cwd=project / "src", env=env)
+    assert "torch 2" not in unvetted.stdout and "mpsd enable" in unvetted.stdout
+    assert run_mpsd("enable", cwd=project, env=env).returncode == 0
     done = run_mpsd("doctor", cwd=project / "src", env=env)
     assert "torch 2" in done.stdout and f"in {python} (the project's .venv)" in done.stdout
     # The active venv comes first; --python chooses.
@@ -274,6 +278,9 @@ def test_probe_runs_in_the_projects_python(tmp_path: Path) -> None:
     assert f"torch is not installed for {tmp_path}/system-bin/python3" in without.stderr
     project = tmp_path / "project"
     _project_venv(project)
+    unvetted = run_mpsd("probe", "--ratio", "0.5", "--step", "2M", cwd=project, env=env)
+    assert unvetted.returncode == 2 and "mpsd enable" in unvetted.stderr  # not opted in yet
+    assert run_mpsd("enable", cwd=project, env=env).returncode == 0
     done = run_mpsd("probe", "--ratio", "0.5", "--step", "2M", cwd=project, env=env)
     assert done.returncode == 0, done.stderr
 
