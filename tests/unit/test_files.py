@@ -64,11 +64,11 @@ def test_a_dir_of_mpsd_writable_by_others_is_read_as_absent_and_never_written() 
 
 
 def test_the_same_file_elsewhere_is_read_and_written_as_usual(tmp_path: Path) -> None:
-    shared = tmp_path / "shared"
-    shared.mkdir(mode=0o777)
-    shared.chmod(0o777)  # not one of mpsd's dirs: the rule is not for the user's other files
-    assert write_atomic(shared / ".bashrc", b"mine")
-    assert read_bytes(shared / ".bashrc") == b"mine"
+    open_dir = tmp_path / "open-to-all"
+    open_dir.mkdir(mode=0o777)
+    open_dir.chmod(0o777)  # not one of mpsd's dirs: the rule is not for the user's other files
+    assert write_atomic(open_dir / ".bashrc", b"mine")
+    assert read_bytes(open_dir / ".bashrc") == b"mine"
 
 
 def test_an_atomic_write_of_an_unchanged_file_is_skipped(tmp_path: Path) -> None:
