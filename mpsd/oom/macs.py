@@ -18,30 +18,29 @@ DEFAULT_NOTE = "PyTorch's default ratio (2.0 and later)"
 FALLBACK_RATIO = 0.8
 
 # (RAM in GB, recommendedMaxWorkingSetSize in bytes): several values per size where
-# macOS versions differ. The newer values (macOS 26) are 0.74 to 0.84 of RAM.
+# macOS versions differ. Each row is a value reported from a real Mac, or (marked "rule")
+# ollama's last-resort rule (2/3 of RAM up to 36 GB, 3/4 above) for a size with no report;
+# the sources are in docs/macos-and-pytorch.md, "The recommended max".
 WORKING_SETS: tuple[tuple[int, int], ...] = (
-    (8, 8 * GIB * 2 // 3),
-    (16, 16 * GIB * 2 // 3),
-    (16, round(11.84 * GIB)),
-    (18, 12 * GIB),
-    (24, 16 * GIB),
-    (24, round(17.760009765625 * GIB)),
-    (32, 32 * GIB * 2 // 3),
-    (32, 26_800_600_000),
-    (36, 24 * GIB),
-    (36, 27 * GIB),
-    (36, 30_150_670_000),
-    (48, 36 * GIB),
-    (48, round(37.44 * GIB)),
+    (8, 8 * GIB * 2 // 3),  # 5.33 GiB, older macOS
+    (16, 16 * GIB * 2 // 3),  # 10.67 GiB, macOS 14/15
+    (16, round(11.84 * GIB)),  # macOS 26
+    (18, 18 * GIB * 2 // 3),  # rule
+    (24, 16 * GIB),  # older macOS
+    (24, round(17.760009765625 * GIB)),  # macOS 26
+    (32, 32 * GIB * 2 // 3),  # 21.33 GiB, older macOS
+    (32, 26_800_600_000),  # ollama log, "26800.60 MB" (10^6-byte MB)
+    (36, 36 * GIB * 2 // 3),  # rule
+    (36, 30_150_670_000),  # M4 Max, "30150.67 MB"
+    (48, 36 * GIB),  # older macOS
+    (48, round(37.44 * GIB)),  # macOS 26, the article's Mac
     (64, 48 * GIB),
-    (64, round(51.84 * GIB)),
-    (96, 72 * GIB),
-    (96, round(77.76 * GIB)),
-    (128, 96 * GIB),
-    (128, round(107.52 * GIB)),
-    (192, 144 * GIB),
-    (256, 192 * GIB),
-    (512, 384 * GIB),
+    (96, 72 * GIB),  # llama.cpp #3213, "77309.41 MB"
+    (128, 96 * GIB),  # older macOS
+    (128, round(107.52 * GIB)),  # macOS 26, ComfyUI #11584
+    (192, 192 * GIB * 3 // 4),  # rule
+    (256, 256 * GIB * 3 // 4),  # rule
+    (512, 512 * GIB * 3 // 4),  # rule
 )
 LARGEST_MAC = 512 * GIB
 MIN_GUESS = 0.5  # below this, a "round" ratio fits almost any cap by chance
