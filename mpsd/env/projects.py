@@ -64,10 +64,7 @@ def remove(projects: Iterable[str], path: str) -> tuple[str, ...]:
 
 
 def for_limits(projects: Iterable[str]) -> tuple[str, ...]:
-    """The config's projects as limits.toml holds them: physical, safe, each once, in order."""
-    result: list[str] = []
-    for entry in projects:
-        path = physical(entry)
-        if problem(path) is None and path not in result:
-            result.append(path)
-    return tuple(result)
+    """The config's projects as limits.toml holds them: physical, safe, each once, sorted (the
+    start-up hook looks each one up by a binary search: ``startup_hook.covered``)."""
+    paths = {physical(entry) for entry in projects}
+    return tuple(sorted(path for path in paths if problem(path) is None))

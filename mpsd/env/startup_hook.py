@@ -10,8 +10,8 @@ neither watermark variable is set, the working directory or the environment itse
 ratios, it sets PYTORCH_MPS_HIGH_WATERMARK_RATIO and PYTORCH_MPS_LOW_WATERMARK_RATIO (and the
 ``_MPSD_EXPORTED_*`` records the hooks keep, so a hooked shell started below can tell them from
 the user's). limits.toml is read as the hooks read it: one ``key = value`` a line, ratios as plain
-decimals in (0, 2] with low <= high, the projects as ``    "/path",`` lines (looked up by the
-working directory's ancestors: the cost does not grow with their number); a file over
+decimals in (0, 2] with low <= high, the projects as ``    "/path",`` lines (sorted, and searched
+by bisection: the cost barely grows with their number); a file over
 256 KiB is ignored, and so is everything when mpsd's config or data dir fails the trust rule
 (``mpsd.paths.untrusted``: owned by the user, writable by nobody else).
 
@@ -87,38 +87,54 @@ def setting(data: bytes, key: bytes) -> str:
 
 def covered(data: bytes, directory: str) -> bool:
     """Whether the physical ``directory`` is, or lies below, a project of ``data`` (limits.toml
-    between a newline first and one last). Each ancestor, from the top, is looked up as a
-    ``    "/path",`` line of the ``projects = [`` array, from the first line that starts with
-    its parent's path and a slash (where a line of it can first be), and the walk stops at the
-    first ancestor no line starts with: the cost grows with the depth of ``directory``, not
-    with the number of projects."""
-    start = data.find(b"\nprojects = [\n") + 13  # at the "\n" that ends that line
-    if start < 13:
+    between a newline first and one last): whether it or an ancestor is a ``    "/path",`` line
+    of the ``projects = [`` array. mpsd writes that array sorted (``projects.for_limits``), so
+    the lines are searched by bisection (``before``): the cost grows with the logarithm of the
+    number of projects, not with it. A line out of order can only hide a project, never add one.
+    """
+    first = data.find(b"\nprojects = [\n") + 13  # at the "\n" that ends that line
+    if first < 13:
         return False
-
-    def line(path: bytes, at: int) -> bool:  # `    "PATH",` is a line of the array
-        at = data.find(b'\n    "' + path + b'",\n', at)
-        return at >= 0 and data.find(b"\n]\n", start, at + 1) < 0  # before its "]"
-
-    if line(b"/", start):
-        return True
     try:
         path = directory.encode("utf-8")  # a cwd with bytes that are not UTF-8 is in none
     except UnicodeError:
         return False
-    end, at = 0, start
-    while 0 < end + 1 < len(path):
-        end = path.find(b"/", end + 1)
-        ancestor = path[: end if end > 0 else len(path)]
-        if line(ancestor, at):
-            for char in ancestor.decode("utf-8"):
-                if char in '"\\' or char < " " or char == "\x7f":
-                    return False  # a line the hooks refuse; every deeper one has it too
-            return True
-        at = data.find(b'\n    "' + ancestor + b"/", at) if end > 0 else -1
-        if at < 0:
-            return False
-    return False
+    while True:
+        # Every listed ancestor of `path` lies between `name` and `path`, so starts `name`.
+        start, name = before(data, first, path)
+        if name and path.startswith(name) and path[len(name) : len(name) + 1] in (b"", b"/"):
+            break  # `name` is `path` or an ancestor of it
+        if name == b"/" or path == b"/":
+            return name == b"/"
+        end = len(path)
+        while end > 0 and not name.startswith(path[:end]):  # the deepest ancestor it may be
+            end = path.rfind(b"/", 0, end)
+        path = path[:end] if end > 0 else b"/"
+    for char in name.decode("utf-8"):
+        if char in '"\\' or char < " " or char == "\x7f":
+            return False  # a line the hooks refuse
+    at = data.find(b"]", first, start)  # not below the array's closing "]"
+    while at >= 0 and data[at - 1 : at + 2] != b"\n]\n":
+        at = data.find(b"]", at + 1, start)
+    return at < 0
+
+
+def before(data: bytes, low: int, path: bytes) -> "tuple[int, bytes]":
+    """The last line at or before ``path`` in the lines after the newline at ``low``, read as
+    sorted ``    "name",`` lines (any other line sorts last): where it starts and its name, or
+    (-1, b"") when there is none."""
+    high, found = len(data) - 1, (-1, b"")
+    while low < high:
+        start = data.rfind(b"\n", low, (low + high) // 2 + 1)  # the line around the middle
+        end = data.find(b"\n", start + 1, high + 1)
+        name = b"\xff"  # never in UTF-8: after every path
+        if data.startswith(b'    "', start + 1) and data.startswith(b'",', end - 2):
+            name = data[start + 6 : end - 2]
+        if name <= path:
+            found, low = (start, name), end
+        else:
+            high = start
+    return found
 
 
 def read_limits(path: str) -> "bytes | None":

@@ -50,3 +50,8 @@ def test_for_limits_resolves_dedupes_and_drops_unsafe_entries(tmp_path: Path) ->
     (tmp_path / "l").symlink_to(real)
     entries = [str(real), str(tmp_path / "l"), str(tmp_path / 'bad"q')]
     assert projects.for_limits(entries) == (str(real.resolve()),)
+
+
+def test_for_limits_sorts_the_projects_for_the_start_up_hooks_binary_search() -> None:
+    entries = ["/z/b", "/a", "/z/a", "/a-b", "/a/c"]
+    assert projects.for_limits(entries) == ("/a", "/a-b", "/a/c", "/z/a", "/z/b")

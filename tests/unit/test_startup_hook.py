@@ -58,22 +58,64 @@ LINES = st.sampled_from(
 DIRECTORIES = (PROJECT, PROJECT + "/src", "/Users/me/code", "/Users/me/other2", '/with"quote')
 
 
-@given(st.lists(LINES, max_size=14))
-@settings(deadline=None, max_examples=400)
-def test_the_hook_reads_limits_toml_as_the_shared_decision_does(lines: list[str]) -> None:
-    text = "\n".join(lines) + "\n"
+def _hook_and_shared(text: str) -> list[tuple[dict[str, str], dict[str, str], bool, bool]]:
+    """For each of DIRECTORIES: (the hook's exports, the shared decision's, the hook's and the
+    shared decision's answer to "is it inside a project")."""
     view = parse_text(text)
+    data = f"\n{text}\n".encode()
+    found = []
     with tempfile.TemporaryDirectory() as config:
         Path(config, "limits.toml").write_text(text)
         environ = {"MPSD_CONFIG_DIR": config}
         for directory in DIRECTORIES:
-            wanted = decide_exports(view, directory, {}).wanted
             got = startup_hook.decide(environ, directory, "/nowhere")
-            assert {k: v for k, v in got.items() if k.startswith("PYTORCH")} == wanted
-    for directory in DIRECTORIES:
-        in_project = containing_project(directory, view.projects) is not None
-        data = f"\n{text}\n".encode()
-        assert startup_hook.covered(data, directory) == in_project
+            hooked = {k: v for k, v in got.items() if k.startswith("PYTORCH")}
+            wanted = decide_exports(view, directory, {}).wanted
+            inside = containing_project(directory, view.projects) is not None
+            found.append((hooked, wanted, startup_hook.covered(data, directory), inside))
+    return found
+
+
+# The project lines mpsd may write (enable refuses the others) and some it never writes.
+PROJECT_LINES = st.sampled_from(
+    [PROJECT, "/Users/me/other", "/", "/Users/me/code/diffusion-2", "/Users/me/code/a", "/Zed"]
+)
+
+
+OTHER_LINES = LINES.filter(lambda line: not line.lstrip().startswith(("projects", "]", '"')))
+
+
+@given(st.lists(OTHER_LINES, max_size=8), st.lists(PROJECT_LINES, unique=True, max_size=6))
+@settings(deadline=None, max_examples=400)
+def test_the_hook_reads_limits_toml_as_mpsd_writes_it_as_the_shared_decision_does(
+    lines: list[str], projects: list[str]
+) -> None:
+    # mpsd writes the array sorted (for_limits), one well-formed line each, among any lines.
+    array = ["projects = [", *(f'    "{p}",' for p in sorted(projects)), "]"]
+    text = "\n".join([*lines, *array, *lines]) + "\n"
+    for hooked, wanted, covered, inside in _hook_and_shared(text):
+        assert hooked == wanted and covered == inside
+
+
+@given(st.lists(LINES, max_size=14))
+@settings(deadline=None, max_examples=400)
+def test_a_hand_made_limits_toml_never_makes_the_hook_export_where_mpsd_would_not(
+    lines: list[str],
+) -> None:
+    # Out of order or malformed, a line can only hide a project from the hook, never add one.
+    for hooked, wanted, covered, inside in _hook_and_shared("\n".join(lines) + "\n"):
+        assert inside or not covered
+        assert hooked in ({}, wanted)
+
+
+def test_the_hook_finds_each_of_a_thousand_projects_and_nothing_beside_them() -> None:
+    listed = [f"/Users/me/code/p{i:04d}" for i in range(1000)] + ["/Users/me/code/p0001/deep"]
+    data = ("\n" + limits_text("0.77", "0.7", tuple(sorted(listed))) + "\n").encode()
+    for project in listed[::7]:
+        assert startup_hook.covered(data, project)
+        assert startup_hook.covered(data, project + "/src/pkg")
+    for outside in ("/Users/me/code", "/Users/me/code/p0001x", "/Users/me/code/p1000", "/Zed"):
+        assert not startup_hook.covered(data, outside), outside
 
 
 @given(st.text(max_size=12))
