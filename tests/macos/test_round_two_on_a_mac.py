@@ -163,3 +163,22 @@ def test_an_mlx_process_is_an_ml_job() -> None:
         child.kill()
         child.wait()
     assert child.pid in jobs and jobs[child.pid].reason == "mlx", f"{jobs}. {PASTE}"
+
+
+def test_an_rc_file_keeps_its_acl_and_extended_attributes_through_mpsds_write(
+    tmp_path: Path,
+) -> None:
+    """Issue 19: an rc file mpsd rewrites (a temp file renamed over it) keeps what the user set
+    on it, as editors carry it over: copyfile(3) with COPYFILE_ACL | COPYFILE_XATTR."""
+    from mpsd.atomic import write_atomic
+
+    zshrc = tmp_path / ".zshrc"
+    zshrc.write_text("export EDITOR=vim\n")
+    subprocess.run(["chmod", "+a", "everyone deny delete", str(zshrc)], check=True)
+    subprocess.run(["xattr", "-w", "com.example.mine", "kept", str(zshrc)], check=True)
+    assert write_atomic(zshrc, b"export EDITOR=vim\n# mpsd\n", follow_links=True)
+    listing = subprocess.run(["ls", "-le", str(zshrc)], capture_output=True, text=True).stdout
+    assert "deny delete" in listing, f"the ACL was lost: {listing}. {PASTE}"
+    kept = subprocess.run(["xattr", "-p", "com.example.mine", str(zshrc)], capture_output=True)
+    assert kept.stdout.strip() == b"kept", f"the extended attribute was lost. {PASTE}"
+    subprocess.run(["chmod", "-N", str(zshrc)], check=False)  # so tmp_path can be removed
