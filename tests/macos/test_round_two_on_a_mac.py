@@ -174,11 +174,11 @@ def test_an_rc_file_keeps_its_acl_and_extended_attributes_through_mpsds_write(
 
     zshrc = tmp_path / ".zshrc"
     zshrc.write_text("export EDITOR=vim\n")
-    subprocess.run(["chmod", "+a", "everyone deny delete", str(zshrc)], check=True)
+    subprocess.run(["chmod", "+a", "group:everyone allow read", str(zshrc)], check=True)
     subprocess.run(["xattr", "-w", "com.example.mine", "kept", str(zshrc)], check=True)
     assert write_atomic(zshrc, b"export EDITOR=vim\n# mpsd\n", follow_links=True)
     listing = subprocess.run(["ls", "-le", str(zshrc)], capture_output=True, text=True).stdout
-    assert "deny delete" in listing, f"the ACL was lost: {listing}. {PASTE}"
+    assert "group:everyone allow read" in listing, f"the ACL was lost: {listing}. {PASTE}"
     kept = subprocess.run(["xattr", "-p", "com.example.mine", str(zshrc)], capture_output=True)
     assert kept.stdout.strip() == b"kept", f"the extended attribute was lost. {PASTE}"
     subprocess.run(["chmod", "-N", str(zshrc)], check=False)  # so tmp_path can be removed
