@@ -28,6 +28,7 @@ def test_status_with_nothing_yet_says_so() -> None:
 
 
 def test_once_writes_limits_and_status_shows_them() -> None:
+    since = time.time()
     once = run_mpsd("daemon", "--once")
     assert once.returncode == 0, once.stderr
     assert str(paths.limits_file()) in once.stdout
@@ -37,7 +38,7 @@ def test_once_writes_limits_and_status_shows_them() -> None:
     assert 0 < facts["low_watermark_ratio"] <= facts["high_watermark_ratio"] <= 2
     assert facts["recommended_max_source"] == "estimate"
     assert facts["limit_gib"] == round(facts["limit_bytes"] / GIB, 2)
-    assert 0 <= facts["last_sample"]["age_seconds"] < 30
+    assert 0 <= facts["last_sample"]["age_seconds"] <= time.time() - since + 1  # --once's
     assert facts["samples_in_window"] == 1
     assert facts["baseline_free_bytes"] > 0
     assert facts["reasons"]
