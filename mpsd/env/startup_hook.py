@@ -76,7 +76,7 @@ def ratio(text: str) -> int:
     return value if value <= 2000000000 else 0
 
 
-def setting(data: bytes, key: bytes) -> str:
+def setting(data: "bytes | bytearray", key: bytes) -> str:
     """What follows the first line ``key`` starts in ``data`` (which starts with a newline)."""
     start = data.find(b"\n" + key)
     if start < 0:
@@ -85,7 +85,7 @@ def setting(data: bytes, key: bytes) -> str:
     return data[start : data.find(b"\n", start)].decode("utf-8", "replace")
 
 
-def covered(data: bytes, directory: str) -> bool:
+def covered(data: "bytes | bytearray", directory: str) -> bool:
     """Whether the physical ``directory`` is, or lies below, a project of ``data`` (limits.toml
     between a newline first and one last): whether it or an ancestor is a ``    "/path",`` line
     of the ``projects = [`` array. mpsd writes that array sorted (``projects.for_limits``), so
@@ -102,10 +102,12 @@ def covered(data: bytes, directory: str) -> bool:
     while True:
         # Every listed ancestor of `path` lies between `name` and `path`, so starts `name`.
         start, name = before(data, first, path)
-        if name and path.startswith(name) and path[len(name) : len(name) + 1] in (b"", b"/"):
+        if name == b"/" or (
+            name and path.startswith(name) and path[len(name) : len(name) + 1] in (b"", b"/")
+        ):
             break  # `name` is `path` or an ancestor of it
-        if name == b"/" or path == b"/":
-            return name == b"/"
+        if path == b"/":
+            return False
         end = len(path)
         while end > 0 and not name.startswith(path[:end]):  # the deepest ancestor it may be
             end = path.rfind(b"/", 0, end)
@@ -119,15 +121,16 @@ def covered(data: bytes, directory: str) -> bool:
     return at < 0
 
 
-def before(data: bytes, low: int, path: bytes) -> "tuple[int, bytes]":
+def before(data: "bytes | bytearray", low: int, path: bytes) -> "tuple[int, bytes | bytearray]":
     """The last line at or before ``path`` in the lines after the newline at ``low``, read as
     sorted ``    "name",`` lines (any other line sorts last): where it starts and its name, or
     (-1, b"") when there is none."""
-    high, found = len(data) - 1, (-1, b"")
+    high = len(data) - 1
+    found = (-1, b"")  # type: tuple[int, bytes | bytearray]
     while low < high:
         start = data.rfind(b"\n", low, (low + high) // 2 + 1)  # the line around the middle
         end = data.find(b"\n", start + 1, high + 1)
-        name = b"\xff"  # never in UTF-8: after every path
+        name = b"\xff"  # type: bytes | bytearray  # never in UTF-8: after every path
         if data.startswith(b'    "', start + 1) and data.startswith(b'",', end - 2):
             name = data[start + 6 : end - 2]
         if name <= path:
@@ -137,7 +140,7 @@ def before(data: bytes, low: int, path: bytes) -> "tuple[int, bytes]":
     return found
 
 
-def read_limits(path: str) -> "bytes | None":
+def read_limits(path: str) -> "bytearray | None":
     """limits.toml's bytes between a newline first and one last, or None when it is missing,
     unreadable, no regular file or over 256 KiB (``mpsd.limits.read_file``'s rules)."""
     try:
@@ -146,21 +149,20 @@ def read_limits(path: str) -> "bytes | None":
     except OSError:
         return None
     try:
-        if os.fstat(fd).st_mode & 0o170000 != 0o100000:  # not a regular file (S_ISREG)
+        st = os.fstat(fd)
+        if st.st_mode & 0o170000 != 0o100000 or st.st_size > MAX_BYTES:  # S_ISREG, the cap
             return None
-        data = os.read(fd, MAX_BYTES + 1)
-        while 0 < len(data) <= MAX_BYTES:  # a short read: the rest of a big file
-            more = os.read(fd, MAX_BYTES + 1 - len(data))
-            if not more:
-                break
-            data += more
+        # One buffer, a newline either side, a byte more to see a file that grew meanwhile:
+        # a fresh process pays for each page it touches, so no other copy and no bigger buffer.
+        data = bytearray(st.st_size + 2)
+        if os.readv(fd, [memoryview(data)[1:]]) != st.st_size:
+            return None  # changed while read: mpsd writes by rename, so not its own
     except OSError:
         return None
     finally:
         os.close(fd)
-    if len(data) > MAX_BYTES:
-        return None
-    return b"\n" + data + b"\n"
+    data[0] = data[-1] = 10  # "\n"
+    return data
 
 
 def decide(environ: "Mapping[str, str]", cwd: "str | None", prefix: str) -> "dict[str, str]":
