@@ -12,7 +12,11 @@ interleaved in a shuffled order within each round, in four cases:
 - with the hook in a second venv outside every project, started outside (it reads limits.toml,
   resolves sys.prefix and sets nothing);
 - without the hook but with another package's .pth that imports nothing new: what any .pth
-  file costs, which the hook pays too.
+  file costs, which the hook pays too;
+- without the hook but with the .pth uv and virtualenv put into every venv they make
+  (`import _virtualenv`, a module of functions): on 3.11+, whose `python -c pass` loads no
+  bytecode at all (its standard library is frozen), the first function loaded from bytecode costs
+  about 0.35 ms once, which that .pth, `import torch` and the hook each pay when first.
 
 Most of the cost is any .pth file's: site.py imports a codec to read one (_bootlocale before
 3.10, encodings.utf_8_sig after), which a venv with any other .pth (setuptools', uv's
@@ -22,7 +26,8 @@ It prints the median wall time and the median CPU time (user + system of the chi
 machine disturbs less) of each case, the differences against "without" and their ratios, and the
 hook's own line of `python -X importtime` (self and cumulative µs, median of the runs).
 Contract (issue 11, docs/architecture.md): at most 1 ms of start-up; goal (issue 19): at most
-0.3 ms over another package's .pth at each number of projects ("over .pth" column).
+0.3 ms over another package's .pth at each number of projects ("over .pth" column; "over uv"
+against uv's .pth, which pays the first bytecode load too).
 """
 
 from __future__ import annotations
@@ -145,11 +150,21 @@ def bench(python: str, runs: int, work: Path, counts: list[int]) -> None:
     other_pth = Path(site, "another-package.pth.off")
     other_pth.write_text("import sys\n")
     other_on = Path(site, "another-package.pth")
+    # The .pth uv and virtualenv put into every venv they make: `import _virtualenv`, a module
+    # of a few functions. It pays what the first function a python loads from bytecode costs
+    # (about 0.35 ms on 3.13, where the standard library of `python -c pass` is all frozen).
+    Path(site, "_uv_like.py").write_text(
+        "def patch(a):\n    return a\n\n\ndef unpatch(a):\n    return a\n"
+    )
+    uv_pth = Path(site, "_uv_like.pth.off")
+    uv_pth.write_text("import _uv_like\n")
+    uv_on = Path(site, "_uv_like.pth")
     # name: (python, cwd, hook on, other .pth on); "without" only moves the .pth away (the
     # module's bytecode stays: no case pays for compiling it).
     cases = {
         "without the hook": (venv_python, project, False, False),
         "another .pth, no hook": (venv_python, project, False, True),
+        "uv's _virtualenv.pth, no hook": (venv_python, project, False, "uv"),
         "hook, inside the project": (venv_python, project, True, False),
         "hook, outside (other venv)": (other_python, outside, True, False),
     }
@@ -161,10 +176,11 @@ def bench(python: str, runs: int, work: Path, counts: list[int]) -> None:
             on_path.rename(off_path)
 
     def run(name: str) -> tuple[float, float]:
-        python_, cwd, hook, other_file = cases[name]
+        python_, cwd, hook, other_file = cases[name]  # other_file: True, "uv" or False
         if python_ == venv_python:
             toggle(hook, pth, off)
-            toggle(other_file, other_on, other_pth)
+            toggle(other_file is True, other_on, other_pth)
+            toggle(other_file == "uv", uv_on, uv_pth)
         return timed(python_, str(cwd), env)
 
     version = subprocess.run(
@@ -190,6 +206,7 @@ def bench(python: str, runs: int, work: Path, counts: list[int]) -> None:
                 cpus[name].append(cpu)
         toggle(True, pth, off)
         toggle(False, other_on, other_pth)
+        toggle(False, uv_on, uv_pth)
         times = [importtime(venv_python, str(project), env) for _ in range(max(21, runs // 10))]
         found = [t for t in times if t is not None]
         size = limits.stat().st_size
@@ -198,16 +215,20 @@ def bench(python: str, runs: int, work: Path, counts: list[int]) -> None:
             f"limits.toml), {runs} runs of `python -c pass` per case, interleaved"
         )
         print(
-            f"{'case':<30}{'wall ms':>9}{'+ms':>8}{'cpu ms':>9}{'+ms':>8}"
-            f"{'over .pth':>11}{'(cpu)':>8}"
+            f"{'case':<31}{'wall ms':>9}{'+ms':>8}{'cpu ms':>9}{'+ms':>8}"
+            f"{'over .pth':>11}{'(cpu)':>8}{'over uv':>9}{'(cpu)':>8}"
         )
         base_wall, base_cpu = (statistics.median(t["without the hook"]) for t in (walls, cpus))
         pth_wall, pth_cpu = (statistics.median(t["another .pth, no hook"]) for t in (walls, cpus))
+        uv_wall, uv_cpu = (
+            statistics.median(t["uv's _virtualenv.pth, no hook"]) for t in (walls, cpus)
+        )
         for name in cases:
             wall, cpu = statistics.median(walls[name]), statistics.median(cpus[name])
             over = f"{(wall - pth_wall) * 1e3:>+11.2f}{(cpu - pth_cpu) * 1e3:>+8.2f}"
+            over += f"{(wall - uv_wall) * 1e3:>+9.2f}{(cpu - uv_cpu) * 1e3:>+8.2f}"
             print(
-                f"{name:<30}{wall * 1e3:>9.2f}{(wall - base_wall) * 1e3:>+8.2f}"
+                f"{name:<31}{wall * 1e3:>9.2f}{(wall - base_wall) * 1e3:>+8.2f}"
                 f"{cpu * 1e3:>9.2f}{(cpu - base_cpu) * 1e3:>+8.2f}"
                 f"{over if name.startswith('hook') else '':}"
             )
