@@ -96,22 +96,15 @@ def _bool(value: object) -> bool:
 DAY = 86400.0
 YEAR = 365 * DAY
 
+SHARE = _number(0, 1, low_open=True, high_open=False)  # (0, 1]
+RATIO = _number(0, 2, low_open=True, high_open=False)  # (0, 2]
+
 SCHEMA: tuple[Key, ...] = (
-    Key(
-        "headroom",
-        "share of the baseline free memory given to MPS",
-        0.8,
-        _number(0, 1, low_open=True, high_open=False),
-    ),
+    Key("headroom", "share of the baseline free memory given to MPS", 0.8, SHARE),
     Key("interval", 'seconds between memory samples (or "30s", "1m")', 30, _duration(1, DAY)),
     Key("window", 'how far back the baseline looks ("7d")', "7d", _duration(60, 10 * YEAR)),
     Key("retention", 'how long samples are kept ("90d")', "90d", _duration(3600, 10 * YEAR)),
-    Key(
-        "low_ratio",
-        "low watermark = low_ratio x high watermark",
-        1.0,
-        _number(0, 1, low_open=True, high_open=False),
-    ),
+    Key("low_ratio", "low watermark = low_ratio x high watermark", 1.0, SHARE),
     Key("projects", "opted-in directories (use `mpsd enable`/`mpsd disable`)", [], _projects),
     Key(
         "baseline_percentile",
@@ -119,23 +112,13 @@ SCHEMA: tuple[Key, ...] = (
         5,
         _number(0, 50, low_open=False, high_open=False),
     ),
-    Key(
-        "min_ratio",
-        "the ratio never goes below this",
-        0.1,
-        _number(0, 2, low_open=True, high_open=False),
-    ),
-    Key(
-        "max_ratio",
-        "the ratio never goes above this",
-        2.0,
-        _number(0, 2, low_open=True, high_open=False),
-    ),
+    Key("min_ratio", "the ratio never goes below this", 0.1, RATIO),
+    Key("max_ratio", "the ratio never goes above this", 2.0, RATIO),
     Key(
         "swap_penalty",
         "factor on the limit after swap-outs grew during a PyTorch job (1 turns it off)",
         0.8,
-        _number(0, 1, low_open=True, high_open=False),
+        SHARE,
     ),
     Key(
         "swap_recovery",

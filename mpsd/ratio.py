@@ -51,9 +51,6 @@ def low_ratio(high: float, low_ratio_factor: float) -> float:
     return min(high, max(MIN_RATIO, floor2(high * low_ratio_factor)))
 
 
-ESTIMATE_SHARE = 0.85
-
-
 def estimate_recommended_max(total_ram_bytes: int) -> int:
     """Metal's recommendedMaxWorkingSetSize guessed from RAM where nothing real can be read.
 
