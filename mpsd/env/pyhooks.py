@@ -32,6 +32,7 @@ PTH_FILE = MODULE + ".pth"
 PTH_TEXT = f'import sys; exec("try:\\n import {MODULE}\\nexcept BaseException:\\n pass")\n'
 START_FILE = MODULE + ".start"
 START_TEXT = f"{MODULE}:start\n"  # PEP 829: one `module:function` entry point a line
+COPY_FILES = (MODULE_FILE, PTH_FILE, START_FILE)
 UF_HIDDEN = 0x8000  # stat.UF_HIDDEN
 HIDDEN = "macOS's hidden flag (set by iCloud Drive's sync inside .venv) makes Python 3.13+ skip it"
 ENV_DIRS = (".venv", "venv", "env")
@@ -54,15 +55,10 @@ class Entry:
     site: str
 
 
-def module_source() -> bytes:
-    """The bytes every copy must hold: this package's ``startup_hook.py``."""
-    return Path(__file__).with_name("startup_hook.py").read_bytes()
-
-
 def copy_contents() -> list[tuple[str, bytes]]:
-    """Each file of a copy and the bytes it must hold."""
-    texts = (module_source(), PTH_TEXT.encode(), START_TEXT.encode())
-    return list(zip((MODULE_FILE, PTH_FILE, START_FILE), texts))
+    """Each file of a copy and the bytes it must hold (the module: this package's hook)."""
+    module = Path(__file__).with_name("startup_hook.py").read_bytes()
+    return list(zip(COPY_FILES, (module, PTH_TEXT.encode(), START_TEXT.encode())))
 
 
 def file_flags(path: str) -> int:
@@ -76,7 +72,7 @@ def set_file_flags(path: str, flags: int) -> None:
 
 def hidden_files(site: str) -> list[str]:
     """The files of the copy in ``site`` that carry the hidden flag (Python 3.13+ skips them)."""
-    found = [os.path.join(site, name) for name in (MODULE_FILE, PTH_FILE, START_FILE)]
+    found = [os.path.join(site, name) for name in COPY_FILES]
     return [path for path in found if os.path.exists(path) and file_flags(path) & UF_HIDDEN]
 
 
@@ -87,13 +83,12 @@ def unhide_command(paths: list[str]) -> str:
 
 
 def record_path() -> Path:
-    """Where the list is (in the state dir)."""
     return paths.state_dir() / RECORD_NAME
 
 
 def record() -> list[Entry]:
     """The copies mpsd installed, as the list says (empty when it is missing, unreadable, or
-    in a state dir that fails the trust rule: a planted list names programs mpsd would run)."""
+    in a state dir that fails the trust rule)."""
     from mpsd.files import read_bytes
 
     try:
@@ -113,9 +108,7 @@ def _write_record(entries: Iterable[Entry]) -> None:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(target)
         return
-    text = _HEADER + "".join(
-        f"{entry.project}\t{entry.python}\t{entry.site}" + "\n" for entry in unique
-    )
+    text = _HEADER + "".join(f"{e.project}\t{e.python}\t{e.site}\n" for e in unique)
     write_atomic(target, text.encode("utf-8"))
 
 
@@ -294,16 +287,14 @@ def write_copy(site: str, python: str | None = None) -> bool:
 def remove_copy(site: str) -> bool:
     """Remove the files (and the module's bytecode) from ``site``; True when one was there."""
     removed = False
-    for name in (PTH_FILE, START_FILE, MODULE_FILE):
+    for path in copy_files([Entry("", "", site)]):
         try:
-            os.unlink(os.path.join(site, name))
+            os.unlink(path)
             removed = True
         except FileNotFoundError:
             pass
         except OSError as exc:
-            raise MpsdError(
-                f"cannot remove {os.path.join(site, name)} ({exc.strerror}); remove it by hand."
-            ) from None
+            raise MpsdError(f"cannot remove {path} ({exc.strerror}); remove it by hand.") from None
     remove_bytecode(site)
     return removed
 
