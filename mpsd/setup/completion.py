@@ -66,7 +66,7 @@ def _case(case: str) -> str:
 _BASH = """\
 # mpsd tab completion for bash, generated from mpsd's parser (`mpsd completion bash`).
 _mpsd_complete() {
-    local cur="${COMP_WORDS[COMP_CWORD]}" key cmd="" i words=""
+    local cur="${COMP_WORDS[COMP_CWORD]}" key cmd="" i words_=""
     for ((i = 1; i < COMP_CWORD; i++)); do
         [[ "${COMP_WORDS[i]}" != -* ]] && { cmd="${COMP_WORDS[i]}"; break; }
     done
@@ -75,12 +75,12 @@ _mpsd_complete() {
     case "$key" in
 %s
     esac
-    case "$words" in
+    case "$words_" in
         @commands) COMPREPLY=($(compgen -W %s -- "$cur")) ;;
         @dirs) COMPREPLY=($(compgen -d -- "$cur")) ;;
         @command) COMPREPLY=($(compgen -c -- "$cur")) ;;
         '') COMPREPLY=() ;;  # files: bash's default (-o default) completes them
-        *) COMPREPLY=($(compgen -W "$words" -- "$cur")) ;;
+        *) COMPREPLY=($(compgen -W "$words_" -- "$cur")) ;;
     esac
     return 0
 }
@@ -163,13 +163,13 @@ complete -c mpsd -f -a '(__mpsd_complete)'
 def render(shell: str, parser: argparse.ArgumentParser) -> str:
     """The completion script for ``shell`` (one of ``SHELLS``) from mpsd's full parser."""
     rows, helps = table(parser)
+    # bash and zsh share the case lines (``words_``: zsh's ``words`` is its command line).
+    cases = "\n".join(f"        {_case(case)}) words_={_quote(words)} ;;" for case, words in rows)
     if shell == "bash":
-        cases = [f"        {_case(case)}) words={_quote(words)} ;;" for case, words in rows]
-        return _BASH % ("\n".join(cases), _quote(" ".join(name for name, _ in helps)))
+        return _BASH % (cases, _quote(" ".join(name for name, _ in helps)))
     if shell == "zsh":
         names = [f"        {_quote(name + ':' + text.replace(':', ESC))}" for name, text in helps]
-        cases = [f"        {_case(case)}) words_={_quote(words)} ;;" for case, words in rows]
-        return _ZSH % ("\n".join(names), "\n".join(cases))
+        return _ZSH % ("\n".join(names), cases)
     cases = [
         f"        case {_fish_quote(case)}\n            set words {_fish_quote(words)}"
         for case, words in rows
