@@ -170,7 +170,7 @@ def render(shell: str, parser: argparse.ArgumentParser) -> str:
     if shell == "zsh":
         names = [f"        {_quote(name + ':' + text.replace(':', ESC))}" for name, text in helps]
         return _ZSH % ("\n".join(names), cases)
-    cases = [
+    fish_cases = [
         f"        case {_fish_quote(case)}\n            set words {_fish_quote(words)}"
         for case, words in rows
     ]
@@ -178,4 +178,4 @@ def render(shell: str, parser: argparse.ArgumentParser) -> str:
         f"complete -c mpsd -n __fish_use_subcommand -a {name} -d {_fish_quote(text)}"
         for name, text in helps
     ]
-    return _FISH % ("\n".join(cases), "\n".join(names))
+    return _FISH % ("\n".join(fish_cases), "\n".join(names))
