@@ -23,16 +23,11 @@ def write_atomic(
 ) -> bool:
     """Replace ``path`` with ``data``: temp file in the same directory, fsync, rename.
 
-    Returns False (and writes nothing) when the file already holds exactly ``data``.
-    ``mode`` defaults to the existing file's mode, else 0o644. A FIFO or directory in the
-    file's place is refused (``UnsafeFileError``), and so is a path in a dir of mpsd's that
-    fails the trust rule (with the rule's sentence).
-
-    ``follow_links`` is for the user's own files (rc files, config.toml a dotfile manager
-    links): the file a symlink points to is replaced and the link stays a link, the new file
-    gets the old one's group, extended attributes and ACLs (as editors carry them over), and
-    a file with other hard links is rewritten in place so its twins keep seeing it. Without
-    it, the path itself is replaced.
+    False (nothing written) when the file already holds ``data``. ``mode``: the existing file's,
+    else 0o644. A non-regular file in its place, or a dir failing the trust rule, is refused.
+    ``follow_links`` is for the user's own files (rc files, a linked config.toml): the link's
+    target is replaced and keeps its group, xattrs and ACLs (as editors do); a hard-linked file
+    is rewritten in place so its twins keep seeing it.
     """
     refuse_untrusted(path)
     target = Path(os.path.realpath(path)) if follow_links else Path(path)

@@ -1,15 +1,13 @@
 """The interpreter start-up hook in a project's environments: find them, write the hook's copy
 in, remove it, and keep the list of every copy mpsd installed.
 
-A copy is three files in an environment's site-packages (``purelib``, as that interpreter's
-``sysconfig`` says): ``_mpsd_startup.py``, a byte-for-byte copy of ``mpsd/env/startup_hook.py``
-(the environment has no mpsd to import), ``_mpsd_startup.pth``, whose one guarded line imports
-it at every start of python, and ``_mpsd_startup.start``, its PEP 829 entry point (3.15+ runs it
-instead of the ``.pth`` line). Writing a copy clears macOS's hidden flag, which 3.13+ obeys.
-The list (``python-hooks.tsv`` in the state dir) holds one line per copy: project, interpreter,
-site-packages; ``disable`` and ``uninstall`` remove what it lists, ``status`` and ``doctor``
-tell a lost copy (a recreated venv) from one never asked for.
-What ``status`` calls imports nothing beyond ``os`` (its start-up is a contract).
+A copy is three files in an environment's site-packages: ``_mpsd_startup.py`` (a byte-for-byte
+copy of ``mpsd/env/startup_hook.py``: the environment has no mpsd), ``_mpsd_startup.pth`` (one
+guarded line that imports it) and ``_mpsd_startup.start`` (its PEP 829 entry point, 3.15+).
+Writing one clears macOS's hidden flag, which 3.13+ obeys. The list (``python-hooks.tsv``)
+holds project, interpreter, site-packages per copy, so ``disable`` and ``uninstall`` remove
+what it lists and ``status`` tells a lost copy from one never asked for. What ``status`` calls
+imports nothing beyond ``os`` (its start-up is a contract).
 """
 
 from __future__ import annotations
@@ -196,11 +194,8 @@ class Target:
 
 
 def inspect_interpreter(python: str) -> Target:
-    """Ask ``python`` (a path, or a command on PATH) for its site-packages, in a subprocess.
-
-    One sentence when it is no interpreter, fails, is older than 3.8, is the operating
-    system's own Python (a hook there would run in every python of the machine), or its
-    site-packages cannot be written."""
+    """Ask ``python`` (a path, or a command on PATH) for its site-packages, in a subprocess; one
+    sentence when it is no interpreter, older than 3.8, the system's own, or read-only."""
     import json
     import shutil
     import subprocess
