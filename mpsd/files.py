@@ -71,13 +71,9 @@ def open_regular(path: str | Path, flags: int, mode: int = 0o600) -> int:
 
 
 def read_bytes(path: str | Path, *, limit: int | None = None) -> bytes:
-    """The bytes of the regular file ``path``; never blocks on a FIFO.
-
-    Raises FileNotFoundError when it is missing or lies in a dir of mpsd's that fails the
-    trust rule (mpsd reads nothing there), and ``UnsafeFileError`` when ``path`` is not a
-    regular file or holds more than ``limit`` bytes (checked before reading, and again while
-    reading, so a file that grows cannot make it read more).
-    """
+    """The bytes of the regular file ``path``; never blocks on a FIFO. FileNotFoundError also in
+    a dir failing the trust rule; ``UnsafeFileError`` for a non-regular file or one over
+    ``limit`` bytes (checked again while reading: a growing file cannot make it read more)."""
     if paths.untrusted_home(path):
         raise FileNotFoundError(errno.ENOENT, "in a directory mpsd does not trust", str(path))
     fd = open_regular(path, os.O_RDONLY)
@@ -107,13 +103,8 @@ def too_large(path: str | Path, limit: int) -> UnsafeFileError:
 
 
 def ensure_dir(path: str | Path) -> None:
-    """Create ``path`` and its missing parents; each one created here gets mode 0700.
-
-    ``os.makedirs``'s mode is masked by the umask (under umask 000 a directory would be
-    0777): so the mode is set after creation, and only on the directories this call made.
-    An existing directory keeps its mode (it is the user's), but one of mpsd's that fails
-    the trust rule is refused with its sentence.
-    """
+    """Create ``path`` and its missing parents, each made here 0700 whatever the umask (set after
+    ``mkdir``); an existing one keeps its mode, one failing the trust rule is refused."""
     refuse_untrusted(path)
     _make_dir(os.path.abspath(path))
 

@@ -68,14 +68,9 @@ class LimitsError(ValueError):
 
 @dataclasses.dataclass
 class LimitsFile:
-    """limits.toml as read: what the hooks take from it, and whether it is mpsd's own form.
-
-    ``found``: the file exists. ``high``/``low``: the ratios as written, only when the hooks
-    would export them (both plain decimals in (0, 2], low <= high). ``projects``: the opted-in
-    paths the hooks see. ``limits``: every key, when the file is exactly in the writer's form.
-    ``problem``: one sentence when it is not (None for a missing file: that is no problem of
-    the file, only an absence).
-    """
+    """limits.toml as read. ``high``/``low``: the ratios as written, when the hooks would export
+    them; ``projects``: the paths the hooks see; ``limits``: every key, when the file is exactly
+    in the writer's form, else ``problem`` says why (None for a missing file)."""
 
     found: bool
     high: str | None = None
@@ -249,13 +244,9 @@ def _plain(ratio: float) -> str | None:
 
 
 def _hook_view(text: str) -> tuple[str | None, str | None, tuple[str, ...]]:
-    """What ``shell/mpsd.bash``, ``.zsh`` and ``.fish`` take from the text, by their rules.
-
-    The first ``high_watermark_ratio = `` and ``low_watermark_ratio = `` lines give the ratios
-    (exported only when both are plain decimals in (0, 2] and low <= high); the projects are
-    the ``    "/path",`` lines between the first ``projects = [`` line and the next ``]``
-    line (or the end), less those with a quote, a backslash or a control character.
-    """
+    """What ``shell/mpsd.bash``, ``.zsh`` and ``.fish`` take from the text, by their rules: the
+    first line of each ratio, and the ``    "/path",`` lines from ``projects = [`` to ``]`` less
+    those with a quote, a backslash or a control character."""
     lines = text.split("\n")
     high = next((line[23:] for line in lines if line.startswith("high_watermark_ratio = ")), "")
     low = next((line[22:] for line in lines if line.startswith("low_watermark_ratio = ")), "")

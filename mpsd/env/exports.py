@@ -69,15 +69,11 @@ def hook_copy_command(environ: Mapping[str, str] | None = None) -> str | None:
 
 @dataclass
 class Optin:
-    """What the decision means for a ``python`` started in ``directory``.
-
-    ``opted_in``: config.toml or limits.toml lists a project holding the directory;
-    ``in_limits``: limits.toml does (without it a ``python`` here gets nothing, and ``reason``
-    says why and what to run); ``not_in_limits``: config.toml opts it in but limits.toml,
-    which the hooks read, does not give it the values: ``why`` (a clause) and the ``fix``.
-    ``hook_here``: see ``hook_here``; ``new_shell_gets``: what a python started from a new
-    (hooked) terminal gets; ``problems``: what PyTorch refuses in the pair a python here
-    gets."""
+    """What the decision means for a ``python`` started in ``directory``. ``opted_in``: config.toml
+    or limits.toml lists a project holding it; ``in_limits``: limits.toml does; ``not_in_limits``:
+    why limits.toml (the hooks') lacks a project config.toml has, and the ``fix``;
+    ``new_shell_gets``: what a new hooked terminal's python gets; ``problems``: what PyTorch
+    refuses in the pair a python here gets."""
 
     directory: str
     opted_in: bool

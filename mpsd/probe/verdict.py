@@ -114,13 +114,9 @@ def safe_ratio(result: ProbeResult) -> float:
 
 
 def headroom_for(ratio: float, baseline_free_bytes: int, recommended_max_bytes: int) -> float:
-    """The headroom that makes the daemon recommend at most ``ratio``: ratio x recommended max
-    over the baseline free memory (limits.toml's), rounded down to two decimals, kept in
-    config.toml's range (0, 1].
-
-    From the baseline, not by scaling the current headroom with the current ratio: that ratio
-    may be held down by a swap penalty (which wears off) or a min/max_ratio bound, and the
-    headroom scaled from it would give more than ``ratio`` once they no longer apply."""
+    """The headroom that makes the daemon recommend at most ``ratio``, in (0, 1]. From the
+    baseline, not the current ratio: a swap penalty or a min/max_ratio bound may hold that down,
+    and a headroom scaled from it would give more than ``ratio`` once they no longer apply."""
     if baseline_free_bytes <= 0 or recommended_max_bytes <= 0:
         raise ValueError("baseline_free_bytes and recommended_max_bytes must be positive")
     return min(1.0, max(0.01, floor2(ratio * recommended_max_bytes / baseline_free_bytes)))

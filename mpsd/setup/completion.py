@@ -2,11 +2,8 @@
 command or option is completed the day it exists (``mpsd completion SHELL`` prints it; ``mpsd
 install`` puts it where each shell finds it). The scripts run no Python when the user presses TAB.
 
-The parser is read into one table, the same for every shell: for a command and the word before
-the cursor, what completes there. A word starting with ``-`` completes to the command's options;
-after an option that takes a value, and elsewhere (the positional), to: its ``choices``; the
-words a metavar lists (``zsh,bash,fish``); ``@dirs`` (metavar ``DIR``); ``@command`` (``mpsd run
--- CMD``); else nothing, meaning files. Each shell gets a small lookup function around that table.
+The parser is read into one table for every shell (``table``); each shell gets a small lookup
+function around it.
 """
 
 from __future__ import annotations
@@ -29,9 +26,10 @@ def _value(action: argparse.Action) -> str:
 
 
 def table(parser: argparse.ArgumentParser) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
-    """``(case, words)`` rows in match order, ``case`` being ``"COMMAND PREVIOUS-WORD"`` with
-    ``*`` for any, or ``"COMMAND -"`` when the typed word starts with ``-``; and ``(name, help)``
-    for every command (top level: ``@commands``). Read from ``mpsd.commands.full_parser()``."""
+    """``(case, words)`` rows in match order, ``case`` being ``"COMMAND PREVIOUS-WORD"`` (``*``:
+    any; ``"COMMAND -"``: the typed word starts with ``-``), and ``(name, help)`` per command.
+    ``words``: options, choices, a metavar's words (``zsh,bash,fish``), ``@dirs`` (``DIR``),
+    ``@command`` (``mpsd run -- CMD``), ``@commands``, or nothing: files."""
     top = [name for action in parser._actions for name in action.option_strings]
     rows = [(" -", " ".join(top)), (" *", "@commands")]
     helps = []

@@ -98,11 +98,10 @@ def template_file() -> Path:
 def render(python: str, config_dir: Path, state_dir: Path, data_dir: Path) -> bytes:
     """The agent's plist: the template with ``@NAME@`` filled in, as XML bytes.
 
-    ``python`` is used as given (a venv's ``bin/python`` is a symlink to the base
-    interpreter; resolving it would run the daemon outside the venv). Paths are made
-    absolute, never resolved. The agent runs the environment's ``mpsd`` console script beside
-    ``python``, as given, where there is one: macOS names an unsigned agent in Login Items after
-    its program, and "python" is a name users distrust and switch off. Else ``python -m mpsd``.
+    Paths are made absolute, never resolved (a venv's ``bin/python`` links to the base
+    interpreter). The agent runs the ``mpsd`` console script beside ``python`` where there is
+    one (macOS names an unsigned agent in Login Items after its program, and users switch off
+    "python"), else ``python -m mpsd``.
     """
     values = {
         "PYTHON": os.path.abspath(python),
@@ -246,9 +245,8 @@ def _cause(result: Result) -> str | None:
 
 
 def failure_sentence(action: str, result: Result, after_bootout: bool = False) -> str:
-    """One sentence for a failed launchctl ``action`` that names the cause the evidence
-    supports (exit status and launchctl's own words) and says what to do next.
-    ``after_bootout``: this ``bootstrap`` came right after we unloaded the old copy."""
+    """One sentence for a failed launchctl ``action``: the cause its exit status and words
+    support, and what to do next (``after_bootout``: right after the old copy was unloaded)."""
     said = result.message
     domain = result.args[1] if len(result.args) > 1 else domains()[0]
     plist = result.args[2] if len(result.args) > 2 else str(agent_file())
@@ -282,9 +280,8 @@ def failure_sentence(action: str, result: Result, after_bootout: bool = False) -
 
 @dataclass
 class Outcome:
-    """What ``ensure_loaded`` / ``unload`` did: whether it changed anything, warnings, and
-    (unload) the booted-out agent's process as launchd last named it. ``report`` hears of
-    each step as it is done."""
+    """What ``ensure_loaded`` / ``unload`` did (``pid``: the booted-out agent's); ``report``
+    hears of each step as it is done."""
 
     report: Callable[[str], None] | None = None
     warnings: list[str] = field(default_factory=list)
@@ -365,14 +362,9 @@ def _write_plist(plist_file: Path, data: bytes) -> bool:
 def ensure_loaded(
     plist_file: Path, new: bytes, report: Callable[[str], None] | None = None
 ) -> Outcome:
-    """Make launchd run the agent described by ``new``.
-
-    An identical copy already loaded is left alone. A different loaded copy is booted
-    out first (and waited for), then ``new`` is written to ``plist_file``. Then
-    ``enable`` and ``bootstrap gui/$UID``, falling back to ``user/$UID`` on the
-    "no GUI session" error, with the plist rewritten for that domain (``for_domain``).
-    Raises MpsdError with one sentence when loading fails.
-    """
+    """Make launchd run the agent described by ``new``: an identical loaded copy is left alone,
+    a different one booted out first; then ``enable`` and ``bootstrap gui/$UID``, else (no GUI
+    session) ``user/$UID`` with the plist rewritten for it. One MpsdError sentence on failure."""
     from mpsd.errors import MpsdError
 
     outcome = Outcome(report)
