@@ -1,9 +1,5 @@
-"""config.toml: one schema with a default and a help line per key, and its validation.
-
-Validation reports every problem at once, each naming the file, the key and the
-allowed range; unknown keys are errors. Pure apart from ``load_config`` reading
-the file.
-"""
+"""config.toml: one schema with a default and a help line per key, and its validation, which
+reports every problem at once (unknown keys too). Pure apart from ``load_config``."""
 
 from __future__ import annotations
 
@@ -20,10 +16,7 @@ from mpsd.errors import MpsdError
 
 @dataclass(frozen=True)
 class Key:
-    """One key of the schema: its name, help line, default as TOML has it, and its check.
-
-    ``default`` is the one home of the key's default: ``Config()`` holds it checked, the
-    config.toml that ``mpsd install`` writes shows it as written."""
+    """One key of the schema; ``default`` (as TOML has it) is the one home of its default."""
 
     name: str
     help: str
@@ -227,11 +220,8 @@ def _unknown_keys(unknown: list[str]) -> str:
 
 
 def load_config(path: Path) -> Config:
-    """The config in ``path``; the defaults when the file does not exist.
-
-    Whatever the file holds, the only exception is ``ConfigError``: a FIFO or directory in its
-    place, a file over ``CONFIG_LIMIT`` (refused unread), arrays nested thousands deep, numbers
-    of hundreds of digits."""
+    """The config in ``path``, the defaults without one; whatever the file holds (a FIFO, more
+    than ``CONFIG_LIMIT``, deep nesting), the only exception is ``ConfigError``."""
     from mpsd.files import read_bytes
 
     try:

@@ -52,11 +52,8 @@ def refuse_untrusted(path: str | Path) -> None:
 
 
 def open_regular(path: str | Path, flags: int, mode: int = 0o600) -> int:
-    """``os.open`` that refuses what is not a regular file, without ever blocking on one.
-
-    ``flags`` are the access flags (``O_RDONLY``, ``O_RDWR | O_CREAT``, ...). The descriptor
-    comes back in blocking mode.
-    """
+    """``os.open`` that refuses what is not a regular file, without ever blocking on one; the
+    descriptor comes back in blocking mode."""
     flags |= os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0)
     fd = os.open(path, flags, mode)
     try:

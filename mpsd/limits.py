@@ -223,11 +223,8 @@ def parse_text(text: str) -> LimitsFile:
 
 
 def ratio_value(text: str) -> int | None:
-    """``text`` in billionths when it is a plain decimal in (0, 2] (at most 9 decimals), else None.
-
-    The same check as ``_mpsd_number`` in the hooks: ``0.77``, ``1``, ``2.0`` pass;
-    ``0``, ``2.5``, ``.5``, ``1e-1``, ``0.8 ``, ``$(x)`` do not.
-    """
+    """``text`` in billionths when it is a plain decimal in (0, 2] (at most 9 decimals), else
+    None: the hooks' ``_mpsd_number`` (``0.77``, ``2.0`` pass; ``.5``, ``1e-1``, ``0.8 `` not)."""
     whole, dot, frac = text.partition(".")
     if whole not in ("0", "1", "2") or (dot and not frac) or len(frac) > 9:
         return None

@@ -15,10 +15,7 @@ from mpsd.files import UnsafeFileError, ensure_dir, read_bytes
 
 @contextlib.contextmanager
 def exclusive(path: Path, timeout: float = 10.0) -> Iterator[None]:
-    """Hold an exclusive flock on ``path`` (created if needed) for the ``with`` body.
-
-    Waits up to ``timeout`` seconds, polling, then raises ``MpsdError``.
-    """
+    """Hold an exclusive flock on ``path`` for the ``with`` body; MpsdError after ``timeout``."""
     fd = _open_lock(path)
     try:
         deadline = time.monotonic() + timeout
@@ -60,11 +57,7 @@ def _open(path: str | Path) -> int:
 
 
 class PidLock:
-    """A lock held for a process's whole life, with the holder's pid written inside.
-
-    ``acquire()`` returns False when another live process holds it; ``holder()``
-    then names that process's pid. Used so that only one daemon runs.
-    """
+    """A lock held for a process's whole life (the one daemon), with the holder's pid inside."""
 
     def __init__(self, path: Path) -> None:
         self.path = path

@@ -1,10 +1,5 @@
-"""Every location mpsd reads or writes.
-
-The environment overrides are the test seam: tests set ``MPSD_CONFIG_DIR``,
-``MPSD_STATE_DIR`` and ``MPSD_DATA_DIR`` (or ``XDG_*``/``HOME``) and never
-touch the real home. Each function reads the environment when called, so a
-change of the environment in a test takes effect at once.
-"""
+"""Every location mpsd reads or writes, from the environment at each call (``MPSD_*_DIR``,
+``XDG_*``, ``HOME``: the tests' seam too)."""
 
 from __future__ import annotations
 
@@ -80,11 +75,7 @@ def recommended_max_cache() -> Path:
 
 
 def resource_dir(name: str) -> Path:
-    """A directory shipped beside the package: ``shell`` or ``launchd``.
-
-    In a wheel they live at ``mpsd/_data/<name>``; in a source checkout (editable
-    install, tests) at ``<repo>/<name>``.
-    """
+    """``shell`` or ``launchd``: ``mpsd/_data/<name>`` in a wheel, else ``<repo>/<name>``."""
     here = Path(__file__).resolve().parent
     packaged = here / "_data" / name
     if packaged.is_dir():

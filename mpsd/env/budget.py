@@ -23,12 +23,8 @@ class BudgetError(MpsdError, RuntimeError):
 
 
 def budget(ratio: float | None = None) -> int:
-    """Bytes this process may still allocate on MPS before PyTorch's clean out-of-memory error.
-
-    ``ratio``: the high watermark ratio in force, when it is not the one in the environment.
-    Raises ``BudgetError`` (a RuntimeError) without torch or MPS, or when no cap is in force
-    (ratio 0.0: PyTorch then lets the Mac swap instead of raising).
-    """
+    """Bytes this process may still allocate on MPS before PyTorch's clean out-of-memory error;
+    ``BudgetError`` without torch or MPS, or with no cap in force (ratio 0.0: the Mac swaps)."""
     try:
         import torch
     except ImportError:

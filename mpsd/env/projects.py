@@ -30,12 +30,8 @@ def physical(path: str) -> str:
 
 
 def problem(path: str) -> str | None:
-    """Why the hooks could not use ``path`` safely, or None when it is fine.
-
-    Spaces and any printable unicode are fine; quotes, backslashes, control characters and
-    bytes that are not UTF-8 are not (limits.toml holds each path between double quotes, with
-    no escape sequences).
-    """
+    """Why the hooks could not use ``path`` safely (limits.toml holds it between double quotes,
+    with no escapes), or None when it is fine."""
     import unicodedata  # a shared library: `mpsd env` and `mpsd status` never need it
 
     for char in path:

@@ -51,10 +51,7 @@ def _parse(name: str, value: str, problems: list[str]) -> float | None:
 
 
 def problems(env: Mapping[str, str]) -> list[str]:
-    """What is wrong with the watermark variables in ``env`` (empty: nothing).
-
-    Both unset is fine (PyTorch's defaults apply: no mpsd limit here).
-    """
+    """What is wrong with the watermark variables in ``env`` (both unset is fine)."""
     high_text, low_text = env.get(HIGH), env.get(LOW)
     if high_text is None and low_text is None:
         return []

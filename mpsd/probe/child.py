@@ -54,11 +54,8 @@ def format_size(size: int) -> str:
 
 
 def make_block(torch: Any, nbytes: int, device: str) -> Any:
-    """One step of the probe: ``nbytes`` of uniform random float32 on ``device``.
-
-    Random, not ``torch.ones``: macOS compresses memory, and a tensor of ones would
-    compress to almost nothing and under-report what a real model's weights take.
-    """
+    """``nbytes`` of random float32 on ``device``: macOS would compress ``torch.ones`` to
+    almost nothing."""
     return torch.rand(max(1, nbytes // 4), dtype=torch.float32, device=device)
 
 

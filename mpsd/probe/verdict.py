@@ -88,10 +88,7 @@ class ProbeResult:
 
 
 def parse_oom(text: str) -> dict[str, Any] | None:
-    """The numbers of PyTorch's MPS out-of-memory error in ``text`` (bytes), None if absent.
-
-    The same reader as ``mpsd explain``, so every PyTorch wording is understood.
-    """
+    """The numbers of PyTorch's MPS out-of-memory error in ``text``, read as ``mpsd explain``."""
     from mpsd.oom import find_errors
 
     for finding in find_errors(text):
