@@ -1,13 +1,6 @@
 """Opening files safely: never hang on a FIFO, never read a gigabyte by mistake, create mpsd's
-directories private whatever the umask, and keep the trust rule (``mpsd.paths.untrusted``):
-nothing is read from, or written into, a dir of mpsd's that fails it.
-
-Everything here is ``os`` and ``stat`` only: ``mpsd env`` and ``mpsd status`` read through
-it, and their start-up is a contract (docs/architecture.md).
-
-Errors are ``UnsafeFileError``, an ``OSError`` whose ``strerror`` is a clause a caller can put
-in its sentence ("it is not a regular file"), so code that already reports ``OSError``s by
-their ``strerror`` says the right thing unchanged.
+directories private whatever the umask, and keep the trust rule (``mpsd.paths.untrusted``).
+``os`` and ``stat`` only: ``mpsd env`` and ``mpsd status`` read through it (start-up cost).
 """
 
 from __future__ import annotations
@@ -27,7 +20,8 @@ DIR_MODE = 0o700
 
 
 class UnsafeFileError(OSError):
-    """A file mpsd will not read or write as it is; ``strerror`` says why, as a clause."""
+    """A file mpsd will not read or write as it is; ``strerror`` says why, as a clause (callers
+    that report an ``OSError`` by its ``strerror`` say the right thing unchanged)."""
 
     def __init__(self, path: str | Path, reason: str, code: int = errno.EINVAL) -> None:
         super().__init__(code, reason, os.fspath(path))

@@ -1,11 +1,8 @@
 """limits.toml: its one writer and its one reader.
 
-The daemon and ``enable`` write it (``write``, ``update_locked``); every command that needs it
-reads it here (``read_file``, ``read``). The shell hooks and the start-up hook read it with their
-own builtins, so its form is a contract (docs/file-formats.md). The reader has the hooks'
-semantics (``LimitsFile.high``, ``.low``, ``.projects`` are what they export) and also checks the
-writer's exact form: any difference (a hand edit, a comment) is a ``problem`` and gives no
-``Limits``. Only writers import the lock and the atomic write.
+The hooks read it with their own builtins, so its form is a contract (docs/file-formats.md).
+The reader has the hooks' semantics and also checks the writer's exact form: any difference (a
+hand edit, a comment) is a ``problem`` and gives no ``Limits``.
 """
 
 from __future__ import annotations

@@ -1,10 +1,9 @@
 """``mpsd enable`` / ``disable`` / ``projects``: edit the opt-in list in config.toml and mirror
 it into limits.toml at once.
 
-config.toml is the user's: it is validated first (a broken one is reported and nothing is
-written) and edited with tomlkit, so its comments and layout stay. Both files change under the
-limits lock, the one the daemon holds while it writes limits.toml, so that neither side loses
-the other's change; the daemon need not be running.
+config.toml is the user's: validated first, then edited with tomlkit so its comments and layout
+stay. Both files change under the limits lock (the daemon's for limits.toml): neither side
+loses the other's change.
 """
 
 from __future__ import annotations

@@ -166,10 +166,8 @@ def _under(path: str, tops: Iterable[str]) -> bool:
 
 
 def kind(prefix: str, base_prefix: str) -> str:
-    """VENV (a virtual environment: ``pyvenv.cfg``, or a prefix apart from its base), CONDA
-    (``conda-meta/``), SYSTEM (the operating system's own Python: ``SYSTEM_PREFIXES``, or
-    Xcode's in /Applications) or INSTALLATION (a Python installed as a whole: pyenv's,
-    Homebrew's, python.org's, uv's)."""
+    """VENV (``pyvenv.cfg``, or a prefix apart from its base), CONDA (``conda-meta/``), SYSTEM
+    (``SYSTEM_PREFIXES``, Xcode's) or INSTALLATION (pyenv's, Homebrew's, python.org's, uv's)."""
     if prefix != base_prefix or os.path.isfile(os.path.join(prefix, "pyvenv.cfg")):
         return VENV
     if os.path.isdir(os.path.join(prefix, "conda-meta")):
@@ -306,8 +304,7 @@ def remove_bytecode(site: str) -> None:
 @dataclass
 class SetUp:
     """What ``set_up`` did: ``done`` (target, changed) per environment; ``dropped``: listed
-    interpreters that no longer exist; ``problems``: one sentence each for environments of the
-    project that could not be set up; ``found_none``: the project has no environment at all."""
+    interpreters that no longer exist; ``problems``: one sentence each."""
 
     done: list[tuple[Target, bool]] = field(default_factory=list)
     dropped: list[str] = field(default_factory=list)
@@ -401,9 +398,7 @@ def _same_python(a: str, b: str) -> bool:
 
 def tear_down_python(project: str, python: str) -> list[tuple[Entry, str]]:
     """Take the hook out of the interpreter ``python`` listed for ``project`` (which stays opted
-    in). For each matching entry, what became of its copy: ``removed``, ``gone`` (already
-    missing) or ``kept`` (another project's list has the same site-packages: only this
-    project's entry goes). One sentence (exit 1) when ``project`` lists no such python."""
+    in): what ``_take_out`` did; one sentence (exit 1) when ``project`` lists no such python."""
     from mpsd.errors import EXIT_ABSENT
 
     with _locked():
@@ -419,9 +414,8 @@ def tear_down_python(project: str, python: str) -> list[tuple[Entry, str]]:
 
 
 def facts_for(project: str | None) -> list[dict[str, Any]]:
-    """The environments of ``project`` and their hook, JSON-ready: each one found in it and each
-    listed for it, with ``state``: ``installed``, ``lost`` (listed, gone: a recreated
-    environment) or ``none`` (never set up)."""
+    """The environments of ``project`` (found or listed) and their hook, JSON-ready: ``state``
+    ``installed``, ``lost`` (listed, gone: a recreated environment) or ``none``."""
     if project is None:
         return []
     listed = [entry for entry in record() if entry.project == project]

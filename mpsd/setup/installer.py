@@ -1,9 +1,6 @@
-"""What ``mpsd install`` and ``mpsd uninstall`` change, computed before anything is touched.
-
-``install_plan`` and ``uninstall_plan`` read the files involved and return one
-``FileChange`` per file (old bytes -> new bytes; unchanged ones included, so a caller can
-tell "already in place" from "nothing to do"). They write nothing: ``--dry-run`` prints
-them as diffs, a real run applies them, so what ``--dry-run`` shows is what a real run does.
+"""What ``mpsd install`` and ``mpsd uninstall`` change, computed before anything is touched:
+one ``FileChange`` per file (unchanged ones too: "already in place"), which ``--dry-run``
+prints as diffs and a real run applies, so the two never differ.
 """
 
 from __future__ import annotations

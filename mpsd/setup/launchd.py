@@ -1,8 +1,5 @@
-"""mpsd's launchd agent: the plist (rendered with plistlib) and ``launchctl`` (behind one function).
-
-Every ``launchctl`` call goes through ``launchctl()``, one subprocess, so tests put a
-stand-in ``launchctl`` on ``PATH`` that records its arguments. The launchd path is
-taken whenever ``launchctl`` is on ``PATH`` (``available()``).
+"""mpsd's launchd agent: the plist (rendered with plistlib) and ``launchctl`` (one function, so
+tests put a stand-in on ``PATH``).
 
 launchd facts this relies on (docs/macos-and-pytorch.md, "launchd"): it expands neither ``~``
 nor ``$HOME`` (absolute paths only); ``bootout`` returns before the job is gone, and a
@@ -49,7 +46,7 @@ class Result:
 
     @property
     def lines(self) -> list[str]:
-        """What launchctl printed (it prints errors on stderr or stdout), line by line."""
+        """What launchctl printed (errors on stderr or stdout), line by line."""
         return [
             line.strip() for line in (self.stderr + "\n" + self.stdout).splitlines() if line.strip()
         ]
@@ -119,9 +116,8 @@ def render(python: str, config_dir: Path, state_dir: Path, data_dir: Path) -> by
 
 
 def agent_python(args: list[str]) -> str:
-    """The python an agent's ProgramArguments run: ``args[0]`` for ``python -m mpsd``, else the
-    console script's interpreter (its ``#!`` line, or under ``#!/bin/sh`` the ``exec`` line pip
-    writes for long paths); ``args[0]`` when the script cannot be read."""
+    """The python an agent's ProgramArguments run: the console script's ``#!`` interpreter (or
+    the ``exec`` line pip writes for long paths), else ``args[0]``."""
     try:
         with open(args[0], "rb") as handle:
             head = handle.read(4096).decode("utf-8", "replace")
