@@ -86,9 +86,8 @@ def _carry_attributes(old: Path, new: str, st: os.stat_result) -> None:
 
 
 def _write_in_place(target: Path, data: bytes) -> None:
-    """Rewrite a hard-linked file through its own inode: a rename would split it from its
-    twins (the other names would keep the old text). Not atomic, so it is only for files
-    the user linked that way; the new bytes are fsynced before returning."""
+    """Rewrite a hard-linked file through its own inode (a rename would split it from its twins);
+    not atomic, so only for files the user linked that way."""
     fd = open_regular(target, os.O_WRONLY)
     try:
         view = memoryview(data)
@@ -102,9 +101,8 @@ def _write_in_place(target: Path, data: bytes) -> None:
 
 
 def clean_stale_temps(path: Path, older_than: float = STALE_TEMP_SECONDS) -> list[str]:
-    """Remove the temp files a killed writer of ``path`` left behind: mpsd's own name patterns
-    only (``write_atomic``'s, tempfile's 8 characters; a view's, its writer's pid), and only
-    when older than ``older_than`` seconds. The names removed; never raises."""
+    """Remove (and name) the temp files a killed writer of ``path`` left, mpsd's name patterns
+    only (tempfile's 8 characters, a view's pid), older than ``older_than``; never raises."""
     pattern = re.compile(rf"\.{re.escape(path.name)}\.(?:[a-z0-9_]{{8}}|[0-9]+)\.tmp")
     removed: list[str] = []
     try:

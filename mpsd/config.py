@@ -259,9 +259,8 @@ DURATION_KEYS = frozenset({"interval", "window", "retention", "swap_recovery"})
 
 
 def policy_values(config: Config) -> dict[str, float]:
-    """The values the daemon works the limits out with (not ``projects``, ``retention``,
-    ``notify``), JSON-ready: what its record of a decision keeps, so that ``mpsd status`` can
-    tell an edit since."""
+    """The values the limits are worked out with, JSON-ready: the daemon's record of a decision
+    keeps them, so that ``mpsd status`` can tell an edit since."""
     return {
         key.name: getattr(config, key.name)
         for key in SCHEMA

@@ -133,10 +133,8 @@ def write(limits: Limits, path: Path | None = None) -> bool:
 def update_locked(
     change: Callable[[Limits | None], Limits | None], path: Path | None = None
 ) -> bool:
-    """Read, change and write limits.toml as one step, for a caller that holds the limits lock
-    (``paths.limits_lock_file()``). ``change`` gets the current limits (None when missing or not
-    in mpsd's form) and returns the new ones, or None to leave the file alone. False when
-    nothing was written."""
+    """Read, ``change`` and write limits.toml in one step, for a caller holding the limits lock;
+    ``change`` returns None to leave the file alone. False when nothing was written."""
     from mpsd.atomic import write_atomic
 
     path = path or paths.limits_file()

@@ -143,8 +143,7 @@ def untrusted_dirs() -> list[str]:
 
 def untrusted_home(path: str | Path) -> str | None:
     """The trust rule's sentence when ``path`` is or lies in mpsd's config, state or data dir
-    and that dir fails the rule: then mpsd reads nothing there (``mpsd.files.read_bytes``
-    answers "absent") and writes nothing there (``ensure_dir``, ``write_atomic`` refuse)."""
+    and that dir fails the rule: mpsd then reads and writes nothing there (``mpsd.files``)."""
     full = os.path.abspath(path)
     for directory in (config_dir(), state_dir(), data_dir()):
         top = os.path.abspath(directory)

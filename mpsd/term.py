@@ -56,9 +56,7 @@ def chart(
 def use_color(stream: Any = None) -> bool:
     """Colour only on a terminal, and never with NO_COLOR set (https://no-color.org) or on
     a dumb terminal."""
-    if os.environ.get("NO_COLOR"):
-        return False
-    if os.environ.get("TERM") == "dumb":
+    if os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb":
         return False
     isatty = getattr(sys.stdout if stream is None else stream, "isatty", None)
     try:
@@ -122,7 +120,7 @@ def wrap(text: str, width: int | None = None, first: str = "", rest: str = "") -
     path, a `command`) stays whole on its own line."""
     width = columns() - 1 if width is None else width
     # A `command` is one word: its spaces are NULs while textwrap breaks the lines.
-    words = [word.replace(" ", "\0") for word in _words(text)]
+    words = [word.replace(" ", "\0") for word in re.findall(r"\S*`[^`]*`\S*|\S+", text)]
     lines = textwrap.wrap(
         " ".join(words),
         width,
@@ -132,11 +130,6 @@ def wrap(text: str, width: int | None = None, first: str = "", rest: str = "") -
         break_on_hyphens=False,
     )
     return [line.replace("\0", " ") for line in lines]
-
-
-def _words(text: str) -> list[str]:
-    """The words of ``text``; a `command in backticks` is one word (it is copied whole)."""
-    return re.findall(r"\S*`[^`]*`\S*|\S+", text)
 
 
 def fill(text: str, width: int | None = None, indent: str = "") -> str:

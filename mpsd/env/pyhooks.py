@@ -252,9 +252,8 @@ def inspect_interpreter(python: str) -> Target:
 
 def write_copy(site: str, python: str | None = None) -> bool:
     """Write the files into ``site`` and clear their hidden flag; True when something changed.
-    With ``python`` (the environment's), also its bytecode: a python that writes none
-    (``PYTHONDONTWRITEBYTECODE``, a read-only venv) would otherwise compile the hook at every
-    start, 5 ms instead of a fraction of one."""
+    With ``python``, also its bytecode: a python that writes none (a read-only venv) would
+    compile the hook at every start, 5 ms instead of a fraction of one."""
     from mpsd.atomic import write_atomic
 
     try:
@@ -313,9 +312,8 @@ class SetUp:
 
 
 def set_up(project: str, explicit: Iterable[Target] = ()) -> SetUp:
-    """Put the hook into the environments of ``project`` (found there), those in ``explicit``
-    (``--python``) and those listed for it before (``mpsd enable`` puts a lost copy back);
-    update the list."""
+    """Put the hook into the environments found in ``project``, those in ``explicit``
+    (``--python``) and those listed for it before (a lost copy comes back); update the list."""
     result = SetUp()
     targets: dict[str, Target] = {}
     for target in explicit:
@@ -357,9 +355,8 @@ def set_up(project: str, explicit: Iterable[Target] = ()) -> SetUp:
 
 
 def _take_out(mine: list[Entry], entries: list[Entry]) -> list[tuple[Entry, str]]:
-    """Drop ``mine`` from the list (under the lock) and take their copies out, unless another
-    entry still lists the same site-packages: for each, ``removed``, ``gone`` (already
-    missing) or ``kept``."""
+    """Drop ``mine`` from the list and take their copies out unless another entry lists the same
+    site-packages: each ``removed``, ``gone`` (already missing) or ``kept``."""
     rest = [e for e in entries if e not in mine]
     still_used = {e.site for e in rest}
     done = []

@@ -20,9 +20,9 @@ from mpsd.atomic import write_atomic
 from mpsd.config import default_config_text
 from mpsd.errors import EXIT_USAGE, MpsdError
 from mpsd.paths import in_the_way_sentence
-from mpsd.setup import homebrew, launchd, rcfile
+from mpsd.setup import completion, homebrew, launchd, rcfile
+from mpsd.setup.completion import SHELLS
 
-SHELLS = ("zsh", "bash", "fish")
 HOOK_FILES = {"zsh": "mpsd.zsh", "bash": "mpsd.bash"}
 FISH_HEADER = (
     b"# Installed by `mpsd install`, a copy of mpsd's fish hook; `mpsd uninstall` removes it.\n"
@@ -78,9 +78,8 @@ def diff(change: FileChange, name: str) -> str:
 
 
 def apply_change(change: FileChange) -> bool:
-    """Make the change on disk; False when there was nothing to do. An OS error becomes
-    one MpsdError sentence. A file is written through its symlink (a dotfile manager's rc
-    file stays a link) and keeps its mode; a removal of a symlink removes the link only."""
+    """Make the change on disk (through a symlink: a dotfile manager's rc file stays a link);
+    False when there was nothing to do, one MpsdError sentence on an OS error."""
     if not change.changed:
         return False
     try:
@@ -139,9 +138,7 @@ def parse_shells(text: str | None) -> tuple[str, ...]:
 
 
 def default_shells() -> tuple[str, ...]:
-    """The shells install hooks when ``--shell`` names none: each of zsh and bash that is
-    on PATH or already has an rc file (a Mac without zsh gets no new ``~/.zshrc``), and
-    fish when it is installed."""
+    """Without ``--shell``: zsh and bash where on PATH or with an rc file, fish where installed."""
     found = tuple(
         shell
         for shell in rcfile.SHELLS
@@ -229,8 +226,6 @@ def edited(text: bytes, header: bytes) -> bool:
 def completion_change(shell: str, parser: argparse.ArgumentParser) -> FileChange:
     """The completion file for ``shell``, made from mpsd's full parser (the install command
     builds it: setup does not import the commands)."""
-    from mpsd.setup import completion
-
     path = completion_file(shell)
     text = completion.render(shell, parser).encode("utf-8")
     # zsh's first line must stay `#compdef mpsd` for compinit.
@@ -241,9 +236,8 @@ def completion_change(shell: str, parser: argparse.ArgumentParser) -> FileChange
 
 
 def shell_changes(shell: str, parser: argparse.ArgumentParser | None) -> list[FileChange]:
-    """fish: a copy of its hook in its conf.d (fish sources it at start: no Python runs).
-    zsh, bash: the hook copy in the data dir and the block in each rc file the shell reads.
-    Tab completion from ``parser``; none with None (Homebrew's formula installs its own)."""
+    """fish: a copy of its hook in its conf.d; zsh, bash: the hook copy in the data dir and the
+    block in each rc file. Completion from ``parser`` (None: Homebrew's formula has its own)."""
     completions = [completion_change(shell, parser)] if parser else []
     if shell == "fish":
         path = fish_hook_file()
