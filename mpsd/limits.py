@@ -87,8 +87,7 @@ class LimitsFile:
 
 def render(limits: Limits) -> str:
     """The file's text as tomli-w writes it (a test pins that), without importing it: the
-    readers compare a file with it, and the form is what the hooks read, one ``key = value`` a
-    line, the projects one a line."""
+    readers compare a file with it."""
     lines = []
     for key, value in vars(limits).items():
         if key == "projects":

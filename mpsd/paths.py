@@ -84,9 +84,8 @@ def resource_dir(name: str) -> Path:
 
 
 def file_in_the_way(path: str | Path) -> str | None:
-    """The first parent of ``path`` that exists and is not a directory (``~/.config/mps``
-    made a file by mistake), or None: an ENOTDIR/EEXIST is then named as that, not as a
-    permissions problem."""
+    """The first parent of ``path`` that exists and is not a directory (``~/.config/mps`` made a
+    file by mistake), or None: so an ENOTDIR is named as that, not as permissions."""
     parent = os.path.dirname(os.path.abspath(path))
     while parent and parent != os.path.dirname(parent):
         if os.path.lexists(parent):

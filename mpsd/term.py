@@ -1,8 +1,5 @@
-"""What the commands share about the terminal: colour (the same styles in explain, status and
-doctor, off when not a terminal or with NO_COLOR), the width text wraps to, and plurals.
-
-The width comes from ``$COLUMNS`` or the terminal (not ``shutil``, which imports more);
-wrapping is ``textwrap``'s, with a `command in backticks` kept whole.
+"""What the commands share about the terminal: colour, the width text wraps to (from
+``$COLUMNS`` or the terminal: ``shutil`` imports more), wrapping, and plurals.
 """
 
 from __future__ import annotations
@@ -115,9 +112,8 @@ UNLIMITED = 1 << 16
 
 
 def wrap(text: str, width: int | None = None, first: str = "", rest: str = "") -> list[str]:
-    """Greedy word wrap of ``text`` to ``width`` columns (default: the terminal's, less one),
-    the first line led by ``first``, the others by ``rest``. A word longer than a line (a
-    path, a `command`) stays whole on its own line."""
+    """``text`` wrapped to ``width`` (default: the terminal's, less one), the first line led by
+    ``first``, the others by ``rest``; a long word (a path, a `command`) stays whole."""
     width = columns() - 1 if width is None else width
     # A `command` is one word: its spaces are NULs while textwrap breaks the lines.
     words = [word.replace(" ", "\0") for word in re.findall(r"\S*`[^`]*`\S*|\S+", text)]

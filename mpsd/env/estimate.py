@@ -1,8 +1,5 @@
-"""First limits, before the daemon has any history: from this moment's free memory.
-
-``enable`` writes these when there is no limits.toml yet, so that the hooks have values to
-export at once; the daemon replaces them with learned ones at its first sample.
-"""
+"""First limits from this moment's free memory: ``enable`` writes them when there is no
+limits.toml yet, until the daemon's first sample replaces them."""
 
 from __future__ import annotations
 

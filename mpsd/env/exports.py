@@ -41,10 +41,8 @@ def exports_here(
 
 
 def hook_here(decision: Exports, environ: Mapping[str, str]) -> bool | None:
-    """Does the shell this runs in have the mpsd hook? True when its marks are in ``environ``;
-    False in an opted-in directory where a hooked shell would have exported the variables and
-    nothing is set; None where it cannot be told (the hook sets nothing outside projects, and
-    leaves values set by hand alone)."""
+    """Does this shell have the mpsd hook? True with its marks in ``environ``; False where a
+    hooked shell would have exported the variables and nothing is set; None: cannot tell."""
     if any(environ.get(mark) for mark in (*MARKS.values(), "MPSD_HOOK")):
         return True
     if decision.project is None or not decision.wanted or decision.hand_set:

@@ -1,8 +1,7 @@
 """The opt-in list: which directories (and everything below them) get the watermark variables.
 
-Paths are kept physical (symlinks, ``..`` and trailing slashes resolved), as the hooks compare
-the physical working directory. A path the hooks could not read safely from limits.toml (a
-double quote, a backslash, a control character) is refused. Pure apart from ``physical``.
+Paths are kept physical, as the hooks compare the physical working directory; one the hooks
+could not read safely from limits.toml is refused.
 """
 
 from __future__ import annotations

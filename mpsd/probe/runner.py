@@ -31,8 +31,7 @@ from mpsd.ratio import HIGH_VAR, LOW_VAR, ratio_text
 from mpsd.sizes import format_gib, plural
 
 CHILD_SOURCE = Path(__file__).with_name("child.py")
-# (swap-outs, pressure) now. Not `int | None`: an alias is evaluated at run time, and Python
-# 3.9 has no `|` of types.
+# (swap-outs, pressure) now. Optional: an alias is evaluated at run time (3.9 has no `|`).
 Watch = Callable[[], tuple[Optional[int], Optional[int]]]
 
 

@@ -1,7 +1,5 @@
-"""What a probe run means: the verdict, the advice, the JSON, the calibration arithmetic. Pure.
-
-The orchestration (``mpsd.probe.runner``) fills a ``ProbeResult``; everything a user reads about
-it is computed here, so it can be tested without a child process.
+"""What a probe run means: the verdict, the advice, the JSON, the calibration arithmetic. Pure:
+``mpsd.probe.runner`` fills a ``ProbeResult``, so all a user reads is tested without a child.
 """
 
 from __future__ import annotations

@@ -1,13 +1,10 @@
 """mpsd's launchd agent: the plist (rendered with plistlib) and ``launchctl`` (one function, so
 tests put a stand-in on ``PATH``).
 
-launchd facts this relies on (docs/macos-and-pytorch.md, "launchd"): it expands neither ``~``
-nor ``$HOME`` (absolute paths only); ``bootout`` returns before the job is gone, and a
-``bootstrap`` before it is gone fails with "Bootstrap failed: 5: Input/output error";
-``bootstrap gui/$UID`` fails with error 125 (or "Could not find domain for user gui") where
-there is no GUI session (ssh), and the ``user/$UID`` domain then takes a plist only when its
-``LimitLoadToSessionType`` includes "Background" (else "Service cannot load in requested
-session", 134).
+launchd facts this relies on (docs/macos-and-pytorch.md, "launchd"): absolute paths only;
+``bootout`` returns before the job is gone (a ``bootstrap`` then fails with error 5); without a
+GUI session (ssh) ``bootstrap gui/$UID`` fails with 125, and ``user/$UID`` takes a plist only
+when its ``LimitLoadToSessionType`` includes "Background" (else 134).
 """
 
 from __future__ import annotations
@@ -182,9 +179,8 @@ def parse_print(text: str, domain: str, label: str = LABEL) -> LoadedAgent:
 
 
 def parse_disabled(text: str, label: str = LABEL) -> bool | None:
-    """From ``launchctl print-disabled DOMAIN``: True when ``label`` is disabled, False when
-    listed as enabled, None when not listed. Older macOS print ``=> true``/``=> false``,
-    newer ``=> disabled``/``=> enabled``."""
+    """From ``launchctl print-disabled DOMAIN``: whether ``label`` is disabled (``=> true`` or,
+    newer, ``=> disabled``), None when not listed."""
     pattern = re.compile(r'^\s*"' + re.escape(label) + r'"\s*=>\s*(\w+)', re.MULTILINE)
     match = pattern.search(text)
     if not match:
