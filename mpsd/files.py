@@ -38,8 +38,7 @@ def not_regular(path: str | Path, mode: int) -> UnsafeFileError:
 
 
 def refuse_untrusted(path: str | Path) -> None:
-    """``UnsafeFileError`` with the trust rule's sentence when ``path`` lies in a dir of
-    mpsd's that fails the rule: nothing is written there."""
+    """``UnsafeFileError`` with the trust rule's sentence for a path in a failing dir."""
     sentence = paths.untrusted_home(path)
     if sentence:
         raise UnsafeFileError(path, sentence, errno.EPERM)

@@ -38,8 +38,7 @@ def exclusive(path: Path, timeout: float = 10.0) -> Iterator[None]:
 
 
 def _open_lock(path: str | Path) -> int:
-    """The lock file's descriptor, created 0600 in a private dir. Any failure is one
-    MpsdError sentence (a read-only or full state dir, one that fails the trust rule)."""
+    """The lock file's descriptor (0600, private dir); any failure one MpsdError sentence."""
     try:
         return _open(path)
     except UnsafeFileError as exc:

@@ -23,8 +23,7 @@ def parse_size(text: str) -> int:
 
 
 def gib(size: float, decimals: int = 1) -> str:
-    """Bytes as GiB, always, with one decimal ("23.3 GiB") or ``decimals``: the daemon's
-    reasons, ``status``."""
+    """Bytes as GiB, always, with one decimal ("23.3 GiB") or ``decimals``."""
     return f"{size / (1 << 30):.{decimals}f} GiB"
 
 

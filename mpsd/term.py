@@ -51,8 +51,7 @@ def chart(
 
 
 def use_color(stream: Any = None) -> bool:
-    """Colour only on a terminal, and never with NO_COLOR set (https://no-color.org) or on
-    a dumb terminal."""
+    """Colour only on a terminal, never with NO_COLOR (no-color.org) or TERM=dumb."""
     if os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb":
         return False
     isatty = getattr(sys.stdout if stream is None else stream, "isatty", None)

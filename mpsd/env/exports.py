@@ -30,8 +30,7 @@ def exports_here(
     anywhere: bool = False,
     limits_file: limits.LimitsFile | None = None,
 ) -> Exports:
-    """The decision for ``directory`` (default: the current one), ``environ`` (default: this
-    process's environment) and limits.toml (default: as read now)."""
+    """The decision for ``directory``, ``environ`` and limits.toml (by default: as now)."""
     return decide_exports(
         limits.read_file() if limits_file is None else limits_file,
         directory_of(directory),
@@ -51,8 +50,7 @@ def hook_here(decision: Exports, environ: Mapping[str, str]) -> bool | None:
 
 
 def hook_copy_command(environ: Mapping[str, str] | None = None) -> str | None:
-    """``. ~/.local/share/mps/mpsd.zsh``: what loads the hook into this shell now (for the
-    shell in $SHELL), when install put a copy there; None otherwise."""
+    """``. ~/.local/share/mps/mpsd.zsh``: what loads the hook into $SHELL now, if any."""
     env = os.environ if environ is None else environ
     shell = os.path.basename(env.get("SHELL", ""))
     if shell not in ("zsh", "bash", "fish"):

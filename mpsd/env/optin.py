@@ -27,8 +27,7 @@ from mpsd.locks import exclusive
 
 @dataclass(frozen=True)
 class Change:
-    """What ``enable``/``disable`` did: ``path`` (physical), whether the list changed, and
-    the project that covers it (still)."""
+    """What ``enable``/``disable`` did, and the project that (still) covers ``path``."""
 
     path: str
     changed: bool
@@ -93,8 +92,7 @@ def _set_projects(document: Any, entries: tuple[str, ...], *, new_lines: bool = 
 
 
 def _edit(change: Callable[[tuple[str, ...]], tuple[str, ...]]) -> tuple[Config, bool]:
-    """Under the limits lock: apply ``change(entries) -> entries`` to config.toml's projects,
-    then mirror them into limits.toml. Returns (new config, config changed)."""
+    """Under the limits lock: ``change`` config.toml's projects, mirror them to limits.toml."""
     from mpsd.env.estimate import current_limits
 
     config_file = paths.config_file()

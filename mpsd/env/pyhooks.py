@@ -85,8 +85,7 @@ def record_path() -> Path:
 
 
 def record() -> list[Entry]:
-    """The copies mpsd installed, as the list says (empty when it is missing, unreadable, or
-    in a state dir that fails the trust rule)."""
+    """The copies mpsd installed, as the list says (empty when missing or unreadable)."""
     from mpsd.files import read_bytes
 
     try:
@@ -370,8 +369,7 @@ def _take_out(mine: list[Entry], entries: list[Entry]) -> list[tuple[Entry, str]
 
 
 def tear_down(project: str) -> list[str]:
-    """Take the hook out of the environments listed for ``project`` (unless another project
-    still lists the same one); returns the site-packages it was removed from."""
+    """Take the hook out of ``project``'s listed environments; the site-packages left."""
     with _locked():
         entries = record()
         done = _take_out([e for e in entries if e.project == project], entries)

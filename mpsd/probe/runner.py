@@ -93,8 +93,7 @@ def run_probe(
     watch: Watch,
     on_step: Callable[[ProbeResult], None] = lambda result: None,
 ) -> ProbeResult:
-    """Run one probe with ``spec``; ``MpsdError`` when the child cannot do the test (no torch,
-    no MPS, a crash)."""
+    """Run one probe; ``MpsdError`` when the child cannot (no torch, no MPS, a crash)."""
     if not os.path.isfile(spec.python) or not os.access(spec.python, os.X_OK):
         raise MpsdError(
             f"{spec.python} is not a Python interpreter; give the one of your project's venv, "

@@ -166,8 +166,7 @@ class Advice:
 
 
 def advise(result: ProbeResult, current: Limits | None) -> Advice:
-    """What to do after ``result``. ``current``: limits.toml now (None when there is no
-    recommendation yet)."""
+    """What to do after ``result``; ``current``: limits.toml now (None: none yet)."""
     verdict = result.verdict
     if verdict == CLEAN and result.steps == 0:
         return Advice(

@@ -65,8 +65,7 @@ def _lines(data: bytes | None) -> list[str]:
 
 
 def diff(change: FileChange, name: str) -> str:
-    """The change as a unified diff (``/dev/null`` for a created or removed file), the file
-    called ``name``."""
+    """The change as a unified diff of the file called ``name``."""
     return "".join(
         difflib.unified_diff(
             _lines(change.old),
@@ -122,8 +121,7 @@ def home() -> Path:
 
 
 def parse_shells(text: str | None) -> tuple[str, ...]:
-    """``"zsh,bash"`` -> ("zsh", "bash"); one sentence naming the choices otherwise. None (no
-    ``--shell``): ``default_shells()``."""
+    """``"zsh,bash"`` -> ("zsh", "bash"); None: ``default_shells()``."""
     if text is None:
         return default_shells()
     names = [part.strip() for part in text.split(",") if part.strip()]
@@ -224,8 +222,7 @@ def edited(text: bytes, header: bytes) -> bool:
 
 
 def completion_change(shell: str, parser: argparse.ArgumentParser) -> FileChange:
-    """The completion file for ``shell``, made from mpsd's full parser (the install command
-    builds it: setup does not import the commands)."""
+    """The completion file for ``shell`` from mpsd's parser (setup imports no command)."""
     path = completion_file(shell)
     text = completion.render(shell, parser).encode("utf-8")
     # zsh's first line must stay `#compdef mpsd` for compinit.
@@ -269,8 +266,7 @@ def config_change() -> FileChange:
 def install_plan(
     shells: Iterable[str], agent: bool, python: str, parser: argparse.ArgumentParser | None
 ) -> Plan:
-    """What ``mpsd install`` changes; ``parser``: mpsd's full parser, for tab completion
-    (None: no completion files)."""
+    """What ``mpsd install`` changes (``parser``: for tab completion; None: none)."""
     plan = Plan(files=[config_change()])
     for shell in shells:
         plan.files.extend(shell_changes(shell, parser))
@@ -304,8 +300,7 @@ def rc_candidates() -> list[Path]:
 
 
 def uninstall_plan() -> Plan:
-    """Take out exactly what install put in: the rc blocks, the hook copies, the completion
-    files, the start-up hooks ``mpsd enable`` listed, the plist."""
+    """Take out exactly what install put in, and the start-up hooks ``enable`` listed."""
     from mpsd.env import pyhooks
 
     plan = Plan()
@@ -372,8 +367,7 @@ def foreign_entries(directory: Path) -> list[str]:
 
 
 def purge_dirs() -> list[Path]:
-    """The config and state dirs ``uninstall --purge`` removes, when they exist and are
-    safe to remove (never the home directory or one of its parents)."""
+    """The dirs ``uninstall --purge`` removes: config and state, never home or above."""
     result: list[Path] = []
     for directory in (paths.config_dir(), paths.state_dir()):
         absolute = Path(os.path.abspath(directory))

@@ -272,8 +272,7 @@ def failure_sentence(action: str, result: Result, after_bootout: bool = False) -
 
 @dataclass
 class Outcome:
-    """What ``ensure_loaded`` / ``unload`` did (``pid``: the booted-out agent's); ``report``
-    hears of each step as it is done."""
+    """What ``ensure_loaded`` / ``unload`` did; ``report`` hears of each step."""
 
     report: Callable[[str], None] | None = None
     warnings: list[str] = field(default_factory=list)
@@ -315,8 +314,7 @@ def bootout(agent: LoadedAgent, outcome: Outcome) -> None:
 
 
 def is_current(agent: LoadedAgent | None, plist_file: Path, new: bytes) -> bool:
-    """True when ``agent`` is loaded from a plist identical to ``new`` as written for its
-    domain (``for_domain``): left alone."""
+    """``agent`` is loaded from a plist identical to ``new`` for its domain: left alone."""
     if agent is None:
         return False
     try:

@@ -114,8 +114,7 @@ def created_by_mpsd(text: bytes, path: Path | None = None) -> bool:
 
 
 def find(text: bytes, path: Path | None = None) -> list[Span]:
-    """Every complete block in ``text``; raise RcFileError (naming ``path``, the file
-    ``text`` is from) on a begin without an end."""
+    """Every complete block in ``text``; RcFileError on a begin without an end."""
     spans: list[Span] = []
     pos = 0
     while True:
@@ -148,8 +147,7 @@ def has_block(text: bytes) -> bool:
 
 
 def add(text: bytes, new_block: bytes, path: Path | None = None) -> bytes:
-    """``text`` with ``new_block`` in it: appended at the end when there is none, the first
-    block replaced in place (and any extra copies removed) when there is one."""
+    """``text`` with ``new_block``: appended, or replacing the first block (extras go)."""
     spans = find(text, path)
     if not spans:
         return text + (b"\n" if text else b"") + new_block
@@ -220,8 +218,7 @@ def sources_bashrc(text: bytes) -> bool:
 
 
 def bash_login_file(home: Path) -> Path | None:
-    """The file a login bash reads: the first of ~/.bash_profile, ~/.bash_login, ~/.profile
-    that exists (bash's own rule), or None."""
+    """The first existing of ~/.bash_profile, ~/.bash_login, ~/.profile (bash's rule)."""
     for name in (".bash_profile", ".bash_login", ".profile"):
         candidate = home / name
         if candidate.exists() or candidate.is_symlink():
