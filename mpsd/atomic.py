@@ -23,16 +23,11 @@ def write_atomic(
 ) -> bool:
     """Replace ``path`` with ``data``: temp file in the same directory, fsync, rename.
 
-    Returns False (and writes nothing) when the file already holds exactly ``data``.
-    ``mode`` defaults to the existing file's mode, else 0o644. A FIFO or directory in the
-    file's place is refused (``UnsafeFileError``), and so is a path in a dir of mpsd's that
-    fails the trust rule (with the rule's sentence).
-
-    ``follow_links`` is for the user's own files (rc files, config.toml a dotfile manager
-    links): the file a symlink points to is replaced and the link stays a link, the new file
-    gets the old one's group, extended attributes and ACLs (as editors carry them over), and
-    a file with other hard links is rewritten in place so its twins keep seeing it. Without
-    it, the path itself is replaced.
+    False (nothing written) when the file already holds ``data``. ``mode``: the existing file's,
+    else 0o644. A non-regular file in its place, or a dir failing the trust rule, is refused.
+    ``follow_links`` is for the user's own files (rc files, a linked config.toml): the link's
+    target is replaced and keeps its group, xattrs and ACLs (as editors do); a hard-linked file
+    is rewritten in place so its twins keep seeing it.
     """
     refuse_untrusted(path)
     target = Path(os.path.realpath(path)) if follow_links else Path(path)
@@ -91,9 +86,8 @@ def _carry_attributes(old: Path, new: str, st: os.stat_result) -> None:
 
 
 def _write_in_place(target: Path, data: bytes) -> None:
-    """Rewrite a hard-linked file through its own inode: a rename would split it from its
-    twins (the other names would keep the old text). Not atomic, so it is only for files
-    the user linked that way; the new bytes are fsynced before returning."""
+    """Rewrite a hard-linked file through its own inode (a rename would split it from its twins);
+    not atomic, so only for files the user linked that way."""
     fd = open_regular(target, os.O_WRONLY)
     try:
         view = memoryview(data)
@@ -107,9 +101,8 @@ def _write_in_place(target: Path, data: bytes) -> None:
 
 
 def clean_stale_temps(path: Path, older_than: float = STALE_TEMP_SECONDS) -> list[str]:
-    """Remove the temp files a killed writer of ``path`` left behind: mpsd's own name patterns
-    only (``write_atomic``'s, tempfile's 8 characters; a view's, its writer's pid), and only
-    when older than ``older_than`` seconds. The names removed; never raises."""
+    """Remove (and name) the temp files a killed writer of ``path`` left, mpsd's name patterns
+    only (tempfile's 8 characters, a view's pid), older than ``older_than``; never raises."""
     pattern = re.compile(rf"\.{re.escape(path.name)}\.(?:[a-z0-9_]{{8}}|[0-9]+)\.tmp")
     removed: list[str] = []
     try:

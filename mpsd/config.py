@@ -1,9 +1,5 @@
-"""config.toml: one schema with a default and a help line per key, and its validation.
-
-Validation reports every problem at once, each naming the file, the key and the
-allowed range; unknown keys are errors. Pure apart from ``load_config`` reading
-the file.
-"""
+"""config.toml: one schema with a default and a help line per key, and its validation, which
+reports every problem at once (unknown keys too). Pure apart from ``load_config``."""
 
 from __future__ import annotations
 
@@ -20,10 +16,7 @@ from mpsd.errors import MpsdError
 
 @dataclass(frozen=True)
 class Key:
-    """One key of the schema: its name, help line, default as TOML has it, and its check.
-
-    ``default`` is the one home of the key's default: ``Config()`` holds it checked, the
-    config.toml that ``mpsd install`` writes shows it as written."""
+    """One key of the schema; ``default`` (as TOML has it) is the one home of its default."""
 
     name: str
     help: str
@@ -96,22 +89,15 @@ def _bool(value: object) -> bool:
 DAY = 86400.0
 YEAR = 365 * DAY
 
+SHARE = _number(0, 1, low_open=True, high_open=False)  # (0, 1]
+RATIO = _number(0, 2, low_open=True, high_open=False)  # (0, 2]
+
 SCHEMA: tuple[Key, ...] = (
-    Key(
-        "headroom",
-        "share of the baseline free memory given to MPS",
-        0.8,
-        _number(0, 1, low_open=True, high_open=False),
-    ),
+    Key("headroom", "share of the baseline free memory given to MPS", 0.8, SHARE),
     Key("interval", 'seconds between memory samples (or "30s", "1m")', 30, _duration(1, DAY)),
     Key("window", 'how far back the baseline looks ("7d")', "7d", _duration(60, 10 * YEAR)),
     Key("retention", 'how long samples are kept ("90d")', "90d", _duration(3600, 10 * YEAR)),
-    Key(
-        "low_ratio",
-        "low watermark = low_ratio x high watermark",
-        1.0,
-        _number(0, 1, low_open=True, high_open=False),
-    ),
+    Key("low_ratio", "low watermark = low_ratio x high watermark", 1.0, SHARE),
     Key("projects", "opted-in directories (use `mpsd enable`/`mpsd disable`)", [], _projects),
     Key(
         "baseline_percentile",
@@ -119,23 +105,13 @@ SCHEMA: tuple[Key, ...] = (
         5,
         _number(0, 50, low_open=False, high_open=False),
     ),
-    Key(
-        "min_ratio",
-        "the ratio never goes below this",
-        0.1,
-        _number(0, 2, low_open=True, high_open=False),
-    ),
-    Key(
-        "max_ratio",
-        "the ratio never goes above this",
-        2.0,
-        _number(0, 2, low_open=True, high_open=False),
-    ),
+    Key("min_ratio", "the ratio never goes below this", 0.1, RATIO),
+    Key("max_ratio", "the ratio never goes above this", 2.0, RATIO),
     Key(
         "swap_penalty",
         "factor on the limit after swap-outs grew during a PyTorch job (1 turns it off)",
         0.8,
-        _number(0, 1, low_open=True, high_open=False),
+        SHARE,
     ),
     Key(
         "swap_recovery",
@@ -244,11 +220,8 @@ def _unknown_keys(unknown: list[str]) -> str:
 
 
 def load_config(path: Path) -> Config:
-    """The config in ``path``; the defaults when the file does not exist.
-
-    Whatever the file holds, the only exception is ``ConfigError``: a FIFO or directory in its
-    place, a file over ``CONFIG_LIMIT`` (refused unread), arrays nested thousands deep, numbers
-    of hundreds of digits."""
+    """The config in ``path``, the defaults without one; whatever the file holds (a FIFO, more
+    than ``CONFIG_LIMIT``, deep nesting), the only exception is ``ConfigError``."""
     from mpsd.files import read_bytes
 
     try:
@@ -286,9 +259,8 @@ DURATION_KEYS = frozenset({"interval", "window", "retention", "swap_recovery"})
 
 
 def policy_values(config: Config) -> dict[str, float]:
-    """The values the daemon works the limits out with (not ``projects``, ``retention``,
-    ``notify``), JSON-ready: what its record of a decision keeps, so that ``mpsd status`` can
-    tell an edit since."""
+    """The values the limits are worked out with, JSON-ready: the daemon's record of a decision
+    keeps them, so that ``mpsd status`` can tell an edit since."""
     return {
         key.name: getattr(config, key.name)
         for key in SCHEMA

@@ -30,12 +30,8 @@ def parse_duration(value: object) -> float:
 
 
 def format_duration(seconds: float, about: bool = False) -> str:
-    """A duration the one way mpsd writes them, the form config.toml takes: "30s", "5m",
-    "2h", "7d" (never weeks: a window reads as "7d" wherever it shows).
-
-    Exact by default (the largest unit that divides it: 90 -> "90s", 604800 -> "7d");
-    ``about`` rounds to the largest unit that fits twice (an age: 150 -> "3m", 5400 ->
-    "90m", 9000 -> "2h")."""
+    """A duration as config.toml takes it, never in weeks: exact by default (90 -> "90s",
+    604800 -> "7d"); ``about`` rounds to the largest unit that fits twice (150 -> "3m")."""
     seconds = max(0.0, seconds)
     for unit in ("d", "h", "m"):
         size = _UNITS[unit]

@@ -1,13 +1,6 @@
 """Opening files safely: never hang on a FIFO, never read a gigabyte by mistake, create mpsd's
-directories private whatever the umask, and keep the trust rule (``mpsd.paths.untrusted``):
-nothing is read from, or written into, a dir of mpsd's that fails it.
-
-Everything here is ``os`` and ``stat`` only: ``mpsd env`` and ``mpsd status`` read through
-it, and their start-up is a contract (docs/architecture.md).
-
-Errors are ``UnsafeFileError``, an ``OSError`` whose ``strerror`` is a clause a caller can put
-in its sentence ("it is not a regular file"), so code that already reports ``OSError``s by
-their ``strerror`` says the right thing unchanged.
+directories private whatever the umask, and keep the trust rule (``mpsd.paths.untrusted``).
+``os`` and ``stat`` only: ``mpsd env`` and ``mpsd status`` read through it (start-up cost).
 """
 
 from __future__ import annotations
@@ -27,7 +20,8 @@ DIR_MODE = 0o700
 
 
 class UnsafeFileError(OSError):
-    """A file mpsd will not read or write as it is; ``strerror`` says why, as a clause."""
+    """A file mpsd will not read or write as it is; ``strerror`` says why, as a clause (callers
+    that report an ``OSError`` by its ``strerror`` say the right thing unchanged)."""
 
     def __init__(self, path: str | Path, reason: str, code: int = errno.EINVAL) -> None:
         super().__init__(code, reason, os.fspath(path))
@@ -44,19 +38,15 @@ def not_regular(path: str | Path, mode: int) -> UnsafeFileError:
 
 
 def refuse_untrusted(path: str | Path) -> None:
-    """``UnsafeFileError`` with the trust rule's sentence when ``path`` lies in a dir of
-    mpsd's that fails the rule: nothing is written there."""
+    """``UnsafeFileError`` with the trust rule's sentence for a path in a failing dir."""
     sentence = paths.untrusted_home(path)
     if sentence:
         raise UnsafeFileError(path, sentence, errno.EPERM)
 
 
 def open_regular(path: str | Path, flags: int, mode: int = 0o600) -> int:
-    """``os.open`` that refuses what is not a regular file, without ever blocking on one.
-
-    ``flags`` are the access flags (``O_RDONLY``, ``O_RDWR | O_CREAT``, ...). The descriptor
-    comes back in blocking mode.
-    """
+    """``os.open`` that refuses what is not a regular file, without ever blocking on one; the
+    descriptor comes back in blocking mode."""
     flags |= os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0)
     fd = os.open(path, flags, mode)
     try:
@@ -71,13 +61,9 @@ def open_regular(path: str | Path, flags: int, mode: int = 0o600) -> int:
 
 
 def read_bytes(path: str | Path, *, limit: int | None = None) -> bytes:
-    """The bytes of the regular file ``path``; never blocks on a FIFO.
-
-    Raises FileNotFoundError when it is missing or lies in a dir of mpsd's that fails the
-    trust rule (mpsd reads nothing there), and ``UnsafeFileError`` when ``path`` is not a
-    regular file or holds more than ``limit`` bytes (checked before reading, and again while
-    reading, so a file that grows cannot make it read more).
-    """
+    """The bytes of the regular file ``path``; never blocks on a FIFO. FileNotFoundError also in
+    a dir failing the trust rule; ``UnsafeFileError`` for a non-regular file or one over
+    ``limit`` bytes (checked again while reading: a growing file cannot make it read more)."""
     if paths.untrusted_home(path):
         raise FileNotFoundError(errno.ENOENT, "in a directory mpsd does not trust", str(path))
     fd = open_regular(path, os.O_RDONLY)
@@ -107,13 +93,8 @@ def too_large(path: str | Path, limit: int) -> UnsafeFileError:
 
 
 def ensure_dir(path: str | Path) -> None:
-    """Create ``path`` and its missing parents; each one created here gets mode 0700.
-
-    ``os.makedirs``'s mode is masked by the umask (under umask 000 a directory would be
-    0777): so the mode is set after creation, and only on the directories this call made.
-    An existing directory keeps its mode (it is the user's), but one of mpsd's that fails
-    the trust rule is refused with its sentence.
-    """
+    """Create ``path`` and its missing parents, each made here 0700 whatever the umask (set after
+    ``mkdir``); an existing one keeps its mode, one failing the trust rule is refused."""
     refuse_untrusted(path)
     _make_dir(os.path.abspath(path))
 

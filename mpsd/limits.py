@@ -1,11 +1,8 @@
 """limits.toml: its one writer and its one reader.
 
-The daemon and ``enable`` write it (``write``, ``update_locked``); every command that needs it
-reads it here (``read_file``, ``read``). The shell hooks and the start-up hook read it with their
-own builtins, so its form is a contract (docs/file-formats.md). The reader has the hooks'
-semantics (``LimitsFile.high``, ``.low``, ``.projects`` are what they export) and also checks the
-writer's exact form: any difference (a hand edit, a comment) is a ``problem`` and gives no
-``Limits``. Only writers import the lock and the atomic write.
+The hooks read it with their own builtins, so its form is a contract (docs/file-formats.md).
+The reader has the hooks' semantics and also checks the writer's exact form: any difference (a
+hand edit, a comment) is a ``problem`` and gives no ``Limits``.
 """
 
 from __future__ import annotations
@@ -68,14 +65,9 @@ class LimitsError(ValueError):
 
 @dataclasses.dataclass
 class LimitsFile:
-    """limits.toml as read: what the hooks take from it, and whether it is mpsd's own form.
-
-    ``found``: the file exists. ``high``/``low``: the ratios as written, only when the hooks
-    would export them (both plain decimals in (0, 2], low <= high). ``projects``: the opted-in
-    paths the hooks see. ``limits``: every key, when the file is exactly in the writer's form.
-    ``problem``: one sentence when it is not (None for a missing file: that is no problem of
-    the file, only an absence).
-    """
+    """limits.toml as read. ``high``/``low``: the ratios as written, when the hooks would export
+    them; ``projects``: the paths the hooks see; ``limits``: every key, when the file is exactly
+    in the writer's form, else ``problem`` says why (None for a missing file)."""
 
     found: bool
     high: str | None = None
@@ -95,8 +87,7 @@ class LimitsFile:
 
 def render(limits: Limits) -> str:
     """The file's text as tomli-w writes it (a test pins that), without importing it: the
-    readers compare a file with it, and the form is what the hooks read, one ``key = value`` a
-    line, the projects one a line."""
+    readers compare a file with it."""
     lines = []
     for key, value in vars(limits).items():
         if key == "projects":
@@ -141,10 +132,8 @@ def write(limits: Limits, path: Path | None = None) -> bool:
 def update_locked(
     change: Callable[[Limits | None], Limits | None], path: Path | None = None
 ) -> bool:
-    """Read, change and write limits.toml as one step, for a caller that holds the limits lock
-    (``paths.limits_lock_file()``). ``change`` gets the current limits (None when missing or not
-    in mpsd's form) and returns the new ones, or None to leave the file alone. False when
-    nothing was written."""
+    """Read, ``change`` and write limits.toml in one step, for a caller holding the limits lock;
+    ``change`` returns None to leave the file alone. False when nothing was written."""
     from mpsd.atomic import write_atomic
 
     path = path or paths.limits_file()
@@ -228,11 +217,8 @@ def parse_text(text: str) -> LimitsFile:
 
 
 def ratio_value(text: str) -> int | None:
-    """``text`` in billionths when it is a plain decimal in (0, 2] (at most 9 decimals), else None.
-
-    The same check as ``_mpsd_number`` in the hooks: ``0.77``, ``1``, ``2.0`` pass;
-    ``0``, ``2.5``, ``.5``, ``1e-1``, ``0.8 ``, ``$(x)`` do not.
-    """
+    """``text`` in billionths when it is a plain decimal in (0, 2] (at most 9 decimals), else
+    None: the hooks' ``_mpsd_number`` (``0.77``, ``2.0`` pass; ``.5``, ``1e-1``, ``0.8 `` not)."""
     whole, dot, frac = text.partition(".")
     if whole not in ("0", "1", "2") or (dot and not frac) or len(frac) > 9:
         return None
@@ -249,13 +235,9 @@ def _plain(ratio: float) -> str | None:
 
 
 def _hook_view(text: str) -> tuple[str | None, str | None, tuple[str, ...]]:
-    """What ``shell/mpsd.bash``, ``.zsh`` and ``.fish`` take from the text, by their rules.
-
-    The first ``high_watermark_ratio = `` and ``low_watermark_ratio = `` lines give the ratios
-    (exported only when both are plain decimals in (0, 2] and low <= high); the projects are
-    the ``    "/path",`` lines between the first ``projects = [`` line and the next ``]``
-    line (or the end), less those with a quote, a backslash or a control character.
-    """
+    """What ``shell/mpsd.bash``, ``.zsh`` and ``.fish`` take from the text, by their rules: the
+    first line of each ratio, and the ``    "/path",`` lines from ``projects = [`` to ``]`` less
+    those with a quote, a backslash or a control character."""
     lines = text.split("\n")
     high = next((line[23:] for line in lines if line.startswith("high_watermark_ratio = ")), "")
     low = next((line[22:] for line in lines if line.startswith("low_watermark_ratio = ")), "")

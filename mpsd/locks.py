@@ -15,10 +15,7 @@ from mpsd.files import UnsafeFileError, ensure_dir, read_bytes
 
 @contextlib.contextmanager
 def exclusive(path: Path, timeout: float = 10.0) -> Iterator[None]:
-    """Hold an exclusive flock on ``path`` (created if needed) for the ``with`` body.
-
-    Waits up to ``timeout`` seconds, polling, then raises ``MpsdError``.
-    """
+    """Hold an exclusive flock on ``path`` for the ``with`` body; MpsdError after ``timeout``."""
     fd = _open_lock(path)
     try:
         deadline = time.monotonic() + timeout
@@ -41,8 +38,7 @@ def exclusive(path: Path, timeout: float = 10.0) -> Iterator[None]:
 
 
 def _open_lock(path: str | Path) -> int:
-    """The lock file's descriptor, created 0600 in a private dir. Any failure is one
-    MpsdError sentence (a read-only or full state dir, one that fails the trust rule)."""
+    """The lock file's descriptor (0600, private dir); any failure one MpsdError sentence."""
     try:
         return _open(path)
     except UnsafeFileError as exc:
@@ -60,11 +56,7 @@ def _open(path: str | Path) -> int:
 
 
 class PidLock:
-    """A lock held for a process's whole life, with the holder's pid written inside.
-
-    ``acquire()`` returns False when another live process holds it; ``holder()``
-    then names that process's pid. Used so that only one daemon runs.
-    """
+    """A lock held for a process's whole life (the one daemon), with the holder's pid inside."""
 
     def __init__(self, path: Path) -> None:
         self.path = path

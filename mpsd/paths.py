@@ -1,10 +1,5 @@
-"""Every location mpsd reads or writes.
-
-The environment overrides are the test seam: tests set ``MPSD_CONFIG_DIR``,
-``MPSD_STATE_DIR`` and ``MPSD_DATA_DIR`` (or ``XDG_*``/``HOME``) and never
-touch the real home. Each function reads the environment when called, so a
-change of the environment in a test takes effect at once.
-"""
+"""Every location mpsd reads or writes, from the environment at each call (``MPSD_*_DIR``,
+``XDG_*``, ``HOME``: the tests' seam too)."""
 
 from __future__ import annotations
 
@@ -80,11 +75,7 @@ def recommended_max_cache() -> Path:
 
 
 def resource_dir(name: str) -> Path:
-    """A directory shipped beside the package: ``shell`` or ``launchd``.
-
-    In a wheel they live at ``mpsd/_data/<name>``; in a source checkout (editable
-    install, tests) at ``<repo>/<name>``.
-    """
+    """``shell`` or ``launchd``: ``mpsd/_data/<name>`` in a wheel, else ``<repo>/<name>``."""
     here = Path(__file__).resolve().parent
     packaged = here / "_data" / name
     if packaged.is_dir():
@@ -93,9 +84,8 @@ def resource_dir(name: str) -> Path:
 
 
 def file_in_the_way(path: str | Path) -> str | None:
-    """The first parent of ``path`` that exists and is not a directory (``~/.config/mps``
-    made a file by mistake), or None: an ENOTDIR/EEXIST is then named as that, not as a
-    permissions problem."""
+    """The first parent of ``path`` that exists and is not a directory (``~/.config/mps`` made a
+    file by mistake), or None: so an ENOTDIR is named as that, not as permissions."""
     parent = os.path.dirname(os.path.abspath(path))
     while parent and parent != os.path.dirname(parent):
         if os.path.lexists(parent):
@@ -152,8 +142,7 @@ def untrusted_dirs() -> list[str]:
 
 def untrusted_home(path: str | Path) -> str | None:
     """The trust rule's sentence when ``path`` is or lies in mpsd's config, state or data dir
-    and that dir fails the rule: then mpsd reads nothing there (``mpsd.files.read_bytes``
-    answers "absent") and writes nothing there (``ensure_dir``, ``write_atomic`` refuse)."""
+    and that dir fails the rule: mpsd then reads and writes nothing there (``mpsd.files``)."""
     full = os.path.abspath(path)
     for directory in (config_dir(), state_dir(), data_dir()):
         top = os.path.abspath(directory)

@@ -51,15 +51,7 @@ def low_ratio(high: float, low_ratio_factor: float) -> float:
     return min(high, max(MIN_RATIO, floor2(high * low_ratio_factor)))
 
 
-ESTIMATE_SHARE = 0.85
-
-
 def estimate_recommended_max(total_ram_bytes: int) -> int:
-    """Metal's recommendedMaxWorkingSetSize guessed from RAM where nothing real can be read.
-
-    0.85 x RAM: above every share observed on Apple Silicon (2/3 to about 0.84, see
-    docs/macos-and-pytorch.md). The estimate errs high on purpose: PyTorch multiplies the
-    ratio by the real value, so an estimate that is too low would make the real cap higher
-    than mpsd meant; one that is too high only makes it lower.
-    """
+    """Metal's recommendedMaxWorkingSetSize guessed from RAM: 0.85 x, above every share seen
+    (docs/macos-and-pytorch.md), as too high an estimate only makes the real cap lower."""
     return total_ram_bytes * 85 // 100

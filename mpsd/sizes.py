@@ -12,8 +12,7 @@ _SIZE = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*([KMGT]?)(?:I?B)?\s*$", re.IGNO
 
 def parse_size(text: str) -> int:
     """Bytes in ``text``: a number with an optional K/M/G/T unit (powers of 1024, as PyTorch
-    prints them; "MB", "MiB" and "M" are the same). Raise ValueError when it is not a
-    positive size."""
+    prints them: "MB", "MiB" and "M" are the same); ValueError unless a positive size."""
     match = _SIZE.match(text)
     if not match:
         raise ValueError(f"{text!r} is not a size (examples: 256M, 1G, 1.5G)")
@@ -24,8 +23,7 @@ def parse_size(text: str) -> int:
 
 
 def gib(size: float, decimals: int = 1) -> str:
-    """Bytes as GiB, always, with one decimal ("23.3 GiB") or ``decimals``: the daemon's
-    reasons, ``status``."""
+    """Bytes as GiB, always, with one decimal ("23.3 GiB") or ``decimals``."""
     return f"{size / (1 << 30):.{decimals}f} GiB"
 
 

@@ -1,8 +1,5 @@
-"""What the commands share about the terminal: colour (the same styles in explain, status and
-doctor, off when not a terminal or with NO_COLOR), the width text wraps to, and plurals.
-
-The width comes from ``$COLUMNS`` or the terminal (not ``shutil``, which imports more);
-wrapping is ``textwrap``'s, with a `command in backticks` kept whole.
+"""What the commands share about the terminal: colour, the width text wraps to (from
+``$COLUMNS`` or the terminal: ``shutil`` imports more), wrapping, and plurals.
 """
 
 from __future__ import annotations
@@ -54,11 +51,8 @@ def chart(
 
 
 def use_color(stream: Any = None) -> bool:
-    """Colour only on a terminal, and never with NO_COLOR set (https://no-color.org) or on
-    a dumb terminal."""
-    if os.environ.get("NO_COLOR"):
-        return False
-    if os.environ.get("TERM") == "dumb":
+    """Colour only on a terminal, never with NO_COLOR (no-color.org) or TERM=dumb."""
+    if os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb":
         return False
     isatty = getattr(sys.stdout if stream is None else stream, "isatty", None)
     try:
@@ -117,12 +111,11 @@ UNLIMITED = 1 << 16
 
 
 def wrap(text: str, width: int | None = None, first: str = "", rest: str = "") -> list[str]:
-    """Greedy word wrap of ``text`` to ``width`` columns (default: the terminal's, less one),
-    the first line led by ``first``, the others by ``rest``. A word longer than a line (a
-    path, a `command`) stays whole on its own line."""
+    """``text`` wrapped to ``width`` (default: the terminal's, less one), the first line led by
+    ``first``, the others by ``rest``; a long word (a path, a `command`) stays whole."""
     width = columns() - 1 if width is None else width
     # A `command` is one word: its spaces are NULs while textwrap breaks the lines.
-    words = [word.replace(" ", "\0") for word in _words(text)]
+    words = [word.replace(" ", "\0") for word in re.findall(r"\S*`[^`]*`\S*|\S+", text)]
     lines = textwrap.wrap(
         " ".join(words),
         width,
@@ -132,11 +125,6 @@ def wrap(text: str, width: int | None = None, first: str = "", rest: str = "") -
         break_on_hyphens=False,
     )
     return [line.replace("\0", " ") for line in lines]
-
-
-def _words(text: str) -> list[str]:
-    """The words of ``text``; a `command in backticks` is one word (it is copied whole)."""
-    return re.findall(r"\S*`[^`]*`\S*|\S+", text)
 
 
 def fill(text: str, width: int | None = None, indent: str = "") -> str:

@@ -1,16 +1,10 @@
 """``mpsd.budget()``: inside a PyTorch process, the bytes it may still allocate on MPS.
 
-PyTorch refuses an allocation (its clean "MPS backend out of memory") when what the Metal
-driver holds for the process plus the request would exceed *max allowed* = the high watermark
-ratio x ``torch.mps.recommended_max_memory()``. The budget is max allowed minus what is held now:
-``driver_allocated_memory()`` (tensors, the allocator's cache and other driver buffers), and never
-less than ``current_allocated_memory()`` (the tensors alone). Cached buffers count as held, so
-the figure errs on the safe side; ``torch.mps.empty_cache()`` first gives the tightest one.
-
-The ratio in force is read from ``PYTORCH_MPS_HIGH_WATERMARK_RATIO`` the way PyTorch reads it
-(``strtod``: garbage is 0.0), with PyTorch's default of 1.7 when it is unset. PyTorch reads it
-once, when MPS starts; pass ``ratio=`` when the process changed it later with
-``torch.mps.set_per_process_memory_fraction``.
+PyTorch refuses an allocation when what the driver holds plus the request would exceed *max
+allowed* = the high watermark ratio x ``torch.mps.recommended_max_memory()``. The budget is max
+allowed minus ``driver_allocated_memory()`` (never less than the tensors alone): cached buffers
+count as held, so it errs on the safe side. The ratio is the variable as PyTorch reads it at MPS
+start (``strtod``, default 1.7); ``ratio=`` after ``set_per_process_memory_fraction``.
 """
 
 from __future__ import annotations
@@ -29,12 +23,8 @@ class BudgetError(MpsdError, RuntimeError):
 
 
 def budget(ratio: float | None = None) -> int:
-    """Bytes this process may still allocate on MPS before PyTorch's clean out-of-memory error.
-
-    ``ratio``: the high watermark ratio in force, when it is not the one in the environment.
-    Raises ``BudgetError`` (a RuntimeError) without torch or MPS, or when no cap is in force
-    (ratio 0.0: PyTorch then lets the Mac swap instead of raising).
-    """
+    """Bytes this process may still allocate on MPS before PyTorch's clean out-of-memory error;
+    ``BudgetError`` without torch or MPS, or with no cap in force (ratio 0.0: the Mac swaps)."""
     try:
         import torch
     except ImportError:

@@ -2,9 +2,8 @@
 ``mpsd status``: given limits.toml's text, a physical directory and an environment, what to
 export, what to take back, and why.
 
-Pure: no I/O. limits.toml comes read by ``mpsd.limits.read_file``, which reads it exactly as
-the shell hooks do, so that a script asking ``mpsd env`` gets what a ``python`` started from a
-hooked shell gets. The rules:
+Pure: limits.toml comes read by ``mpsd.limits.read_file`` exactly as the shell hooks read it,
+so ``mpsd env`` gives what a hooked shell's ``python`` gets. The rules:
 
 - only plain decimals in (0, 2] with low <= high are ever exported: PyTorch's ``strtod``
   turns garbage into 0.0, which removes the cap;
@@ -32,10 +31,7 @@ MARKS = {HIGH_VAR: MARK_HIGH, LOW_VAR: MARK_LOW}
 
 
 def containing_project(directory: str, projects: Iterable[str]) -> str | None:
-    """The innermost project that holds ``directory`` (a physical path), or None.
-
-    ``/code/app`` holds ``/code/app`` and ``/code/app/src``, never ``/code/apple``.
-    """
+    """The innermost project holding ``directory`` (``/code/app`` never holds ``/code/apple``)."""
     holders = [p for p in projects if p == "/" or directory == p or directory.startswith(p + "/")]
     return max(holders, key=len, default=None)
 
@@ -51,12 +47,8 @@ def hand_set(environ: Mapping[str, str]) -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class Exports:
-    """What mpsd gives a ``python`` in ``directory``, and the change to the environment.
-
-    ``wanted``: the values mpsd would give a ``python`` here (empty when none apply).
-    ``exports``/``unsets``: the change to make to the environment it was decided for (both
-    empty when the user's own values stand). ``reason``: one sentence for people.
-    """
+    """What mpsd gives a ``python`` in ``directory`` (``wanted``) and the change to the
+    environment it was decided for (``exports``/``unsets``); ``reason``: one sentence."""
 
     directory: str
     project: str | None
@@ -99,10 +91,7 @@ def decide_exports(
     *,
     anywhere: bool = False,
 ) -> Exports:
-    """What applies in the physical ``directory`` given limits.toml as read.
-
-    ``anywhere``: apply the values outside projects too (``mpsd run``, an explicit request).
-    """
+    """What applies in the physical ``directory``; ``anywhere``: outside projects too."""
     view = limits_file
     project = containing_project(directory, view.projects)
     manual = hand_set(environ)

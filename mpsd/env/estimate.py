@@ -1,8 +1,5 @@
-"""First limits, before the daemon has any history: from this moment's free memory.
-
-``enable`` writes these when there is no limits.toml yet, so that the hooks have values to
-export at once; the daemon replaces them with learned ones at its first sample.
-"""
+"""First limits from this moment's free memory: ``enable`` writes them when there is no
+limits.toml yet, until the daemon's first sample replaces them."""
 
 from __future__ import annotations
 
@@ -25,10 +22,8 @@ def estimated_limits(
     projects: Iterable[str],
     now: dt.datetime,
 ) -> Limits:
-    """Limits from one reading: limit = headroom x free now; ratios by ``mpsd.ratio``.
-
-    Free now is net of what running PyTorch jobs hold: like the policy's, the value is for
-    the next job (docs/policy.md)."""
+    """Limits from one reading: limit = headroom x free now (net of what running jobs hold:
+    the value is for the next job, docs/policy.md)."""
     limit = config.headroom * available_bytes
     high = ratio.high_ratio(limit, recommended_max_bytes, config.min_ratio, config.max_ratio)
     low = ratio.low_ratio(high, config.low_ratio)

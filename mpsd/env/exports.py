@@ -30,8 +30,7 @@ def exports_here(
     anywhere: bool = False,
     limits_file: limits.LimitsFile | None = None,
 ) -> Exports:
-    """The decision for ``directory`` (default: the current one), ``environ`` (default: this
-    process's environment) and limits.toml (default: as read now)."""
+    """The decision for ``directory``, ``environ`` and limits.toml (by default: as now)."""
     return decide_exports(
         limits.read_file() if limits_file is None else limits_file,
         directory_of(directory),
@@ -41,10 +40,8 @@ def exports_here(
 
 
 def hook_here(decision: Exports, environ: Mapping[str, str]) -> bool | None:
-    """Does the shell this runs in have the mpsd hook? True when its marks are in ``environ``;
-    False in an opted-in directory where a hooked shell would have exported the variables and
-    nothing is set; None where it cannot be told (the hook sets nothing outside projects, and
-    leaves values set by hand alone)."""
+    """Does this shell have the mpsd hook? True with its marks in ``environ``; False where a
+    hooked shell would have exported the variables and nothing is set; None: cannot tell."""
     if any(environ.get(mark) for mark in (*MARKS.values(), "MPSD_HOOK")):
         return True
     if decision.project is None or not decision.wanted or decision.hand_set:
@@ -53,8 +50,7 @@ def hook_here(decision: Exports, environ: Mapping[str, str]) -> bool | None:
 
 
 def hook_copy_command(environ: Mapping[str, str] | None = None) -> str | None:
-    """``. ~/.local/share/mps/mpsd.zsh``: what loads the hook into this shell now (for the
-    shell in $SHELL), when install put a copy there; None otherwise."""
+    """``. ~/.local/share/mps/mpsd.zsh``: what loads the hook into $SHELL now, if any."""
     env = os.environ if environ is None else environ
     shell = os.path.basename(env.get("SHELL", ""))
     if shell not in ("zsh", "bash", "fish"):
@@ -69,15 +65,11 @@ def hook_copy_command(environ: Mapping[str, str] | None = None) -> str | None:
 
 @dataclass
 class Optin:
-    """What the decision means for a ``python`` started in ``directory``.
-
-    ``opted_in``: config.toml or limits.toml lists a project holding the directory;
-    ``in_limits``: limits.toml does (without it a ``python`` here gets nothing, and ``reason``
-    says why and what to run); ``not_in_limits``: config.toml opts it in but limits.toml,
-    which the hooks read, does not give it the values: ``why`` (a clause) and the ``fix``.
-    ``hook_here``: see ``hook_here``; ``new_shell_gets``: what a python started from a new
-    (hooked) terminal gets; ``problems``: what PyTorch refuses in the pair a python here
-    gets."""
+    """What the decision means for a ``python`` started in ``directory``. ``opted_in``: config.toml
+    or limits.toml lists a project holding it; ``in_limits``: limits.toml does; ``not_in_limits``:
+    why limits.toml (the hooks') lacks a project config.toml has, and the ``fix``;
+    ``new_shell_gets``: what a new hooked terminal's python gets; ``problems``: what PyTorch
+    refuses in the pair a python here gets."""
 
     directory: str
     opted_in: bool

@@ -1,18 +1,11 @@
 """``mpsd.apply()``: the watermark variables for a Python process that no hooked shell started
 (Jupyter, VS Code, cron).
 
-PyTorch reads the variables once, when its MPS allocator starts (the first MPS tensor, or any
-``torch.mps`` call that reaches the allocator). Before that, setting ``os.environ`` is enough.
-apply() never asks the allocator whether it started: every such question
-(``driver_allocated_memory()``, ``current_allocated_memory()``...) starts it, and its figures
-can be nonzero with no tensor at all (docs/macos-and-pytorch.md, "PyTorch's watermarks"). So it
-sets the environment and, when torch is already imported, also sets the high limit through
-``torch.mps.set_per_process_memory_fraction`` (torch >= 2.0): that call starts the allocator if
-it had not started, and then it reads the variables just set; if it had, the high limit still
-takes effect (the low one stays what PyTorch read at its start). Where torch has the private
-``torch._C._accelerator_isAllocatorInitialized()`` (2.13: it starts nothing) it says whether the
-low limit came too late (``low_too_late``, and a warning); it also warns when setting the fraction
-fails.
+PyTorch reads the variables once, when its MPS allocator starts; before that, ``os.environ`` is
+enough. Asking the allocator whether it started starts it (docs/macos-and-pytorch.md, "PyTorch's
+watermarks"), so with torch imported apply() also sets the high limit through
+``torch.mps.set_per_process_memory_fraction``, which takes effect either way; the low one may
+come too late, which torch's private ``_accelerator_isAllocatorInitialized()`` (2.13) can tell.
 """
 
 from __future__ import annotations
@@ -35,16 +28,10 @@ NOTHING = "nothing"
 
 @dataclass(frozen=True)
 class Applied:
-    """What ``apply()`` did.
-
-    ``action``: ``"environment"`` (both variables set; torch was not imported yet, or has no
-    MPS here), ``"fraction"`` (both variables set and, torch being imported already, the high
-    limit also set through ``torch.mps.set_per_process_memory_fraction``), ``"kept"`` (the
-    user's own values stand) or ``"nothing"`` (no values apply here; ``reason`` says why).
-    ``high``/``low``: the values in the environment now (None: PyTorch's default).
-    ``low_too_late``: whether torch's allocator had started, so the low limit stays what PyTorch
-    read then (None: unknown, or torch not imported).
-    """
+    """What ``apply()`` did. ``action``: ``"environment"`` (both variables set), ``"fraction"``
+    (and the high limit set through torch), ``"kept"`` (the user's own values stand) or
+    ``"nothing"`` (``reason`` says why). ``high``/``low``: the environment's now (None: PyTorch's
+    default). ``low_too_late``: torch's allocator had started (None: unknown)."""
 
     action: str
     high: str | None
@@ -63,10 +50,7 @@ def _mps_available(torch: Any) -> bool:
 
 
 def apply(directory: str | None = None, *, anywhere: bool = False) -> Applied:
-    """Set both watermark variables for ``directory`` (default: the current one), as the shell
-    hook would: only inside an opted-in project unless ``anywhere``; the user's own values
-    win. Best called before ``import torch``; after it, the high limit is also set through
-    torch (see the module's docstring)."""
+    """Set both watermark variables for ``directory`` as the shell hook would (``mpsd.apply``)."""
     from mpsd.env.exports import exports_here
 
     decision = exports_here(directory, os.environ, anywhere=anywhere)

@@ -1,10 +1,9 @@
 """``mpsd enable`` / ``disable`` / ``projects``: edit the opt-in list in config.toml and mirror
 it into limits.toml at once.
 
-config.toml is the user's: it is validated first (a broken one is reported and nothing is
-written) and edited with tomlkit, so its comments and layout stay. Both files change under the
-limits lock, the one the daemon holds while it writes limits.toml, so that neither side loses
-the other's change; the daemon need not be running.
+config.toml is the user's: validated first, then edited with tomlkit so its comments and layout
+stay. Both files change under the limits lock (the daemon's for limits.toml): neither side
+loses the other's change.
 """
 
 from __future__ import annotations
@@ -28,8 +27,7 @@ from mpsd.locks import exclusive
 
 @dataclass(frozen=True)
 class Change:
-    """What ``enable``/``disable`` did: ``path`` (physical), whether the list changed, and
-    the project that covers it (still)."""
+    """What ``enable``/``disable`` did, and the project that (still) covers ``path``."""
 
     path: str
     changed: bool
@@ -94,8 +92,7 @@ def _set_projects(document: Any, entries: tuple[str, ...], *, new_lines: bool = 
 
 
 def _edit(change: Callable[[tuple[str, ...]], tuple[str, ...]]) -> tuple[Config, bool]:
-    """Under the limits lock: apply ``change(entries) -> entries`` to config.toml's projects,
-    then mirror them into limits.toml. Returns (new config, config changed)."""
+    """Under the limits lock: ``change`` config.toml's projects, mirror them to limits.toml."""
     from mpsd.env.estimate import current_limits
 
     config_file = paths.config_file()

@@ -1,11 +1,8 @@
 """The ``python`` a project runs: what ``doctor`` and ``probe`` check, rather than mpsd's own.
 
-mpsd often lives in a venv (or pipx's) apart from the project's, where torch is. The
-python this shell would run here is, in order: the active venv's (``$VIRTUAL_ENV``), the
-project's ``.venv`` or ``venv`` (in this directory or one above it), then ``python3`` or
-``python`` on PATH. ``--python`` chooses another. A project's venv is run only when it lies in
-an opted-in project (``unvetted``): a cloned repository's ``.venv`` runs whatever its ``.pth``
-files say, as git refuses a repository's hooks and direnv an unapproved ``.envrc``.
+mpsd often lives in a venv apart from the project's, where torch is. A project's venv is run
+only when it lies in an opted-in project (``unvetted``): a cloned repository's ``.venv`` runs
+whatever its ``.pth`` files say (as git refuses a repository's hooks).
 """
 
 from __future__ import annotations

@@ -1,8 +1,7 @@
 """The opt-in list: which directories (and everything below them) get the watermark variables.
 
-Paths are kept physical (symlinks, ``..`` and trailing slashes resolved), as the hooks compare
-the physical working directory. A path the hooks could not read safely from limits.toml (a
-double quote, a backslash, a control character) is refused. Pure apart from ``physical``.
+Paths are kept physical, as the hooks compare the physical working directory; one the hooks
+could not read safely from limits.toml is refused.
 """
 
 from __future__ import annotations
@@ -30,12 +29,8 @@ def physical(path: str) -> str:
 
 
 def problem(path: str) -> str | None:
-    """Why the hooks could not use ``path`` safely, or None when it is fine.
-
-    Spaces and any printable unicode are fine; quotes, backslashes, control characters and
-    bytes that are not UTF-8 are not (limits.toml holds each path between double quotes, with
-    no escape sequences).
-    """
+    """Why the hooks could not use ``path`` safely (limits.toml holds it between double quotes,
+    with no escapes), or None when it is fine."""
     import unicodedata  # a shared library: `mpsd env` and `mpsd status` never need it
 
     for char in path:

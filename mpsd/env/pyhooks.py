@@ -1,15 +1,13 @@
 """The interpreter start-up hook in a project's environments: find them, write the hook's copy
 in, remove it, and keep the list of every copy mpsd installed.
 
-A copy is three files in an environment's site-packages (``purelib``, as that interpreter's
-``sysconfig`` says): ``_mpsd_startup.py``, a byte-for-byte copy of ``mpsd/env/startup_hook.py``
-(the environment has no mpsd to import), ``_mpsd_startup.pth``, whose one guarded line imports
-it at every start of python, and ``_mpsd_startup.start``, its PEP 829 entry point (3.15+ runs it
-instead of the ``.pth`` line). Writing a copy clears macOS's hidden flag, which 3.13+ obeys.
-The list (``python-hooks.tsv`` in the state dir) holds one line per copy: project, interpreter,
-site-packages; ``disable`` and ``uninstall`` remove what it lists, ``status`` and ``doctor``
-tell a lost copy (a recreated venv) from one never asked for.
-What ``status`` calls imports nothing beyond ``os`` (its start-up is a contract).
+A copy is three files in an environment's site-packages: ``_mpsd_startup.py`` (a byte-for-byte
+copy of ``mpsd/env/startup_hook.py``: the environment has no mpsd), ``_mpsd_startup.pth`` (one
+guarded line that imports it) and ``_mpsd_startup.start`` (its PEP 829 entry point, 3.15+).
+Writing one clears macOS's hidden flag, which 3.13+ obeys. The list (``python-hooks.tsv``)
+holds project, interpreter, site-packages per copy, so ``disable`` and ``uninstall`` remove
+what it lists and ``status`` tells a lost copy from one never asked for. What ``status`` calls
+imports nothing beyond ``os`` (its start-up is a contract).
 """
 
 from __future__ import annotations
@@ -32,6 +30,7 @@ PTH_FILE = MODULE + ".pth"
 PTH_TEXT = f'import sys; exec("try:\\n import {MODULE}\\nexcept BaseException:\\n pass")\n'
 START_FILE = MODULE + ".start"
 START_TEXT = f"{MODULE}:start\n"  # PEP 829: one `module:function` entry point a line
+COPY_FILES = (MODULE_FILE, PTH_FILE, START_FILE)
 UF_HIDDEN = 0x8000  # stat.UF_HIDDEN
 HIDDEN = "macOS's hidden flag (set by iCloud Drive's sync inside .venv) makes Python 3.13+ skip it"
 ENV_DIRS = (".venv", "venv", "env")
@@ -54,15 +53,10 @@ class Entry:
     site: str
 
 
-def module_source() -> bytes:
-    """The bytes every copy must hold: this package's ``startup_hook.py``."""
-    return Path(__file__).with_name("startup_hook.py").read_bytes()
-
-
 def copy_contents() -> list[tuple[str, bytes]]:
-    """Each file of a copy and the bytes it must hold."""
-    texts = (module_source(), PTH_TEXT.encode(), START_TEXT.encode())
-    return list(zip((MODULE_FILE, PTH_FILE, START_FILE), texts))
+    """Each file of a copy and the bytes it must hold (the module: this package's hook)."""
+    module = Path(__file__).with_name("startup_hook.py").read_bytes()
+    return list(zip(COPY_FILES, (module, PTH_TEXT.encode(), START_TEXT.encode())))
 
 
 def file_flags(path: str) -> int:
@@ -76,7 +70,7 @@ def set_file_flags(path: str, flags: int) -> None:
 
 def hidden_files(site: str) -> list[str]:
     """The files of the copy in ``site`` that carry the hidden flag (Python 3.13+ skips them)."""
-    found = [os.path.join(site, name) for name in (MODULE_FILE, PTH_FILE, START_FILE)]
+    found = [os.path.join(site, name) for name in COPY_FILES]
     return [path for path in found if os.path.exists(path) and file_flags(path) & UF_HIDDEN]
 
 
@@ -87,13 +81,11 @@ def unhide_command(paths: list[str]) -> str:
 
 
 def record_path() -> Path:
-    """Where the list is (in the state dir)."""
     return paths.state_dir() / RECORD_NAME
 
 
 def record() -> list[Entry]:
-    """The copies mpsd installed, as the list says (empty when it is missing, unreadable, or
-    in a state dir that fails the trust rule: a planted list names programs mpsd would run)."""
+    """The copies mpsd installed, as the list says (empty when missing or unreadable)."""
     from mpsd.files import read_bytes
 
     try:
@@ -113,9 +105,7 @@ def _write_record(entries: Iterable[Entry]) -> None:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(target)
         return
-    text = _HEADER + "".join(
-        f"{entry.project}\t{entry.python}\t{entry.site}" + "\n" for entry in unique
-    )
+    text = _HEADER + "".join(f"{e.project}\t{e.python}\t{e.site}\n" for e in unique)
     write_atomic(target, text.encode("utf-8"))
 
 
@@ -175,10 +165,8 @@ def _under(path: str, tops: Iterable[str]) -> bool:
 
 
 def kind(prefix: str, base_prefix: str) -> str:
-    """VENV (a virtual environment: ``pyvenv.cfg``, or a prefix apart from its base), CONDA
-    (``conda-meta/``), SYSTEM (the operating system's own Python: ``SYSTEM_PREFIXES``, or
-    Xcode's in /Applications) or INSTALLATION (a Python installed as a whole: pyenv's,
-    Homebrew's, python.org's, uv's)."""
+    """VENV (``pyvenv.cfg``, or a prefix apart from its base), CONDA (``conda-meta/``), SYSTEM
+    (``SYSTEM_PREFIXES``, Xcode's) or INSTALLATION (pyenv's, Homebrew's, python.org's, uv's)."""
     if prefix != base_prefix or os.path.isfile(os.path.join(prefix, "pyvenv.cfg")):
         return VENV
     if os.path.isdir(os.path.join(prefix, "conda-meta")):
@@ -203,11 +191,8 @@ class Target:
 
 
 def inspect_interpreter(python: str) -> Target:
-    """Ask ``python`` (a path, or a command on PATH) for its site-packages, in a subprocess.
-
-    One sentence when it is no interpreter, fails, is older than 3.8, is the operating
-    system's own Python (a hook there would run in every python of the machine), or its
-    site-packages cannot be written."""
+    """Ask ``python`` (a path, or a command on PATH) for its site-packages, in a subprocess; one
+    sentence when it is no interpreter, older than 3.8, the system's own, or read-only."""
     import json
     import shutil
     import subprocess
@@ -266,9 +251,8 @@ def inspect_interpreter(python: str) -> Target:
 
 def write_copy(site: str, python: str | None = None) -> bool:
     """Write the files into ``site`` and clear their hidden flag; True when something changed.
-    With ``python`` (the environment's), also its bytecode: a python that writes none
-    (``PYTHONDONTWRITEBYTECODE``, a read-only venv) would otherwise compile the hook at every
-    start, 5 ms instead of a fraction of one."""
+    With ``python``, also its bytecode: a python that writes none (a read-only venv) would
+    compile the hook at every start, 5 ms instead of a fraction of one."""
     from mpsd.atomic import write_atomic
 
     try:
@@ -294,16 +278,14 @@ def write_copy(site: str, python: str | None = None) -> bool:
 def remove_copy(site: str) -> bool:
     """Remove the files (and the module's bytecode) from ``site``; True when one was there."""
     removed = False
-    for name in (PTH_FILE, START_FILE, MODULE_FILE):
+    for path in copy_files([Entry("", "", site)]):
         try:
-            os.unlink(os.path.join(site, name))
+            os.unlink(path)
             removed = True
         except FileNotFoundError:
             pass
         except OSError as exc:
-            raise MpsdError(
-                f"cannot remove {os.path.join(site, name)} ({exc.strerror}); remove it by hand."
-            ) from None
+            raise MpsdError(f"cannot remove {path} ({exc.strerror}); remove it by hand.") from None
     remove_bytecode(site)
     return removed
 
@@ -320,8 +302,7 @@ def remove_bytecode(site: str) -> None:
 @dataclass
 class SetUp:
     """What ``set_up`` did: ``done`` (target, changed) per environment; ``dropped``: listed
-    interpreters that no longer exist; ``problems``: one sentence each for environments of the
-    project that could not be set up; ``found_none``: the project has no environment at all."""
+    interpreters that no longer exist; ``problems``: one sentence each."""
 
     done: list[tuple[Target, bool]] = field(default_factory=list)
     dropped: list[str] = field(default_factory=list)
@@ -330,9 +311,8 @@ class SetUp:
 
 
 def set_up(project: str, explicit: Iterable[Target] = ()) -> SetUp:
-    """Put the hook into the environments of ``project`` (found there), those in ``explicit``
-    (``--python``) and those listed for it before (``mpsd enable`` puts a lost copy back);
-    update the list."""
+    """Put the hook into the environments found in ``project``, those in ``explicit``
+    (``--python``) and those listed for it before (a lost copy comes back); update the list."""
     result = SetUp()
     targets: dict[str, Target] = {}
     for target in explicit:
@@ -374,9 +354,8 @@ def set_up(project: str, explicit: Iterable[Target] = ()) -> SetUp:
 
 
 def _take_out(mine: list[Entry], entries: list[Entry]) -> list[tuple[Entry, str]]:
-    """Drop ``mine`` from the list (under the lock) and take their copies out, unless another
-    entry still lists the same site-packages: for each, ``removed``, ``gone`` (already
-    missing) or ``kept``."""
+    """Drop ``mine`` from the list and take their copies out unless another entry lists the same
+    site-packages: each ``removed``, ``gone`` (already missing) or ``kept``."""
     rest = [e for e in entries if e not in mine]
     still_used = {e.site for e in rest}
     done = []
@@ -390,8 +369,7 @@ def _take_out(mine: list[Entry], entries: list[Entry]) -> list[tuple[Entry, str]
 
 
 def tear_down(project: str) -> list[str]:
-    """Take the hook out of the environments listed for ``project`` (unless another project
-    still lists the same one); returns the site-packages it was removed from."""
+    """Take the hook out of ``project``'s listed environments; the site-packages left."""
     with _locked():
         entries = record()
         done = _take_out([e for e in entries if e.project == project], entries)
@@ -415,9 +393,7 @@ def _same_python(a: str, b: str) -> bool:
 
 def tear_down_python(project: str, python: str) -> list[tuple[Entry, str]]:
     """Take the hook out of the interpreter ``python`` listed for ``project`` (which stays opted
-    in). For each matching entry, what became of its copy: ``removed``, ``gone`` (already
-    missing) or ``kept`` (another project's list has the same site-packages: only this
-    project's entry goes). One sentence (exit 1) when ``project`` lists no such python."""
+    in): what ``_take_out`` did; one sentence (exit 1) when ``project`` lists no such python."""
     from mpsd.errors import EXIT_ABSENT
 
     with _locked():
@@ -433,9 +409,8 @@ def tear_down_python(project: str, python: str) -> list[tuple[Entry, str]]:
 
 
 def facts_for(project: str | None) -> list[dict[str, Any]]:
-    """The environments of ``project`` and their hook, JSON-ready: each one found in it and each
-    listed for it, with ``state``: ``installed``, ``lost`` (listed, gone: a recreated
-    environment) or ``none`` (never set up)."""
+    """The environments of ``project`` (found or listed) and their hook, JSON-ready: ``state``
+    ``installed``, ``lost`` (listed, gone: a recreated environment) or ``none``."""
     if project is None:
         return []
     listed = [entry for entry in record() if entry.project == project]

@@ -1,9 +1,7 @@
 """Are the two PyTorch watermark variables, as set in an environment, safe? (pure)
 
-PyTorch parses them with C ``strtod`` when MPS starts: garbage or an empty string
-becomes 0.0, and 0.0 removes the cap. It rejects high outside [0, 2] ("invalid high
-watermark ratio") and low above high ("invalid low watermark ratio"); setting only
-HIGH below 1.4 fails because LOW defaults to 1.4.
+PyTorch parses them with C ``strtod`` (garbage is 0.0, which removes the cap), rejects high
+outside [0, 2] and low above high; HIGH alone below 1.4 fails, as LOW defaults to 1.4.
 """
 
 from __future__ import annotations
@@ -51,10 +49,7 @@ def _parse(name: str, value: str, problems: list[str]) -> float | None:
 
 
 def problems(env: Mapping[str, str]) -> list[str]:
-    """What is wrong with the watermark variables in ``env`` (empty: nothing).
-
-    Both unset is fine (PyTorch's defaults apply: no mpsd limit here).
-    """
+    """What is wrong with the watermark variables in ``env`` (both unset is fine)."""
     high_text, low_text = env.get(HIGH), env.get(LOW)
     if high_text is None and low_text is None:
         return []

@@ -13,13 +13,10 @@ Protocol: one JSON object a line on stdout, flushed at once:
   {"event": "never_reached"}                      filled past max allowed with no error: exit 0
   {"event": "error", "kind": K, "message": TEXT}    exit EXIT_NO_TORCH / EXIT_NO_MPS / EXIT_TORCH
 
-The device seam: ``MPSD_PROBE_FAKE_DEVICE=BYTES`` makes a stand-in on the CPU play MPS with
-that recommended max (real ``torch.rand`` tensors, PyTorch's own wording at the cap, and its
-rounding: newest PyTorch rounds a large allocation up to 1/32 of its power of two, up to ~3%
-more than a step asks, so the driver's count runs ahead of the steps'). Its knobs:
-``MPSD_PROBE_FAKE_SWAP=FILE`` with ``..._SWAP_AT=BYTES`` (above that much, each step adds
-swap-outs to the counter in FILE), ``..._DELAY=SECONDS`` (per step), ``..._CRASH_AT=BYTES``
-(die by SIGSEGV there).
+The device seam: ``MPSD_PROBE_FAKE_DEVICE=BYTES`` plays MPS on the CPU with that recommended
+max, PyTorch's wording and its rounding (a large allocation up to 1/32 of its power of two).
+Knobs: ``MPSD_PROBE_FAKE_SWAP=FILE`` with ``..._SWAP_AT=BYTES`` (swap-outs added above it),
+``..._DELAY=SECONDS`` per step, ``..._CRASH_AT=BYTES`` (SIGSEGV there).
 """
 
 from __future__ import annotations
@@ -57,11 +54,8 @@ def format_size(size: int) -> str:
 
 
 def make_block(torch: Any, nbytes: int, device: str) -> Any:
-    """One step of the probe: ``nbytes`` of uniform random float32 on ``device``.
-
-    Random, not ``torch.ones``: macOS compresses memory, and a tensor of ones would
-    compress to almost nothing and under-report what a real model's weights take.
-    """
+    """``nbytes`` of random float32 on ``device``: macOS would compress ``torch.ones`` to
+    almost nothing."""
     return torch.rand(max(1, nbytes // 4), dtype=torch.float32, device=device)
 
 

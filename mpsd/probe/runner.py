@@ -1,15 +1,11 @@
 """Run the probe child and watch the Mac while it fills MPS (the I/O half of ``mpsd probe``).
 
-The child (``mpsd/probe/child.py``) runs in its own process group with both watermark
-variables set; it reports each step as a JSON line. After every step, and every ``poll``
-seconds while a step hangs (a swapping Mac is slow), the parent reads the swap-out counter and
-the pressure level (a ``Watch``); when swap starts or pressure reaches "warning" (before the
-compressor swaps) it SIGKILLs the whole group at once. Whatever happens (an error, Ctrl-C,
-SIGTERM) the child is killed and reaped before ``run_probe`` returns or raises.
-
-``choose_watch()`` gives the watch: the daemon's memory source (the counters only, no scan of
-the process table, so cheap enough for every step), or with ``MPSD_PROBE_FAKE_SWAP=FILE`` the
-tests' stand-in OS: FILE holds "SWAPOUTS [PRESSURE]", which the test or the fake device raises.
+The child runs in its own process group with both watermark variables set and reports each
+step as a JSON line. After every step, and every ``poll`` seconds while a step hangs (a swapping
+Mac is slow), the parent reads swap-outs and pressure (a ``Watch``); when swap starts or pressure
+reaches "warning" it SIGKILLs the whole group. Whatever happens, the child is killed and reaped
+before ``run_probe`` returns or raises. ``MPSD_PROBE_FAKE_SWAP=FILE`` is the tests' stand-in OS:
+FILE holds "SWAPOUTS [PRESSURE]".
 """
 
 from __future__ import annotations
@@ -35,13 +31,12 @@ from mpsd.ratio import HIGH_VAR, LOW_VAR, ratio_text
 from mpsd.sizes import format_gib, plural
 
 CHILD_SOURCE = Path(__file__).with_name("child.py")
-# (swap-outs, pressure) now. Not `int | None`: an alias is evaluated at run time, and Python
-# 3.9 has no `|` of types.
+# (swap-outs, pressure) now. Optional: an alias is evaluated at run time (3.9 has no `|`).
 Watch = Callable[[], tuple[Optional[int], Optional[int]]]
 
 
 def choose_watch() -> Watch:
-    """The watch for this machine, or the tests' stand-in (see the module docstring)."""
+    """The daemon's memory source (counters only: cheap enough for every step), or the fake."""
     fake = os.environ.get("MPSD_PROBE_FAKE_SWAP")
     if fake:
         return lambda: _read_fake(Path(fake))
@@ -77,12 +72,8 @@ class ProbeSpec:
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    """SIGKILL the child's whole process group, then reap the child.
-
-    Nothing reaps the child before this (no ``poll()``), so its pid, and with it the group id,
-    is still ours even if it has exited: the kill cannot hit a stranger that reused the id.
-    Anything the child started in its group dies with it.
-    """
+    """SIGKILL the child's whole process group, then reap the child. Nothing reaps it before
+    (no ``poll()``), so the group id cannot have been reused by a stranger."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
@@ -102,11 +93,7 @@ def run_probe(
     watch: Watch,
     on_step: Callable[[ProbeResult], None] = lambda result: None,
 ) -> ProbeResult:
-    """Run one probe with ``spec``; return what happened.
-
-    Raises ``MpsdError`` when the child cannot do the test (no torch, no MPS, a crash). The
-    child is always dead and reaped when this returns or raises.
-    """
+    """Run one probe; ``MpsdError`` when the child cannot (no torch, no MPS, a crash)."""
     if not os.path.isfile(spec.python) or not os.access(spec.python, os.X_OK):
         raise MpsdError(
             f"{spec.python} is not a Python interpreter; give the one of your project's venv, "

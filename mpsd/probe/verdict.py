@@ -1,7 +1,5 @@
-"""What a probe run means: the verdict, the advice, the JSON, the calibration arithmetic. Pure.
-
-The orchestration (``mpsd.probe.runner``) fills a ``ProbeResult``; everything a user reads about
-it is computed here, so it can be tested without a child process.
+"""What a probe run means: the verdict, the advice, the JSON, the calibration arithmetic. Pure:
+``mpsd.probe.runner`` fills a ``ProbeResult``, so all a user reads is tested without a child.
 """
 
 from __future__ import annotations
@@ -88,10 +86,7 @@ class ProbeResult:
 
 
 def parse_oom(text: str) -> dict[str, Any] | None:
-    """The numbers of PyTorch's MPS out-of-memory error in ``text`` (bytes), None if absent.
-
-    The same reader as ``mpsd explain``, so every PyTorch wording is understood.
-    """
+    """The numbers of PyTorch's MPS out-of-memory error in ``text``, read as ``mpsd explain``."""
     from mpsd.oom import find_errors
 
     for finding in find_errors(text):
@@ -114,13 +109,9 @@ def safe_ratio(result: ProbeResult) -> float:
 
 
 def headroom_for(ratio: float, baseline_free_bytes: int, recommended_max_bytes: int) -> float:
-    """The headroom that makes the daemon recommend at most ``ratio``: ratio x recommended max
-    over the baseline free memory (limits.toml's), rounded down to two decimals, kept in
-    config.toml's range (0, 1].
-
-    From the baseline, not by scaling the current headroom with the current ratio: that ratio
-    may be held down by a swap penalty (which wears off) or a min/max_ratio bound, and the
-    headroom scaled from it would give more than ``ratio`` once they no longer apply."""
+    """The headroom that makes the daemon recommend at most ``ratio``, in (0, 1]. From the
+    baseline, not the current ratio: a swap penalty or a min/max_ratio bound may hold that down,
+    and a headroom scaled from it would give more than ``ratio`` once they no longer apply."""
     if baseline_free_bytes <= 0 or recommended_max_bytes <= 0:
         raise ValueError("baseline_free_bytes and recommended_max_bytes must be positive")
     return min(1.0, max(0.01, floor2(ratio * recommended_max_bytes / baseline_free_bytes)))
@@ -175,8 +166,7 @@ class Advice:
 
 
 def advise(result: ProbeResult, current: Limits | None) -> Advice:
-    """What to do after ``result``. ``current``: limits.toml now (None when there is no
-    recommendation yet)."""
+    """What to do after ``result``; ``current``: limits.toml now (None: none yet)."""
     verdict = result.verdict
     if verdict == CLEAN and result.steps == 0:
         return Advice(

@@ -1,9 +1,5 @@
-"""The state of the chain mpsd keeps, read once into a ``Chain``: ``mpsd status`` renders the
-short view of it, ``mpsd doctor`` the full one with each problem and its fix.
-
-``read()`` gathers the trust rule, config.toml, limits.toml, the daemon, its history, this
-directory and shell (doctor reads what only it checks itself). A config or state dir that
-fails the trust rule is read as if empty: nothing in it is trusted.
+"""The state of the chain mpsd keeps, read once into a ``Chain`` (``mpsd status`` renders it
+short, ``mpsd doctor`` in full). A dir failing the trust rule is read as if empty.
 """
 
 from __future__ import annotations
@@ -172,14 +168,11 @@ def _daemon() -> tuple[bool, int | None, str | None]:
     try:
         running = lock.is_held_elsewhere()
     except OSError as exc:  # the state dir is a file, or unreadable: no daemon can run there
-        return (
-            False,
-            None,
-            (
-                f"the state dir {paths.state_dir()} cannot be used ({exc.strerror}); "
-                "make it a writable directory or point MPSD_STATE_DIR elsewhere."
-            ),
+        problem = (
+            f"the state dir {paths.state_dir()} cannot be used ({exc.strerror}); "
+            "make it a writable directory or point MPSD_STATE_DIR elsewhere."
         )
+        return False, None, problem
     return running, lock.holder() if running else None, None
 
 

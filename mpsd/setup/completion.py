@@ -2,11 +2,8 @@
 command or option is completed the day it exists (``mpsd completion SHELL`` prints it; ``mpsd
 install`` puts it where each shell finds it). The scripts run no Python when the user presses TAB.
 
-The parser is read into one table, the same for every shell: for a command and the word before
-the cursor, what completes there. A word starting with ``-`` completes to the command's options;
-after an option that takes a value, and elsewhere (the positional), to: its ``choices``; the
-words a metavar lists (``zsh,bash,fish``); ``@dirs`` (metavar ``DIR``); ``@command`` (``mpsd run
--- CMD``); else nothing, meaning files. Each shell gets a small lookup function around that table.
+The parser is read into one table for every shell (``table``); each shell gets a small lookup
+function around it.
 """
 
 from __future__ import annotations
@@ -29,9 +26,10 @@ def _value(action: argparse.Action) -> str:
 
 
 def table(parser: argparse.ArgumentParser) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
-    """``(case, words)`` rows in match order, ``case`` being ``"COMMAND PREVIOUS-WORD"`` with
-    ``*`` for any, or ``"COMMAND -"`` when the typed word starts with ``-``; and ``(name, help)``
-    for every command (top level: ``@commands``). Read from ``mpsd.commands.full_parser()``."""
+    """``(case, words)`` rows in match order, ``case`` being ``"COMMAND PREVIOUS-WORD"`` (``*``:
+    any; ``"COMMAND -"``: the typed word starts with ``-``), and ``(name, help)`` per command.
+    ``words``: options, choices, a metavar's words (``zsh,bash,fish``), ``@dirs`` (``DIR``),
+    ``@command`` (``mpsd run -- CMD``), ``@commands``, or nothing: files."""
     top = [name for action in parser._actions for name in action.option_strings]
     rows = [(" -", " ".join(top)), (" *", "@commands")]
     helps = []
@@ -66,7 +64,7 @@ def _case(case: str) -> str:
 _BASH = """\
 # mpsd tab completion for bash, generated from mpsd's parser (`mpsd completion bash`).
 _mpsd_complete() {
-    local cur="${COMP_WORDS[COMP_CWORD]}" key cmd="" i words=""
+    local cur="${COMP_WORDS[COMP_CWORD]}" key cmd="" i words_=""
     for ((i = 1; i < COMP_CWORD; i++)); do
         [[ "${COMP_WORDS[i]}" != -* ]] && { cmd="${COMP_WORDS[i]}"; break; }
     done
@@ -75,12 +73,12 @@ _mpsd_complete() {
     case "$key" in
 %s
     esac
-    case "$words" in
+    case "$words_" in
         @commands) COMPREPLY=($(compgen -W %s -- "$cur")) ;;
         @dirs) COMPREPLY=($(compgen -d -- "$cur")) ;;
         @command) COMPREPLY=($(compgen -c -- "$cur")) ;;
         '') COMPREPLY=() ;;  # files: bash's default (-o default) completes them
-        *) COMPREPLY=($(compgen -W "$words" -- "$cur")) ;;
+        *) COMPREPLY=($(compgen -W "$words_" -- "$cur")) ;;
     esac
     return 0
 }
@@ -163,14 +161,14 @@ complete -c mpsd -f -a '(__mpsd_complete)'
 def render(shell: str, parser: argparse.ArgumentParser) -> str:
     """The completion script for ``shell`` (one of ``SHELLS``) from mpsd's full parser."""
     rows, helps = table(parser)
+    # bash and zsh share the case lines (``words_``: zsh's ``words`` is its command line).
+    cases = "\n".join(f"        {_case(case)}) words_={_quote(words)} ;;" for case, words in rows)
     if shell == "bash":
-        cases = [f"        {_case(case)}) words={_quote(words)} ;;" for case, words in rows]
-        return _BASH % ("\n".join(cases), _quote(" ".join(name for name, _ in helps)))
+        return _BASH % (cases, _quote(" ".join(name for name, _ in helps)))
     if shell == "zsh":
         names = [f"        {_quote(name + ':' + text.replace(':', ESC))}" for name, text in helps]
-        cases = [f"        {_case(case)}) words_={_quote(words)} ;;" for case, words in rows]
-        return _ZSH % ("\n".join(names), "\n".join(cases))
-    cases = [
+        return _ZSH % ("\n".join(names), cases)
+    fish_cases = [
         f"        case {_fish_quote(case)}\n            set words {_fish_quote(words)}"
         for case, words in rows
     ]
@@ -178,4 +176,4 @@ def render(shell: str, parser: argparse.ArgumentParser) -> str:
         f"complete -c mpsd -n __fish_use_subcommand -a {name} -d {_fish_quote(text)}"
         for name, text in helps
     ]
-    return _FISH % ("\n".join(cases), "\n".join(names))
+    return _FISH % ("\n".join(fish_cases), "\n".join(names))

@@ -1,9 +1,6 @@
-"""What ``mpsd install`` and ``mpsd uninstall`` change, computed before anything is touched.
-
-``install_plan`` and ``uninstall_plan`` read the files involved and return one
-``FileChange`` per file (old bytes -> new bytes; unchanged ones included, so a caller can
-tell "already in place" from "nothing to do"). They write nothing: ``--dry-run`` prints
-them as diffs, a real run applies them, so what ``--dry-run`` shows is what a real run does.
+"""What ``mpsd install`` and ``mpsd uninstall`` change, computed before anything is touched:
+one ``FileChange`` per file (unchanged ones too: "already in place"), which ``--dry-run``
+prints as diffs and a real run applies, so the two never differ.
 """
 
 from __future__ import annotations
@@ -23,9 +20,9 @@ from mpsd.atomic import write_atomic
 from mpsd.config import default_config_text
 from mpsd.errors import EXIT_USAGE, MpsdError
 from mpsd.paths import in_the_way_sentence
-from mpsd.setup import homebrew, launchd, rcfile
+from mpsd.setup import completion, homebrew, launchd, rcfile
+from mpsd.setup.completion import SHELLS
 
-SHELLS = ("zsh", "bash", "fish")
 HOOK_FILES = {"zsh": "mpsd.zsh", "bash": "mpsd.bash"}
 FISH_HEADER = (
     b"# Installed by `mpsd install`, a copy of mpsd's fish hook; `mpsd uninstall` removes it.\n"
@@ -68,8 +65,7 @@ def _lines(data: bytes | None) -> list[str]:
 
 
 def diff(change: FileChange, name: str) -> str:
-    """The change as a unified diff (``/dev/null`` for a created or removed file), the file
-    called ``name``."""
+    """The change as a unified diff of the file called ``name``."""
     return "".join(
         difflib.unified_diff(
             _lines(change.old),
@@ -81,9 +77,8 @@ def diff(change: FileChange, name: str) -> str:
 
 
 def apply_change(change: FileChange) -> bool:
-    """Make the change on disk; False when there was nothing to do. An OS error becomes
-    one MpsdError sentence. A file is written through its symlink (a dotfile manager's rc
-    file stays a link) and keeps its mode; a removal of a symlink removes the link only."""
+    """Make the change on disk (through a symlink: a dotfile manager's rc file stays a link);
+    False when there was nothing to do, one MpsdError sentence on an OS error."""
     if not change.changed:
         return False
     try:
@@ -126,8 +121,7 @@ def home() -> Path:
 
 
 def parse_shells(text: str | None) -> tuple[str, ...]:
-    """``"zsh,bash"`` -> ("zsh", "bash"); one sentence naming the choices otherwise. None (no
-    ``--shell``): ``default_shells()``."""
+    """``"zsh,bash"`` -> ("zsh", "bash"); None: ``default_shells()``."""
     if text is None:
         return default_shells()
     names = [part.strip() for part in text.split(",") if part.strip()]
@@ -142,9 +136,7 @@ def parse_shells(text: str | None) -> tuple[str, ...]:
 
 
 def default_shells() -> tuple[str, ...]:
-    """The shells install hooks when ``--shell`` names none: each of zsh and bash that is
-    on PATH or already has an rc file (a Mac without zsh gets no new ``~/.zshrc``), and
-    fish when it is installed."""
+    """Without ``--shell``: zsh and bash where on PATH or with an rc file, fish where installed."""
     found = tuple(
         shell
         for shell in rcfile.SHELLS
@@ -230,10 +222,7 @@ def edited(text: bytes, header: bytes) -> bool:
 
 
 def completion_change(shell: str, parser: argparse.ArgumentParser) -> FileChange:
-    """The completion file for ``shell``, made from mpsd's full parser (the install command
-    builds it: setup does not import the commands)."""
-    from mpsd.setup import completion
-
+    """The completion file for ``shell`` from mpsd's parser (setup imports no command)."""
     path = completion_file(shell)
     text = completion.render(shell, parser).encode("utf-8")
     # zsh's first line must stay `#compdef mpsd` for compinit.
@@ -244,9 +233,8 @@ def completion_change(shell: str, parser: argparse.ArgumentParser) -> FileChange
 
 
 def shell_changes(shell: str, parser: argparse.ArgumentParser | None) -> list[FileChange]:
-    """fish: a copy of its hook in its conf.d (fish sources it at start: no Python runs).
-    zsh, bash: the hook copy in the data dir and the block in each rc file the shell reads.
-    Tab completion from ``parser``; none with None (Homebrew's formula installs its own)."""
+    """fish: a copy of its hook in its conf.d; zsh, bash: the hook copy in the data dir and the
+    block in each rc file. Completion from ``parser`` (None: Homebrew's formula has its own)."""
     completions = [completion_change(shell, parser)] if parser else []
     if shell == "fish":
         path = fish_hook_file()
@@ -278,8 +266,7 @@ def config_change() -> FileChange:
 def install_plan(
     shells: Iterable[str], agent: bool, python: str, parser: argparse.ArgumentParser | None
 ) -> Plan:
-    """What ``mpsd install`` changes; ``parser``: mpsd's full parser, for tab completion
-    (None: no completion files)."""
+    """What ``mpsd install`` changes (``parser``: for tab completion; None: none)."""
     plan = Plan(files=[config_change()])
     for shell in shells:
         plan.files.extend(shell_changes(shell, parser))
@@ -313,8 +300,7 @@ def rc_candidates() -> list[Path]:
 
 
 def uninstall_plan() -> Plan:
-    """Take out exactly what install put in: the rc blocks, the hook copies, the completion
-    files, the start-up hooks ``mpsd enable`` listed, the plist."""
+    """Take out exactly what install put in, and the start-up hooks ``enable`` listed."""
     from mpsd.env import pyhooks
 
     plan = Plan()
@@ -381,8 +367,7 @@ def foreign_entries(directory: Path) -> list[str]:
 
 
 def purge_dirs() -> list[Path]:
-    """The config and state dirs ``uninstall --purge`` removes, when they exist and are
-    safe to remove (never the home directory or one of its parents)."""
+    """The dirs ``uninstall --purge`` removes: config and state, never home or above."""
     result: list[Path] = []
     for directory in (paths.config_dir(), paths.state_dir()):
         absolute = Path(os.path.abspath(directory))

@@ -1,16 +1,10 @@
-"""mpsd's launchd agent: the plist (rendered with plistlib) and ``launchctl`` (behind one function).
+"""mpsd's launchd agent: the plist (rendered with plistlib) and ``launchctl`` (one function, so
+tests put a stand-in on ``PATH``).
 
-Every ``launchctl`` call goes through ``launchctl()``, one subprocess, so tests put a
-stand-in ``launchctl`` on ``PATH`` that records its arguments. The launchd path is
-taken whenever ``launchctl`` is on ``PATH`` (``available()``).
-
-launchd facts this relies on (docs/macos-and-pytorch.md, "launchd"): it expands neither ``~``
-nor ``$HOME`` (absolute paths only); ``bootout`` returns before the job is gone, and a
-``bootstrap`` before it is gone fails with "Bootstrap failed: 5: Input/output error";
-``bootstrap gui/$UID`` fails with error 125 (or "Could not find domain for user gui") where
-there is no GUI session (ssh), and the ``user/$UID`` domain then takes a plist only when its
-``LimitLoadToSessionType`` includes "Background" (else "Service cannot load in requested
-session", 134).
+launchd facts this relies on (docs/macos-and-pytorch.md, "launchd"): absolute paths only;
+``bootout`` returns before the job is gone (a ``bootstrap`` then fails with error 5); without a
+GUI session (ssh) ``bootstrap gui/$UID`` fails with 125, and ``user/$UID`` takes a plist only
+when its ``LimitLoadToSessionType`` includes "Background" (else 134).
 """
 
 from __future__ import annotations
@@ -49,7 +43,7 @@ class Result:
 
     @property
     def lines(self) -> list[str]:
-        """What launchctl printed (it prints errors on stderr or stdout), line by line."""
+        """What launchctl printed (errors on stderr or stdout), line by line."""
         return [
             line.strip() for line in (self.stderr + "\n" + self.stdout).splitlines() if line.strip()
         ]
@@ -98,11 +92,10 @@ def template_file() -> Path:
 def render(python: str, config_dir: Path, state_dir: Path, data_dir: Path) -> bytes:
     """The agent's plist: the template with ``@NAME@`` filled in, as XML bytes.
 
-    ``python`` is used as given (a venv's ``bin/python`` is a symlink to the base
-    interpreter; resolving it would run the daemon outside the venv). Paths are made
-    absolute, never resolved. The agent runs the environment's ``mpsd`` console script beside
-    ``python``, as given, where there is one: macOS names an unsigned agent in Login Items after
-    its program, and "python" is a name users distrust and switch off. Else ``python -m mpsd``.
+    Paths are made absolute, never resolved (a venv's ``bin/python`` links to the base
+    interpreter). The agent runs the ``mpsd`` console script beside ``python`` where there is
+    one (macOS names an unsigned agent in Login Items after its program, and users switch off
+    "python"), else ``python -m mpsd``.
     """
     values = {
         "PYTHON": os.path.abspath(python),
@@ -120,9 +113,8 @@ def render(python: str, config_dir: Path, state_dir: Path, data_dir: Path) -> by
 
 
 def agent_python(args: list[str]) -> str:
-    """The python an agent's ProgramArguments run: ``args[0]`` for ``python -m mpsd``, else the
-    console script's interpreter (its ``#!`` line, or under ``#!/bin/sh`` the ``exec`` line pip
-    writes for long paths); ``args[0]`` when the script cannot be read."""
+    """The python an agent's ProgramArguments run: the console script's ``#!`` interpreter (or
+    the ``exec`` line pip writes for long paths), else ``args[0]``."""
     try:
         with open(args[0], "rb") as handle:
             head = handle.read(4096).decode("utf-8", "replace")
@@ -187,9 +179,8 @@ def parse_print(text: str, domain: str, label: str = LABEL) -> LoadedAgent:
 
 
 def parse_disabled(text: str, label: str = LABEL) -> bool | None:
-    """From ``launchctl print-disabled DOMAIN``: True when ``label`` is disabled, False when
-    listed as enabled, None when not listed. Older macOS print ``=> true``/``=> false``,
-    newer ``=> disabled``/``=> enabled``."""
+    """From ``launchctl print-disabled DOMAIN``: whether ``label`` is disabled (``=> true`` or,
+    newer, ``=> disabled``), None when not listed."""
     pattern = re.compile(r'^\s*"' + re.escape(label) + r'"\s*=>\s*(\w+)', re.MULTILINE)
     match = pattern.search(text)
     if not match:
@@ -246,9 +237,8 @@ def _cause(result: Result) -> str | None:
 
 
 def failure_sentence(action: str, result: Result, after_bootout: bool = False) -> str:
-    """One sentence for a failed launchctl ``action`` that names the cause the evidence
-    supports (exit status and launchctl's own words) and says what to do next.
-    ``after_bootout``: this ``bootstrap`` came right after we unloaded the old copy."""
+    """One sentence for a failed launchctl ``action``: the cause its exit status and words
+    support, and what to do next (``after_bootout``: right after the old copy was unloaded)."""
     said = result.message
     domain = result.args[1] if len(result.args) > 1 else domains()[0]
     plist = result.args[2] if len(result.args) > 2 else str(agent_file())
@@ -282,9 +272,7 @@ def failure_sentence(action: str, result: Result, after_bootout: bool = False) -
 
 @dataclass
 class Outcome:
-    """What ``ensure_loaded`` / ``unload`` did: whether it changed anything, warnings, and
-    (unload) the booted-out agent's process as launchd last named it. ``report`` hears of
-    each step as it is done."""
+    """What ``ensure_loaded`` / ``unload`` did; ``report`` hears of each step."""
 
     report: Callable[[str], None] | None = None
     warnings: list[str] = field(default_factory=list)
@@ -326,8 +314,7 @@ def bootout(agent: LoadedAgent, outcome: Outcome) -> None:
 
 
 def is_current(agent: LoadedAgent | None, plist_file: Path, new: bytes) -> bool:
-    """True when ``agent`` is loaded from a plist identical to ``new`` as written for its
-    domain (``for_domain``): left alone."""
+    """``agent`` is loaded from a plist identical to ``new`` for its domain: left alone."""
     if agent is None:
         return False
     try:
@@ -365,14 +352,9 @@ def _write_plist(plist_file: Path, data: bytes) -> bool:
 def ensure_loaded(
     plist_file: Path, new: bytes, report: Callable[[str], None] | None = None
 ) -> Outcome:
-    """Make launchd run the agent described by ``new``.
-
-    An identical copy already loaded is left alone. A different loaded copy is booted
-    out first (and waited for), then ``new`` is written to ``plist_file``. Then
-    ``enable`` and ``bootstrap gui/$UID``, falling back to ``user/$UID`` on the
-    "no GUI session" error, with the plist rewritten for that domain (``for_domain``).
-    Raises MpsdError with one sentence when loading fails.
-    """
+    """Make launchd run the agent described by ``new``: an identical loaded copy is left alone,
+    a different one booted out first; then ``enable`` and ``bootstrap gui/$UID``, else (no GUI
+    session) ``user/$UID`` with the plist rewritten for it. One MpsdError sentence on failure."""
     from mpsd.errors import MpsdError
 
     outcome = Outcome(report)

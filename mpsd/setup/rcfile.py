@@ -1,20 +1,10 @@
 """The marked mpsd block in a shell rc file: build it, find it, add it, replace it, remove it.
 
-Everything here works on bytes, so a user's rc file in any encoding keeps every byte.
-The block is only ever added at the end of a file, and removing it gives back the
-file exactly as it was before the block was added:
-
-* an empty file gets the block alone;
-* a non-empty file gets one ``\\n`` and then the block. When the file ended with a
-  newline, that ``\\n`` is a blank line before the block; when it did not, it ends
-  the user's last line;
-* removal takes the block out and, when the block was the last thing in the file,
-  one ``\\n`` before it (so both cases above come back byte for byte). A block the
-  user moved into the middle of the file takes one blank line with it, never a line
-  break between two of the user's lines.
-
-Which files a shell reads (``rc_files``) is decided here too; the only I/O is reading
-one rc file (``read``, through a dotfile manager's symlink).
+Everything works on bytes, so an rc file in any encoding keeps every byte. The block is added
+at the end after one ``\\n`` (none in an empty file), and removing it takes that ``\\n`` too:
+the file comes back byte for byte. A block the user moved into the middle takes one blank line
+with it, never a line break between two of the user's lines. ``rc_files`` decides which files
+a shell reads; the only I/O is ``read`` (through a dotfile manager's symlink).
 """
 
 from __future__ import annotations
@@ -73,12 +63,8 @@ def block(
     created: bool = False,
     completion: Path | None = None,
 ) -> bytes:
-    """The block that sources ``hook_copy`` (the copy in the data dir) if it exists.
-
-    The bash block also checks ``$BASH_VERSION``: it may go into ``~/.profile``, which
-    other shells read too. ``created``: install is creating the file (its note says so,
-    and uninstall removes the file when nothing else is in it).
-    """
+    """The block that sources ``hook_copy`` if it exists. bash's checks ``$BASH_VERSION``: it may
+    go into ``~/.profile``. ``created``: install creates the file (uninstall may remove it)."""
     word = _shell_word(str(hook_copy), home)
     # if/fi rather than `[ -f F ] && . F`: with the hook copy gone, the rc file must still
     # end with status 0.
@@ -128,8 +114,7 @@ def created_by_mpsd(text: bytes, path: Path | None = None) -> bool:
 
 
 def find(text: bytes, path: Path | None = None) -> list[Span]:
-    """Every complete block in ``text``; raise RcFileError (naming ``path``, the file
-    ``text`` is from) on a begin without an end."""
+    """Every complete block in ``text``; RcFileError on a begin without an end."""
     spans: list[Span] = []
     pos = 0
     while True:
@@ -162,8 +147,7 @@ def has_block(text: bytes) -> bool:
 
 
 def add(text: bytes, new_block: bytes, path: Path | None = None) -> bytes:
-    """``text`` with ``new_block`` in it: appended at the end when there is none, the first
-    block replaced in place (and any extra copies removed) when there is one."""
+    """``text`` with ``new_block``: appended, or replacing the first block (extras go)."""
     spans = find(text, path)
     if not spans:
         return text + (b"\n" if text else b"") + new_block
@@ -234,8 +218,7 @@ def sources_bashrc(text: bytes) -> bool:
 
 
 def bash_login_file(home: Path) -> Path | None:
-    """The file a login bash reads: the first of ~/.bash_profile, ~/.bash_login, ~/.profile
-    that exists (bash's own rule), or None."""
+    """The first existing of ~/.bash_profile, ~/.bash_login, ~/.profile (bash's rule)."""
     for name in (".bash_profile", ".bash_login", ".profile"):
         candidate = home / name
         if candidate.exists() or candidate.is_symlink():
@@ -249,21 +232,14 @@ def rc_files(
     env: Mapping[str, str] | None = None,
     platform: str | None = None,
 ) -> list[Path]:
-    """The files that get the block for ``shell``.
+    """The files that get the block for ``shell``. zsh: ``${ZDOTDIR:-$HOME}/.zshrc``.
 
-    zsh: ``${ZDOTDIR:-$HOME}/.zshrc`` (interactive zsh reads it, login or not).
-
-    bash: ``~/.bashrc`` always (an interactive non-login bash reads only that). A login
-    bash reads the first existing of ``~/.bash_profile``, ``~/.bash_login``,
-    ``~/.profile`` and not ``~/.bashrc``, so that file gets the block too when login
-    shells are what the user gets and it does not already source ``~/.bashrc``:
-
-    * on macOS, where Terminal and iTerm start every window as a login shell: the login
-      file bash reads, and ``~/.bash_profile`` (created) when there is none. When only
-      ``~/.profile`` exists the block goes there (guarded by ``$BASH_VERSION``): creating
-      ``~/.bash_profile`` would make bash stop reading ``~/.profile``;
-    * elsewhere (terminals start non-login shells), only when ``~/.bash_profile`` exists
-      and does not source ``~/.bashrc``: then the user logs in with it (ssh, a console).
+    bash: ``~/.bashrc``, and the login file bash reads (the first existing of
+    ``~/.bash_profile``, ``~/.bash_login``, ``~/.profile``) when it does not source
+    ``~/.bashrc`` and login shells are what the user gets: on macOS (Terminal starts login
+    shells; ``~/.bash_profile`` is created when there is none: creating it beside a
+    ``~/.profile`` would make bash stop reading that), elsewhere only an existing
+    ``~/.bash_profile`` (ssh, a console).
     """
     env = os.environ if env is None else env
     platform = sys.platform if platform is None else platform
@@ -289,10 +265,9 @@ def rc_files(
 
 
 def read(path: Path) -> bytes | None:
-    """The bytes of ``path`` (an rc file, a file install writes; through a symlink), or None
-    when it does not exist; one sentence when it cannot be read (a directory in its place, no
-    permission). A symlink whose target is missing is an error: writing through it would
-    create a file somewhere the user did not choose."""
+    """The bytes of ``path`` (through a symlink), None when it does not exist; one sentence when
+    it cannot be read. A dangling symlink is an error: writing through it would create a file
+    somewhere the user did not choose."""
     try:
         return files.read_bytes(path, limit=files.RC_LIMIT)
     except FileNotFoundError:
@@ -310,9 +285,8 @@ def read(path: Path) -> bytes | None:
 
 
 def check_writable(path: Path) -> None:
-    """Raise RcFileError when ``path`` exists and may not be edited: its owner-write bit is
-    off (the user made it read-only; an atomic rename would replace it regardless, and root
-    could write it) or this user may not write it."""
+    """Raise RcFileError when ``path`` exists and may not be edited: owner-write off (an atomic
+    rename would replace it regardless) or not writable by this user."""
     try:
         mode = path.stat().st_mode
     except OSError:
