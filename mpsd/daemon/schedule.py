@@ -57,13 +57,9 @@ class Schedule:
         """SIGHUP: re-read config.toml at once."""
         self.reload_at = now
 
-    def recommended_changed(self, now: float) -> None:
-        """A new recommended max: run the policy at once."""
-        self.pending, self.retry_at = True, now
-
-    def woke(self, now: float) -> None:
-        """The wall clock moved away from the monotonic one (the Mac slept, or the clock was
-        set): the value depends on the hours of the day, so run the policy at once."""
+    def run_policy(self, now: float) -> None:
+        """A new recommended max, or the wall clock moved (sleep, a clock set: the hours of the
+        day the value depends on moved on): run the policy at once."""
         self.pending, self.retry_at = True, now
 
     def probe_finished(self) -> None:
