@@ -52,9 +52,7 @@ def read(name: str) -> int | None:
         return None
     buffer = ctypes.create_string_buffer(8)
     size = ctypes.c_size_t(8)
-    if function(name.encode(), buffer, ctypes.byref(size), None, 0) != 0 or size.value not in (
-        4,
-        8,
-    ):
+    failed = function(name.encode(), buffer, ctypes.byref(size), None, 0) != 0
+    if failed or size.value not in (4, 8):
         return None
     return int.from_bytes(buffer.raw[: size.value], sys.byteorder)
