@@ -1,9 +1,5 @@
-"""Watch the config directory (not the file: editors and atomic writes replace it).
-
-Any event whose path, or move destination, is the watched file calls ``notify``;
-the daemon loop debounces and re-reads the file. watchdog is imported here only,
-so nothing but the daemon pays for it.
-"""
+"""Watch the config directory (not the file: editors and atomic writes replace it); the loop
+debounces. watchdog is imported here only, so nothing but the daemon pays for it."""
 
 from __future__ import annotations
 
@@ -16,11 +12,6 @@ from typing import Any
 log = logging.getLogger("mpsd")
 
 
-def _same(a: str | bytes, b: str) -> bool:
-    path = os.fsdecode(a)
-    return path == b or os.path.realpath(path) == b
-
-
 class ConfigWatcher:
     """Calls ``notify()`` (from watchdog's thread) whenever ``path`` may have changed."""
 
@@ -31,8 +22,8 @@ class ConfigWatcher:
         self._observer: Any = None
 
     def matches(self, event: Any) -> bool:
-        paths = [getattr(event, "src_path", ""), getattr(event, "dest_path", "")]
-        return any(p and _same(p, self._target) for p in paths)
+        paths = (getattr(event, "src_path", ""), getattr(event, "dest_path", ""))
+        return any(p and os.path.realpath(os.fsdecode(p)) == self._target for p in paths)
 
     def start(self) -> bool:
         """Start watching; False (logged) when watchdog cannot watch the directory."""

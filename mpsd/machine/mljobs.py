@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import psutil
 
-from mpsd.machine.sysctl import c_env, libsystem
+from mpsd.machine.sysctl import c_env, libsystem_function
 from mpsd.ratio import HIGH_VAR, LOW_VAR
 
 WATERMARK_VARS = (HIGH_VAR, LOW_VAR)
@@ -126,15 +126,7 @@ RUSAGE_SIZE = 16 + 10 * 8
 
 @functools.cache
 def _proc_pid_rusage() -> Callable[..., int] | None:
-    if sys.platform != "darwin":
-        return None
-    try:
-        function = libsystem().proc_pid_rusage
-    except (OSError, AttributeError):
-        return None
-    function.restype = ctypes.c_int
-    function.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_void_p]
-    return function
+    return libsystem_function("proc_pid_rusage", ctypes.c_int, ctypes.c_int, ctypes.c_void_p)
 
 
 def footprint(pid: int) -> int | None:
