@@ -123,6 +123,55 @@ def _signature(path: Path) -> tuple[int, int, int] | None:
     return (st.st_mtime_ns, st.st_size, st.st_ino)
 
 
+class ConfigWatcher:
+    """Calls ``notify()`` (from watchdog's thread) whenever ``path`` may have changed: watches
+    its directory (editors and atomic writes replace the file). watchdog is imported only here,
+    so only the running daemon pays for it."""
+
+    def __init__(self, path: Path, notify: Callable[[], None]) -> None:
+        self.path = path
+        self._target = os.path.realpath(path)
+        self._notify = notify
+        self._observer: Any = None
+
+    def matches(self, event: Any) -> bool:
+        paths = (getattr(event, "src_path", ""), getattr(event, "dest_path", ""))
+        return any(p and os.path.realpath(os.fsdecode(p)) == self._target for p in paths)
+
+    def start(self) -> bool:
+        """Start watching; False (logged) when watchdog cannot watch the directory."""
+        try:
+            from watchdog.events import FileSystemEventHandler
+            from watchdog.observers import Observer
+        except ImportError as exc:  # the periodic mtime check still covers edits
+            log.warning("watchdog unavailable (%s); config edits are seen by polling", exc)
+            return False
+        watcher = self
+
+        class _Handler(FileSystemEventHandler):
+            def on_any_event(self, event: Any) -> None:
+                if watcher.matches(event):
+                    watcher._notify()
+
+        directory = self.path.parent
+        try:
+            ensure_dir(directory)
+            observer = Observer()
+            observer.daemon = True
+            observer.schedule(_Handler(), str(directory), recursive=False)
+            observer.start()
+        except Exception as exc:
+            log.warning("cannot watch %s (%s); config edits are seen by polling", directory, exc)
+            return False
+        self._observer = observer
+        return True
+
+    def stop(self) -> None:
+        if self._observer is not None:
+            self._observer.stop()
+            self._observer = None
+
+
 @dataclass
 class Daemon:
     """The daemon's state and its steps; ``run`` is the loop."""
@@ -431,8 +480,6 @@ class Daemon:
         """The loop, until SIGTERM or SIGINT (exit 0)."""
         for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             signal.signal(signum, self._enqueue_signal)
-        from mpsd.daemon.config_watch import ConfigWatcher  # watchdog: not for `daemon --once`
-
         watcher = ConfigWatcher(paths.config_file(), lambda: self._queue.put(("config", None)))
         watcher.start()
         clean_temps()
