@@ -74,9 +74,8 @@ SCHEMA_VERSION = len(MIGRATIONS)
 
 _COLUMNS = "t, available, total, ml, swapouts, pressure, source, jobs"
 _INSERT = f"INSERT INTO samples ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
-# Rows every reader skips: a stamp that is not a number or lies outside the years 1970-9999
-# (a clock set far off, a hand edit), sizes that are not integers. One bad row must not
-# make the history unreadable.
+# Rows every reader skips (a stamp outside 1970-9999 or not a number, sizes not integers): one
+# bad row must not make the history unreadable.
 _VALID = (
     "typeof(t) IN ('integer', 'real') AND t >= 0 AND t <= 253402300799 "
     "AND typeof(available) = 'integer' AND typeof(total) = 'integer' "
@@ -124,13 +123,8 @@ def row_of(sample: Sample) -> Row:
     return Row._make(_values(sample))
 
 
-def _row_to_sample(row: tuple[Any, ...]) -> Sample:
-    return Sample(*row)
-
-
 class Store:
-    """The history in one SQLite file. Open with ``Store.open`` (read-write, migrates)
-    or ``Store.open_readonly`` (never creates or changes anything)."""
+    """The history in one SQLite file: ``open`` (read-write, migrates) or ``open_readonly``."""
 
     def __init__(self, connection: sqlite3.Connection, path: Path) -> None:
         self._db = connection
@@ -178,8 +172,7 @@ class Store:
         return None
 
     def _check_tables(self) -> None:
-        """Raise sqlite3.DatabaseError (not an OperationalError: the file is damaged, not
-        busy) when a table the schema version promises is missing."""
+        """sqlite3.DatabaseError (damaged, not busy) when a table the version promises is gone."""
         names = {row[0] for row in self._db.execute("SELECT name FROM sqlite_master")}
         missing = sorted({"samples", "meta", *["jobs"][: self.version >= 4]} - names)
         if missing:
@@ -230,8 +223,8 @@ class Store:
             self._db.executemany(_INSERT, map(_values, samples))
 
     def prune(self, before: float, limit: int) -> int:
-        """Delete samples older than ``before`` (at most ``limit`` of them, oldest first,
-        so a big cut never blocks the caller for long); the number deleted."""
+        """Delete at most ``limit`` samples older than ``before`` (a big cut never blocks long),
+        and the jobs beyond the retention or ``MAX_JOBS``; the number of samples deleted."""
         cursor = self._db.execute(
             "DELETE FROM samples WHERE rowid IN "
             "(SELECT rowid FROM samples WHERE t < ? ORDER BY t LIMIT ?)",
@@ -280,8 +273,7 @@ class Store:
         return None if row is None else json.loads(row[0])
 
     def jobs(self, job_id: int | None = None, limit: int = 50) -> list[dict[str, Any]]:
-        """The latest job records, newest first (``job_id``: that one); none in a history
-        older than them."""
+        """The latest job records, newest first (``job_id``: that one)."""
         if self.version < 4:
             return []
         where = "" if job_id is None else f"WHERE id = {int(job_id)} "
@@ -301,16 +293,12 @@ class Store:
             f"SELECT {_COLUMNS} FROM samples WHERE t <= ? AND {_VALID} ORDER BY t DESC LIMIT 1",
             (until,),
         ).fetchone()
-        return None if row is None else _row_to_sample(row)
+        return None if row is None else Sample(*row)
 
     def samples(self, since: float, until: float, max_rows: int = 25_000) -> list[Row]:
-        """The samples in [since, until], oldest first.
-
-        When there are more than ``max_rows`` (a short interval over a long window),
-        the window is cut into ``max_rows`` equal buckets and each bucket is
-        represented by its sample with the least free memory (available + ml):
-        the policy looks at low percentiles, so the lows are what must survive.
-        """
+        """The samples in [since, until], oldest first. Beyond ``max_rows``, each of ``max_rows``
+        equal buckets gives its sample with the least free memory (available + ml): the
+        policy reads low percentiles, so the lows must survive."""
         if until < since:
             return []
         if self.count(since, until) <= max_rows:
@@ -330,11 +318,9 @@ class Store:
         return [Row._make(row[:8]) for row in rows]
 
     def window(self, since: float, until: float, buckets: int) -> tuple[int, list[int | None]]:
-        """The samples in [since, until]: how many, and the lowest free memory (available +
-        ml) in each of ``buckets`` equal buckets (None: no sample there). One range query
-        per bucket, each through the index on ``t``: a year of history costs no more than
-        the window. Rows are not checked as ``_VALID`` does: a row the daemon did not write
-        may draw a wrong bar, never fail."""
+        """How many samples in [since, until], and the lowest free memory (available + ml) in
+        each of ``buckets`` equal buckets (None: empty). One indexed range query per bucket; no
+        ``_VALID`` check: a row the daemon did not write may draw a wrong bar, never fail."""
         width = (until - since) / buckets
         if width <= 0:
             return 0, []

@@ -1,9 +1,6 @@
-"""A record per ML job the daemon sees, kept up to date at each sample, and the notices
-(``notify = true``) when memory pressure reaches warning or swap begins during a job.
-
-``Tracker.update`` is pure: the loop hands it each sample (its ``processes``) and a
-``describe`` for a new pid (``describe`` below reads the process with psutil), and stores the
-records it returns: only those whose values changed (a new peak, more swap-outs, an end).
+"""A record per ML job the daemon sees, and the notices (``notify = true``) when pressure
+reaches warning or swap begins during a job. ``Tracker.update`` is pure: it takes each sample
+and a ``describe`` for a new pid, and returns only the records whose values changed.
 """
 
 from __future__ import annotations
@@ -24,9 +21,8 @@ PRESSURES = {1: "normal", 2: "warning", 4: "critical"}  # the sample's levels, i
 
 @dataclass
 class Job:
-    """One job's record: the ``jobs`` table's columns. ``cap``: ratio x recommended max (MPS
-    memory only); ``peak``: the footprint, CPU-side memory included; ``swapouts``: pages
-    swapped out during it; ``growth``: how much its footprint's floor rose (at its end)."""
+    """One job's record, the ``jobs`` table's columns. ``cap``: ratio x recommended max (MPS
+    only); ``peak``: the footprint (CPU side too); ``growth``: its footprint floor's rise."""
 
     pid: int
     command: str
@@ -72,8 +68,8 @@ class _Open:
 
 
 def growth(series: list[int]) -> int | None:
-    """How much the floor of a footprint rose: the lowest of its last quarter minus the lowest
-    of its second (the first is the warm-up); None with fewer than 8 points."""
+    """The lowest of the last quarter minus the lowest of the second (the first is warm-up);
+    None with fewer than 8 points."""
     if len(series) < 8:
         return None
     q = len(series) // 4
@@ -133,8 +129,8 @@ class Tracker:
 
 
 def describe(pid: int, limits: Any, projects: tuple[str, ...]) -> dict[str, Any]:
-    """What a new job's process says of itself: its command line (shortened), the project it
-    runs in, the ratio it started with (its environment; else ``limits``'), and its cap."""
+    """A new job's command line (shortened), project, starting ratio (its environment, else
+    ``limits``') and cap."""
     import psutil
 
     from mpsd.env.decision import containing_project
@@ -187,8 +183,7 @@ def way() -> str | None:
 
 
 def notify(text: str) -> str | None:
-    """Send ``text`` as a notification; the way it went, or None when there is none (or it
-    failed)."""
+    """Send ``text`` as a notification; the way it went, or None (none, or it failed)."""
     import subprocess
 
     name = way()

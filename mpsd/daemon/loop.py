@@ -1,27 +1,12 @@
 """The daemon loop: one lock, one queue, one tick at a time.
 
-- Only one daemon runs: a ``PidLock`` (flock, so a kill -9 never leaves it stuck).
-- Signal handlers only enqueue; the loop blocks on the queue with the time to the
-  next tick as timeout, so SIGTERM/SIGINT end it at once (exit 0).
-- Ticks are scheduled on the monotonic clock (``mpsd.daemon.schedule``); the wall clock
-  only stamps samples. A wall-clock jump (sleep, a clock change, even backwards) is logged
-  and changes nothing else: the policy sees samples by their stamps.
-- A state dir that fails the trust rule (``paths.untrusted``) is said once on stderr (launchd
-  keeps it in its log) and waited out, re-checked at each tick: no sample, no write meanwhile.
-- config.toml is watched through its directory (``mpsd.daemon.config_watch``), debounced, and
-  checked by mtime every few seconds as a backstop. While it is invalid the daemon logs why
-  and goes on with the config it last read (the defaults after a restart), never above the
-  ratios limits.toml held when the file went bad: the ``ceiling``, kept in the record of
-  each decision so that a restart keeps it too (docs/file-formats.md).
-- limits.toml is rewritten only when its values change (``Limits.same_values``); a change
-  of 0.01 is churn, except when PyTorch jobs started or ended, or running ones took more:
-  then the next job's value is written as it is. The policy runs every 10 minutes, and its
-  next-job step alone at every sample where what running PyTorch jobs hold changed
-  (docs/policy.md), so the next job's share falls when a job starts and comes back at the
-  first sample after they end.
-
-The sample source and the recommended-max source are parameters: the CLI wires
-the real ones, tests inject their own.
+Signal handlers only enqueue; the loop blocks on the queue until the next tick
+(``mpsd.daemon.schedule``, monotonic clock; the wall clock only stamps samples). While the
+state dir fails the trust rule it is said once on stderr and waited out. While config.toml is
+invalid the daemon goes on with the config it last read, never above the ``ceiling`` (the
+ratios limits.toml held when it went bad, kept in each decision's record for a restart).
+limits.toml is rewritten only when a value changes by more than one 0.01 step, exactly when
+jobs started or ended (docs/policy.md). Sample and recommended-max sources are parameters.
 """
 
 from __future__ import annotations
@@ -60,10 +45,8 @@ log = logging.getLogger("mpsd")
 SampleSource = Callable[[float], Sample]
 RecommendedSource = Callable[[int], tuple[int, str]]
 
-# The window the policy reads is kept in memory: loaded from the history with at most
-# POLICY_ROWS rows (a longer window is cut into buckets, each represented by its
-# lowest-free sample: 7 days at 30 s gives 2-minute buckets), then each new sample
-# appended; reloaded every WINDOW_RELOAD seconds so it stays that small.
+# The policy's window is kept in memory: loaded with at most POLICY_ROWS rows (lowest-free
+# buckets, ``Store.samples``), each new sample appended, reloaded every WINDOW_RELOAD seconds.
 POLICY_ROWS = 5000
 WINDOW_RELOAD = 6 * 3600.0
 PRUNE_BATCH = 20_000  # rows a prune deletes at most (a big cut goes in steps between ticks)
@@ -75,8 +58,7 @@ LOG_BACKUPS = 3
 
 
 class _LogFile(logging.handlers.RotatingFileHandler):
-    """The rotating log, each file created 0600 whatever the umask (it says who ran what
-    where; under umask 000 a plain handler makes it writable by others)."""
+    """The rotating log, each file created 0600 whatever the umask (it says who ran what)."""
 
     def _open(self) -> Any:
         fd = os.open(self.baseFilename, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
@@ -113,15 +95,14 @@ def setup_logging(warnings_to_stderr: bool = False) -> None:
 
 
 def trust_problem() -> str | None:
-    """Why the state dir fails the trust rule, or None (a file in its place is the lock's
-    sentence to say: ``acquire_lock``)."""
+    """Why the state dir fails the trust rule, or None (a file in its place: ``acquire_lock``)."""
     state = paths.state_dir()
     return paths.untrusted(state) if state.is_dir() else None
 
 
 def state_dir_untrusted(said: list[str]) -> bool:
-    """True while the state dir fails the trust rule; the sentence goes to stderr once per
-    problem (``said`` keeps the last one), and a line when it is trusted again."""
+    """True while the state dir fails the trust rule, said once per problem on stderr (``said``
+    keeps the last one), and once when it is trusted again."""
     problem = trust_problem()
     if problem != (said[0] if said else None):
         if problem:
@@ -140,6 +121,55 @@ def _signature(path: Path) -> tuple[int, int, int] | None:
     except OSError:
         return None
     return (st.st_mtime_ns, st.st_size, st.st_ino)
+
+
+class ConfigWatcher:
+    """Calls ``notify()`` (from watchdog's thread) whenever ``path`` may have changed: watches
+    its directory (editors and atomic writes replace the file). watchdog is imported only here,
+    so only the running daemon pays for it."""
+
+    def __init__(self, path: Path, notify: Callable[[], None]) -> None:
+        self.path = path
+        self._target = os.path.realpath(path)
+        self._notify = notify
+        self._observer: Any = None
+
+    def matches(self, event: Any) -> bool:
+        paths = (getattr(event, "src_path", ""), getattr(event, "dest_path", ""))
+        return any(p and os.path.realpath(os.fsdecode(p)) == self._target for p in paths)
+
+    def start(self) -> bool:
+        """Start watching; False (logged) when watchdog cannot watch the directory."""
+        try:
+            from watchdog.events import FileSystemEventHandler
+            from watchdog.observers import Observer
+        except ImportError as exc:  # the periodic mtime check still covers edits
+            log.warning("watchdog unavailable (%s); config edits are seen by polling", exc)
+            return False
+        watcher = self
+
+        class _Handler(FileSystemEventHandler):
+            def on_any_event(self, event: Any) -> None:
+                if watcher.matches(event):
+                    watcher._notify()
+
+        directory = self.path.parent
+        try:
+            ensure_dir(directory)
+            observer = Observer()
+            observer.daemon = True
+            observer.schedule(_Handler(), str(directory), recursive=False)
+            observer.start()
+        except Exception as exc:
+            log.warning("cannot watch %s (%s); config edits are seen by polling", directory, exc)
+            return False
+        self._observer = observer
+        return True
+
+    def stop(self) -> None:
+        if self._observer is not None:
+            self._observer.stop()
+            self._observer = None
 
 
 @dataclass
@@ -178,9 +208,7 @@ class Daemon:
     # -- config -----------------------------------------------------------------------
     def reload_config(self, force: bool = False) -> bool:
         """Re-read config.toml if it changed (or ``force``); True when the config in use changed.
-
-        A bad file is logged in one line and changes nothing but ``config_problem`` and, as it
-        goes bad, the ``ceiling``: the config in use stays."""
+        A bad file is logged and sets ``config_problem`` (and the ``ceiling``) only."""
         path = paths.config_file()
         sig = _signature(path)
         if not force and sig == self._config_sig:
@@ -210,8 +238,7 @@ class Daemon:
         return changed
 
     def _ceiling_now(self) -> tuple[float, float] | None:
-        """The ratios limits.toml holds as config.toml goes bad, or after a restart on a bad
-        file the ceiling the last decision kept (limits.toml may hold less: a job ran)."""
+        """The ceiling the last decision kept (a restart on a bad file), else limits.toml's."""
         with contextlib.suppress(Exception):
             kept = self.open_store().get_meta("decision").get("ceiling")
             if kept is not None:
@@ -296,8 +323,7 @@ class Daemon:
         return self.window
 
     def _check_clock(self, wall: float, mono: float) -> bool:
-        """Log a gap (sleep: macOS's monotonic clock stops while the Mac sleeps) or a clock
-        moved back; True when either happened."""
+        """Log a gap (macOS's monotonic clock stops in sleep) or a clock moved back; True if so."""
         if self.last_wall is None or self.last_mono is None:
             return False
         drift = (wall - self.last_wall) - (mono - self.last_mono)
@@ -333,8 +359,8 @@ class Daemon:
 
     # -- the policy and limits.toml ------------------------------------------------------
     def projects(self) -> tuple[str, ...]:
-        """The projects for limits.toml: config.toml's, as the hooks compare them (physical,
-        readable safely); while it is invalid, those limits.toml lists (``enable`` writes both)."""
+        """The projects for limits.toml: config.toml's as the hooks compare them (limits.toml's
+        while config.toml is invalid)."""
         if self.config_problem is not None:
             return limits_mod.read_file().projects
         from mpsd.env.projects import for_limits
@@ -342,25 +368,21 @@ class Daemon:
         return for_limits(self.config.projects)
 
     def jobs_changed(self, sample: Sample | None) -> bool:
-        """True when what running PyTorch jobs hold differs from what the policy last saw:
-        the next job's share must follow at once, down as well as up."""
+        """What running PyTorch jobs hold differs from what the policy last saw."""
         return sample is not None and (sample.ml_bytes, sample.ml_jobs) != self._jobs_seen
 
     def evaluate(self, jobs: Sample | None = None) -> Limits | None:
-        """Run the policy over the window and write limits.toml if a value changed; with
-        ``jobs`` (a sample where only the running jobs changed), only the next job's share
-        on the last run's baseline (``policy.for_next_job``), when config and recommended
-        max are the same as then. Under the ``ceiling`` while config.toml is invalid.
+        """Run the policy and write limits.toml if a value changed; the limits in force, or None.
 
-        Returns the limits now in force, or None when there is nothing to go on yet."""
+        With ``jobs`` (only the running jobs changed), only the next job's share on the last
+        run's baseline (``policy.for_next_job``) while it is fresh and for the same config."""
         if self.recommended is None:
             return None
         now = self.wall()
         try:
             store = self.open_store()
             key = (self.config, self.recommended)
-            # The last run's baseline is for the hours of the day it was worked out at: it
-            # serves the next job's step only while it is fresh (by the wall clock).
+            # The last baseline is for the hours of the day it was worked out at.
             fresh = self._last_at is not None and 0 <= now - self._last_at <= POLICY_EVERY
             decision: policy.Recommendation | None
             quick = jobs is not None and self._last is not None and self._last_key == key
@@ -441,27 +463,23 @@ class Daemon:
         # Only enqueue: SimpleQueue.put is safe to call from a signal handler.
         self._queue.put(("signal", signum))
 
-    def _probe_recommended(self, total: int) -> None:
-        try:
-            value = self.recommended_source(total)
-        except Exception as exc:
-            self._queue.put(("recommended-failed", str(exc)))
-        else:
-            self._queue.put(("recommended", value))
-
     def _start_probe(self) -> None:
-        if self.total_bytes is None:
+        total = self.total_bytes
+        if total is None:
             return
-        threading.Thread(
-            target=self._probe_recommended, args=(self.total_bytes,), daemon=True
-        ).start()
+
+        def probe() -> None:
+            try:
+                self._queue.put(("recommended", self.recommended_source(total)))
+            except Exception as exc:
+                self._queue.put(("recommended-failed", str(exc)))
+
+        threading.Thread(target=probe, daemon=True).start()
 
     def run_forever(self) -> int:
         """The loop, until SIGTERM or SIGINT (exit 0)."""
         for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             signal.signal(signum, self._enqueue_signal)
-        from mpsd.daemon.config_watch import ConfigWatcher  # watchdog: not for `daemon --once`
-
         watcher = ConfigWatcher(paths.config_file(), lambda: self._queue.put(("config", None)))
         watcher.start()
         clean_temps()
@@ -484,7 +502,7 @@ class Daemon:
                 elif kind == "recommended":
                     schedule.probe_finished()
                     if self.set_recommended(value):
-                        schedule.recommended_changed(self.mono())
+                        schedule.run_policy(self.mono())
                 elif kind == "recommended-failed":
                     schedule.probe_finished()
                     log.error("cannot find the recommended max: %s", value)
@@ -494,8 +512,7 @@ class Daemon:
             self._drop_store()
 
     def _due(self, schedule: Schedule, now: float) -> None:
-        """Do what ``schedule`` says is due at ``now``; nothing but wait for the next tick while
-        the state dir fails the trust rule."""
+        """Do what ``schedule`` says is due at ``now`` (nothing while the state dir fails trust)."""
         if (self._untrusted or schedule.tick_due(now)) and state_dir_untrusted(self._untrusted):
             schedule.reload_due(now)  # moves its deadlines on: the loop waits, never spins
             if schedule.tick_due(now):
@@ -511,7 +528,7 @@ class Daemon:
                 self._start_probe()
             schedule.ticked(now)
             if self.clock_jumped:  # after sleep the hours of the day moved on: run it again
-                schedule.woke(now)
+                schedule.run_policy(now)
             if not schedule.pending and self.jobs_changed(sample):
                 moved = sample
         if schedule.probe_due(now):
@@ -572,8 +589,7 @@ def _under(decision: policy.Recommendation, ceiling: tuple[float, float]) -> pol
 
 
 def clean_temps() -> None:
-    """Remove the temp files a kill -9 between write and rename left beside limits.toml and
-    config.toml (mpsd's own temp-name pattern only, and only old ones)."""
+    """Remove old temp files a writer killed mid-write left beside limits.toml and config.toml."""
     from mpsd.atomic import clean_stale_temps
 
     for path in (paths.limits_file(), paths.config_file()):
@@ -582,9 +598,7 @@ def clean_temps() -> None:
 
 
 def acquire_lock(once: bool) -> PidLock | None:
-    """The daemon lock; None when ``once`` and another daemon holds it.
-
-    Raises MpsdError (exit 1) naming the holder's pid when a daemon already runs."""
+    """The daemon lock; None when ``once`` and another daemon holds it, else MpsdError."""
     lock = PidLock(paths.daemon_lock_file())
     try:
         if lock.acquire():

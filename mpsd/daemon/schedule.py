@@ -1,17 +1,8 @@
 """When the daemon does what: the deadlines of its loop, on the monotonic clock. Pure.
 
-Every method takes ``now`` (a monotonic reading, which the loop takes from its injected
-clock), so a test drives the schedule through hours, a suspend or a config change with plain
-numbers. The loop (``mpsd.daemon.loop``) asks what is due, does it, and reports back:
-
-- a tick (one sample) every ``interval``; after a sleep or a slow sample, one tick and then
-  the rhythm again, never a burst of catch-up ticks;
-- config.toml re-read after a watch event (debounced), a SIGHUP (at once), and every
-  ``CONFIG_POLL`` seconds as a backstop; a changed interval takes effect from the last tick;
-- the policy run when something changed (the first sample, a new config, a new recommended
-  max) or ``POLICY_EVERY`` after the last run; after a failed run, again at the next tick;
-- the recommended max asked for after the first sample, then every ``RECOMMENDED_EVERY``;
-- the history pruned every ``PRUNE_EVERY``, or a second later while a big cut goes on.
+Every method takes ``now`` (a monotonic reading from the loop's injected clock), so a test
+drives it through hours, a suspend or a config change with plain numbers. The loop asks what
+is due, does it, and reports back. After a sleep or a slow sample: one tick, never a burst.
 """
 
 from __future__ import annotations
@@ -57,13 +48,9 @@ class Schedule:
         """SIGHUP: re-read config.toml at once."""
         self.reload_at = now
 
-    def recommended_changed(self, now: float) -> None:
-        """A new recommended max: run the policy at once."""
-        self.pending, self.retry_at = True, now
-
-    def woke(self, now: float) -> None:
-        """The wall clock moved away from the monotonic one (the Mac slept, or the clock was
-        set): the value depends on the hours of the day, so run the policy at once."""
+    def run_policy(self, now: float) -> None:
+        """A new recommended max, or the wall clock moved (sleep, a clock set: the hours of the
+        day the value depends on moved on): run the policy at once."""
         self.pending, self.retry_at = True, now
 
     def probe_finished(self) -> None:
@@ -95,10 +82,9 @@ class Schedule:
 
     def ticked(self, now: float) -> None:
         """A tick was taken at ``now``: plan the next one, and the policy when it is time."""
-        self.next_tick += self.interval
-        if self.next_tick <= now:  # fell behind (slept, or a slow sample): no burst
-            self.next_tick = now + self.interval
-        self.next_tick = min(self.next_tick, now + self.interval)
+        planned = self.next_tick + self.interval
+        # Behind (slept, a slow sample: no burst) or too far ahead: one interval from now.
+        self.next_tick = planned if now < planned <= now + self.interval else now + self.interval
         if self.last_eval is None or now - self.last_eval >= POLICY_EVERY:
             self.pending = True
 

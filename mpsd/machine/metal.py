@@ -1,11 +1,9 @@
 """Metal's ``recommendedMaxWorkingSetSize`` read through ctypes (no pyobjc, no torch).
 
-This file is also the probe program: ``mpsd.machine.recommended`` runs its source, as is, with
-``python -c`` in a short-lived subprocess (a process that dlopens Metal keeps it mapped; the
-caller never does). So it imports only the standard library; ``main()`` prints one JSON line.
-Metal first (milliseconds), then ``torch.mps.recommended_max_memory()`` (torch >= 2.5; seconds).
-The Objective-C calls go through ``Libraries``, the one seam: tests hand in a fake libobjc and
-Metal, so everything but the real calls runs on Linux.
+Also the probe program: ``mpsd.machine.recommended`` runs this source with ``python -c`` in a
+short-lived subprocess (a process that dlopens Metal keeps it mapped), so it imports only the
+standard library. Metal first (milliseconds), then torch (seconds). ``Libraries`` is the one
+seam: tests hand in a fake libobjc and Metal.
 """
 
 from __future__ import annotations
@@ -53,10 +51,9 @@ def load_libraries() -> Libraries | None:
 
 
 def working_set_size(load: Callable[[], Libraries | None] = load_libraries) -> int | None:
-    """``recommendedMaxWorkingSetSize`` in bytes of the first device of ``MTLCopyAllDevices()``
-    that is not low-power (as PyTorch's MPSDevice.mm picks it), else of
-    ``MTLCreateSystemDefaultDevice()`` (MLX's fallback; Apple documents it as unsupported for
-    command-line and daemon apps). None when there is no device or anything fails."""
+    """``recommendedMaxWorkingSetSize`` of the first device of ``MTLCopyAllDevices()`` that is
+    not low-power (as PyTorch picks it), else of ``MTLCreateSystemDefaultDevice()`` (MLX's
+    fallback); None when there is no device or anything fails."""
     libraries = load()
     if libraries is None:
         return None

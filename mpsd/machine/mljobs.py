@@ -1,24 +1,13 @@
-"""Which running processes are ML jobs (PyTorch's, MLX's), and how much memory they hold
-(docs/policy.md).
+"""Which running processes of the user are ML jobs, and how much memory they hold
+(docs/policy.md): a Python whose environment carries a watermark variable (reason ``env``:
+other programs of a hooked shell inherit it too and are not jobs), or one with torch
+(``torch``) or MLX (``mlx``) mapped, read from /proc/PID/maps on Linux, ``lsof`` of Pythons
+only on macOS (it is slow there). Memory: ``phys_footprint`` on macOS (MPS buffers count
+there, not in RSS), else RSS.
 
-An ML job is a process of the current user that
-
-- is a Python whose environment carries ``PYTORCH_MPS_HIGH_WATERMARK_RATIO`` or
-  ``..._LOW_...`` (what the hook and ``mpsd run`` put there). Other programs started
-  from a hooked shell (an editor, ``git``) inherit the variables too and are not jobs;
-- or has torch loaded (a memory map containing ``libtorch`` or ``torch/_C``: reason
-  ``torch``) or MLX (``libmlx``: reason ``mlx``; its memory counts as a PyTorch job's does), where
-  the OS lets us read the maps (Linux: ``/proc/PID/maps`` of every process of the user;
-  macOS: ``lsof`` of Pythons only, since it is slow there).
-
-Its memory is its ``phys_footprint`` on macOS (MPS buffers count there, not in RSS),
-else its RSS.
-
-Cheap by design (a sample must cost well under 5 ms of CPU): each pid is examined once.
-Only a Python without torch can still become a job (``import torch`` comes after start), so it
-is looked at again with a back-off that grows with its age, from one second up to
-``max_recheck``; any other process only while it is young (a fork that has not yet exec'd a
-Python).
+Cheap by design (a sample must cost well under 5 ms of CPU): each pid is examined once; a
+Python without torch is looked at again (``import torch`` comes late) with a back-off growing
+with its age up to ``max_recheck``, any other process only while it is young (before exec).
 """
 
 from __future__ import annotations
@@ -37,7 +26,7 @@ from dataclasses import dataclass
 
 import psutil
 
-from mpsd.machine.sysctl import libsystem
+from mpsd.machine.sysctl import c_env, libsystem_function
 from mpsd.ratio import HIGH_VAR, LOW_VAR
 
 WATERMARK_VARS = (HIGH_VAR, LOW_VAR)
@@ -99,19 +88,17 @@ def framework_in_maps(proc: psutil.Process) -> str | None:
 
 
 def framework_in_lsof(proc: psutil.Process, timeout: float = 10.0) -> str | None:
-    """``torch`` or ``mlx`` when its libraries are among the files ``lsof`` says ``proc`` has
-    mapped ("txt" on macOS, "mem" on Linux). Spawned by absolute path without closing
-    descriptors, so CPython uses ``posix_spawn`` rather than forking the daemon."""
+    """``torch`` or ``mlx`` when ``lsof`` lists its libraries among ``proc``'s mapped files.
+    By absolute path, descriptors left open: CPython then uses ``posix_spawn``, not fork."""
     lsof = os.path.abspath(shutil.which("lsof") or "/usr/sbin/lsof")
     argv = [lsof, "-w", "-n", "-P", "-F", "n", "-a", "-p", str(proc.pid), "-d", "txt,mem"]
-    env = {**os.environ, "LC_ALL": "C"}
     try:
         done = subprocess.run(
             argv,
             capture_output=True,
             text=True,
             errors="replace",
-            env=env,
+            env=c_env(),
             timeout=timeout,
             close_fds=False,
         )
@@ -131,8 +118,7 @@ def watermark_env(proc: psutil.Process) -> bool:
 
 
 # proc_pid_rusage's rusage_info_v0 (<sys/resource.h>): a 16-byte uuid, then uint64s, the 8th
-# of which is ri_phys_footprint, where a process's MPS buffers count (docs/macos-and-pytorch.md,
-# "A process's memory").
+# of which is ri_phys_footprint (docs/macos-and-pytorch.md, "A process's memory").
 RUSAGE_INFO_V0 = 0
 FOOTPRINT_OFFSET = 16 + 7 * 8
 RUSAGE_SIZE = 16 + 10 * 8
@@ -140,15 +126,7 @@ RUSAGE_SIZE = 16 + 10 * 8
 
 @functools.cache
 def _proc_pid_rusage() -> Callable[..., int] | None:
-    if sys.platform != "darwin":
-        return None
-    try:
-        function = libsystem().proc_pid_rusage
-    except (OSError, AttributeError):
-        return None
-    function.restype = ctypes.c_int
-    function.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_void_p]
-    return function
+    return libsystem_function("proc_pid_rusage", ctypes.c_int, ctypes.c_int, ctypes.c_void_p)
 
 
 def footprint(pid: int) -> int | None:
@@ -207,9 +185,8 @@ class ProcessScanner:
         self._self_pid = os.getpid()
 
     def scan(self) -> list[MLProcess]:
-        """The ML jobs running now, with their memory. Raises only if the process
-        table itself cannot be listed (``psutil.Error``/``OSError``). Only new pids, the jobs
-        and the verdicts due for a re-check (a heap by due time) get a look."""
+        """The ML jobs running now, with their memory; raises only when the process table cannot
+        be listed. Only new pids, the jobs and the re-checks due (a heap) get a look."""
         now = self.clock()
         pids = set(psutil.pids())
         for pid in self._seen - pids:
@@ -269,8 +246,7 @@ class ProcessScanner:
         return entry
 
     def _evaluate(self, entry: _Entry, now: float) -> None:
-        """Decide again from scratch: a process caught between fork and exec (or one that
-        imports torch late) changes its verdict once; a job's verdict is final."""
+        """Decide again from scratch (a job's verdict is final)."""
         proc = entry.proc
         python = self.is_python(proc)
         if python and self.has_env(proc):
@@ -284,9 +260,7 @@ class ProcessScanner:
             age = max(0.0, self.wall() - proc.create_time())
         except _UNREADABLE:
             age = self.max_recheck
-        if not python and age > YOUNG:
-            # A program that is not Python gets its libraries at start: past the moment a
-            # fork turns into an exec, its verdict stands.
+        if not python and age > YOUNG:  # past its exec, a non-Python's libraries are known
             entry.next_check = math.inf
             return
         entry.next_check = now + min(self.max_recheck, max(1.0, age))
@@ -307,14 +281,9 @@ def _name(proc: psutil.Process) -> str:
         return "?"
 
 
-_scanner: ProcessScanner | None = None
-
-
+@functools.cache
 def default_scanner() -> ProcessScanner:
-    global _scanner
-    if _scanner is None:
-        _scanner = ProcessScanner()
-    return _scanner
+    return ProcessScanner()
 
 
 def find_ml_processes() -> list[MLProcess]:

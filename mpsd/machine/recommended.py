@@ -1,15 +1,12 @@
 """Metal's ``recommendedMaxWorkingSetSize``: the number PyTorch multiplies the watermark by.
 
-Where it comes from, best first (``source``): ``metal`` (read through ctypes by
-``mpsd.machine.metal``), ``torch`` (``torch.mps.recommended_max_memory()``, the same number),
-``iogpu`` (the working-set override ``iogpu.wired_limit_mb``, or ``debug.iogpu.wired_limit`` on
-macOS 13, which Metal then reports), ``estimate`` (0.85 x RAM, e.g. on Linux: it errs high on
-purpose, docs/macos-and-pytorch.md). The first two run in a short-lived subprocess: the caller
-never loads Metal or imports torch. The answer is cached in the state dir with what it depends
-on (the OS version, the RAM and the override, not the boot) and probed again when any of them
-changes, and an estimate after a day (torch may have been installed since). A ``metal`` or
-``torch`` value stands while those are unchanged, even when a later probe finds less (Metal may
-not answer inside the agent); ``mpsd install``, run in a Terminal, seeds it.
+Sources, best first: ``metal`` (``mpsd.machine.metal``, ctypes), ``torch``
+(``torch.mps.recommended_max_memory()``), both in a short-lived subprocess so the caller never
+loads Metal or torch; ``iogpu`` (the wired-limit override, which Metal then reports);
+``estimate`` (0.85 x RAM: errs high on purpose, docs/macos-and-pytorch.md). Cached in the state
+dir with the OS version, RAM and override, probed again when one changes and an estimate after a
+day. A metal or torch value stands for the same machine even when a later probe finds less
+(Metal may not answer inside the agent); ``mpsd install`` seeds it.
 """
 
 from __future__ import annotations
@@ -39,17 +36,16 @@ ESTIMATE_TTL = 24 * 3600.0
 
 
 def probe_code() -> str:
-    """The probe program: ``mpsd.machine.metal``'s own source, run with ``python -c`` (so the
-    probe python needs no mpsd of its own). Prints {"bytes": N, "source": "metal"|"torch"}
-    or {"error": "..."}."""
+    """The probe program: ``mpsd.machine.metal``'s own source, for ``python -c`` (the probe
+    python needs no mpsd of its own)."""
     return Path(metal.__file__).read_text(encoding="utf-8")
 
 
 def probe_subprocess(
     python: str | None = None, timeout: float = PROBE_TIMEOUT
 ) -> tuple[int, str] | None:
-    """Run ``probe_code()`` with ``python`` (default: this interpreter); (bytes, source), or
-    None when it found nothing or failed in any way."""
+    """(bytes, source) from ``probe_code()`` run by ``python`` (default: this one); None when it
+    found nothing or failed."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTORCH_MPS_")}
     env.update(sysctl.C_LOCALE)
     try:
@@ -90,9 +86,8 @@ def os_version() -> str:
 
 
 def wired_limit_bytes() -> int | None:
-    """The working-set override in bytes: ``iogpu.wired_limit_mb`` (macOS 14+, MiB) or
-    ``debug.iogpu.wired_limit`` (macOS 13, bytes); 0 when neither is set (Metal's default),
-    None off macOS or where neither sysctl exists."""
+    """The working-set override in bytes (``iogpu.wired_limit_mb``, MiB, or macOS 13's
+    ``debug.iogpu.wired_limit``); 0 when unset, None off macOS or where neither exists."""
     if current_platform() != "darwin":
         return None
     mb, raw = sysctl.read("iogpu.wired_limit_mb"), sysctl.read("debug.iogpu.wired_limit")
@@ -153,9 +148,8 @@ def read_cache(path: Path) -> Cached | None:
 
 
 def recommended_max(total_ram: int, *, refresh: bool = False) -> tuple[int, str]:
-    """(bytes, source) of this Mac's recommended max working set; probed once and cached
-    in ``paths.recommended_max_cache()``. ``refresh`` (``mpsd install``) probes again whatever
-    the cache says; a metal or torch value of the same machine still beats a worse answer."""
+    """(bytes, source) of this Mac's recommended max working set, cached in the state dir;
+    ``refresh`` (``mpsd install``) probes again whatever the cache says."""
     path = paths.recommended_max_cache()
     limit = wired_limit_bytes()
     now = Cached(
@@ -181,8 +175,7 @@ def recommended_max(total_ram: int, *, refresh: bool = False) -> tuple[int, str]
 
 
 def seed() -> None:
-    """``mpsd install``, run in a Terminal where Metal surely answers: probe now and cache it,
-    so that the agent has a real value even where Metal does not answer it."""
+    """``mpsd install``, in a Terminal where Metal answers: probe and cache it for the agent."""
     total = sysctl.read("hw.memsize") if current_platform() == "darwin" else None
     if total:
         recommended_max(total, refresh=True)

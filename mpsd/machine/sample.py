@@ -15,17 +15,10 @@ PRESSURE_CRITICAL = 4
 
 @dataclass(frozen=True)
 class Sample:
-    """What the machine looked like at one moment.
-
-    ``available_bytes``: free memory as sampled (macOS: free + file-backed +
-    purgeable pages; elsewhere psutil's ``available``), with
-    nothing added back. ``ml_bytes``: memory held by running PyTorch jobs at that
-    moment (a job runs while it is above 0); the policy adds it back to the baseline and
-    takes it off the next job's share. ``ml_jobs``: how many jobs hold it (0: not known).
-    ``swapouts``: the cumulative swap-out counter (None where unknown).
-    ``pressure``: 1 normal, 2 warning, 4 critical (None where unknown).
-    ``processes``: the jobs themselves (not stored: the daemon keeps a record per job).
-    """
+    """What the machine looked like at one moment. ``available_bytes``: free memory as sampled,
+    nothing added back; ``ml_bytes``: what running PyTorch jobs hold (the policy adds it back
+    to the baseline), ``ml_jobs`` of them (0: not known); ``swapouts``: the cumulative counter;
+    ``pressure``: 1, 2 or 4 (None: unknown); ``processes``: the jobs (not stored)."""
 
     t: float
     available_bytes: int

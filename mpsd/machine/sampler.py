@@ -1,18 +1,10 @@
 """One memory sample: how much is free, how much the PyTorch jobs hold. No policy, no writes.
 
-``take_sample()`` reads through one seam, a ``Source``:
-
-- ``DarwinSource`` (macOS): the kernel's page counters by sysctl: available = (free +
-  file-backed + purgeable pages) x page size (no speculative: the kernel counts those inside
-  file-backed already, see docs/macos-and-pytorch.md, "Free memory"), total = ``hw.memsize``;
-  the pressure level ``kern.memorystatus_vm_pressure_level``; the cumulative ``Swapouts`` of
-  ``vm_stat`` (psutil's ``sout`` on macOS counts all page-outs, not swap). Where a counter
-  cannot be read, psutil gives the figure (source ``psutil``).
-- ``PsutilSource`` (Linux): psutil's ``available`` and ``total``, swap-outs (pages) from
-  ``/proc/vmstat`` ``pswpout``, pressure from the PSI file ``/proc/pressure/memory``.
-
-A sample that cannot be taken (psutil's ``virtual_memory()`` fails intermittently on
-macOS 26) raises ``SampleError``: the loop logs it and skips the sample.
+``take_sample()`` reads through a ``Source``: ``DarwinSource`` (macOS: the kernel's page
+counters by sysctl, the pressure level, ``vm_stat``'s Swapouts; docs/macos-and-pytorch.md,
+"Free memory"; psutil where a counter cannot be read) or ``PsutilSource`` (Linux: psutil,
+``/proc/vmstat`` pswpout, PSI). A sample that cannot be taken raises ``SampleError`` (psutil
+fails intermittently on macOS 26): the loop logs it and skips the sample.
 """
 
 from __future__ import annotations
@@ -43,8 +35,8 @@ class SampleError(Exception):
 
 @dataclass(frozen=True)
 class Memory:
-    """What a source read: the machine-wide part of a ``Sample``. ``parts``: the figures
-    ``available_bytes`` was computed from, so that a user can redo the sum (``status --json``)."""
+    """What a source read: the machine-wide part of a ``Sample``; ``parts``: the figures
+    ``available_bytes`` was summed from (``status --json``)."""
 
     available_bytes: int
     total_bytes: int
@@ -116,9 +108,8 @@ class PsutilSource:
 
 # --- macOS ------------------------------------------------------------------------------------
 
-# The sum's counters, by their names in ``parts`` (docs/macos-and-pytorch.md, "Free memory"):
-# vm.page_free_count excludes speculative pages, vm.page_pageable_external_count (file-backed)
-# includes them (xnu vm_page_speculate()), so speculative is not added on its own.
+# The sum's counters by their names in ``parts``; no speculative: file-backed includes them
+# (xnu vm_page_speculate(); docs/macos-and-pytorch.md, "Free memory").
 PAGE_COUNTERS = {
     "free_pages": "vm.page_free_count",
     "file_backed_pages": "vm.page_pageable_external_count",
@@ -130,11 +121,8 @@ PRESSURE_LEVEL = "kern.memorystatus_vm_pressure_level"
 
 
 def run_vm_stat(timeout: float = 5.0) -> str | None:
-    """``vm_stat`` output in the C locale, None when it cannot be run.
-
-    By absolute path and with ``close_fds=False`` so that CPython starts it with
-    ``posix_spawn`` on macOS instead of forking the daemon (Python's own descriptors are
-    not inheritable anyway): the spawn is most of a sample's CPU there."""
+    """``vm_stat`` output in the C locale, None when it cannot be run. By absolute path, with
+    ``close_fds=False``: CPython then uses ``posix_spawn``, not a fork, most of a sample's CPU."""
     path = shutil.which("vm_stat")
     if path is None:
         return None
@@ -192,9 +180,8 @@ _source: Source | None = None
 def take_sample(
     now: float | None = None, *, source: Source | None = None, scanner: ProcessScanner | None = None
 ) -> tuple[Sample, dict[str, object]]:
-    """One ``Sample`` at ``now`` (default: ``time.time()``) and the figures its free memory was
-    computed from (``parts_of``). Raises ``SampleError`` when the memory counters or the
-    process table cannot be read: the caller skips this sample."""
+    """One ``Sample`` at ``now`` (default: now) and its free memory's figures (``parts_of``);
+    ``SampleError`` when the memory counters or the process table cannot be read."""
     global _source
     t = time.time() if now is None else now
     if source is None:
@@ -234,9 +221,8 @@ SUMS = {
 
 
 def parts_of(t: float, memory: Memory, capped: bool = False) -> dict[str, object]:
-    """What ``mpsd status --json`` shows of a sample's free memory: the figure, the sum it is
-    (``sum``, in words) and its parts, so that a user can redo it (on a Mac, against Activity
-    Monitor's Memory tab). ``capped``: the sum came out above the RAM and was cut to it."""
+    """A sample's free memory for ``mpsd status --json``: the figure, its sum in words and its
+    parts, for a user to redo; ``capped``: the sum came out above the RAM and was cut to it."""
     return {
         "t": t,
         "source": memory.source,
@@ -249,10 +235,8 @@ def parts_of(t: float, memory: Memory, capped: bool = False) -> dict[str, object
 
 
 def write_parts(parts: Mapping[str, object], path: Path) -> None:
-    """Keep ``parts`` in ``path`` (JSON) for ``mpsd status``: a temp file renamed over it, not
-    synced (a view of the last sample, rewritten every interval: after a crash the next
-    sample rewrites it, and a torn file reads as none). A state dir that cannot be written
-    costs that view, nothing else."""
+    """Keep ``parts`` in ``path`` (JSON) for ``mpsd status``: renamed over, not synced (the next
+    sample rewrites it; a torn file reads as none). An unwritable state dir costs that view."""
     import json
 
     from mpsd.atomic import clean_stale_temps

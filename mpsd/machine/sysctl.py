@@ -8,6 +8,7 @@ import functools
 import os
 import sys
 from collections.abc import Callable
+from typing import Any
 
 Reader = Callable[[str], "int | None"]
 
@@ -20,28 +21,25 @@ def c_env() -> dict[str, str]:
 
 
 @functools.cache
-def libsystem() -> ctypes.CDLL:
-    """macOS's libSystem (libc, libproc); dlopen finds it in the shared cache."""
-    return ctypes.CDLL("/usr/lib/libSystem.B.dylib", use_errno=True)
+def libsystem_function(name: str, *argtypes: Any) -> Callable[..., int] | None:
+    """libSystem's C function ``name`` (returning an int) with its exact prototype; None off
+    macOS. dlopen finds libSystem in the shared cache."""
+    if sys.platform != "darwin":
+        return None
+    try:
+        function = getattr(ctypes.CDLL("/usr/lib/libSystem.B.dylib", use_errno=True), name)
+    except (OSError, AttributeError):
+        return None
+    function.restype, function.argtypes = ctypes.c_int, list(argtypes)
+    return function
 
 
 @functools.cache
 def _sysctlbyname() -> Callable[..., int] | None:
-    if sys.platform != "darwin":
-        return None
-    try:
-        function = libsystem().sysctlbyname
-    except (OSError, AttributeError):
-        return None
-    function.restype = ctypes.c_int
-    function.argtypes = [
-        ctypes.c_char_p,
-        ctypes.c_void_p,
-        ctypes.POINTER(ctypes.c_size_t),
-        ctypes.c_void_p,
-        ctypes.c_size_t,
-    ]
-    return function
+    void, size = ctypes.c_void_p, ctypes.c_size_t
+    return libsystem_function(
+        "sysctlbyname", ctypes.c_char_p, void, ctypes.POINTER(size), void, size
+    )
 
 
 def read(name: str) -> int | None:
@@ -52,9 +50,7 @@ def read(name: str) -> int | None:
         return None
     buffer = ctypes.create_string_buffer(8)
     size = ctypes.c_size_t(8)
-    if function(name.encode(), buffer, ctypes.byref(size), None, 0) != 0 or size.value not in (
-        4,
-        8,
-    ):
+    failed = function(name.encode(), buffer, ctypes.byref(size), None, 0) != 0
+    if failed or size.value not in (4, 8):
         return None
     return int.from_bytes(buffer.raw[: size.value], sys.byteorder)

@@ -7,7 +7,7 @@ import threading
 import time
 from pathlib import Path
 
-from mpsd.daemon.config_watch import ConfigWatcher
+from mpsd.daemon.loop import ConfigWatcher
 
 
 def wait(event: threading.Event, timeout: float) -> bool:
