@@ -1,9 +1,5 @@
-"""``mpsd install`` and ``mpsd uninstall``: set mpsd up for the current user, and undo it.
-
-Both first compute every file change (``mpsd.setup.installer``), then print them as diffs
-(``--dry-run``) or apply them. The launchd agent is set up whenever ``launchctl`` is on
-PATH (``mpsd.setup.launchd``); elsewhere install says so and shows how to run the daemon.
-"""
+"""``mpsd install`` and ``mpsd uninstall``: set mpsd up for the current user, and undo it: every
+file change is computed first (``mpsd.setup.installer``), then printed as diffs or applied."""
 
 from __future__ import annotations
 
@@ -61,12 +57,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def run(args: argparse.Namespace) -> int:
-    if args.command == "uninstall":
-        return run_uninstall(args)
-    return run_install(args)
-
-
 def _tilde(path: Path | str) -> str:
     """``path`` with the home directory shown as ``~`` (for messages only)."""
     text = str(path)
@@ -88,7 +78,9 @@ class _Report(list[str]):
 # -- install ------------------------------------------------------------------------------
 
 
-def run_install(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
+    if args.command == "uninstall":
+        return run_uninstall(args)
     from mpsd import limits, paths
     from mpsd.commands import full_parser
     from mpsd.setup import homebrew, installer, launchd
@@ -158,7 +150,8 @@ def run_install(args: argparse.Namespace) -> int:
         print(f"warning: {warning}", file=sys.stderr)
     _compinit_note(shells, brewed)
     print()
-    _summary()
+    sys.stdout.flush()
+    subprocess.run([sys.executable, "-m", "mpsd", "status"], check=False)  # imports no command
     if _hooks_changed(plan.files):
         from mpsd.term import fill
 
@@ -301,12 +294,6 @@ def _first_sample(agent_started: bool, warnings: list[str]) -> None:
             f"the first sample failed ({said}); run `mpsd daemon --once` to see why, "
             "then `mpsd doctor`"
         )
-
-
-def _summary() -> None:
-    """What ``mpsd status`` says now (run as its own process: a command imports no other)."""
-    sys.stdout.flush()
-    subprocess.run([sys.executable, "-m", "mpsd", "status"], check=False)
 
 
 def _dry_run_install(
