@@ -276,9 +276,8 @@ def _shell_hooks(env: Mapping[str, str]) -> list[Check]:
         else:
             current = data == hook
         if not current:
-            found.append(
-                Check("hook copy", WARNING, f"{copy} is from another mpsd version", REFRESH)
-            )
+            detail = f"{copy} is from another mpsd version"
+            found.append(Check("hook copy", WARNING, detail, REFRESH))
     return found
 
 

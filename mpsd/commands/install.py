@@ -83,6 +83,8 @@ def run(args: argparse.Namespace) -> int:
         return run_uninstall(args)
     from mpsd import limits, paths
     from mpsd.commands import full_parser
+    from mpsd.files import ensure_dir
+    from mpsd.machine import recommended
     from mpsd.setup import homebrew, installer, launchd
 
     shells = installer.parse_shells(args.shell)
@@ -110,12 +112,8 @@ def run(args: argparse.Namespace) -> int:
             report(_describe(change))
     for directory in (paths.config_dir(), paths.state_dir()):
         if not directory.is_dir():
-            from mpsd.files import ensure_dir
-
             ensure_dir(directory)  # 0700 whatever the umask
             report(f"created {_tilde(directory)}")
-    from mpsd.machine import recommended
-
     recommended.seed()  # before the agent starts: it reads the cache
 
     if other is not None:
@@ -174,9 +172,8 @@ def _hooks_changed(files: list[FileChange]) -> bool:
 
 
 def _mpsd_command() -> str:
-    """How a new terminal runs this mpsd: ``mpsd`` when it is on PATH there (uv tool's, pipx's,
-    Homebrew's link; an activated venv's bin dir does not count), else this mpsd's script by
-    its path, else ``python -m mpsd``."""
+    """How a new terminal runs this mpsd: ``mpsd`` when on PATH there (an activated venv's bin
+    does not count), else this mpsd's script by its path, else ``python -m mpsd``."""
     venv_bin = os.path.join(os.environ.get("VIRTUAL_ENV", ""), "bin")
     outside = [d for d in os.environ.get("PATH", "").split(os.pathsep) if d and d != venv_bin]
     if shutil.which("mpsd", path=os.pathsep.join(outside)):
@@ -201,6 +198,7 @@ def _describe(change: FileChange) -> str:
 
 
 def _no_agent_note(asked: bool) -> None:
+    from mpsd.setup.homebrew import opt_path
     from mpsd.term import fill
 
     why = (
@@ -209,8 +207,6 @@ def _no_agent_note(asked: bool) -> None:
         else "There is no launchd here (`launchctl` is not on PATH), so no agent was installed. "
         "Keep the daemon running yourself (a terminal, tmux, or a systemd user service):"
     )
-    from mpsd.setup.homebrew import opt_path
-
     print(fill(why))
     print(f"    {opt_path(sys.executable)} -m mpsd daemon")
 

@@ -276,8 +276,7 @@ def render(chain: Chain, width: int | None = None, color: bool = False) -> str:
         if source == "estimate":  # errs high on purpose: docs/macos-and-pytorch.md
             source = "an estimate: 0.85 x RAM, nothing real was readable"
         rows.append(("recommended max", f"{gib(current.recommended_max_bytes, 2)} ({source})"))
-    config_line = _config_line(chain)
-    if config_line:
+    if config_line := _config_line(chain):
         rows.append(("config", config_line))
     job = chain.next_job
     if job is not None and (job.jobs_hold_bytes > 0 or job.floored):
