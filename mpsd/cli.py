@@ -24,14 +24,6 @@ def _first_word(argv: Sequence[str]) -> str | None:
     return None
 
 
-def _unknown_command(word: str) -> str:
-    from difflib import get_close_matches
-
-    close = get_close_matches(word, list(COMMANDS), n=1)
-    hint = f"; did you mean `mpsd {close[0]}`?" if close else ""
-    return f"{PROG}: unknown command '{word}'{hint} (`mpsd --help` lists the commands).\n"
-
-
 # status and doctor show the trust rule's sentences in their report, the daemon in its log.
 SAYS_TRUST_ITSELF = ("status", "doctor", "daemon")
 
@@ -42,7 +34,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if word == "help" and args_list[0] == "help":  # `mpsd help [COMMAND]`, as git and pip have it
         return main([*args_list[1:2], "--help"])
     if word is not None and word not in COMMANDS:
-        sys.stderr.write(_unknown_command(word))
+        from difflib import get_close_matches
+
+        close = get_close_matches(word, COMMANDS, n=1)
+        hint = f"; did you mean `mpsd {close[0]}`?" if close else ""
+        said = f"unknown command '{word}'{hint} (`mpsd --help` lists the commands)"
+        sys.stderr.write(f"{PROG}: {said}.\n")
         return EXIT_USAGE
     parser = build_parser(word, only=bool(args_list) and args_list[0] == word)
     try:

@@ -67,8 +67,7 @@ def _tilde(path: Path | str) -> str:
 
 
 class _Report(list[str]):
-    """The changes made, each printed as soon as it is made: if a later step fails, the user
-    still sees what was done."""
+    """The changes made, each printed at once: if a later step fails, the user saw what was done."""
 
     def __call__(self, line: str) -> None:
         self.append(line)
@@ -261,8 +260,7 @@ def _compinit_note(shells: tuple[str, ...], brewed: bool) -> None:
 
 
 def _first_sample(agent_started: bool, warnings: list[str]) -> None:
-    """Make sure limits.toml exists: the agent's first sample if it comes within a few
-    seconds, else one sample taken here (``mpsd daemon --once``)."""
+    """limits.toml from the agent's first sample if it comes soon, else from `daemon --once`."""
     from mpsd import limits, paths
     from mpsd.locks import PidLock
 
@@ -295,9 +293,8 @@ def _first_sample(agent_started: bool, warnings: list[str]) -> None:
 def _dry_run_install(
     plan: Plan, use_launchd: bool, args: argparse.Namespace, needs_sample: bool, other: str | None
 ) -> int:
-    """The summary of what a real run would do (in its words and paths), then the diffs of
-    the files of yours it would edit (rc files) and of the plist; the new config.toml and
-    hook scripts are named only (``--verbose`` prints them too)."""
+    """What a real run would do, then the diffs of the rc files and the plist (of every file with
+    ``--verbose``; otherwise the others are named only)."""
     from mpsd import paths
     from mpsd.setup import installer, launchd
     from mpsd.term import wrap
@@ -434,9 +431,8 @@ DAEMON_EXIT_WAIT = 5.0
 
 
 def _running_daemon(agent_pid: int | None) -> tuple[str, int | None] | None:
-    """The daemon holding the lock, as (who, pid), or None. ``who`` is "a daemon you
-    started", or "the agent's daemon" when it is the process launchd ran (``agent_pid``),
-    which is waited for (up to DAEMON_EXIT_WAIT seconds) as it exits after the bootout."""
+    """The daemon holding the lock as (who, pid), or None; the agent's (``agent_pid``) is given
+    DAEMON_EXIT_WAIT seconds to exit after the bootout."""
     from mpsd import paths
     from mpsd.locks import PidLock
 
@@ -467,9 +463,8 @@ def _refused_purge(
 
 
 def _tidy_up(removed: list[FileChange], report: Callable[[str], None]) -> None:
-    """What goes with the files uninstall removed: the start-up hook's bytecode (python wrote
-    it), and the directories install made for its own files once they are empty (the data
-    dir, fish's conf.d and completions), up to HOME."""
+    """The start-up hook's bytecode, and the directories install made for its files once they
+    are empty (the data dir, fish's conf.d and completions), up to HOME."""
     from mpsd import paths
     from mpsd.env import pyhooks
     from mpsd.setup.installer import home
