@@ -292,10 +292,8 @@ def _python_hooks() -> list[Check]:
         elif state == "missing" and not os.path.exists(hook.python):
             found.append(Check("python hook", WARNING, f"{hook.python} no longer exists", fix))
         elif state == "missing":
-            detail = (
-                f"the start-up hook is gone from {hook.site} (a recreated environment?): "
-                f"{hook.python} started outside a hooked shell gets no variables"
-            )
+            detail = f"the start-up hook is gone from {hook.site} (a recreated environment?): "
+            detail += f"{hook.python} started outside a hooked shell gets no variables"
             found.append(Check("python hook", PROBLEM, detail, fix))
         elif hidden := pyhooks.hidden_files(hook.site):
             fix = f"run `{pyhooks.unhide_command(hidden)}`"
@@ -383,9 +381,8 @@ def check_torch(python: tuple[str, str], data: dict[str, Any] | None, platform: 
         return Check("torch", OK, f"torch {version}, MPS available, in {where}")
     if (platform or sys.platform) != "darwin":
         return Check("torch", SKIPPED, f"torch {version} in {where}; no MPS here (not a Mac)")
-    detail = (
-        f"torch {version} in {where} cannot use MPS (built with MPS: {bool(data.get('built'))})"
-    )
+    built = bool(data.get("built"))
+    detail = f"torch {version} in {where} cannot use MPS (built with MPS: {built})"
     fix = "use an arm64 Python on Apple Silicon with macOS 12.3 or later and torch 2.0 or later"
     return Check("torch", PROBLEM, detail, fix)
 

@@ -202,10 +202,8 @@ def next_job_words(job: NextJob, interval: float) -> str:
         who = {1: "1 PyTorch job holds"}.get(count, f"{count} PyTorch jobs hold")
         if count < 1:
             who = "running PyTorch jobs hold"
-        text = (
-            f"{who} {gib(held)} {when}: {gets}; {gib(job.limit_once_they_end_bytes)} once "
-            f"{'it ends' if count == 1 else 'they end'}"
-        )
+        text = f"{who} {gib(held)} {when}: {gets}; {gib(job.limit_once_they_end_bytes)} once "
+        text += "it ends" if count == 1 else "they end"
     else:
         text = f"no PyTorch job running: {gets}"
     if job.floored:
@@ -260,10 +258,8 @@ def render(chain: Chain, width: int | None = None, color: bool = False) -> str:
         elif not chain.config_trusted:
             said = "not read: the config dir is not trusted (see below)"
         else:
-            said = (
-                f"none yet ({chain.limits_file} does not exist: the daemon writes it at its "
-                "first sample, or run `mpsd daemon --once`)"
-            )
+            said = f"none yet ({chain.limits_file} does not exist: the daemon writes it at its "
+            said += "first sample, or run `mpsd daemon --once`)"
         rows.append(("limits", said))
     else:
         samples = plural(history.samples_in_window, "sample")
