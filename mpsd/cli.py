@@ -1,10 +1,6 @@
-"""The ``mpsd`` command line: dispatch to the command, and turn its errors into exit codes.
-
-The parser is built by ``mpsd.commands`` with only the command being run configured, so only
-that command's module is imported. Before any command runs, each of mpsd's dirs that fails the
-trust rule (``mpsd.paths.untrusted``) is named in one warning: what is in it counts as absent.
-Every ``MpsdError`` becomes one line on stderr and its exit code; any other exception too, with
-a traceback only when ``MPSD_DEBUG=1``.
+"""The ``mpsd`` command line: warn of untrusted dirs, dispatch to the command (only its module
+is imported), and turn its errors into one line on stderr and an exit code (a traceback only
+with ``MPSD_DEBUG=1``).
 """
 
 from __future__ import annotations
@@ -28,14 +24,6 @@ def _first_word(argv: Sequence[str]) -> str | None:
     return None
 
 
-def _unknown_command(word: str) -> str:
-    from difflib import get_close_matches
-
-    close = get_close_matches(word, list(COMMANDS), n=1)
-    hint = f"; did you mean `mpsd {close[0]}`?" if close else ""
-    return f"{PROG}: unknown command '{word}'{hint} (`mpsd --help` lists the commands).\n"
-
-
 # status and doctor show the trust rule's sentences in their report, the daemon in its log.
 SAYS_TRUST_ITSELF = ("status", "doctor", "daemon")
 
@@ -46,7 +34,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if word == "help" and args_list[0] == "help":  # `mpsd help [COMMAND]`, as git and pip have it
         return main([*args_list[1:2], "--help"])
     if word is not None and word not in COMMANDS:
-        sys.stderr.write(_unknown_command(word))
+        from difflib import get_close_matches
+
+        close = get_close_matches(word, COMMANDS, n=1)
+        hint = f"; did you mean `mpsd {close[0]}`?" if close else ""
+        said = f"unknown command '{word}'{hint} (`mpsd --help` lists the commands)"
+        sys.stderr.write(f"{PROG}: {said}.\n")
         return EXIT_USAGE
     parser = build_parser(word, only=bool(args_list) and args_list[0] == word)
     try:
@@ -76,10 +69,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:
-        # The reader went away (`mpsd status | head`): not an error of ours. What is left
-        # in stdout's buffer goes to /dev/null, so the exit flush stays quiet too; exit 0,
-        # as the reader took what it wanted (`set -o pipefail` scripts keep working).
-        _silence_stdout()
+        # `mpsd status | head`: the reader took what it wanted (exit 0); the rest of stdout's
+        # buffer goes to /dev/null so that the exit flush stays quiet.
+        import contextlib
+
+        with contextlib.suppress(OSError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     except Exception as exc:
         if os.environ.get("MPSD_DEBUG") == "1":
@@ -110,14 +105,6 @@ def _report(message: str) -> None:
 
         traceback.print_exc()
     sys.stderr.write(f"{PROG}: {message}\n")
-
-
-def _silence_stdout() -> None:
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-    except OSError:
-        pass
 
 
 if __name__ == "__main__":

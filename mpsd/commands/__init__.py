@@ -1,13 +1,8 @@
-"""The registered commands and the parser they make up.
+"""The registered commands and their parser (here, not in ``mpsd.cli``: tab completion is made
+from it and handed down to ``mpsd.setup``, which imports no command).
 
-``COMMANDS``: name -> (module under mpsd.commands, one-line help). Only commands that really
-work are listed. Each module defines ``configure(parser)`` (its arguments) and
-``run(args) -> int`` (its exit code), and imports anything heavy inside ``run`` so that
-``mpsd --help`` and every other command start fast.
-
-The parser lives here, not in ``mpsd.cli``, so that what is made from it (tab completion, which
-``mpsd completion`` prints and ``mpsd install`` writes) comes from the commands' layer and is
-handed down to ``mpsd.setup``: nothing below the commands imports them or the CLI.
+Each command module defines ``configure(parser)`` and ``run(args) -> int``, and imports anything
+heavy inside ``run`` so that every command starts fast.
 """
 
 from __future__ import annotations
@@ -47,9 +42,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse that reports a usage error as one sentence and exit 2, like every other error.
-
-    Abbreviated options are refused (``--shel`` is a typo, not ``--shell``)."""
+    """argparse with usage errors as one sentence and exit 2; abbreviated options refused."""
 
     def __init__(self, *args: object, **kwargs: object) -> None:
         kwargs.setdefault("allow_abbrev", False)
@@ -82,17 +75,12 @@ def _width() -> int:
 
 
 def load(name: str) -> ModuleType:
-    """The module of command ``name``."""
-    module_name, _ = COMMANDS[name]
-    return importlib.import_module(f"mpsd.commands.{module_name}")
+    return importlib.import_module(f"mpsd.commands.{COMMANDS[name][0]}")
 
 
 def build_parser(chosen: str | None = None, only: bool = False) -> Parser:
-    """The parser, with ``chosen``'s arguments configured; with ``only``, no other command.
-
-    ``only`` is for a command line that starts with the command: the top-level help (the
-    one place the other commands show) cannot be asked for, and each subparser argparse
-    builds costs start-up (a formatter, a gettext lookup per label)."""
+    """The parser, with ``chosen``'s arguments configured; with ``only`` (the command line starts
+    with the command, so no top-level help), no other command: each subparser costs start-up."""
     parser = Parser(
         prog=PROG,
         description="mpsd keeps PyTorch on Apple Silicon from pushing your Mac into swap.",
@@ -113,9 +101,7 @@ def build_parser(chosen: str | None = None, only: bool = False) -> Parser:
 
 
 def full_parser() -> Parser:
-    """The parser with every command's arguments configured: what tab completion is made from
-    (``mpsd completion``, ``mpsd install``). Building it imports every command module, which no
-    ordinary command pays for."""
+    """Every command's arguments configured (imports every command): for tab completion."""
     parser = build_parser()
     for name, command in parser.commands.items():
         configure(name, command)
@@ -126,8 +112,7 @@ NO_COLOR_HELP = "no colour in the output (as NO_COLOR=1 does)"
 
 
 def configure(name: str, command: Parser) -> None:
-    """``name``'s own arguments, and ``--no-color``, which every command takes (SUPPRESS: the
-    one given before the command stands)."""
+    """``name``'s arguments, and ``--no-color`` (SUPPRESS: one given before the command stands)."""
     command.add_argument(
         "--no-color", action="store_true", default=argparse.SUPPRESS, help=NO_COLOR_HELP
     )

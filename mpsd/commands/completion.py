@@ -1,8 +1,5 @@
-"""``mpsd hook SHELL`` and ``mpsd completion SHELL``: print the shell hook code (for
-``eval "$(mpsd hook zsh)"`` in an rc file), or tab completion generated from mpsd's own parser.
-
-``mpsd install`` puts both in place for each shell it sets up; these commands are for setups
-of one's own (``source <(mpsd completion zsh)``, ``mpsd completion fish | source``)."""
+"""``mpsd hook SHELL`` and ``mpsd completion SHELL``: the shell hook code and tab completion (made
+from mpsd's parser), for setups of one's own; ``mpsd install`` puts both in place itself."""
 
 from __future__ import annotations
 

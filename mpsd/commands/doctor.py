@@ -1,11 +1,5 @@
-"""``mpsd doctor``: the full view of the chain (``mpsd.setup.chain``), each link checked, each
-problem with its fix, and what only doctor checks (the launchd agent, the rc files, every
-start-up hook, torch), read here so that status never loads it.
-
-Exit 0 when nothing is wrong, 1 when a check found a problem (warnings are advice and do not
-change the exit status). torch is checked in the project's python (the one ``python`` here
-would run: ``mpsd.env.project_python``), or the one ``--python`` names.
-"""
+"""``mpsd doctor``: each link of the chain (``mpsd.setup.chain``) checked, each problem with its
+fix, plus what only doctor reads (the launchd agent, rc files, start-up hooks, torch)."""
 
 from __future__ import annotations
 
@@ -45,8 +39,7 @@ REFRESH = "run `mpsd install` to refresh it"
 
 @dataclass
 class Check:
-    """One link: ``ok``; ``problem`` (doctor exits 1); ``warning`` (advice, the exit status is
-    unaffected); ``skipped`` (does not apply here)."""
+    """One link: ``ok``; ``problem`` (doctor exits 1); ``warning`` (advice); ``skipped``."""
 
     name: str
     status: str
@@ -99,18 +92,16 @@ def run(args: argparse.Namespace) -> int:
 def checks(chain: model.Chain, env: Mapping[str, str], python: tuple[str, str]) -> list[Check]:
     """Every check, in the chain's order; torch's in ``python`` (a path and how it was found)."""
     agent, start = _agent()
-    found = [_untrusted(sentence) for sentence in chain.untrusted]
+    found = []
+    for sentence in chain.untrusted:
+        detail, _, fix = sentence.partition(": run ")
+        found.append(Check("trust", PROBLEM, detail, f"run {fix}" if fix else ""))
     found += [_config(chain), _limits(chain), *agent, *_daemon(chain, start)]
     found += [*_shell_hooks(env), *_python_hooks(), _hook_active(chain, env), _variables(env)]
     refused = project_python.unvetted(*python, "doctor")
     if refused:
         return [*found, Check("torch", SKIPPED, *refused)]
     return [*found, check_torch(python, torch_info(python[0]))]
-
-
-def _untrusted(sentence: str) -> Check:
-    detail, _, fix = sentence.partition(": run ")
-    return Check("trust", PROBLEM, detail, f"run {fix}" if fix else "")
 
 
 def _config(chain: model.Chain) -> Check:
@@ -138,26 +129,18 @@ def _limits(chain: model.Chain) -> Check:
             if chain.limits_exports
             else "the hooks export nothing from it, so PyTorch runs uncapped"
         )
-        return Check(
-            "limits", PROBLEM, f"{chain.limits_problem}: {gets}", f"move it aside and {fix}"
-        )
-    recommended = f"{format_gib(current.recommended_max_bytes)} recommended max"
-    if current.recommended_max_source == "estimate":
-        # 0.85 x RAM errs high on purpose (docs/macos-and-pytorch.md, "recommended max").
-        recommended += ", an estimate: 0.85 x RAM, nothing real was readable"
-    else:
-        recommended += f" from {current.recommended_max_source}"
-    return Check(
-        "limits",
-        OK,
-        f"high {current.high_watermark_ratio}, low {current.low_watermark_ratio} "
-        f"({format_gib(current.limit_bytes)} of {recommended})",
-    )
+        fix = f"move it aside and {fix}"
+        return Check("limits", PROBLEM, f"{chain.limits_problem}: {gets}", fix)
+    source = f" from {current.recommended_max_source}"
+    if current.recommended_max_source == "estimate":  # errs high: docs/macos-and-pytorch.md
+        source = ", an estimate: 0.85 x RAM, nothing real was readable"
+    high, low = current.high_watermark_ratio, current.low_watermark_ratio
+    detail = f"{format_gib(current.limit_bytes)} of {format_gib(current.recommended_max_bytes)}"
+    return Check("limits", OK, f"high {high}, low {low} ({detail} recommended max{source})")
 
 
 def _agent() -> tuple[list[Check], str]:
-    """The launchd agent (plist present, its interpreter alive, loaded, not disabled), and how
-    to start the daemon."""
+    """The launchd agent's checks, and how to start the daemon."""
     command = f"{homebrew.opt_path(sys.executable)} -m mpsd daemon"
     if not launchd.available():
         detail = "no launchd here (`launchctl` is not on PATH): nothing runs the daemon for you"
@@ -220,8 +203,7 @@ PROTECTED_FOLDERS = (("Desktop",), ("Documents",), ("Downloads",), ("Library", "
 
 
 def privacy_protected(python: str, home: str | None = None) -> str | None:
-    """The protected folder (``~/Documents``...) that ``python`` lives in, as given or once its
-    symlinks are resolved; None when it lives in neither."""
+    """The protected folder (``~/Documents``...) ``python`` lives in, as given or resolved."""
     home = os.path.abspath(home or os.environ.get("HOME") or os.path.expanduser("~"))
     for candidate in (os.path.abspath(python), os.path.realpath(python)):
         for parts in PROTECTED_FOLDERS:
@@ -250,14 +232,9 @@ def _daemon(chain: model.Chain, start: str) -> list[Check]:
         fix = start if not chain.daemon_running else ""
         found.append(Check("sampling", PROBLEM, "no sample recorded yet", fix))
     elif history.age_seconds > max(3 * interval, 120.0):
-        found.append(
-            Check(
-                "sampling",
-                PROBLEM,
-                f"the last sample is {age} old (expected every {interval:g}s)",
-                f"look at {paths.state_dir()} for the daemon's log, then {start}",
-            )
-        )
+        detail = f"the last sample is {age} old (expected every {interval:g}s)"
+        fix = f"look at {paths.state_dir()} for the daemon's log, then {start}"
+        found.append(Check("sampling", PROBLEM, detail, fix))
     else:
         found.append(Check("sampling", OK, f"last sample {age} ago"))
     return found
@@ -299,9 +276,8 @@ def _shell_hooks(env: Mapping[str, str]) -> list[Check]:
         else:
             current = data == hook
         if not current:
-            found.append(
-                Check("hook copy", WARNING, f"{copy} is from another mpsd version", REFRESH)
-            )
+            detail = f"{copy} is from another mpsd version"
+            found.append(Check("hook copy", WARNING, detail, REFRESH))
     return found
 
 
@@ -316,10 +292,8 @@ def _python_hooks() -> list[Check]:
         elif state == "missing" and not os.path.exists(hook.python):
             found.append(Check("python hook", WARNING, f"{hook.python} no longer exists", fix))
         elif state == "missing":
-            detail = (
-                f"the start-up hook is gone from {hook.site} (a recreated environment?): "
-                f"{hook.python} started outside a hooked shell gets no variables"
-            )
+            detail = f"the start-up hook is gone from {hook.site} (a recreated environment?): "
+            detail += f"{hook.python} started outside a hooked shell gets no variables"
             found.append(Check("python hook", PROBLEM, detail, fix))
         elif hidden := pyhooks.hidden_files(hook.site):
             fix = f"run `{pyhooks.unhide_command(hidden)}`"
@@ -334,56 +308,39 @@ def _python_hooks() -> list[Check]:
 
 
 def _hook_active(chain: model.Chain, env: Mapping[str, str]) -> Check:
-    """Is the hook loaded in the shell doctor was started from? It exports nothing outside
-    opted-in projects, so this can only be told from inside one."""
+    """Is the hook loaded in this shell? (Only to be told inside an opted-in project.)"""
     here = chain.here
     if here is not None and here.hook_here:
         return Check("hook active", OK, "this shell has the hook (its marks are set)")
     if here is None or not here.in_limits:
         where = here.directory if here is not None else "here"
         if here is not None and here.not_in_limits is not None:
-            return Check(
-                "hook active",
-                SKIPPED,
+            detail = (
                 f"cannot be told here: {where} is opted in (config.toml lists the project "
                 f"{here.project}), but {here.not_in_limits['why']}, so the hook exports nothing "
-                "here",
-                here.not_in_limits["fix"],
+                "here"
             )
-        return Check(
-            "hook active",
-            SKIPPED,
-            "cannot be told here: the hook sets nothing outside opted-in projects",
-            "run `mpsd doctor` inside a project opted in with `mpsd enable`",
-        )
+            return Check("hook active", SKIPPED, detail, here.not_in_limits["fix"])
+        detail = "cannot be told here: the hook sets nothing outside opted-in projects"
+        fix = "run `mpsd doctor` inside a project opted in with `mpsd enable`"
+        return Check("hook active", SKIPPED, detail, fix)
     if here.hand_set:
-        return Check(
-            "hook active",
-            WARNING,
-            "the watermark variables here were set by hand, so the hook leaves them alone",
-            f"`unset {watermarks.HIGH} {watermarks.LOW}` to let the hook set them",
-        )
+        detail = "the watermark variables here were set by hand, so the hook leaves them alone"
+        fix = f"`unset {watermarks.HIGH} {watermarks.LOW}` to let the hook set them"
+        return Check("hook active", WARNING, detail, fix)
     load = hook_copy_command(env)
     how = f" or run `{load}`" if load else ""
-    return Check(
-        "hook active",
-        PROBLEM,
-        f"the hook is not active in this shell ({here.directory} is opted in, yet the "
-        "variables are not set)",
-        f"open a new terminal{how} (after `mpsd install`)",
-    )
+    detail = f"the hook is not active in this shell ({here.directory} is opted in, yet the "
+    fix = f"open a new terminal{how} (after `mpsd install`)"
+    return Check("hook active", PROBLEM, detail + "variables are not set)", fix)
 
 
 def _variables(env: Mapping[str, str]) -> Check:
     found = watermarks.problems(env)
     if found:
-        return Check(
-            "variables",
-            PROBLEM,
-            "; ".join(found),
-            f"unset both (`unset {watermarks.HIGH} {watermarks.LOW}`) and let the hook set "
-            "them, or set both to the value `mpsd status` recommends",
-        )
+        fix = f"unset both (`unset {watermarks.HIGH} {watermarks.LOW}`) and let the hook set "
+        fix += "them, or set both to the value `mpsd status` recommends"
+        return Check("variables", PROBLEM, "; ".join(found), fix)
     high = env.get(watermarks.HIGH)
     if high is None:
         return Check("variables", OK, "not set here (PyTorch's defaults apply in this directory)")
@@ -391,8 +348,7 @@ def _variables(env: Mapping[str, str]) -> Check:
 
 
 def check_torch(python: tuple[str, str], data: dict[str, Any] | None, platform: str = "") -> Check:
-    """torch in the python doctor checks (a path and how it was found), as ``torch_info``
-    found it there."""
+    """torch in ``python`` (a path and how it was found), as ``torch_info`` found it."""
     path, how = python
     where, given = f"{path} ({how})", how == "--python"
     if data is None:
@@ -418,27 +374,20 @@ def check_torch(python: tuple[str, str], data: dict[str, Any] | None, platform: 
         )
         return Check("torch", PROBLEM, detail, fix)
     if "error" in data:
-        return Check(
-            "torch",
-            PROBLEM,
-            f"importing torch in {where} fails: {data['error']}",
-            "reinstall it: `pip install --force-reinstall torch`",
-        )
+        fix = "reinstall it: `pip install --force-reinstall torch`"
+        return Check("torch", PROBLEM, f"importing torch in {where} fails: {data['error']}", fix)
     version = str(data.get("version", "?"))
     if data.get("available"):
         return Check("torch", OK, f"torch {version}, MPS available, in {where}")
     if (platform or sys.platform) != "darwin":
         return Check("torch", SKIPPED, f"torch {version} in {where}; no MPS here (not a Mac)")
-    return Check(
-        "torch",
-        PROBLEM,
-        f"torch {version} in {where} cannot use MPS (built with MPS: {bool(data.get('built'))})",
-        "use an arm64 Python on Apple Silicon with macOS 12.3 or later and torch 2.0 or later",
-    )
+    built = bool(data.get("built"))
+    detail = f"torch {version} in {where} cannot use MPS (built with MPS: {built})"
+    fix = "use an arm64 Python on Apple Silicon with macOS 12.3 or later and torch 2.0 or later"
+    return Check("torch", PROBLEM, detail, fix)
 
 
-# The first line says a python runs it: a program that is not Python (`--python /bin/ls`)
-# fails without it, and is not told to reinstall torch.
+# Its first line tells a python from a program that is not (`--python /bin/ls`).
 PYTHON_MARK = "mpsd: a python"
 TORCH_PROBE = (
     "import json\n"
@@ -456,8 +405,7 @@ TORCH_PROBE = (
 
 
 def torch_info(python: str = sys.executable, timeout: float = 180.0) -> dict[str, Any] | None:
-    """torch's version and MPS availability, from a subprocess (never imported here);
-    None when torch is not installed for ``python``."""
+    """torch's version and MPS availability, from a subprocess; None: torch is not installed."""
     if python == sys.executable and importlib.util.find_spec("torch") is None:
         return None
     unreadable = {"error": "unreadable answer from torch"}

@@ -1,9 +1,7 @@
 """``mpsd explain [FILE]``: find PyTorch out-of-memory errors in a paste and explain them.
 
-Reads FILE (a pipe the user named, as in ``mpsd explain <(pbpaste)``, is read like ``cat``
-reads it), stdin, or the macOS clipboard (``--paste``), as UTF-8, in parts: memory stays flat
-whatever the input's size. Exit 0 when an error was recognised, 1 when none was, 2 on a usage
-error. Imports neither torch nor psutil.
+Reads FILE (a named pipe too, as ``cat`` does), stdin, or the clipboard (``--paste``), as UTF-8, in
+parts: memory stays flat whatever the input's size. Imports neither torch nor psutil.
 """
 
 from __future__ import annotations
@@ -32,19 +30,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def _open(name: str) -> TextIO:
     try:
         return open(name, encoding="utf-8", errors="replace")
-    except FileNotFoundError:
-        raise MpsdError(
-            f"no file {name}; give the file that holds the error, or pipe it in "
-            "(pbpaste | mpsd explain)."
-        ) from None
-    except IsADirectoryError:
-        raise MpsdError(
-            f"{name} is a directory; give the file that holds the error message."
-        ) from None
-    except OSError as exc:  # permissions, a socket
-        raise MpsdError(
-            f"cannot read {name} ({exc.strerror}); give the file that holds the error."
-        ) from None
+    except OSError as exc:
+        said = f"cannot read {name} ({exc.strerror}); give the file that holds the error"
+        if isinstance(exc, FileNotFoundError):
+            said = f"no file {name}; give the file that holds the error, or pipe it in "
+            said += "(pbpaste | mpsd explain)"
+        elif isinstance(exc, IsADirectoryError):
+            said = f"{name} is a directory; give the file that holds the error message"
+        raise MpsdError(said + ".") from None
 
 
 def _parts(handle: TextIO, name: str) -> Iterator[str]:

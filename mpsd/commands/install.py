@@ -1,9 +1,5 @@
-"""``mpsd install`` and ``mpsd uninstall``: set mpsd up for the current user, and undo it.
-
-Both first compute every file change (``mpsd.setup.installer``), then print them as diffs
-(``--dry-run``) or apply them. The launchd agent is set up whenever ``launchctl`` is on
-PATH (``mpsd.setup.launchd``); elsewhere install says so and shows how to run the daemon.
-"""
+"""``mpsd install`` and ``mpsd uninstall``: set mpsd up for the current user, and undo it: every
+file change is computed first (``mpsd.setup.installer``), then printed as diffs or applied."""
 
 from __future__ import annotations
 
@@ -61,12 +57,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def run(args: argparse.Namespace) -> int:
-    if args.command == "uninstall":
-        return run_uninstall(args)
-    return run_install(args)
-
-
 def _tilde(path: Path | str) -> str:
     """``path`` with the home directory shown as ``~`` (for messages only)."""
     text = str(path)
@@ -77,8 +67,7 @@ def _tilde(path: Path | str) -> str:
 
 
 class _Report(list[str]):
-    """The changes made, each printed as soon as it is made: if a later step fails, the user
-    still sees what was done."""
+    """The changes made, each printed at once: if a later step fails, the user saw what was done."""
 
     def __call__(self, line: str) -> None:
         self.append(line)
@@ -88,9 +77,13 @@ class _Report(list[str]):
 # -- install ------------------------------------------------------------------------------
 
 
-def run_install(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
+    if args.command == "uninstall":
+        return run_uninstall(args)
     from mpsd import limits, paths
     from mpsd.commands import full_parser
+    from mpsd.files import ensure_dir
+    from mpsd.machine import recommended
     from mpsd.setup import homebrew, installer, launchd
 
     shells = installer.parse_shells(args.shell)
@@ -118,12 +111,8 @@ def run_install(args: argparse.Namespace) -> int:
             report(_describe(change))
     for directory in (paths.config_dir(), paths.state_dir()):
         if not directory.is_dir():
-            from mpsd.files import ensure_dir
-
             ensure_dir(directory)  # 0700 whatever the umask
             report(f"created {_tilde(directory)}")
-    from mpsd.machine import recommended
-
     recommended.seed()  # before the agent starts: it reads the cache
 
     if other is not None:
@@ -158,7 +147,8 @@ def run_install(args: argparse.Namespace) -> int:
         print(f"warning: {warning}", file=sys.stderr)
     _compinit_note(shells, brewed)
     print()
-    _summary()
+    sys.stdout.flush()
+    subprocess.run([sys.executable, "-m", "mpsd", "status"], check=False)  # imports no command
     if _hooks_changed(plan.files):
         from mpsd.term import fill
 
@@ -181,9 +171,8 @@ def _hooks_changed(files: list[FileChange]) -> bool:
 
 
 def _mpsd_command() -> str:
-    """How a new terminal runs this mpsd: ``mpsd`` when it is on PATH there (uv tool's, pipx's,
-    Homebrew's link; an activated venv's bin dir does not count), else this mpsd's script by
-    its path, else ``python -m mpsd``."""
+    """How a new terminal runs this mpsd: ``mpsd`` when on PATH there (an activated venv's bin
+    does not count), else this mpsd's script by its path, else ``python -m mpsd``."""
     venv_bin = os.path.join(os.environ.get("VIRTUAL_ENV", ""), "bin")
     outside = [d for d in os.environ.get("PATH", "").split(os.pathsep) if d and d != venv_bin]
     if shutil.which("mpsd", path=os.pathsep.join(outside)):
@@ -208,6 +197,7 @@ def _describe(change: FileChange) -> str:
 
 
 def _no_agent_note(asked: bool) -> None:
+    from mpsd.setup.homebrew import opt_path
     from mpsd.term import fill
 
     why = (
@@ -216,8 +206,6 @@ def _no_agent_note(asked: bool) -> None:
         else "There is no launchd here (`launchctl` is not on PATH), so no agent was installed. "
         "Keep the daemon running yourself (a terminal, tmux, or a systemd user service):"
     )
-    from mpsd.setup.homebrew import opt_path
-
     print(fill(why))
     print(f"    {opt_path(sys.executable)} -m mpsd daemon")
 
@@ -272,8 +260,7 @@ def _compinit_note(shells: tuple[str, ...], brewed: bool) -> None:
 
 
 def _first_sample(agent_started: bool, warnings: list[str]) -> None:
-    """Make sure limits.toml exists: the agent's first sample if it comes within a few
-    seconds, else one sample taken here (``mpsd daemon --once``)."""
+    """limits.toml from the agent's first sample if it comes soon, else from `daemon --once`."""
     from mpsd import limits, paths
     from mpsd.locks import PidLock
 
@@ -303,18 +290,11 @@ def _first_sample(agent_started: bool, warnings: list[str]) -> None:
         )
 
 
-def _summary() -> None:
-    """What ``mpsd status`` says now (run as its own process: a command imports no other)."""
-    sys.stdout.flush()
-    subprocess.run([sys.executable, "-m", "mpsd", "status"], check=False)
-
-
 def _dry_run_install(
     plan: Plan, use_launchd: bool, args: argparse.Namespace, needs_sample: bool, other: str | None
 ) -> int:
-    """The summary of what a real run would do (in its words and paths), then the diffs of
-    the files of yours it would edit (rc files) and of the plist; the new config.toml and
-    hook scripts are named only (``--verbose`` prints them too)."""
+    """What a real run would do, then the diffs of the rc files and the plist (of every file with
+    ``--verbose``; otherwise the others are named only)."""
     from mpsd import paths
     from mpsd.setup import installer, launchd
     from mpsd.term import wrap
@@ -451,9 +431,8 @@ DAEMON_EXIT_WAIT = 5.0
 
 
 def _running_daemon(agent_pid: int | None) -> tuple[str, int | None] | None:
-    """The daemon holding the lock, as (who, pid), or None. ``who`` is "a daemon you
-    started", or "the agent's daemon" when it is the process launchd ran (``agent_pid``),
-    which is waited for (up to DAEMON_EXIT_WAIT seconds) as it exits after the bootout."""
+    """The daemon holding the lock as (who, pid), or None; the agent's (``agent_pid``) is given
+    DAEMON_EXIT_WAIT seconds to exit after the bootout."""
     from mpsd import paths
     from mpsd.locks import PidLock
 
@@ -484,9 +463,8 @@ def _refused_purge(
 
 
 def _tidy_up(removed: list[FileChange], report: Callable[[str], None]) -> None:
-    """What goes with the files uninstall removed: the start-up hook's bytecode (python wrote
-    it), and the directories install made for its own files once they are empty (the data
-    dir, fish's conf.d and completions), up to HOME."""
+    """The start-up hook's bytecode, and the directories install made for its files once they
+    are empty (the data dir, fish's conf.d and completions), up to HOME."""
     from mpsd import paths
     from mpsd.env import pyhooks
     from mpsd.setup.installer import home

@@ -10,7 +10,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
-from typing import IO, TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, Any
 
 from mpsd.env import project_python
 from mpsd.errors import EXIT_ABSENT, EXIT_OK, EXIT_USAGE, MpsdError
@@ -125,10 +125,10 @@ def run(args: argparse.Namespace) -> int:
     ratio = _ratio(args.ratio) if args.ratio is not None else None
     step = _step(args.step)
     # Unless given, the python this shell would run here (where the project's torch is).
-    given = args.python is not None
-    python, how = (
-        (project_python.given(args.python), "--python") if given else project_python.find()
-    )
+    if args.python is not None:
+        python, how = project_python.given(args.python), "--python"
+    else:
+        python, how = project_python.find()
     refused = project_python.unvetted(python, how, "probe")
     if refused:
         raise MpsdError("; ".join(refused) + ".", EXIT_USAGE)
@@ -161,11 +161,11 @@ def run(args: argparse.Namespace) -> int:
     if args.calibrate:
         assert current is not None
         return _calibrate(args, ratio, current, probe)
-    if ratio is None:
+    if ratio is not None:
+        result = probe(ratio, ratio)
+    else:
         assert current is not None
         result = probe(current.high_watermark_ratio, current.low_watermark_ratio)
-    else:
-        result = probe(ratio, ratio)
     from mpsd.probe.verdict import CLEAN, advise, report_lines, to_json
 
     advice = advise(result, current)
@@ -225,19 +225,10 @@ def _calibrate(args: argparse.Namespace, ratio: float | None, current: Limits, p
         else:
             sys.stderr.write("Nothing was written.\n")
     if args.json:
-        print(
-            json.dumps(
-                {
-                    "runs": [to_json(r, advise(r, current)) for r in found.runs],
-                    "clean_ratio": found.clean_ratio,
-                    "headroom": headroom,
-                    "config_file": str(config),
-                    "written": written,
-                    "stopped": found.stopped,
-                },
-                indent=2,
-            )
-        )
+        runs = [to_json(r, advise(r, current)) for r in found.runs]
+        data: dict[str, Any] = {"runs": runs, "clean_ratio": clean, "headroom": headroom}
+        data.update(config_file=str(config), written=written)
+        print(json.dumps({**data, "stopped": found.stopped}, indent=2))
     if found.stopped is not None:
         if not args.json:
             print(f"Calibration stopped: {found.stopped}.")
@@ -248,9 +239,8 @@ def _calibrate(args: argparse.Namespace, ratio: float | None, current: Limits, p
 
 
 def set_headroom(path: Path, headroom: float) -> None:
-    """Set ``headroom`` in config.toml at ``path`` (created if missing), keeping every comment
-    and the layout (tomlkit). Raises ``ConfigError`` (and writes nothing) when the file is not
-    valid TOML, the result would not be a valid config, or the file cannot be written."""
+    """Set ``headroom`` in config.toml at ``path`` (created if missing), keeping its comments and
+    layout (tomlkit); ``ConfigError`` (nothing written) when that cannot make a valid config."""
     import tomlkit
     import tomlkit.exceptions
 

@@ -115,9 +115,8 @@ def _python_hooks(project: str, explicit: list[Target]) -> None:
 
 def _shown(site: str, project: str) -> str:
     """``site`` relative to the project when inside it (``.venv/lib/python3.12/site-packages``)."""
-    if site.startswith(project.rstrip("/") + "/"):
-        return site[len(project.rstrip("/")) + 1 :]
-    return site
+    inside = project.rstrip("/") + "/"
+    return site[len(inside) :] if site.startswith(inside) else site
 
 
 def _this_shell_note(directory: str) -> str | None:

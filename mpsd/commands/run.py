@@ -1,8 +1,5 @@
-"""``mpsd run -- CMD...``: run CMD with both watermark variables applied, wherever it runs.
-
-An explicit request, so no opt-in is needed; the user's own values still win. CMD replaces
-this process (same pid; its exit code is the exit code).
-"""
+"""``mpsd run -- CMD...``: CMD, replacing this process, with both watermark variables applied
+wherever it runs (an explicit request: no opt-in needed; the user's own values still win)."""
 
 from __future__ import annotations
 

@@ -122,7 +122,6 @@ def watch(every: float, as_json: bool) -> int:
 
 
 def live_lines(view: dict[str, Any], every: float) -> list[str]:
-    """The live view's text, from what ``watch`` read."""
     from mpsd.daemon.jobs import PRESSURES
 
     when = iso(view["t"])[11:19]
@@ -175,8 +174,7 @@ def to_json(chain: Chain) -> dict[str, Any]:
 
 
 def _free_memory() -> dict[str, Any] | None:
-    """The last sample's free memory as the sum it is, with its parts (what the daemon keeps
-    in ``free-memory.json``); None before the first sample or when the file is unreadable."""
+    """The last sample's free memory and its parts (the daemon's ``free-memory.json``), or None."""
     import json
 
     from mpsd.files import read_bytes
@@ -204,10 +202,8 @@ def next_job_words(job: NextJob, interval: float) -> str:
         who = {1: "1 PyTorch job holds"}.get(count, f"{count} PyTorch jobs hold")
         if count < 1:
             who = "running PyTorch jobs hold"
-        text = (
-            f"{who} {gib(held)} {when}: {gets}; {gib(job.limit_once_they_end_bytes)} once "
-            f"{'it ends' if count == 1 else 'they end'}"
-        )
+        text = f"{who} {gib(held)} {when}: {gets}; {gib(job.limit_once_they_end_bytes)} once "
+        text += "it ends" if count == 1 else "they end"
     else:
         text = f"no PyTorch job running: {gets}"
     if job.floored:
@@ -262,10 +258,8 @@ def render(chain: Chain, width: int | None = None, color: bool = False) -> str:
         elif not chain.config_trusted:
             said = "not read: the config dir is not trusted (see below)"
         else:
-            said = (
-                f"none yet ({chain.limits_file} does not exist: the daemon writes it at its "
-                "first sample, or run `mpsd daemon --once`)"
-            )
+            said = f"none yet ({chain.limits_file} does not exist: the daemon writes it at its "
+            said += "first sample, or run `mpsd daemon --once`)"
         rows.append(("limits", said))
     else:
         samples = plural(history.samples_in_window, "sample")
@@ -278,8 +272,7 @@ def render(chain: Chain, width: int | None = None, color: bool = False) -> str:
         if source == "estimate":  # errs high on purpose: docs/macos-and-pytorch.md
             source = "an estimate: 0.85 x RAM, nothing real was readable"
         rows.append(("recommended max", f"{gib(current.recommended_max_bytes, 2)} ({source})"))
-    config_line = _config_line(chain)
-    if config_line:
+    if config_line := _config_line(chain):
         rows.append(("config", config_line))
     job = chain.next_job
     if job is not None and (job.jobs_hold_bytes > 0 or job.floored):
@@ -304,8 +297,7 @@ def render(chain: Chain, width: int | None = None, color: bool = False) -> str:
 
 
 def _config_line(chain: Chain) -> str | None:
-    """What the limits shown were worked out with, when that is not config.toml as it is now:
-    config.toml is invalid, or older values (it was edited since the daemon's last decision)."""
+    """Why the limits shown do not follow config.toml as it is now (invalid, or edited since)."""
     if chain.config_problem:
         return f"config.toml is invalid (the problem is below): until it is fixed, {WHILE_INVALID}"
     if not chain.config_changed:
@@ -328,7 +320,6 @@ _HOOK_WORDS = {
 
 
 def _here_rows(chain: Chain) -> list[tuple[str, str]]:
-    """Is this directory opted in, what a python here gets, the start-up hooks, set by hand."""
     from mpsd.env.exports import hook_copy_command
 
     here = chain.here
@@ -341,8 +332,7 @@ def _here_rows(chain: Chain) -> list[tuple[str, str]]:
     else:
         rows = [("this directory", "not opted in (run `mpsd enable` to opt it in)")]
     if here.hook_here is False:
-        # What a python started from this very shell gets is nothing: say so, and what a
-        # new terminal (whose shell has the hook) will give it.
+        # Nothing from this very shell: say so, and what a new terminal (with the hook) gives.
         rows.append(
             ("python here", "gets neither variable from this shell: it has no mpsd hook yet")
         )
@@ -401,8 +391,7 @@ def _reconcile(chain: Chain, current: limits.Limits) -> list[str]:
 
 
 def _styled(line: str, style: Style) -> str:
-    """Labels bold, problems in the warning colour, `commands` in the command colour (the
-    styles explain and doctor use)."""
+    """Labels bold, problems in the warning colour, `commands` in the command colour."""
     line = re.sub(r"`([^`]+)`", lambda m: "`" + style.cmd(m.group(1)) + "`", line)
     label, sep, rest = line.partition(":")
     if sep and label and not label.startswith(" ") and len(label) < LABEL:
@@ -418,9 +407,7 @@ def chart(
     window_seconds: float,
     rows: int = CHART_ROWS,
 ) -> list[str]:
-    """Free memory per column as unicode bars, the baseline (─) and limit (┈) drawn in.
-
-    At most 80 columns wide: a 9-column axis, the bars, a label for each line."""
+    """Free memory per column as bars, the baseline (─) and limit (┈) drawn in (80 wide at most)."""
     out = [f"free memory over the last {format_duration(window_seconds)} (lowest per column)"]
     lines = [(baseline, "─", f"baseline {_gib(baseline)}"), (limit, "┈", f"limit {_gib(limit, 2)}")]
     out += term_chart(values, lines, rows=rows)
