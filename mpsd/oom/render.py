@@ -9,8 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from itertools import islice
 from typing import TYPE_CHECKING, ClassVar
 
+from mpsd import term
 from mpsd.oom import finding as fk
 from mpsd.oom import macs
 from mpsd.oom.finding import Finding
@@ -718,41 +720,25 @@ def _visible(line: str) -> str:
     return compiled(r"\x1b\[[\d;]*m").sub("", line) if "\x1b" in line else line
 
 
-_UNITS = frozenset(("bytes", "KiB", "MiB", "GiB", "TiB", "KB", "MB", "GB", "TB"))
-
-
-def _words(line: str) -> list[str]:
-    """The words of ``line``, a size's unit kept with its number ("18.13 GiB" is one)."""
-    words: list[str] = []
-    for word in line.split():
-        if words and word.rstrip(".,;:)") in _UNITS and words[-1][-1:].isdigit():
-            words[-1] += " " + word
-        else:
-            words.append(word)
-    return words
-
-
 def _wrap(line: str) -> list[str]:
-    """Long prose lines wrapped at WIDTH, at spaces, continuing at their indent (plus the
-    width of a leading "Note: "). Table rows (columns apart by two spaces) stay whole."""
+    """Long prose lines wrapped at WIDTH, continuing at their indent (plus the width of a
+    leading "Note: "), a size kept with its unit; colour codes take no width. Table rows
+    (columns apart by two spaces) stay whole."""
     shown = _visible(line)
     body = shown.strip()
     if len(shown) <= WIDTH or "  " in body:
         return [line]
-    indent = " " * (len(line) - len(line.lstrip(" ")))
-    more = indent + ("      " if "Note:" in shown[: len(indent) + 15] else "")
-    out: list[str] = []
-    current, width = indent, len(indent)
-    for word in _words(line):
-        seen = len(_visible(word))
-        if current.strip() and width + 1 + seen > WIDTH:
-            out.append(current)
-            current, width = more, len(more)
-        if current.strip():
-            current, width = current + " ", width + 1
-        current, width = current + word, width + seen
-    out.append(current)
-    return out
+    first = " " * (len(shown) - len(shown.lstrip(" ")))
+    more = first + ("      " if body.startswith("Note:") else "")
+    # Wrapped without its colour codes, then each line given back its words as coloured.
+    lines = term.wrap(
+        compiled(r"(?<=\d) (?=(?:bytes|[KMGT]i?B)\b)").sub("\0", body), WIDTH, first, more
+    )
+    words = iter(line.split())
+    return [
+        (more if i else first) + " ".join(islice(words, len(w.split())))
+        for i, w in enumerate(lines)
+    ]
 
 
 MAX_SHOWN = 20  # a log with more distinct errors is summed up after these
