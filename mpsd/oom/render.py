@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import islice
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING
 
 from mpsd import term
 from mpsd.oom import finding as fk
@@ -44,22 +44,16 @@ SWAPS = (
     f"picks a batch that swaps: set a ratio first ({HIGH}, or `mpsd enable`)."
 )
 TRACEBACK = {  # what the traceback around an MPS error tells (Finding.context)
-    "dataloader": (
-        "The traceback shows a DataLoader: with pin_memory=True its pinned CPU buffers come out "
-        "of the MPS allocator and count against this cap (pinning buys little on unified "
-        "memory): set pin_memory=False."
-    ),
-    "accelerate_finder": (
-        "The traceback shows accelerate's find_executable_batch_size (the HF Trainer's "
-        "auto_find_batch_size): accelerate since PR 4227 (September 2026) catches this MPS "
-        "error and retries with half the batch; an older one lets it through: upgrade "
-        f"accelerate. {SWAPS}"
-    ),
-    "lightning_finder": (
-        "The traceback shows Lightning's BatchSizeFinder: its is_oom_error knows CUDA, cuDNN "
-        "and CPU errors, not this MPS one, so the search stopped instead of trying a smaller "
-        f"batch: set the batch size by hand (the last one that ran). {SWAPS}"
-    ),
+    "dataloader": "The traceback shows a DataLoader: with pin_memory=True its pinned CPU "
+    "buffers come out of the MPS allocator and count against this cap (pinning buys little on "
+    "unified memory): set pin_memory=False.",
+    "accelerate_finder": "The traceback shows accelerate's find_executable_batch_size (the HF "
+    "Trainer's auto_find_batch_size): accelerate since PR 4227 (September 2026) catches this "
+    "MPS error and retries with half the batch; an older one lets it through: upgrade "
+    f"accelerate. {SWAPS}",
+    "lightning_finder": "The traceback shows Lightning's BatchSizeFinder: its is_oom_error "
+    "knows CUDA, cuDNN and CPU errors, not this MPS one, so the search stopped instead of "
+    f"trying a smaller batch: set the batch size by hand (the last one that ran). {SWAPS}",
 }
 ARTICLE = '"MPS backend out of memory on a Mac: what the numbers mean and how to set the watermark"'
 SPLIT = "a smaller batch or resolution, tiled VAE decoding, chunked attention"
@@ -145,23 +139,11 @@ SAY = {
     "private_pools": "{pools} of PyTorch's memory is in private pools (CUDA Graphs, as "
     "torch.compile's reduce-overhead mode makes): the allocator cannot reuse it for other "
     "tensors. Fewer captured graphs (or shapes) free it.",
-}
-
-
-def say(name: str, **values: float | str) -> str:
-    """Sentence ``name`` of SAY with its numbers: an int printed as a size, a float as a ratio."""
-    shown = {
-        key: size(v) if isinstance(v, int) else ratio_text(v) if isinstance(v, float) else v
-        for key, v in values.items()
-    }
-    return SAY[name].format(HIGH=HIGH, LOW=LOW, LESS=LESS, **shown)
-
-
-NOTES = {  # the notes without numbers
-    "short": "PyTorch does not check the printed numbers against the cap: it adds the request's "
-    "aligned size (rounded up to the allocator's block size) to the driver's whole allocation "
-    "for the process, and both can be larger than what the message prints. So the printed "
-    "numbers can fall short of the cap.",
+    # --- notes without numbers
+    "not_add_up": "PyTorch does not check the printed numbers against the cap: it adds the "
+    "request's aligned size (rounded up to the allocator's block size) to the driver's whole "
+    "allocation for the process, and both can be larger than what the message prints. So the "
+    "printed numbers can fall short of the cap.",
     "above_cap": '"MPS allocated" is above the cap. That happens when the cap was lowered after '
     "the memory was allocated (torch.mps.set_per_process_memory_fraction, or a library calling "
     "it), so the next allocation fails at once.",
@@ -178,6 +160,63 @@ NOTES = {  # the notes without numbers
     '("CUDA sysmem fallback"), which is slow.',
     "gpu_full": "PyTorch holds little of the GPU, yet it is full: other processes (or the "
     "desktop) use it; check nvidia-smi.",
+}
+
+
+def say(name: str, **values: float | str) -> str:
+    """Sentence ``name`` of SAY with its numbers: an int printed as a size, a float as a ratio."""
+    shown = {
+        key: size(v) if isinstance(v, int) else ratio_text(v) if isinstance(v, float) else v
+        for key, v in values.items()
+    }
+    return SAY[name].format(HIGH=HIGH, LOW=LOW, LESS=LESS, **shown)
+
+
+OTHER = {  # the MPS and Metal errors that are no lack of PyTorch's memory, by detail
+    "invalid_buffer_size": f"One tensor is {BUFFER}",
+    "ndarray_too_large": "An MPS kernel got a tensor of more than 4 GiB (2**32 bytes), more than "
+    "MPSNDArray takes on this macOS. Not a lack of memory: no ratio changes it. Split the work "
+    "(smaller batch or tiles), update macOS and PyTorch, or run that step on the CPU.",
+    "dimension_too_large": "A tensor dimension (or the product of dimensions) is above 2**31, "
+    "beyond what Metal's kernels index. Not a lack of memory: split the tensor into chunks, or "
+    "run that step on the CPU.",
+    "command_buffer_oom": "Metal itself ran out of memory while running a GPU command: the "
+    "system had no memory left for it (other apps, or a program allowed more than is really "
+    "free).",
+    "buffer_size": f"MLX asked Metal for one buffer {BUFFER}",
+    "resource_limit": "MLX reached Metal's limit on buffers alive at once ({f.resource_limit} of "
+    "them): many small arrays, or a graph evaluated too late. Evaluate more often (mx.eval "
+    "inside the loop) and keep fewer arrays alive; it is not a lack of memory.",
+    "size_limit": "Intel's extension for PyTorch refuses any single allocation over 4 GiB on "
+    "this GPU: a limit of the platform, not a lack of memory (what is free does not matter). "
+    f"Split the work so no tensor needs more than 4 GiB: {SPLIT}.",
+    "internal_assert": "PyTorch's MPS allocator failed an internal check of its watermarks: the "
+    "ratio variables are inconsistent. Set both, to the same plain decimal.",
+}
+# The fix for the Metal program that raised the error: never PyTorch's variables to another.
+WIRED = (
+    "`sudo sysctl iogpu.wired_limit_mb=N` lets the GPU wire more, but too much starves macOS "
+    "(it has frozen and panicked Macs): leave macOS several GB (reset at reboot)."
+)
+FIXES: dict[str | None, list[str]] = {
+    "mlx": [
+        "MLX reads no environment variable for its limits: set them in the program, before the "
+        "work: mx.set_memory_limit(bytes) (its default, 1.5 x Metal's recommended maximum, is "
+        "soft and lets the Mac swap) and mx.set_cache_limit(bytes).",
+        "Or a smaller or quantised model (4-bit), a shorter context, a smaller batch.",
+        WIRED,
+    ],
+    "ggml": [
+        "llama.cpp (ggml) has its own options: a smaller context (-c / --ctx-size), fewer layers "
+        "on the GPU (-ngl / --n-gpu-layers), a smaller batch (-b / -ub), a smaller quantisation "
+        "(Q4_K_M rather than Q8_0); in Ollama, num_ctx and num_gpu.",
+        WIRED,
+    ],
+    None: [
+        "The paste does not say which program raised it. Close other apps, use a smaller model "
+        "or batch; then, for PyTorch, `mpsd enable`; for MLX, mx.set_memory_limit; for "
+        "llama.cpp, a smaller --ctx-size or fewer --n-gpu-layers.",
+    ],
 }
 
 
@@ -314,17 +353,17 @@ class Renderer:
         ]
 
     def mps_notes(self, f: Finding, short: bool) -> list[str]:
-        notes = [NOTES["short"]] if short else []
+        notes = [SAY["not_add_up"]] if short else []
         cap, alloc, other = f.max_allowed_bytes, f.allocated_bytes, f.other_bytes
         if other is not None and other > macs.LARGEST_MAC:
             notes.append(say("bogus_other", other=other))
         slack = f.rounding.get("max_allowed_bytes", 0)
         if cap is not None and alloc is not None and alloc > cap + slack:
-            notes.append(NOTES["above_cap"])
+            notes.append(SAY["above_cap"])
         if cap and alloc is not None and other and alloc <= cap * 0.05 and other >= cap * 0.5:
-            notes.append(NOTES["outside_fills"])
+            notes.append(SAY["outside_fills"])
         elif other is not None and alloc is not None and other > alloc and other > (cap or 0) * 0.3:
-            notes.append(NOTES["outside_exceeds"])
+            notes.append(SAY["outside_exceeds"])
         return self.notes(notes + [TRACEBACK[c] for c in sorted(f.context)])
 
     def ratio_lines(self, f: Finding) -> list[str]:
@@ -467,79 +506,20 @@ class Renderer:
         )
         return indent(out) + self.section("Fix", [*self.fix_lines(), restart])
 
-    OTHER: ClassVar[dict[str, str]] = {
-        "invalid_buffer_size": f"One tensor is {BUFFER}",
-        "ndarray_too_large": (
-            "An MPS kernel got a tensor of more than 4 GiB (2**32 bytes), more than MPSNDArray "
-            "takes on this macOS. Not a lack of memory: no ratio changes it. Split the work "
-            "(smaller batch or tiles), update macOS and PyTorch, or run that step on the CPU."
-        ),
-        "dimension_too_large": (
-            "A tensor dimension (or the product of dimensions) is above 2**31, beyond what "
-            "Metal's kernels index. Not a lack of memory: split the tensor into chunks, or "
-            "run that step on the CPU."
-        ),
-        "command_buffer_oom": (
-            "Metal itself ran out of memory while running a GPU command: the system had no "
-            "memory left for it (other apps, or a program allowed more than is really free)."
-        ),
-        "buffer_size": f"MLX asked Metal for one buffer {BUFFER}",
-        "resource_limit": (
-            "MLX reached Metal's limit on buffers alive at once ({f.resource_limit} of them): "
-            "many small arrays, or a graph evaluated too late. Evaluate more often (mx.eval "
-            "inside the loop) and keep fewer arrays alive; it is not a lack of memory."
-        ),
-        "size_limit": (
-            "Intel's extension for PyTorch refuses any single allocation over 4 GiB on this "
-            "GPU: a limit of the platform, not a lack of memory (what is free does not matter). "
-            f"Split the work so no tensor needs more than 4 GiB: {SPLIT}."
-        ),
-        "internal_assert": (
-            "PyTorch's MPS allocator failed an internal check of its watermarks: the ratio "
-            "variables are inconsistent. Set both, to the same plain decimal."
-        ),
-    }
-
-    # The fix for the Metal program that raised the error: never PyTorch's variables to another.
-    WIRED = (
-        "`sudo sysctl iogpu.wired_limit_mb=N` lets the GPU wire more, but too much starves "
-        "macOS (it has frozen and panicked Macs): leave macOS several GB (reset at reboot)."
-    )
-    FIXES: ClassVar[dict[str | None, list[str]]] = {
-        "mlx": [
-            "MLX reads no environment variable for its limits: set them in the program, before "
-            "the work: mx.set_memory_limit(bytes) (its default, 1.5 x Metal's recommended "
-            "maximum, is soft and lets the Mac swap) and mx.set_cache_limit(bytes).",
-            "Or a smaller or quantised model (4-bit), a shorter context, a smaller batch.",
-            WIRED,
-        ],
-        "ggml": [
-            "llama.cpp (ggml) has its own options: a smaller context (-c / --ctx-size), fewer "
-            "layers on the GPU (-ngl / --n-gpu-layers), a smaller batch (-b / -ub), a smaller "
-            "quantisation (Q4_K_M rather than Q8_0); in Ollama, num_ctx and num_gpu.",
-            WIRED,
-        ],
-        None: [
-            "The paste does not say which program raised it. Close other apps, use a smaller "
-            "model or batch; then, for PyTorch, `mpsd enable`; for MLX, mx.set_memory_limit; "
-            "for llama.cpp, a smaller --ctx-size or fewer --n-gpu-layers.",
-        ],
-    }
-
     def mps_other(self, f: Finding) -> list[str]:
-        out = [f"  {self.OTHER.get(f.detail, 'An MPS memory error.').format(f=f)}"]
+        out = [f"  {OTHER.get(f.detail, 'An MPS memory error.').format(f=f)}"]
         if f.detail == "command_buffer_oom" and f.framework != "torch":
-            return out + self.section("Fix", self.FIXES[f.framework])
+            return out + self.section("Fix", FIXES[f.framework])
         if f.detail in ("command_buffer_oom", "internal_assert"):
             stop = "A lower ratio makes PyTorch stop first." if f.detail[0] == "c" else ""
             out += self.section("Fix", self.fix_lines("", stop))
         return out
 
     def cuda(self, f: Finding) -> list[str]:
-        notes = [NOTES["cuda_runtime"]] if f.detail in ("runtime", "library_alloc_failed") else []
+        notes = [SAY["cuda_runtime"]] if f.detail in ("runtime", "library_alloc_failed") else []
         total, alloc, res = f.total_bytes, f.allocated_bytes, f.reserved_bytes
         if total is not None and alloc is not None and alloc > total:
-            notes.append(NOTES["sysmem"])
+            notes.append(SAY["sysmem"])
         free, in_use, others = f.free_bytes, f.in_use_bytes, f.other_processes or ()
         busy = total is not None and free is not None and free < total * 0.1
         if others:
@@ -552,7 +532,7 @@ class Renderer:
             if in_use is not None and in_use > total * 0.5:
                 notes.append(say("outside", in_use=in_use))
             else:
-                notes.append(NOTES["gpu_full"])
+                notes.append(SAY["gpu_full"])
         if f.private_pool_bytes:
             notes.append(say("private_pools", pools=f.private_pool_bytes))
         why = self.cuda_why(f) + self.notes(notes)
