@@ -139,6 +139,42 @@ SAY = {
     "private_pools": "{pools} of PyTorch's memory is in private pools (CUDA Graphs, as "
     "torch.compile's reduce-overhead mode makes): the allocator cannot reuse it for other "
     "tensors. Fewer captured graphs (or shapes) free it.",
+    # --- the fix
+    "mpsd_value": "mpsd's current value for this Mac: a cap of {cap} ({high} x {max}{of}).",
+    "safe_start": "{high} is a safe start: in the article {ARTICLE}, 0.8 gave a clean error and "
+    "no swap on a 48 GB Mac where 1.0 still swapped; `mpsd install` measures the right value "
+    "for this Mac.",
+    "set_both": "Set both, together, before python starts: LOW must not exceed HIGH, and PyTorch\n"
+    "reads them once, when MPS starts. Never 0.0: that removes the cap and invites swap.",
+    "let_mpsd": "Or let mpsd set them for every python run in the project: {enable} (in the "
+    "project's directory).",
+    "high_refused": "PyTorch refused the high watermark ratio {ratio}: HIGH must be between 0 "
+    "and 2.",
+    "low_refused": "PyTorch refused the low watermark ratio {ratio}: LOW must be between 0 and "
+    "HIGH.",
+    "low_default": "{ratio} is LOW's default: {HIGH} was set below 1.4 and {LOW} was left unset.",
+    "keep_high": "To keep the HIGH you chose, set LOW to the same value: {HIGH}=X {LOW}=X.",
+    "a_setting": "It is a setting, not a lack of memory.",
+    "first_use": "It is a setting, not a lack of memory: it fails at the first MPS use, whatever "
+    "is free.",
+    "restart": "Then restart the Python process (the notebook's kernel too): PyTorch keeps the "
+    "values it read, so changing os.environ in the process that failed does nothing.",
+    "raise_fraction": "Raise the fraction given to torch.cuda.set_per_process_memory_fraction (or "
+    "drop the call) if the GPU is this job's; else make the job use less memory.",
+    "expandable": "{lead} {cmd} (before python starts): the allocator then grows its segments "
+    "instead of leaving cached pieces too small to reuse.{here}",
+    "max_split": "The message suggests max_split_size_mb: {cmd} (before python starts; 128 is an "
+    "example) keeps cached blocks larger than that from being split, so a large request finds "
+    "room. On PyTorch 2.1 and later expandable_segments:True usually does better.{here}",
+    "here_whole": " Here it may be the whole fix: the free and the cached memory together would "
+    "hold the request.",
+    "here_short": " Here it cannot make room enough: the free and the cached memory together are "
+    "less than the request.",
+    "usual": "Usual fixes: a smaller batch or resolution, float16/bfloat16, gradient "
+    "checkpointing, offloading (lowvram modes), freeing other GPU users.",
+    "out_of_ram": "The process ran out of main memory (RAM and swap, or the Windows page file). "
+    "Use less (smaller batch, float16, load one model at a time), close other apps, or give the "
+    "system more swap/page file.",
     # --- notes without numbers
     "not_add_up": "PyTorch does not check the printed numbers against the cap: it adds the "
     "request's aligned size (rounded up to the allocator's block size) to the driver's whole "
@@ -169,7 +205,7 @@ def say(name: str, **values: float | str) -> str:
         key: size(v) if isinstance(v, int) else ratio_text(v) if isinstance(v, float) else v
         for key, v in values.items()
     }
-    return SAY[name].format(HIGH=HIGH, LOW=LOW, LESS=LESS, **shown)
+    return SAY[name].format(HIGH=HIGH, LOW=LOW, LESS=LESS, ARTICLE=ARTICLE, **shown)
 
 
 OTHER = {  # the MPS and Metal errors that are no lack of PyTorch's memory, by detail
@@ -292,24 +328,17 @@ class Renderer:
             # The real cap is high x the real maximum, which an estimate only approaches.
             cap = ("about " if self.estimated else "") + size(macs.cap_of(high, rm))
             of = ", an estimated maximum" if self.estimated else ""
-            why = f"mpsd's current value for this Mac: a cap of {cap} ({ratio_text(high)} x "
-            why += f"{size(rm)}{of})"
+            why = say("mpsd_value", cap=cap, high=high, max=rm, of=of)
         else:
             high = low = macs.FALLBACK_RATIO
-            why = (
-                f"{ratio_text(high)} is a safe start: in the article {ARTICLE}, 0.8 gave a "
-                "clean error and no swap on a 48 GB Mac where 1.0 still swapped; "
-                "`mpsd install` measures the right value for this Mac"
-            )
+            why = say("safe_start", high=high)
         return [
             *([first] if first else []),
             s.cmd(f"export {HIGH}={ratio_text(high)} {LOW}={ratio_text(low)}"),
-            f"{why}.",
+            why,
             *([ratio_hint] if ratio_hint else []),
-            "Set both, together, before python starts: LOW must not exceed HIGH, and PyTorch",
-            "reads them once, when MPS starts. Never 0.0: that removes the cap and invites swap.",
-            f"Or let mpsd set them for every python run in the project: {s.cmd('mpsd enable')}"
-            " (in the project's directory).",
+            *SAY["set_both"].split("\n"),
+            say("let_mpsd", enable=s.cmd("mpsd enable")),
         ]
 
     def mps_oom(self, f: Finding) -> list[str]:
@@ -483,28 +512,13 @@ class Renderer:
     def watermark(self, f: Finding) -> list[str]:
         shown = ratio_text(f.ratio) if f.ratio is not None else "?"
         if f.kind == fk.MPS_INVALID_HIGH:
-            out = [
-                f"PyTorch refused the high watermark ratio {shown}: HIGH must be between 0 and 2.",
-                "It is a setting, not a lack of memory.",
-            ]
+            out = [say("high_refused", ratio=shown), SAY["a_setting"]]
         else:
-            out = [
-                f"PyTorch refused the low watermark ratio {shown}: LOW must be between 0 and HIGH."
-            ]
+            out = [say("low_refused", ratio=shown)]
             if f.ratio is not None and abs(f.ratio - macs.DEFAULT_LOW) < 1e-9:
-                out.append(
-                    f"{shown} is LOW's default: {HIGH} was set below 1.4 and {LOW} was left unset."
-                )
-            out += [
-                f"To keep the HIGH you chose, set LOW to the same value: {HIGH}=X {LOW}=X.",
-                "It is a setting, not a lack of memory: it fails at the first MPS use, "
-                "whatever is free.",
-            ]
-        restart = (
-            "Then restart the Python process (the notebook's kernel too): PyTorch keeps the "
-            "values it read, so changing os.environ in the process that failed does nothing."
-        )
-        return indent(out) + self.section("Fix", [*self.fix_lines(), restart])
+                out.append(say("low_default", ratio=shown))
+            out += [say("keep_high"), SAY["first_use"]]
+        return indent(out) + self.section("Fix", [*self.fix_lines(), SAY["restart"]])
 
     def mps_other(self, f: Finding) -> list[str]:
         out = [f"  {OTHER.get(f.detail, 'An MPS memory error.').format(f=f)}"]
@@ -586,52 +600,25 @@ class Renderer:
         conf = f.alloc_conf if unused != 0 else None  # nothing cached: no setting makes room
         here = ""
         if unused is not None and free is not None and req is not None and free < req:
-            here = (
-                " Here it may be the whole fix: the free and the cached memory together would "
-                "hold the request."
-                if free + unused >= req
-                else " Here it cannot make room enough: the free and the cached memory together "
-                "are less than the request."
-            )
+            here = say("here_whole" if free + unused >= req else "here_short")
         cmd = self.style.cmd
         held = (f.reserved_bytes or f.allocated_bytes or 0) + (req or 0)
         if f.allowed_bytes and f.allowed_bytes < held:
-            out.append(
-                "Raise the fraction given to torch.cuda.set_per_process_memory_fraction (or drop "
-                "the call) if the GPU is this job's; else make the job use less memory."
-            )
+            out.append(SAY["raise_fraction"])
         elif conf == "expandable_segments" or (fragmented and conf is None):
             lead = "The message suggests" if conf else "Try"
-            out.append(
-                f"{lead} {cmd('export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True')} "
-                "(before python starts): the allocator then grows its segments instead of "
-                f"leaving cached pieces too small to reuse.{here}"
-            )
+            cmd_ = cmd("export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True")
+            out.append(say("expandable", lead=lead, cmd=cmd_, here=here))
         elif conf == "max_split_size_mb":
-            out.append(
-                "The message suggests max_split_size_mb: "
-                f"{cmd('export PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:128')} (before python "
-                "starts; 128 is an example) keeps cached blocks larger than that from being "
-                "split, so a large request finds room. On PyTorch 2.1 and later "
-                f"expandable_segments:True usually does better.{here}"
-            )
-        out.append(
-            "Usual fixes: a smaller batch or resolution, float16/bfloat16, gradient "
-            "checkpointing, offloading (lowvram modes), freeing other GPU users."
-        )
+            cmd_ = cmd("export PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:128")
+            out.append(say("max_split", cmd=cmd_, here=here))
+        out.append(SAY["usual"])
         return out
 
     def cpu(self, f: Finding) -> list[str]:
         huge = (f.requested_bytes or 0) > macs.LARGEST_MAC
         wrong = "more than any computer's memory: a wrong shape or size, most likely."
-        return indent(
-            [
-                *self.notes([wrong] if huge else []),
-                "The process ran out of main memory (RAM and swap, or the Windows page file). "
-                "Use less (smaller batch, float16, load one model at a time), close other apps, "
-                "or give the system more swap/page file.",
-            ]
-        )
+        return indent([*self.notes([wrong] if huge else []), SAY["out_of_ram"]])
 
 
 def unallocated(f: Finding) -> int | None:
