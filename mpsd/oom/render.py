@@ -44,16 +44,15 @@ SWAPS = (
     f"picks a batch that swaps: set a ratio first ({HIGH}, or `mpsd enable`)."
 )
 TRACEBACK = {  # what the traceback around an MPS error tells (Finding.context)
-    "dataloader": "The traceback shows a DataLoader: with pin_memory=True its pinned CPU "
-    "buffers come out of the MPS allocator and count against this cap (pinning buys little on "
-    "unified memory): set pin_memory=False.",
+    "dataloader": "The traceback shows a DataLoader: with pin_memory=True its pinned buffers come "
+    "out of the MPS allocator, against this cap (pinning buys little on unified memory): set "
+    "pin_memory=False.",
     "accelerate_finder": "The traceback shows accelerate's find_executable_batch_size (the HF "
-    "Trainer's auto_find_batch_size): accelerate since PR 4227 (September 2026) catches this "
-    "MPS error and retries with half the batch; an older one lets it through: upgrade "
-    f"accelerate. {SWAPS}",
-    "lightning_finder": "The traceback shows Lightning's BatchSizeFinder: its is_oom_error "
-    "knows CUDA, cuDNN and CPU errors, not this MPS one, so the search stopped instead of "
-    f"trying a smaller batch: set the batch size by hand (the last one that ran). {SWAPS}",
+    "Trainer's auto_find_batch_size): since PR 4227 (September 2026) accelerate retries this MPS "
+    f"error with half the batch; an older one does not: upgrade accelerate. {SWAPS}",
+    "lightning_finder": "The traceback shows Lightning's BatchSizeFinder: its is_oom_error misses "
+    "this MPS error, so the search stopped: set the batch size by hand (the last one that ran). "
+    f"{SWAPS}",
 }
 ARTICLE = '"MPS backend out of memory on a Mac: what the numbers mean and how to set the watermark"'
 SPLIT = "a smaller batch or resolution, tiled VAE decoding, chunked attention"
@@ -82,9 +81,8 @@ SAY = {
     "needed_more": "PyTorch needed more than the {cap} cap allows.",
     "smaller_first": "First make the step smaller: one allocation of {request} needs a smaller "
     "batch, resolution or tile, or float16; a ratio alone will not make room for it.",
-    "bogus_other": '"other allocations" of {other} is more memory than any Mac has: the number '
-    "is bogus (an accounting bug of that PyTorch/macOS version, usually), not memory really in "
-    "use.",
+    "bogus_other": '"other allocations" of {other} is more memory than any Mac has: a bogus number '
+    "(an accounting bug of that PyTorch/macOS version), not memory really in use.",
     # --- the ratio in force
     "far_below": "{cap} is far below any Mac's recommended maximum: a small ratio or memory "
     "fraction was set for this job (by you, or by the app).",
@@ -100,9 +98,8 @@ SAY = {
     "another": "mpsd's value now is {mpsd}: this job ran with another (set by hand, or before "
     "mpsd's last update).",
     "no_ratio": "No ratio of two decimals gives this cap on this Mac, so it is not mpsd's value "
-    "({mpsd}). The program (or a library) may have set a memory fraction, "
-    "torch.mps.set_per_process_memory_fraction, or the job ran with another recommended maximum "
-    "(another Mac, or another macOS).",
+    "({mpsd}): a memory fraction was set (torch.mps.set_per_process_memory_fraction, by the "
+    "program or a library), or the job ran with another recommended maximum (Mac or macOS).",
     "above_free": "The cap is above the {free} usually free on this Mac: macOS swaps before "
     "PyTorch stops the job.",
     # --- whether the fix makes room
@@ -117,33 +114,28 @@ SAY = {
     "whole_gpu": "One allocation of {request} is more than the whole GPU ({total}): a tensor's "
     "shape or the batch is the problem first.",
     "fraction": "{held} held by PyTorch + the {request} request = {sum}, over the {allowed} this "
-    "process is allowed{room}: the cap of torch.cuda.set_per_process_memory_fraction stopped "
-    "it, not the GPU.",
+    "process is allowed{room}: torch.cuda.set_per_process_memory_fraction stopped it, not the GPU.",
     "free_unknown": "PyTorch asked for {request}; the message does not say what was free.",
     "in_pieces": "PyTorch asked for {request} while {free} was free: the free memory was in "
     "pieces, or taken by the time PyTorch asked (another process).",
     "short": "PyTorch asked for {request}; only {free} was free on the GPU, {short} short.",
-    "fragmented": "PyTorch also held {unused} reserved but unallocated (its cache of freed "
-    "blocks): with the free memory, {both}, enough for the request, but not in one piece. That "
-    "is fragmentation.",
+    "fragmented": "PyTorch also held {unused} reserved but unallocated (its cache): with the free "
+    "memory, {both}, enough for the request, but not in one piece. That is fragmentation.",
     "too_little": "PyTorch also held {unused} reserved but unallocated (its cache): free and "
-    "cached together, {both}, are less than the request. The job needs less memory, or the "
-    "GPU's other users must free theirs.",
+    "cached together, {both}, are less than the request: use less memory, or free the GPU.",
     "cached": "PyTorch held {unused} reserved but unallocated (its cache).",
     "others": "Other processes held {held} of the GPU ({listed}).",
-    "container": "The message lists {listed}, and names none as this process: in a container "
-    "(another pid namespace) PyTorch cannot tell, so a process holding at least PyTorch's "
-    "reserved memory is most likely this one.",
+    "container": "The message lists {listed}, and names none as this process (in a container "
+    "PyTorch cannot tell): the one holding at least PyTorch's reserved memory is likely this one.",
     "outside": "PyTorch holds little of the GPU, but this process has {in_use} in use: memory "
     "outside PyTorch's allocator (other libraries, CUDA contexts).",
     "private_pools": "{pools} of PyTorch's memory is in private pools (CUDA Graphs, as "
-    "torch.compile's reduce-overhead mode makes): the allocator cannot reuse it for other "
-    "tensors. Fewer captured graphs (or shapes) free it.",
+    "torch.compile's reduce-overhead mode makes), which no other tensor can reuse. Fewer "
+    "captured graphs (or shapes) free it.",
     # --- the fix
     "mpsd_value": "mpsd's current value for this Mac: a cap of {cap} ({high} x {max}{of}).",
     "safe_start": "{high} is a safe start: in the article {ARTICLE}, 0.8 gave a clean error and "
-    "no swap on a 48 GB Mac where 1.0 still swapped; `mpsd install` measures the right value "
-    "for this Mac.",
+    "no swap on a 48 GB Mac where 1.0 still swapped; `mpsd install` measures this Mac's value.",
     "set_both": "Set both, together, before python starts: LOW must not exceed HIGH, and PyTorch\n"
     "reads them once, when MPS starts. Never 0.0: that removes the cap and invites swap.",
     "let_mpsd": "Or let mpsd set them for every python run in the project: {enable} (in the "
@@ -164,8 +156,8 @@ SAY = {
     "expandable": "{lead} {cmd} (before python starts): the allocator then grows its segments "
     "instead of leaving cached pieces too small to reuse.{here}",
     "max_split": "The message suggests max_split_size_mb: {cmd} (before python starts; 128 is an "
-    "example) keeps cached blocks larger than that from being split, so a large request finds "
-    "room. On PyTorch 2.1 and later expandable_segments:True usually does better.{here}",
+    "example) keeps large cached blocks whole for large requests. On PyTorch 2.1 and later "
+    "expandable_segments:True usually does better.{here}",
     "here_whole": " Here it may be the whole fix: the free and the cached memory together would "
     "hold the request.",
     "here_short": " Here it cannot make room enough: the free and the cached memory together are "
@@ -173,25 +165,21 @@ SAY = {
     "usual": "Usual fixes: a smaller batch or resolution, float16/bfloat16, gradient "
     "checkpointing, offloading (lowvram modes), freeing other GPU users.",
     "out_of_ram": "The process ran out of main memory (RAM and swap, or the Windows page file). "
-    "Use less (smaller batch, float16, load one model at a time), close other apps, or give the "
-    "system more swap/page file.",
+    "Use less ({LESS}), close other apps, or give the system more swap.",
     # --- notes without numbers
     "not_add_up": "PyTorch does not check the printed numbers against the cap: it adds the "
-    "request's aligned size (rounded up to the allocator's block size) to the driver's whole "
-    "allocation for the process, and both can be larger than what the message prints. So the "
-    "printed numbers can fall short of the cap.",
-    "above_cap": '"MPS allocated" is above the cap. That happens when the cap was lowered after '
-    "the memory was allocated (torch.mps.set_per_process_memory_fraction, or a library calling "
-    "it), so the next allocation fails at once.",
-    "outside_fills": 'PyTorch\'s allocator holds almost nothing: "other allocations" fill the '
-    "cap. That memory is outside PyTorch's allocator (Metal buffers of other libraries in the "
-    "process, MPSGraph caches, memory freed but not yet returned); with many workers in one "
-    "process each one's share adds up.",
+    "request's aligned size (rounded up to a block) to the driver's whole allocation for the "
+    "process; both can exceed what is printed, so the printed numbers can fall short of the cap.",
+    "above_cap": '"MPS allocated" is above the cap: the cap was lowered after the memory was '
+    "allocated (torch.mps.set_per_process_memory_fraction, by the program or a library), so the "
+    "next allocation fails at once.",
+    "outside_fills": 'PyTorch\'s allocator holds almost nothing: "other allocations" fill the cap: '
+    "memory outside it (other libraries' Metal buffers, MPSGraph caches, memory freed but not "
+    "yet returned); with many workers in one process their shares add up.",
     "outside_exceeds": '"other allocations" exceed what PyTorch\'s allocator holds: much of the '
     "memory is outside it (other libraries' Metal buffers, MPSGraph caches).",
     "cuda_runtime": "The CUDA driver (or a CUDA library) could not allocate: the GPU was full, "
-    "maybe by another process. Errors are reported late, so the line in the traceback may not "
-    "be the culprit (CUDA_LAUNCH_BLOCKING=1 finds it).",
+    "maybe by another process. Errors are reported late: CUDA_LAUNCH_BLOCKING=1 finds the line.",
     "sysmem": "PyTorch holds more than the GPU has: on Windows the driver spills into system RAM "
     '("CUDA sysmem fallback"), which is slow.',
     "gpu_full": "PyTorch holds little of the GPU, yet it is full: other processes (or the "
