@@ -102,6 +102,10 @@ SAY = {
     "program or a library), or the job ran with another recommended maximum (Mac or macOS).",
     "above_free": "The cap is above the {free} usually free on this Mac: macOS swaps before "
     "PyTorch stops the job.",
+    "install": "(`mpsd install` reads this Mac's recommended maximum, so `mpsd explain` can say "
+    "for sure.)",
+    "estimate_whose": "mpsd's estimate of this Mac's recommended maximum, from its RAM: Metal's "
+    "own figure could not be read",
     # --- whether the fix makes room
     "failed_at": "That is the cap this job failed at: make the job use less memory ({LESS}).",
     "less_than": "{lead} less than the {floor} this job needed: make it use less memory too "
@@ -358,10 +362,8 @@ class Renderer:
             why.append(say("cap_off"))
         else:
             why.append(say("needed_more", cap=cap))
-        if too_big:
-            fix = self.fix_lines("", say("smaller_first", request=request or 0))
-        else:
-            fix = self.fix_lines(self.fit_hint(f, need if known else None))
+        first = say("smaller_first", request=request or 0) if too_big else ""
+        fix = self.fix_lines("" if too_big else self.fit_hint(f, need if known else None), first)
         return [
             *lost,
             *self.section("Why it failed", why + self.mps_notes(f, short)),
@@ -396,14 +398,8 @@ class Renderer:
         if not guesses and cap < min(ws for _, ws in macs.WORKING_SETS) * 0.75:
             return [say("far_below", cap=cap)]
         if not guesses:
-            return [
-                say(
-                    "no_mac",
-                    cap=cap,
-                    default=str(macs.DEFAULT_HIGH),
-                    max=size(cap / macs.DEFAULT_HIGH),
-                )
-            ]
+            default = macs.DEFAULT_HIGH
+            return [say("no_mac", cap=cap, default=str(default), max=size(cap / default))]
         out = []
         for i, g in enumerate(guesses):
             ratio = "the default ratio" if g.is_default else f"a ratio of {ratio_text(g.ratio)}"
@@ -415,19 +411,13 @@ class Renderer:
         if best.is_default and cap > ram * 0.9:
             much = "more than" if cap > ram else "about all of"
             out.append(say("all_memory", cap=cap, mac=mac_name(best.ram_gb), much=much))
-        out.append(
-            "(`mpsd install` reads this Mac's recommended maximum, so `mpsd explain` can say "
-            "for sure.)"
-        )
+        out.append(SAY["install"])
         return out
 
     def ratio_against(self, cap: int, slack: int, lim: Limits) -> list[str]:
-        """The ratio in force, read against this Mac's recommended max from limits.toml.
-
-        The cap is ratio x recommended max (``macs.gives``: within the printed cap's
-        rounding), so "cap = r x max" is printed only for a ratio that gives the cap, and "mpsd's
-        value" said only when mpsd's ratio does. Where the max is an estimate, the ratio is
-        only "about" (the real max is lower: the estimate errs high)."""
+        """The ratio in force against this Mac's recommended max: "cap = r x max" only for a
+        ratio that gives the cap (``macs.gives``), "mpsd's value" only when mpsd's ratio does;
+        against an estimated max (which errs high), only "about"."""
         rm, high = lim.recommended_max_bytes, lim.high_watermark_ratio
         is_default = macs.gives(macs.DEFAULT_HIGH, rm, cap, slack)
         is_mpsd = macs.gives(high, rm, cap, slack)
@@ -436,13 +426,8 @@ class Renderer:
             found = macs.DEFAULT_HIGH if is_default else high
         elif not self.estimated:
             found = macs.ratio_behind(cap, slack, rm)
-        if self.estimated:
-            whose = (
-                "mpsd's estimate of this Mac's recommended maximum, from its RAM: Metal's own "
-                "figure could not be read"
-            )
-        else:
-            whose = "this Mac's recommended maximum, from limits.toml"
+        whose = "this Mac's recommended maximum, from limits.toml"
+        whose = SAY["estimate_whose"] if self.estimated else whose
         if found is not None:
             out = [f"{size(cap)} = {ratio_text(found)} x {size(rm)} ({whose})"]
         else:
@@ -538,9 +523,8 @@ class Renderer:
         if f.private_pool_bytes:
             notes.append(say("private_pools", pools=f.private_pool_bytes))
         why = self.cuda_why(f) + self.notes(notes)
-        return (self.section("Why it failed", why) if why else []) + self.section(
-            "Fix", self.cuda_fix(f)
-        )
+        fix = self.section("Fix", self.cuda_fix(f))
+        return (self.section("Why it failed", why) if why else []) + fix
 
     def cuda_why(self, f: Finding) -> list[str]:
         """The request against what was free on the GPU and what PyTorch held in reserve
@@ -554,16 +538,8 @@ class Renderer:
         held = f.reserved_bytes or f.allocated_bytes
         if f.allowed_bytes is not None and held is not None and held + req > f.allowed_bytes:
             room = f", while the GPU had {size(free)} free" if free is not None else ""
-            return [
-                say(
-                    "fraction",
-                    held=held,
-                    request=req,
-                    sum=held + req,
-                    allowed=f.allowed_bytes,
-                    room=room,
-                )
-            ]
+            allowed, asked = f.allowed_bytes, held + req
+            return [say("fraction", held=held, request=req, sum=asked, allowed=allowed, room=room)]
         if free is None:
             out = [say("free_unknown", request=req)]
         elif free >= req:
