@@ -98,8 +98,8 @@ SAY = {
     "another": "mpsd's value now is {mpsd}: this job ran with another (set by hand, or before "
     "mpsd's last update).",
     "no_ratio": "No ratio of two decimals gives this cap on this Mac, so it is not mpsd's value "
-    "({mpsd}): a memory fraction was set (torch.mps.set_per_process_memory_fraction, by the "
-    "program or a library), or the job ran with another recommended maximum (Mac or macOS).",
+    "({mpsd}): a memory fraction may have been set (torch.mps.set_per_process_memory_fraction, "
+    "by the program or a library), or the job ran with another Mac's or macOS's recommended max.",
     "above_free": "The cap is above the {free} usually free on this Mac: macOS swaps before "
     "PyTorch stops the job.",
     "install": "(`mpsd install` reads this Mac's recommended maximum, so `mpsd explain` can say "
@@ -174,10 +174,10 @@ SAY = {
     "not_add_up": "PyTorch does not check the printed numbers against the cap: it adds the "
     "request's aligned size (rounded up to a block) to the driver's whole allocation for the "
     "process; both can exceed what is printed, so the printed numbers can fall short of the cap.",
-    "above_cap": '"MPS allocated" is above the cap: the cap was lowered after the memory was '
-    "allocated (torch.mps.set_per_process_memory_fraction, by the program or a library), so the "
+    "above_cap": '"MPS allocated" is above the cap, as when the cap is lowered after the memory '
+    "was allocated (torch.mps.set_per_process_memory_fraction, by the program or a library): the "
     "next allocation fails at once.",
-    "outside_fills": 'PyTorch\'s allocator holds almost nothing: "other allocations" fill the cap: '
+    "outside_fills": 'PyTorch\'s allocator holds almost nothing: "other allocations" fill the cap, '
     "memory outside it (other libraries' Metal buffers, MPSGraph caches, memory freed but not "
     "yet returned); with many workers in one process their shares add up.",
     "outside_exceeds": '"other allocations" exceed what PyTorch\'s allocator holds: much of the '
