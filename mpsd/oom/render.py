@@ -63,8 +63,7 @@ BUFFER = (
 UNITS = '  (The message\'s "GB" and "MB" are GiB and MiB, powers of 1024: the units used here.)'
 LESS = "smaller batch or resolution, float16, one model at a time, tiling"
 
-# The sentences that carry numbers, by name; ``say`` fills them in ({HIGH} and {LOW} are the
-# variables' names).
+# Every sentence of more than a few words, by name; ``say`` fills in the numbers.
 SAY = {
     # --- MPS out of memory: why it failed
     "too_big": "The request alone, {request}, is more than the whole {cap} cap: a tensor's shape "
@@ -285,8 +284,7 @@ class Renderer:
         return [self.style.title(title), *self.table(kind.rows, f), *kind.body(self, f)]
 
     def table(self, rows: tuple[str, ...], f: Finding) -> list[str]:
-        """The rows with a number, aligned (label, value right-aligned, meaning), and under
-        the first table of a message that spelt "GB", the line that says they are GiB."""
+        """The rows with a number, aligned; under the first table that spelt "GB", UNITS."""
         pool = f" ({f.pool} pool)" if f.pool else ""
         cells = [row.split("|") for row in rows]
         shown = [
@@ -311,8 +309,8 @@ class Renderer:
         return [f"{self.style.warn('Note:')} {n}" for n in notes]
 
     def fix_lines(self, ratio_hint: str = "", first: str = "") -> list[str]:
-        """The fix: both variables, mpsd's value, opting the project in. ``ratio_hint``
-        follows the value; ``first`` comes before everything (what matters more)."""
+        """The fix: both variables, mpsd's value (then ``ratio_hint``), opting the project in;
+        ``first`` comes before everything (what matters more)."""
         s = self.style
         if self.limits is not None:
             high, low = self.limits.high_watermark_ratio, self.limits.low_watermark_ratio
@@ -527,8 +525,7 @@ class Renderer:
         return (self.section("Why it failed", why) if why else []) + fix
 
     def cuda_why(self, f: Finding) -> list[str]:
-        """The request against what was free on the GPU and what PyTorch held in reserve
-        without using it (its cache): which of the two was short."""
+        """The request against the GPU's free memory and PyTorch's cache: which was short."""
         req, free, total = f.requested_bytes, f.free_bytes, f.total_bytes
         unused = unallocated(f)
         if req is None:
@@ -556,8 +553,8 @@ class Renderer:
         return out
 
     def cuda_fix(self, f: Finding) -> list[str]:
-        """The allocator setting the message names (or, when much is reserved but unused,
-        the one to try), whether it can make room here, and the usual fixes."""
+        """The allocator setting the message names (or one to try when much is cached),
+        whether it can make room here, and the usual fixes."""
         out: list[str] = []
         unused, free, req = unallocated(f), f.free_bytes, f.requested_bytes
         fragmented = unused is not None and unused > max((f.allocated_bytes or 0) * 0.25, 1 << 30)
