@@ -1,10 +1,5 @@
-"""Read PyTorch out-of-memory errors out of any paste, and explain them.
-
-``find_errors(text)`` returns ``Finding`` objects (``.to_json()`` is the shape of
-``mpsd explain --json``); ``render.render`` turns them into the human explanation.
-Imports nothing heavy: no torch, no psutil. Named ``oom`` rather than ``explain`` so that
-importing it never shadows the API function ``mpsd.explain``.
-"""
+"""Read PyTorch out-of-memory errors out of any paste (``find_errors``), and explain them
+(``render.render``). Named ``oom`` so as never to shadow the API function ``mpsd.explain``."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""``find_errors``: every known error in a paste, in order, each once.
-
-A text is read in windows of about a MB (``windows``), so that a log of any size costs time
-linear in its length and no more memory than a window; in a text of several windows, one
-without a word that every known error has is skipped at the cost of a substring search.
-"""
+"""``find_errors``: every known error in a paste, in order, each once, read in windows of
+about a MB: time linear in the text's length, memory of a window."""
 
 from __future__ import annotations
 
@@ -24,9 +20,8 @@ MAX_READ = 10 * MAX_FINDINGS  # the texts of errors read, kept to count their re
 
 
 def windows(pieces: Iterable[str]) -> Iterator[tuple[str, str]]:
-    """Consecutive ``pieces`` of a text (any sizes up to a window) -> (window, tail): windows
-    of about WINDOW characters cut after a line break, each with the TAIL characters after it
-    (empty for the last one)."""
+    """Consecutive ``pieces`` of a text (each up to a window) -> (window, tail): windows cut
+    after a line break, each with the TAIL characters after it (none after the last)."""
     buffer = ""
     for piece in pieces:
         buffer += piece
@@ -90,10 +85,8 @@ class Found:
         self.findings.append(new)
 
     def read(self, text: str, stop: int) -> None:
-        """Add the findings of squeezed ``text`` whose head is before ``stop`` (the rest of
-        the text is only there to complete them). Past MAX_FINDINGS, an error not seen before
-        is counted without being read: a paste of a million errors costs little more than a
-        search for their heads."""
+        """Add the findings of squeezed ``text`` whose head is before ``stop`` (the rest only
+        completes them). Past MAX_FINDINGS, an error not seen before is only counted."""
         anchors = heads(text)
         for i, (start, head) in enumerate(anchors):
             if start >= stop:
@@ -115,7 +108,7 @@ class Found:
 
 def scan(pieces: Iterable[str]) -> Found:
     """The errors in a text given in consecutive pieces (a file read in parts, none longer
-    than a window): in time linear in its length, holding no more than a window of it."""
+    than a window); a window without any of WORDS is skipped."""
     found = Found()
     for n, (window, tail) in enumerate(windows(pieces)):
         if n or tail:
@@ -128,7 +121,6 @@ def scan(pieces: Iterable[str]) -> Found:
 
 
 def find_errors(text: str) -> list[Finding]:
-    """Every PyTorch out-of-memory (and related) error in ``text``, in the order they
-    appear, each distinct error once (``count`` says how often it was seen), the first
-    MAX_FINDINGS of them. Never raises, and takes time linear in the text's length."""
+    """The first MAX_FINDINGS PyTorch out-of-memory (and related) errors in ``text``, in
+    order, each distinct one once (``count``: how often it was seen). Never raises."""
     return scan(text[i : i + WINDOW] for i in range(0, len(text), WINDOW)).findings

@@ -36,15 +36,11 @@ KINDS = tuple(KEYS)
 
 @dataclass
 class Finding:
-    """One error found in a paste. ``detail`` names the exact error within its kind
-    (``"oom"``, ``"cap_unread"``, ``"invalid_buffer_size"``, ``"runtime"``...).
-    ``alloc_conf``: the PYTORCH_CUDA_ALLOC_CONF setting a CUDA message itself suggests
-    (``"expandable_segments"`` or ``"max_split_size_mb"``), not in ``to_json``. ``count``: how
-    often the error was seen. ``rounding`` holds, per byte field, how far the true value may be
-    from the printed, rounded one; ``binary_units`` is True when the message spelt sizes ``GiB``
-    (PyTorch 2.8+). ``context``: what the traceback around it shows (``readers.TRACEBACK``).
-    None of these four counts when two findings are compared.
-    """
+    """One error found in a paste. ``detail``: the exact error within its kind (``"oom"``,
+    ``"cap_unread"``, ``"runtime"``...); ``alloc_conf``: the PYTORCH_CUDA_ALLOC_CONF setting a
+    CUDA message suggests (not in ``to_json``). Not compared: ``count`` (how often seen),
+    ``binary_units`` (sizes spelt GiB), ``rounding`` (per byte field, how far the true value
+    may be from the printed one), ``context`` (what the traceback shows, readers.TRACEBACK)."""
 
     kind: str
     detail: str = ""

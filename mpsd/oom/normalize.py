@@ -1,11 +1,7 @@
-"""Turn a paste into text the readers can match, whatever happened to it on the way.
-
-A pasted error may be behind log prefixes, in a JSON or quoted string (``\\n`` escapes), in
-Markdown, coloured with ANSI codes, or hard-wrapped at any column (even inside a word). The
-readers match against a *squeezed* form: lower case, line prefixes stripped, every space and
-line break removed. There a wrap at any column, inside a word or a number, is invisible.
-Every pattern here is linear in its input: no input, however odd, costs more.
-"""
+"""Turn a paste (behind log prefixes, in a JSON or quoted string, in Markdown, coloured,
+hard-wrapped at any column) into the *squeezed* form the readers match: lower case, line
+prefixes stripped, no spaces or line breaks, so that a wrap anywhere is invisible. Every
+pattern here is linear in its input."""
 
 from __future__ import annotations
 
@@ -19,10 +15,8 @@ def compiled(pattern: str, flags: int = 0) -> re.Pattern[str]:
     return re.compile(pattern, flags)
 
 
-# A run of backslashes is matched only from its first one (the lookbehind): tried at every
-# backslash of a long run, "\\+" would cost the square of its length; from the first alone, the
-# run is given back one backslash at a time, in linear time. (Not possessive "\\++": Python 3.9
-# and 3.10 have no possessive quantifiers.)
+# A run of backslashes is matched only from its first one (the lookbehind): tried at each
+# backslash, "\\+" would cost the square of the run's length (3.9 has no possessive "\\++").
 _ESCAPED_ESC = r"(?<!\\)\\+(?:x1[bB]|u001[bB]|033|e(?=\[))|\^\[(?=\[)"
 _ESCAPES = r"(?<!\\)\\+(?:u([0-9a-fA-F]{4})|([nrt])|([\"'/]))"
 _ANSI = (

@@ -1,14 +1,9 @@
 """The readers: what each known error looks like, and how its numbers are read.
 
-Every pattern works on the squeezed text of ``normalize`` (lower case, no spaces, no quotes),
-where a wrap at any column, colour codes, prefixes and quoting have gone. A reader is a
-*head*, a short phrase where an error starts, and an extractor that reads the error's numbers
-from the text after it, up to the next head.
-
-The extractors are written for the families, not for particular pastes: every size after the
-head is labelled by the words around it (``read_sizes``), so the numbers of a truncated
-paste, of an older or newer wording, in any order, with a log line glued in the middle, are
-all read.
+They match the squeezed text of ``normalize``. A *head* is a short phrase where an error starts;
+its extractor reads the numbers after it, up to the next head, each size labelled by the words
+around it (``read_sizes``): so a truncated paste, an older or newer wording, numbers in any
+order or a log line glued in the middle are all read.
 """
 
 from __future__ import annotations
@@ -23,11 +18,9 @@ from mpsd.oom.normalize import compiled
 
 Extract = Callable[[str], Optional[Finding]]  # not `Finding | None`: evaluated at run time on 3.9
 
-# --- sizes as PyTorch prints them: its GB/MB/KB (2.0 to 2.7) and GiB/MiB/KiB (2.8+) are both
-# powers of 1024; up to 1024 bytes it prints "N bytes".
+# PyTorch's GB/MB/KB (2.0 to 2.7) and GiB/MiB/KiB (2.8+) are both powers of 1024.
 SIZE = r"(?<!\d)(?<!\d[.,])(\d+(?:[.,]\d+)*)(bytes?|[kmgtp]i?b)"
-# No size PyTorch prints comes near this (2^90 bytes); a larger "size" is a paste's digit run,
-# read as no number at all. Below it, sums of sizes stay far inside a float's range.
+# A larger "size" is a paste's digit run, no number (below it sums stay well inside a float).
 MAX_BYTES = float(1 << 90)
 
 
@@ -96,12 +89,9 @@ def read_sizes(seg: str, labels: Labels, found: Finding) -> dict[str, int]:
 
 @dataclass(eq=False)  # a key of the cache of readings: one head is itself
 class Head:
-    """Where an error starts: ``phrase`` (squeezed here), with the regex ``after`` just after
-    it when given.
-
-    A head with ``lookback`` is a phrase from inside a message (a paste that lost the
-    message's start): it is ignored less than ``lookback`` characters after another head,
-    where it is only the rest of that message."""
+    """Where an error starts: ``phrase`` (squeezed here), then the regex ``after`` if given.
+    A head with ``lookback`` is from inside a message (for a paste that lost the start): it is
+    ignored less than ``lookback`` characters after another head, as the rest of that one."""
 
     phrase: str
     extract: Extract
@@ -113,13 +103,14 @@ class Head:
         self.phrase = "".join(self.phrase.split()).lower()
 
 
-# --- MPS out of memory -------------------------------------------------------------
 MPS_LABELS: Labels = {
     "allocated_bytes": (("mpsallocated", "currentlyallocated"), ()),
     "other_bytes": (("otherallocations",), ()),
     "max_allowed_bytes": (("maxallowed",), ()),
     "requested_bytes": (("triedtoallocate",), ()),
 }
+BUFFER_LABELS: Labels = {"requested_bytes": (("buffersize",), ())}
+CPU_LABELS: Labels = {"requested_bytes": (("youtriedtoallocate", "unabletoallocate"), ())}
 
 
 def _mps_oom(seg: str) -> Finding:
@@ -136,21 +127,17 @@ def _mps_oom(seg: str) -> Finding:
 _RATIO = r"[a-z]*[:=~]?(-?(?:\d+(?:\.\d*)?|\.\d+)(?:e[-+]?\d+)?|-?nan|-?inf)"
 
 
-def _watermark(kind: str) -> Extract:
-    def extract(seg: str) -> Finding:
-        found = Finding(kind, "invalid_ratio")
-        m = compiled(_RATIO).match(seg, seg.find("water") + 5 if "water" in seg[:20] else 12)
-        if m:
-            found.ratio = float(m.group(1))
-        return found
-
-    return extract
+def _watermark(seg: str) -> Finding:
+    low = seg.startswith("invalidlow")
+    found = Finding(fk.MPS_INVALID_LOW if low else fk.MPS_INVALID_HIGH, "invalid_ratio")
+    m = compiled(_RATIO).match(seg, seg.find("water") + 5 if "water" in seg[:20] else 12)
+    if m:
+        found.ratio = float(m.group(1))
+    return found
 
 
-# --- errors whose numbers need nothing but their labels -----------------------------
 def _plain(kind: str, detail: str, labels: Labels | None = None, within: int = 0) -> Extract:
-    """A reader of the sizes ``labels`` names (in the first ``within`` characters, when
-    given): a new kind of error is a head and its labels."""
+    """A reader of the sizes ``labels`` names (in the first ``within`` characters if given)."""
 
     def extract(seg: str) -> Finding:
         found = Finding(kind, detail)
@@ -161,15 +148,9 @@ def _plain(kind: str, detail: str, labels: Labels | None = None, within: int = 0
     return extract
 
 
-BUFFER_LABELS: Labels = {"requested_bytes": (("buffersize",), ())}
-CPU_LABELS: Labels = {"requested_bytes": (("youtriedtoallocate", "unabletoallocate"), ())}
-
-
 def _mps_assert(seg: str) -> Finding | None:
-    near = seg[:600]
-    if "watermark" in near or "mpsallocator" in near:
-        return Finding(fk.MPS_OTHER, "internal_assert")
-    return None
+    mps = "watermark" in seg[:600] or "mpsallocator" in seg[:600]
+    return Finding(fk.MPS_OTHER, "internal_assert") if mps else None
 
 
 # --- CUDA / HIP --------------------------------------------------------------------
@@ -270,8 +251,8 @@ _XPU = _plain(fk.XPU_SIZE, "size_limit", CUDA_LABELS, 120)
 HEADS: tuple[Head, ...] = (
     Head("mps backend out", _mps_oom, 900),
     Head("mps allocated", _mps_oom, 900, lookback=120, after=r":?\d"),
-    Head("invalid low water", _watermark(fk.MPS_INVALID_LOW), 60),
-    Head("invalid high water", _watermark(fk.MPS_INVALID_HIGH), 60),
+    Head("invalid low water", _watermark, 60),
+    Head("invalid high water", _watermark, 60),
     Head("invalid buffer size", _plain(fk.MPS_OTHER, "invalid_buffer_size", BUFFER_LABELS, 40), 80),
     Head("bytes of ndarray", _plain(fk.MPS_OTHER, "ndarray_too_large"), 60),
     Head("ndarray dimension", _plain(fk.MPS_OTHER, "dimension_too_large"), 60),

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar
+from itertools import islice
+from typing import TYPE_CHECKING
 
+from mpsd import term
 from mpsd.oom import finding as fk
 from mpsd.oom import macs
 from mpsd.oom.finding import Finding
@@ -26,17 +28,15 @@ if TYPE_CHECKING:
 
 def size(n: float) -> str:
     """Bytes the way PyTorch prints them, spelt GiB/MiB/KiB (two decimals, powers of 1024)."""
-    sign, n = "-" if n < 0 else "", abs(n)
     for power, prefix in ((4, "T"), (3, "G"), (2, "M"), (1, "K")):
         if n > 1024 and n >= 1024**power:
-            return f"{sign}{n / 1024**power:.2f} {prefix}iB"
-    return f"{sign}{round(n)} bytes"
+            return f"{n / 1024**power:.2f} {prefix}iB"
+    return f"{round(n)} bytes"
 
 
 def mac_name(ram_gb: int) -> str:
     """ "a 16 GB Mac", "an 8 GB Mac"."""
-    article = "an" if str(ram_gb).startswith("8") or ram_gb in (11, 18) else "a"
-    return f"{article} {ram_gb} GB Mac"
+    return f"{'an' if ram_gb in (8, 18) else 'a'} {ram_gb} GB Mac"
 
 
 SWAPS = (
@@ -44,22 +44,15 @@ SWAPS = (
     f"picks a batch that swaps: set a ratio first ({HIGH}, or `mpsd enable`)."
 )
 TRACEBACK = {  # what the traceback around an MPS error tells (Finding.context)
-    "dataloader": (
-        "The traceback shows a DataLoader: with pin_memory=True its pinned CPU buffers come out "
-        "of the MPS allocator and count against this cap (pinning buys little on unified "
-        "memory): set pin_memory=False."
-    ),
-    "accelerate_finder": (
-        "The traceback shows accelerate's find_executable_batch_size (the HF Trainer's "
-        "auto_find_batch_size): accelerate since PR 4227 (September 2026) catches this MPS "
-        "error and retries with half the batch; an older one lets it through: upgrade "
-        f"accelerate. {SWAPS}"
-    ),
-    "lightning_finder": (
-        "The traceback shows Lightning's BatchSizeFinder: its is_oom_error knows CUDA, cuDNN "
-        "and CPU errors, not this MPS one, so the search stopped instead of trying a smaller "
-        f"batch: set the batch size by hand (the last one that ran). {SWAPS}"
-    ),
+    "dataloader": "The traceback shows a DataLoader: with pin_memory=True its pinned buffers come "
+    "out of the MPS allocator, against this cap (pinning buys little on unified memory): set "
+    "pin_memory=False.",
+    "accelerate_finder": "The traceback shows accelerate's find_executable_batch_size (the HF "
+    "Trainer's auto_find_batch_size): since PR 4227 (September 2026) accelerate retries this MPS "
+    f"error with half the batch; an older one does not: upgrade accelerate. {SWAPS}",
+    "lightning_finder": "The traceback shows Lightning's BatchSizeFinder: its is_oom_error misses "
+    "this MPS error, so the search stopped: set the batch size by hand (the last one that ran). "
+    f"{SWAPS}",
 }
 ARTICLE = '"MPS backend out of memory on a Mac: what the numbers mean and how to set the watermark"'
 SPLIT = "a smaller batch or resolution, tiled VAE decoding, chunked attention"
@@ -69,6 +62,189 @@ BUFFER = (
 )
 UNITS = '  (The message\'s "GB" and "MB" are GiB and MiB, powers of 1024: the units used here.)'
 LESS = "smaller batch or resolution, float16, one model at a time, tiling"
+
+# Every sentence of more than a few words, by name; ``say`` fills in the numbers.
+SAY = {
+    # --- MPS out of memory: why it failed
+    "too_big": "The request alone, {request}, is more than the whole {cap} cap: a tensor's shape "
+    "or the batch is the problem first.",
+    "over": "{terms}, over the {cap} cap by {over}.",
+    "at_cap": "{terms}: at the {cap} cap (each number is rounded to 2 decimals{rounds}, so the "
+    "last allocation tipped it).",
+    "with_cap": "{terms}, with the {cap} cap.",
+    "under_cap": "{terms}, under the {cap} cap: the numbers do not add up (see the note below).",
+    "cap_unknown": 'The paste {cut} "max allowed": the cap in force is unknown.',
+    "cap_off": 'No "max allowed" in the message: the cap was off ({HIGH}=0.0), so PyTorch '
+    "allocated until Metal itself ran out. That is what lets a job push the Mac into swap: "
+    "macOS swaps long before Metal refuses.",
+    "needed_more": "PyTorch needed more than the {cap} cap allows.",
+    "smaller_first": "First make the step smaller: one allocation of {request} needs a smaller "
+    "batch, resolution or tile, or float16; a ratio alone will not make room for it.",
+    "bogus_other": '"other allocations" of {other} is more memory than any Mac has: a bogus number '
+    "(an accounting bug of that PyTorch/macOS version), not memory really in use.",
+    # --- the ratio in force
+    "far_below": "{cap} is far below any Mac's recommended maximum: a small ratio or memory "
+    "fraction was set for this job (by you, or by the app).",
+    "no_mac": "{cap} matches no common Mac with a round ratio. If PyTorch's default {default} "
+    "was in force, this Mac's recommended maximum is {max}.",
+    "all_memory": "A cap of {cap} on {mac} is {much} its memory: macOS swaps long before "
+    "PyTorch stops the job.",
+    "about": "The estimate errs high, so the ratio in force was about {about} or more.",
+    "higher_ratio": "mpsd's value now is {mpsd}, a cap of at most {mpsd_cap} (the estimate errs "
+    "high): this job ran with a higher ratio (set by hand, or before mpsd's last update).",
+    "maybe_mpsd": "mpsd's value now is {mpsd}. With an estimated maximum, mpsd cannot tell "
+    "whether this job ran with it: it did if this Mac's real maximum is about {max}.",
+    "another": "mpsd's value now is {mpsd}: this job ran with another (set by hand, or before "
+    "mpsd's last update).",
+    "no_ratio": "No ratio of two decimals gives this cap on this Mac, so it is not mpsd's value "
+    "({mpsd}): a memory fraction may have been set (torch.mps.set_per_process_memory_fraction, "
+    "by the program or a library), or the job ran with another Mac's or macOS's recommended max.",
+    "above_free": "The cap is above the {free} usually free on this Mac: macOS swaps before "
+    "PyTorch stops the job.",
+    "install": "(`mpsd install` reads this Mac's recommended maximum, so `mpsd explain` can say "
+    "for sure.)",
+    "estimate_whose": "mpsd's estimate of this Mac's recommended maximum, from its RAM: Metal's "
+    "own figure could not be read",
+    # --- whether the fix makes room
+    "failed_at": "That is the cap this job failed at: make the job use less memory ({LESS}).",
+    "less_than": "{lead} less than the {floor} this job needed: make it use less memory too "
+    "({LESS}).",
+    "no_cap": "{lead} above the {need} the message shows, but with no cap the job ran until "
+    "Metal ran out: it may need more than that.",
+    "fits_if": "{lead} above the {cap} cap this job failed at: it fits if it needed less than "
+    "{room} more than that (the message does not say).",
+    # --- CUDA
+    "whole_gpu": "One allocation of {request} is more than the whole GPU ({total}): a tensor's "
+    "shape or the batch is the problem first.",
+    "fraction": "{held} held by PyTorch + the {request} request = {sum}, over the {allowed} this "
+    "process is allowed{room}: torch.cuda.set_per_process_memory_fraction stopped it, not the GPU.",
+    "free_unknown": "PyTorch asked for {request}; the message does not say what was free.",
+    "in_pieces": "PyTorch asked for {request} while {free} was free: the free memory was in "
+    "pieces, or taken by the time PyTorch asked (another process).",
+    "short": "PyTorch asked for {request}; only {free} was free on the GPU, {short} short.",
+    "fragmented": "PyTorch also held {unused} reserved but unallocated (its cache): with the free "
+    "memory, {both}, enough for the request, but not in one piece. That is fragmentation.",
+    "too_little": "PyTorch also held {unused} reserved but unallocated (its cache): free and "
+    "cached together, {both}, are less than the request: use less memory, or free the GPU.",
+    "cached": "PyTorch held {unused} reserved but unallocated (its cache).",
+    "others": "Other processes held {held} of the GPU ({listed}).",
+    "container": "The message lists {listed}, and names none as this process (in a container "
+    "PyTorch cannot tell): the one holding at least PyTorch's reserved memory is likely this one.",
+    "outside": "PyTorch holds little of the GPU, but this process has {in_use} in use: memory "
+    "outside PyTorch's allocator (other libraries, CUDA contexts).",
+    "private_pools": "{pools} of PyTorch's memory is in private pools (CUDA Graphs, as "
+    "torch.compile's reduce-overhead mode makes), which no other tensor can reuse. Fewer "
+    "captured graphs (or shapes) free it.",
+    # --- the fix
+    "mpsd_value": "mpsd's current value for this Mac: a cap of {cap} ({high} x {max}{of}).",
+    "safe_start": "{high} is a safe start: in the article {ARTICLE}, 0.8 gave a clean error and "
+    "no swap on a 48 GB Mac where 1.0 still swapped; `mpsd install` measures this Mac's value.",
+    "set_both": "Set both, together, before python starts: LOW must not exceed HIGH, and PyTorch\n"
+    "reads them once, when MPS starts. Never 0.0: that removes the cap and invites swap.",
+    "let_mpsd": "Or let mpsd set them for every python run in the project: {enable} (in the "
+    "project's directory).",
+    "high_refused": "PyTorch refused the high watermark ratio {ratio}: HIGH must be between 0 "
+    "and 2.",
+    "low_refused": "PyTorch refused the low watermark ratio {ratio}: LOW must be between 0 and "
+    "HIGH.",
+    "low_default": "{ratio} is LOW's default: {HIGH} was set below 1.4 and {LOW} was left unset.",
+    "keep_high": "To keep the HIGH you chose, set LOW to the same value: {HIGH}=X {LOW}=X.",
+    "a_setting": "It is a setting, not a lack of memory.",
+    "first_use": "It is a setting, not a lack of memory: it fails at the first MPS use, whatever "
+    "is free.",
+    "restart": "Then restart the Python process (the notebook's kernel too): PyTorch keeps the "
+    "values it read, so changing os.environ in the process that failed does nothing.",
+    "raise_fraction": "Raise the fraction given to torch.cuda.set_per_process_memory_fraction (or "
+    "drop the call) if the GPU is this job's; else make the job use less memory.",
+    "expandable": "{lead} {cmd} (before python starts): the allocator then grows its segments "
+    "instead of leaving cached pieces too small to reuse.{here}",
+    "max_split": "The message suggests max_split_size_mb: {cmd} (before python starts; 128 is an "
+    "example) keeps large cached blocks whole for large requests. On PyTorch 2.1 and later "
+    "expandable_segments:True usually does better.{here}",
+    "here_whole": " Here it may be the whole fix: the free and the cached memory together would "
+    "hold the request.",
+    "here_short": " Here it cannot make room enough: the free and the cached memory together are "
+    "less than the request.",
+    "usual": "Usual fixes: a smaller batch or resolution, float16/bfloat16, gradient "
+    "checkpointing, offloading (lowvram modes), freeing other GPU users.",
+    "out_of_ram": "The process ran out of main memory (RAM and swap, or the Windows page file). "
+    "Use less ({LESS}), close other apps, or give the system more swap.",
+    # --- notes without numbers
+    "not_add_up": "PyTorch does not check the printed numbers against the cap: it adds the "
+    "request's aligned size (rounded up to a block) to the driver's whole allocation for the "
+    "process; both can exceed what is printed, so the printed numbers can fall short of the cap.",
+    "above_cap": '"MPS allocated" is above the cap, as when the cap is lowered after the memory '
+    "was allocated (torch.mps.set_per_process_memory_fraction, by the program or a library): the "
+    "next allocation fails at once.",
+    "outside_fills": 'PyTorch\'s allocator holds almost nothing: "other allocations" fill the cap, '
+    "memory outside it (other libraries' Metal buffers, MPSGraph caches, memory freed but not "
+    "yet returned); with many workers in one process their shares add up.",
+    "outside_exceeds": '"other allocations" exceed what PyTorch\'s allocator holds: much of the '
+    "memory is outside it (other libraries' Metal buffers, MPSGraph caches).",
+    "cuda_runtime": "The CUDA driver (or a CUDA library) could not allocate: the GPU was full, "
+    "maybe by another process. Errors are reported late: CUDA_LAUNCH_BLOCKING=1 finds the line.",
+    "sysmem": "PyTorch holds more than the GPU has: on Windows the driver spills into system RAM "
+    '("CUDA sysmem fallback"), which is slow.',
+    "gpu_full": "PyTorch holds little of the GPU, yet it is full: other processes (or the "
+    "desktop) use it; check nvidia-smi.",
+}
+
+
+def say(name: str, **values: float | str) -> str:
+    """Sentence ``name`` of SAY with its numbers: an int printed as a size, a float as a ratio."""
+    shown = {
+        key: size(v) if isinstance(v, int) else ratio_text(v) if isinstance(v, float) else v
+        for key, v in values.items()
+    }
+    return SAY[name].format(HIGH=HIGH, LOW=LOW, LESS=LESS, ARTICLE=ARTICLE, **shown)
+
+
+OTHER = {  # the MPS and Metal errors that are no lack of PyTorch's memory, by detail
+    "invalid_buffer_size": f"One tensor is {BUFFER}",
+    "ndarray_too_large": "An MPS kernel got a tensor of more than 4 GiB (2**32 bytes), more than "
+    "MPSNDArray takes on this macOS. Not a lack of memory: no ratio changes it. Split the work "
+    "(smaller batch or tiles), update macOS and PyTorch, or run that step on the CPU.",
+    "dimension_too_large": "A tensor dimension (or the product of dimensions) is above 2**31, "
+    "beyond what Metal's kernels index. Not a lack of memory: split the tensor into chunks, or "
+    "run that step on the CPU.",
+    "command_buffer_oom": "Metal itself ran out of memory while running a GPU command: the "
+    "system had no memory left for it (other apps, or a program allowed more than is really "
+    "free).",
+    "buffer_size": f"MLX asked Metal for one buffer {BUFFER}",
+    "resource_limit": "MLX reached Metal's limit on buffers alive at once ({f.resource_limit} of "
+    "them): many small arrays, or a graph evaluated too late. Evaluate more often (mx.eval "
+    "inside the loop) and keep fewer arrays alive; it is not a lack of memory.",
+    "size_limit": "Intel's extension for PyTorch refuses any single allocation over 4 GiB on "
+    "this GPU: a limit of the platform, not a lack of memory (what is free does not matter). "
+    f"Split the work so no tensor needs more than 4 GiB: {SPLIT}.",
+    "internal_assert": "PyTorch's MPS allocator failed an internal check of its watermarks: the "
+    "ratio variables are inconsistent. Set both, to the same plain decimal.",
+}
+# The fix for the Metal program that raised the error: never PyTorch's variables to another.
+WIRED = (
+    "`sudo sysctl iogpu.wired_limit_mb=N` lets the GPU wire more, but too much starves macOS "
+    "(it has frozen and panicked Macs): leave macOS several GB (reset at reboot)."
+)
+FIXES: dict[str | None, list[str]] = {
+    "mlx": [
+        "MLX reads no environment variable for its limits: set them in the program, before the "
+        "work: mx.set_memory_limit(bytes) (its default, 1.5 x Metal's recommended maximum, is "
+        "soft and lets the Mac swap) and mx.set_cache_limit(bytes).",
+        "Or a smaller or quantised model (4-bit), a shorter context, a smaller batch.",
+        WIRED,
+    ],
+    "ggml": [
+        "llama.cpp (ggml) has its own options: a smaller context (-c / --ctx-size), fewer layers "
+        "on the GPU (-ngl / --n-gpu-layers), a smaller batch (-b / -ub), a smaller quantisation "
+        "(Q4_K_M rather than Q8_0); in Ollama, num_ctx and num_gpu.",
+        WIRED,
+    ],
+    None: [
+        "The paste does not say which program raised it. Close other apps, use a smaller model "
+        "or batch; then, for PyTorch, `mpsd enable`; for MLX, mx.set_memory_limit; for "
+        "llama.cpp, a smaller --ctx-size or fewer --n-gpu-layers.",
+    ],
+}
 
 
 @dataclass(frozen=True)
@@ -81,9 +257,13 @@ class Kind:
     rows: tuple[str, ...] = ()
 
 
+def indent(lines: list[str]) -> list[str]:
+    return [f"  {line}" for line in lines]
+
+
 class Renderer:
     """What the explanation knows (limits.toml's record, None without one), its style, and
-    whether the units were said."""
+    whether the units were said. The methods give their lines unindented."""
 
     def __init__(self, limits: Limits | None, style: Style) -> None:
         self.limits = limits
@@ -104,8 +284,7 @@ class Renderer:
         return [self.style.title(title), *self.table(kind.rows, f), *kind.body(self, f)]
 
     def table(self, rows: tuple[str, ...], f: Finding) -> list[str]:
-        """The rows with a number, aligned (label, value right-aligned, meaning), and under
-        the first table of a message that spelt "GB", the line that says they are GiB."""
+        """The rows with a number, aligned; under the first table that spelt "GB", UNITS."""
         pool = f" ({f.pool} pool)" if f.pool else ""
         cells = [row.split("|") for row in rows]
         shown = [
@@ -124,43 +303,32 @@ class Renderer:
         return out
 
     def section(self, head: str, lines: list[str]) -> list[str]:
-        return ["", self.style.head(head), *lines]
+        return ["", self.style.head(head), *indent(lines)]
 
     def notes(self, notes: list[str]) -> list[str]:
-        return [f"  {self.style.warn('Note:')} {n}" for n in notes]
+        return [f"{self.style.warn('Note:')} {n}" for n in notes]
 
-    def fix_lines(self, ratio_hint: str, first: str = "") -> list[str]:
-        """The fix: both variables, mpsd's value, opting the project in. ``ratio_hint``
-        follows the value; ``first`` comes before everything (what matters more)."""
+    def fix_lines(self, ratio_hint: str = "", first: str = "") -> list[str]:
+        """The fix: both variables, mpsd's value (then ``ratio_hint``), opting the project in;
+        ``first`` comes before everything (what matters more)."""
         s = self.style
         if self.limits is not None:
             high, low = self.limits.high_watermark_ratio, self.limits.low_watermark_ratio
             rm = self.limits.recommended_max_bytes
-            if self.estimated:
-                # The real cap is high x the real maximum, which the estimate only approaches.
-                cap, of = f"about {size(macs.cap_of(high, rm))}", ", an estimated maximum"
-            else:
-                cap, of = size(macs.cap_of(high, rm)), ""
-            why = (
-                f"mpsd's current value for this Mac: a cap of {cap} "
-                f"({ratio_text(high)} x {size(rm)}{of})"
-            )
+            # The real cap is high x the real maximum, which an estimate only approaches.
+            cap = ("about " if self.estimated else "") + size(macs.cap_of(high, rm))
+            of = ", an estimated maximum" if self.estimated else ""
+            why = say("mpsd_value", cap=cap, high=high, max=rm, of=of)
         else:
             high = low = macs.FALLBACK_RATIO
-            why = (
-                f"{ratio_text(high)} is a safe start: in the article {ARTICLE}, 0.8 gave a "
-                "clean error and no swap on a 48 GB Mac where 1.0 still swapped; "
-                "`mpsd install` measures the right value for this Mac"
-            )
+            why = say("safe_start", high=high)
         return [
-            *([f"  {first}"] if first else []),
-            f"  {s.cmd(f'export {HIGH}={ratio_text(high)} {LOW}={ratio_text(low)}')}",
-            f"  {why}.",
-            *([f"  {ratio_hint}"] if ratio_hint else []),
-            "  Set both, together, before python starts: LOW must not exceed HIGH, and PyTorch",
-            "  reads them once, when MPS starts. Never 0.0: that removes the cap and invites swap.",
-            f"  Or let mpsd set them for every python run in the project: {s.cmd('mpsd enable')}"
-            " (in the project's directory).",
+            *([first] if first else []),
+            s.cmd(f"export {HIGH}={ratio_text(high)} {LOW}={ratio_text(low)}"),
+            why,
+            *([ratio_hint] if ratio_hint else []),
+            *SAY["set_both"].split("\n"),
+            say("let_mpsd", enable=s.cmd("mpsd enable")),
         ]
 
     def mps_oom(self, f: Finding) -> list[str]:
@@ -170,52 +338,30 @@ class Renderer:
         why: list[str] = []
         too_big = cap is not None and request is not None and request > cap
         if too_big:
-            why.append(
-                f"  The request alone, {size(request or 0)}, is more than the whole "
-                f"{size(cap or 0)} cap: a tensor's shape or the batch is the problem first."
-            )
+            why.append(say("too_big", request=request or 0, cap=cap or 0))
         short = False
         if known and cap is not None:
             terms = f"{' + '.join(map(size, known))} = {size(need)}"
             over, slack = need - cap, sum(f.rounding.values())
             if over > slack:
-                why.append(f"  {terms}, over the {size(cap)} cap by {size(over)}.")
+                why.append(say("over", terms=terms, cap=cap, over=over))
             elif over >= -slack - (request or 0) // 32:  # PyTorch rounds a large request up ~3%
-                why.append(
-                    f"  {terms}: at the {size(cap)} cap (each number is rounded to 2 decimals"
-                    + ("" if over >= -slack else " and PyTorch rounds a large request up ~3%")
-                    + ", so the last allocation tipped it)."
-                )
-            elif len(known) < 3:
-                why.append(f"  {terms}, with the {size(cap)} cap.")
+                rounds = "" if over >= -slack else " and PyTorch rounds a large request up ~3%"
+                why.append(say("at_cap", terms=terms, cap=cap, rounds=rounds))
             else:
-                short = True
-                why.append(
-                    f"  {terms}, under the {size(cap)} cap: "
-                    "the numbers do not add up (see the note below)."
-                )
+                short = len(known) == 3
+                why.append(say("under_cap" if short else "with_cap", terms=terms, cap=cap))
             if len(known) < 3:
-                why.append("  (the paste lost some numbers: the sum is only what it kept)")
+                why.append("(the paste lost some numbers: the sum is only what it kept)")
         elif cap is None and (request is None or f.detail != "oom"):
             cut = "lost the number of" if f.detail != "oom" else "ends before"
-            why.append(f'  The paste {cut} "max allowed": the cap in force is unknown.')
+            why.append(say("cap_unknown", cut=cut))
         elif cap is None:
-            why.append(
-                f'  No "max allowed" in the message: the cap was off ({HIGH}=0.0), so PyTorch '
-                "allocated until Metal itself ran out. That is what lets a job push the Mac into "
-                "swap: macOS swaps long before Metal refuses."
-            )
+            why.append(say("cap_off"))
         else:
-            why.append(f"  PyTorch needed more than the {size(cap)} cap allows.")
-        if too_big:
-            fix = self.fix_lines(
-                "",
-                f"First make the step smaller: one allocation of {size(request or 0)} needs a "
-                "smaller batch, resolution or tile, or float16; a ratio alone will not make "
-                "room for it.",
-            )
-        else:
-            fix = self.fix_lines(self.fit_hint(f, need if known else None))
+            why.append(say("needed_more", cap=cap))
+        first = say("smaller_first", request=request or 0) if too_big else ""
+        fix = self.fix_lines("" if too_big else self.fit_hint(f, need if known else None), first)
         return [
             *lost,
             *self.section("Why it failed", why + self.mps_notes(f, short)),
@@ -223,97 +369,54 @@ class Renderer:
             *self.section("Fix", fix),
         ]
 
-    def mps_notes(self, f: Finding, short: bool = False) -> list[str]:
-        notes: list[str] = []
+    def mps_notes(self, f: Finding, short: bool) -> list[str]:
+        notes = [SAY["not_add_up"]] if short else []
         cap, alloc, other = f.max_allowed_bytes, f.allocated_bytes, f.other_bytes
-        if short:
-            notes.append(
-                "PyTorch does not check the printed numbers against the cap: it adds the "
-                "request's aligned size (rounded up to the allocator's block size) to the "
-                "driver's whole allocation for the process, and both can be larger than what "
-                "the message prints. So the printed numbers can fall short of the cap."
-            )
         if other is not None and other > macs.LARGEST_MAC:
-            notes.append(
-                f'"other allocations" of {size(other)} is more memory than any '
-                "Mac has: the number is bogus (an accounting bug of that PyTorch/macOS "
-                "version, usually), not memory really in use."
-            )
+            notes.append(say("bogus_other", other=other))
         slack = f.rounding.get("max_allowed_bytes", 0)
         if cap is not None and alloc is not None and alloc > cap + slack:
-            notes.append(
-                '"MPS allocated" is above the cap. That happens when the cap was lowered '
-                "after the memory was allocated (torch.mps.set_per_process_memory_fraction, "
-                "or a library calling it), so the next allocation fails at once."
-            )
+            notes.append(SAY["above_cap"])
         if cap and alloc is not None and other and alloc <= cap * 0.05 and other >= cap * 0.5:
-            notes.append(
-                'PyTorch\'s allocator holds almost nothing: "other allocations" fill the cap. '
-                "That memory is outside PyTorch's allocator (Metal buffers of other "
-                "libraries in the process, MPSGraph caches, memory freed but not yet "
-                "returned); with many workers in one process each one's share adds up."
-            )
+            notes.append(SAY["outside_fills"])
         elif other is not None and alloc is not None and other > alloc and other > (cap or 0) * 0.3:
-            notes.append(
-                '"other allocations" exceed what PyTorch\'s allocator holds: much of the '
-                "memory is outside it (other libraries' Metal buffers, MPSGraph caches)."
-            )
+            notes.append(SAY["outside_exceeds"])
         return self.notes(notes + [TRACEBACK[c] for c in sorted(f.context)])
 
     def ratio_lines(self, f: Finding) -> list[str]:
         cap = f.max_allowed_bytes
         if cap is None and f.requested_bytes is not None and f.detail == "oom":
-            return ["  0.0: no cap (the ratio that removes it)."]
+            return ["0.0: no cap (the ratio that removes it)."]
         if cap is None:
-            return ['  Unknown: the message has no "max allowed".']
+            return ['Unknown: the message has no "max allowed".']
         slack = f.rounding.get("max_allowed_bytes", 0)
         if self.limits is not None:
-            return self.ratio_against(f, cap, slack, self.limits)
+            return self.ratio_against(cap, slack, self.limits)
         guesses = macs.guesses(cap, slack)
-        smallest = min(ws for _, ws in macs.WORKING_SETS)
-        if not guesses and cap < smallest * 0.75:
-            return [
-                f"  {size(cap)} is far below any Mac's recommended maximum: a small "
-                "ratio or memory fraction was set for this job (by you, or by the app)."
-            ]
+        if not guesses and cap < min(ws for _, ws in macs.WORKING_SETS) * 0.75:
+            return [say("far_below", cap=cap)]
         if not guesses:
-            return [
-                f"  {size(cap)} matches no common Mac with a round ratio. If PyTorch's "
-                f"default {macs.DEFAULT_HIGH} was in force, this Mac's recommended maximum is "
-                f"{size(cap / macs.DEFAULT_HIGH)}."
-            ]
+            default = macs.DEFAULT_HIGH
+            return [say("no_mac", cap=cap, default=str(default), max=size(cap / default))]
         out = []
         for i, g in enumerate(guesses):
-            what = (
-                f"the default ratio on {mac_name(g.ram_gb)}"
-                if g.is_default
-                else f"a ratio of {ratio_text(g.ratio)} on {mac_name(g.ram_gb)}"
-            )
+            ratio = "the default ratio" if g.is_default else f"a ratio of {ratio_text(g.ratio)}"
             lead = f"{size(cap)} =" if i == 0 else "   or"
-            out.append(f"  {lead} {ratio_text(g.ratio)} x {size(g.working_set)}: {what}")
+            mac = mac_name(g.ram_gb)
+            out.append(f"{lead} {ratio_text(g.ratio)} x {size(g.working_set)}: {ratio} on {mac}")
         best = guesses[0]
         ram = best.ram_gb * macs.GIB
         if best.is_default and cap > ram * 0.9:
             much = "more than" if cap > ram else "about all of"
-            out.append(
-                f"  A cap of {size(cap)} on {mac_name(best.ram_gb)} is {much} its "
-                "memory: macOS swaps long before PyTorch stops the job."
-            )
-        out.append(
-            "  (`mpsd install` reads this Mac's recommended maximum, so `mpsd explain` can say "
-            "for sure.)"
-        )
+            out.append(say("all_memory", cap=cap, mac=mac_name(best.ram_gb), much=much))
+        out.append(SAY["install"])
         return out
 
-    def ratio_against(self, f: Finding, cap: int, slack: int, lim: Limits) -> list[str]:
-        """The ratio in force, read against this Mac's recommended max from limits.toml.
-
-        The cap is ratio x recommended max (``macs.gives``: within the printed cap's
-        rounding), so "cap = r x max" is printed only for a ratio that gives the cap, and "mpsd's
-        value" said only when mpsd's ratio does. Where the max is an estimate, the ratio is
-        only "about" (the real max is lower: the estimate errs high)."""
+    def ratio_against(self, cap: int, slack: int, lim: Limits) -> list[str]:
+        """The ratio in force against this Mac's recommended max: "cap = r x max" only for a
+        ratio that gives the cap (``macs.gives``), "mpsd's value" only when mpsd's ratio does;
+        against an estimated max (which errs high), only "about"."""
         rm, high = lim.recommended_max_bytes, lim.high_watermark_ratio
-        shown_cap, shown_max = size(cap), size(rm)
         is_default = macs.gives(macs.DEFAULT_HIGH, rm, cap, slack)
         is_mpsd = macs.gives(high, rm, cap, slack)
         found: float | None = None  # the ratio that gives the cap
@@ -321,56 +424,30 @@ class Renderer:
             found = macs.DEFAULT_HIGH if is_default else high
         elif not self.estimated:
             found = macs.ratio_behind(cap, slack, rm)
-        if self.estimated:
-            whose = (
-                "mpsd's estimate of this Mac's recommended maximum, from its RAM: Metal's own "
-                "figure could not be read"
-            )
-        else:
-            whose = "this Mac's recommended maximum, from limits.toml"
+        whose = "this Mac's recommended maximum, from limits.toml"
+        whose = SAY["estimate_whose"] if self.estimated else whose
         if found is not None:
-            out = [f"  {shown_cap} = {ratio_text(found)} x {shown_max} ({whose})"]
+            out = [f"{size(cap)} = {ratio_text(found)} x {size(rm)} ({whose})"]
         else:
             about = f"{cap / rm:.2f}"
-            out = [f"  {shown_cap} is about {about} x {shown_max} ({whose})."]
+            out = [f"{size(cap)} is about {about} x {size(rm)} ({whose})."]
             if self.estimated:
-                out.append(
-                    f"  The estimate errs high, so the ratio in force was about {about} or more."
-                )
-        mpsd = ratio_text(high)
+                out.append(say("about", about=about))
+        mpsd, mpsd_cap = ratio_text(high), macs.cap_of(high, rm)
         if is_default:
-            out.append(f"  That is {macs.DEFAULT_NOTE}: {HIGH} was not set for this job.")
+            out.append(f"That is {macs.DEFAULT_NOTE}: {HIGH} was not set for this job.")
         elif is_mpsd:
-            out.append("  That is mpsd's value: the job ran with mpsd's variables.")
-        elif self.estimated and cap > macs.cap_of(high, rm) + slack:
-            out.append(
-                f"  mpsd's value now is {mpsd}, a cap of at most "
-                f"{size(macs.cap_of(high, rm))} (the estimate errs high): this job ran "
-                "with a higher ratio (set by hand, or before mpsd's last update)."
-            )
+            out.append("That is mpsd's value: the job ran with mpsd's variables.")
+        elif self.estimated and cap > mpsd_cap + slack:
+            out.append(say("higher_ratio", mpsd=mpsd, mpsd_cap=mpsd_cap))
         elif self.estimated:
-            out.append(
-                f"  mpsd's value now is {mpsd}. With an estimated maximum, mpsd cannot tell "
-                f"whether this job ran with it: it did if this Mac's real maximum is about "
-                f"{size(cap / high)}."
-            )
+            out.append(say("maybe_mpsd", mpsd=mpsd, max=size(cap / high)))
         elif found is not None and round(found, 2) == found:
-            out.append(
-                f"  mpsd's value now is {mpsd}: this job ran with another (set by hand, or "
-                "before mpsd's last update)."
-            )
+            out.append(say("another", mpsd=mpsd))
         else:
-            out.append(
-                f"  No ratio of two decimals gives this cap on this Mac, so it is not mpsd's "
-                f"value ({mpsd}). The program (or a library) may have set a memory fraction, "
-                "torch.mps.set_per_process_memory_fraction, or the job ran with another "
-                "recommended maximum (another Mac, or another macOS)."
-            )
+            out.append(say("no_ratio", mpsd=mpsd))
         if cap > lim.baseline_free_bytes:
-            out.append(
-                f"  The cap is above the {size(lim.baseline_free_bytes)} usually "
-                "free on this Mac: macOS swaps before PyTorch stops the job."
-            )
+            out.append(say("above_free", free=lim.baseline_free_bytes))
         return out
 
     def fit_hint(self, f: Finding, need: int | None) -> str:
@@ -390,285 +467,126 @@ class Renderer:
         else:
             high, rm = self.limits.high_watermark_ratio, self.limits.recommended_max_bytes
             if cap is not None and macs.gives(high, rm, cap, slack):
-                return f"That is the cap this job failed at: make the job use less memory ({LESS})."
+                return say("failed_at")
             safe = macs.cap_of(high, rm)  # the fix's line above has given it
             lead = "By mpsd's estimate, that cap is" if self.estimated else "That cap is"
         floor = max(need, cap or 0)  # what the job needed, at least
         if safe <= floor:
-            return (
-                f"{lead} less than the {size(floor)} this job needed: make it use less "
-                f"memory too ({LESS})."
-            )
+            return say("less_than", lead=lead, floor=floor)
         if cap is None:
-            return (
-                f"{lead} above the {size(need)} the message shows, but with no cap the "
-                "job ran until Metal ran out: it may need more than that."
-            )
-        hint = (
-            f"{lead} above the {size(cap)} cap this job failed at: it fits if it needed "
-            f"less than {size(safe - cap)} more than that (the message does not say)."
-        )
+            return say("no_cap", lead=lead, need=need)
+        hint = say("fits_if", lead=lead, cap=cap, room=safe - cap)
         if self.estimated:
             hint += " If the job already ran with mpsd's value, the real cap is the same one."
         return hint
 
-    # --- watermark errors -----------------------------------------------------------
     def watermark(self, f: Finding) -> list[str]:
         shown = ratio_text(f.ratio) if f.ratio is not None else "?"
         if f.kind == fk.MPS_INVALID_HIGH:
-            out = [
-                f"  PyTorch refused the high watermark ratio {shown}: HIGH must be between 0 "
-                "and 2.",
-                "  It is a setting, not a lack of memory.",
-            ]
+            out = [say("high_refused", ratio=shown), SAY["a_setting"]]
         else:
-            out = [
-                f"  PyTorch refused the low watermark ratio {shown}: LOW must be between 0 and "
-                "HIGH."
-            ]
+            out = [say("low_refused", ratio=shown)]
             if f.ratio is not None and abs(f.ratio - macs.DEFAULT_LOW) < 1e-9:
-                out.append(
-                    f"  {shown} is LOW's default: {HIGH} was set below 1.4 and {LOW} was "
-                    "left unset."
-                )
-            out += [
-                f"  To keep the HIGH you chose, set LOW to the same value: {HIGH}=X {LOW}=X.",
-                "  It is a setting, not a lack of memory: it fails at the first MPS use, "
-                "whatever is free.",
-            ]
-        return out + self.section(
-            "Fix",
-            [
-                *self.fix_lines(""),
-                "  Then restart the Python process (the notebook's kernel too): PyTorch keeps the "
-                "values it read, so changing os.environ in the process that failed does nothing.",
-            ],
-        )
-
-    # --- other errors ---------------------------------------------------------------
-    OTHER: ClassVar[dict[str, str]] = {
-        "invalid_buffer_size": f"One tensor is {BUFFER}",
-        "ndarray_too_large": (
-            "An MPS kernel got a tensor of more than 4 GiB (2**32 bytes), more than MPSNDArray "
-            "takes on this macOS. Not a lack of memory: no ratio changes it. Split the work "
-            "(smaller batch or tiles), update macOS and PyTorch, or run that step on the CPU."
-        ),
-        "dimension_too_large": (
-            "A tensor dimension (or the product of dimensions) is above 2**31, beyond what "
-            "Metal's kernels index. Not a lack of memory: split the tensor into chunks, or "
-            "run that step on the CPU."
-        ),
-        "command_buffer_oom": (
-            "Metal itself ran out of memory while running a GPU command: the system had no "
-            "memory left for it (other apps, or a program allowed more than is really free)."
-        ),
-        "buffer_size": f"MLX asked Metal for one buffer {BUFFER}",
-        "resource_limit": (
-            "MLX reached Metal's limit on buffers alive at once ({f.resource_limit} of them): "
-            "many small arrays, or a graph evaluated too late. Evaluate more often (mx.eval "
-            "inside the loop) and keep fewer arrays alive; it is not a lack of memory."
-        ),
-        "size_limit": (
-            "Intel's extension for PyTorch refuses any single allocation over 4 GiB on this "
-            "GPU: a limit of the platform, not a lack of memory (what is free does not matter). "
-            f"Split the work so no tensor needs more than 4 GiB: {SPLIT}."
-        ),
-        "internal_assert": (
-            "PyTorch's MPS allocator failed an internal check of its watermarks: the ratio "
-            "variables are inconsistent. Set both, to the same plain decimal."
-        ),
-    }
-
-    # The fix for the Metal program that raised the error: never PyTorch's variables to another.
-    WIRED = (
-        "  `sudo sysctl iogpu.wired_limit_mb=N` lets the GPU wire more, but too much starves "
-        "macOS (it has frozen and panicked Macs): leave macOS several GB (reset at reboot)."
-    )
-    FIXES: ClassVar[dict[str | None, tuple[str, ...]]] = {
-        "mlx": (
-            "  MLX reads no environment variable for its limits: set them in the program, before "
-            "the work: mx.set_memory_limit(bytes) (its default, 1.5 x Metal's recommended "
-            "maximum, is soft and lets the Mac swap) and mx.set_cache_limit(bytes).",
-            "  Or a smaller or quantised model (4-bit), a shorter context, a smaller batch.",
-            WIRED,
-        ),
-        "ggml": (
-            "  llama.cpp (ggml) has its own options: a smaller context (-c / --ctx-size), fewer "
-            "layers on the GPU (-ngl / --n-gpu-layers), a smaller batch (-b / -ub), a smaller "
-            "quantisation (Q4_K_M rather than Q8_0); in Ollama, num_ctx and num_gpu.",
-            WIRED,
-        ),
-        None: (
-            "  The paste does not say which program raised it. Close other apps, use a smaller "
-            "model or batch; then, for PyTorch, `mpsd enable`; for MLX, mx.set_memory_limit; "
-            "for llama.cpp, a smaller --ctx-size or fewer --n-gpu-layers.",
-        ),
-    }
+                out.append(say("low_default", ratio=shown))
+            out += [say("keep_high"), SAY["first_use"]]
+        return indent(out) + self.section("Fix", [*self.fix_lines(), SAY["restart"]])
 
     def mps_other(self, f: Finding) -> list[str]:
-        out = [f"  {self.OTHER.get(f.detail, 'An MPS memory error.').format(f=f)}"]
+        out = [f"  {OTHER.get(f.detail, 'An MPS memory error.').format(f=f)}"]
         if f.detail == "command_buffer_oom" and f.framework != "torch":
-            return out + self.section("Fix", list(self.FIXES[f.framework]))
+            return out + self.section("Fix", FIXES[f.framework])
         if f.detail in ("command_buffer_oom", "internal_assert"):
             stop = "A lower ratio makes PyTorch stop first." if f.detail[0] == "c" else ""
             out += self.section("Fix", self.fix_lines("", stop))
         return out
 
     def cuda(self, f: Finding) -> list[str]:
-        notes: list[str] = []
-        if f.detail in ("runtime", "library_alloc_failed"):
-            notes.append(
-                "The CUDA driver (or a CUDA library) could not allocate: the GPU was full, "
-                "maybe by another process. Errors are reported late, so the line in the "
-                "traceback may not be the culprit (CUDA_LAUNCH_BLOCKING=1 finds it)."
-            )
+        notes = [SAY["cuda_runtime"]] if f.detail in ("runtime", "library_alloc_failed") else []
         total, alloc, res = f.total_bytes, f.allocated_bytes, f.reserved_bytes
         if total is not None and alloc is not None and alloc > total:
-            notes.append(
-                "PyTorch holds more than the GPU has: on Windows the driver spills into "
-                'system RAM ("CUDA sysmem fallback"), which is slow.'
-            )
+            notes.append(SAY["sysmem"])
         free, in_use, others = f.free_bytes, f.in_use_bytes, f.other_processes or ()
         busy = total is not None and free is not None and free < total * 0.1
         if others:
             listed = ", ".join(f"process {pid}: {size(n)}" for pid, n in others[:4])
-            notes.append(
-                f"Other processes held {size(sum(n for _, n in others))} of the GPU ({listed})."
-                if in_use is not None
-                else f"The message lists {listed}, and names none as this process: in a "
-                "container (another pid namespace) PyTorch cannot tell, so a process holding "
-                "at least PyTorch's reserved memory is most likely this one."
-            )
+            if in_use is not None:
+                notes.append(say("others", held=sum(n for _, n in others), listed=listed))
+            else:
+                notes.append(say("container", listed=listed))
         elif busy and total is not None and res is not None and res < total * 0.5:
-            mine = in_use is not None and in_use > total * 0.5
-            notes.append(
-                f"PyTorch holds little of the GPU, but this process has {size(in_use or 0)} in "
-                "use: memory outside PyTorch's allocator (other libraries, CUDA contexts)."
-                if mine
-                else "PyTorch holds little of the GPU, yet it is full: other processes "
-                "(or the desktop) use it; check nvidia-smi."
-            )
+            if in_use is not None and in_use > total * 0.5:
+                notes.append(say("outside", in_use=in_use))
+            else:
+                notes.append(SAY["gpu_full"])
         if f.private_pool_bytes:
-            notes.append(
-                f"{size(f.private_pool_bytes)} of PyTorch's memory is in private pools (CUDA "
-                "Graphs, as torch.compile's reduce-overhead mode makes): the allocator cannot "
-                "reuse it for other tensors. Fewer captured graphs (or shapes) free it."
-            )
+            notes.append(say("private_pools", pools=f.private_pool_bytes))
         why = self.cuda_why(f) + self.notes(notes)
-        return (self.section("Why it failed", why) if why else []) + self.section(
-            "Fix", self.cuda_fix(f)
-        )
+        fix = self.section("Fix", self.cuda_fix(f))
+        return (self.section("Why it failed", why) if why else []) + fix
 
     def cuda_why(self, f: Finding) -> list[str]:
-        """The request against what was free on the GPU and what PyTorch held in reserve
-        without using it (its cache): which of the two was short."""
+        """The request against the GPU's free memory and PyTorch's cache: which was short."""
         req, free, total = f.requested_bytes, f.free_bytes, f.total_bytes
-        unused = self.unallocated(f)
+        unused = unallocated(f)
         if req is None:
             return []
         if total is not None and req > total:
-            return [
-                f"  One allocation of {size(req)} is more than the whole GPU ({size(total)}): "
-                "a tensor's shape or the batch is the problem first."
-            ]
-        out: list[str] = []
+            return [say("whole_gpu", request=req, total=total)]
         held = f.reserved_bytes or f.allocated_bytes
         if f.allowed_bytes is not None and held is not None and held + req > f.allowed_bytes:
             room = f", while the GPU had {size(free)} free" if free is not None else ""
-            return [
-                f"  {size(held)} held by PyTorch + the {size(req)} request = {size(held + req)}, "
-                f"over the {size(f.allowed_bytes or 0)} this process is allowed{room}: the cap "
-                "of torch.cuda.set_per_process_memory_fraction stopped it, not the GPU."
-            ]
+            allowed, asked = f.allowed_bytes, held + req
+            return [say("fraction", held=held, request=req, sum=asked, allowed=allowed, room=room)]
         if free is None:
-            out.append(f"  PyTorch asked for {size(req)}; the message does not say what was free.")
+            out = [say("free_unknown", request=req)]
         elif free >= req:
-            out.append(
-                f"  PyTorch asked for {size(req)} while {size(free)} was free: the free memory "
-                "was in pieces, or taken by the time PyTorch asked (another process)."
-            )
+            out = [say("in_pieces", request=req, free=free)]
         else:
-            out.append(
-                f"  PyTorch asked for {size(req)}; only {size(free)} was free on the GPU, "
-                f"{size(req - free)} short."
-            )
+            out = [say("short", request=req, free=free, short=req - free)]
         if unused and free is not None and free < req:  # (no line for an empty cache)
-            if unused + free >= req:
-                out.append(
-                    f"  PyTorch also held {size(unused)} reserved but unallocated (its cache of "
-                    f"freed blocks): with the free memory, {size(free + unused)}, enough for the "
-                    "request, but not in one piece. That is fragmentation."
-                )
-            else:
-                out.append(
-                    f"  PyTorch also held {size(unused)} reserved but unallocated (its cache): "
-                    f"free and cached together, {size(free + unused)}, are less than the request. "
-                    "The job needs less memory, or the GPU's other users must free theirs."
-                )
+            enough = unused + free >= req
+            out.append(
+                say("fragmented" if enough else "too_little", unused=unused, both=free + unused)
+            )
         elif unused:
-            out.append(f"  PyTorch held {size(unused)} reserved but unallocated (its cache).")
+            out.append(say("cached", unused=unused))
         return out
 
-    @staticmethod
-    def unallocated(f: Finding) -> int | None:
-        """PyTorch's reserved memory that no tensor used (its cache of freed blocks)."""
-        if f.reserved_bytes is None or f.allocated_bytes is None:
-            return None
-        return max(0, f.reserved_bytes - f.allocated_bytes)
-
     def cuda_fix(self, f: Finding) -> list[str]:
-        """The allocator setting the message names (or, when much is reserved but unused,
-        the one to try), whether it can make room here, and the usual fixes."""
+        """The allocator setting the message names (or one to try when much is cached),
+        whether it can make room here, and the usual fixes."""
         out: list[str] = []
-        unused, free, req = self.unallocated(f), f.free_bytes, f.requested_bytes
+        unused, free, req = unallocated(f), f.free_bytes, f.requested_bytes
         fragmented = unused is not None and unused > max((f.allocated_bytes or 0) * 0.25, 1 << 30)
         conf = f.alloc_conf if unused != 0 else None  # nothing cached: no setting makes room
         here = ""
         if unused is not None and free is not None and req is not None and free < req:
-            here = (
-                " Here it may be the whole fix: the free and the cached memory together would "
-                "hold the request."
-                if free + unused >= req
-                else " Here it cannot make room enough: the free and the cached memory together "
-                "are less than the request."
-            )
+            here = say("here_whole" if free + unused >= req else "here_short")
         cmd = self.style.cmd
         held = (f.reserved_bytes or f.allocated_bytes or 0) + (req or 0)
         if f.allowed_bytes and f.allowed_bytes < held:
-            out.append(
-                "  Raise the fraction given to torch.cuda.set_per_process_memory_fraction (or drop "
-                "the call) if the GPU is this job's; else make the job use less memory."
-            )
+            out.append(SAY["raise_fraction"])
         elif conf == "expandable_segments" or (fragmented and conf is None):
             lead = "The message suggests" if conf else "Try"
-            out.append(
-                f"  {lead} {cmd('export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True')} "
-                "(before python starts): the allocator then grows its segments instead of "
-                f"leaving cached pieces too small to reuse.{here}"
-            )
+            cmd_ = cmd("export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True")
+            out.append(say("expandable", lead=lead, cmd=cmd_, here=here))
         elif conf == "max_split_size_mb":
-            out.append(
-                "  The message suggests max_split_size_mb: "
-                f"{cmd('export PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:128')} (before python "
-                "starts; 128 is an example) keeps cached blocks larger than that from being "
-                "split, so a large request finds room. On PyTorch 2.1 and later "
-                f"expandable_segments:True usually does better.{here}"
-            )
-        out.append(
-            "  Usual fixes: a smaller batch or resolution, float16/bfloat16, gradient "
-            "checkpointing, offloading (lowvram modes), freeing other GPU users."
-        )
+            cmd_ = cmd("export PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:128")
+            out.append(say("max_split", cmd=cmd_, here=here))
+        out.append(SAY["usual"])
         return out
 
     def cpu(self, f: Finding) -> list[str]:
         huge = (f.requested_bytes or 0) > macs.LARGEST_MAC
         wrong = "more than any computer's memory: a wrong shape or size, most likely."
-        return [
-            *self.notes([wrong] if huge else []),
-            "  The process ran out of main memory (RAM and swap, or the Windows page file). "
-            "Use less (smaller batch, float16, load one model at a time), close other apps, "
-            "or give the system more swap/page file.",
-        ]
+        return indent([*self.notes([wrong] if huge else []), SAY["out_of_ram"]])
+
+
+def unallocated(f: Finding) -> int | None:
+    """PyTorch's reserved memory that no tensor used (its cache of freed blocks)."""
+    if f.reserved_bytes is None or f.allocated_bytes is None:
+        return None
+    return max(0, f.reserved_bytes - f.allocated_bytes)
 
 
 KINDS: dict[str, Kind] = {  # rows: "label|field (less _bytes)|meaning"
@@ -730,41 +648,25 @@ def _visible(line: str) -> str:
     return compiled(r"\x1b\[[\d;]*m").sub("", line) if "\x1b" in line else line
 
 
-_UNITS = frozenset(("bytes", "KiB", "MiB", "GiB", "TiB", "KB", "MB", "GB", "TB"))
-
-
-def _words(line: str) -> list[str]:
-    """The words of ``line``, a size's unit kept with its number ("18.13 GiB" is one)."""
-    words: list[str] = []
-    for word in line.split():
-        if words and word.rstrip(".,;:)") in _UNITS and words[-1][-1:].isdigit():
-            words[-1] += " " + word
-        else:
-            words.append(word)
-    return words
-
-
 def _wrap(line: str) -> list[str]:
-    """Long prose lines wrapped at WIDTH, at spaces, continuing at their indent (plus the
-    width of a leading "Note: "). Table rows (columns apart by two spaces) stay whole."""
+    """Long prose lines wrapped at WIDTH, continuing at their indent (plus the width of a
+    leading "Note: "), a size kept with its unit; colour codes take no width. Table rows
+    (columns apart by two spaces) stay whole."""
     shown = _visible(line)
     body = shown.strip()
     if len(shown) <= WIDTH or "  " in body:
         return [line]
-    indent = " " * (len(line) - len(line.lstrip(" ")))
-    more = indent + ("      " if "Note:" in shown[: len(indent) + 15] else "")
-    out: list[str] = []
-    current, width = indent, len(indent)
-    for word in _words(line):
-        seen = len(_visible(word))
-        if current.strip() and width + 1 + seen > WIDTH:
-            out.append(current)
-            current, width = more, len(more)
-        if current.strip():
-            current, width = current + " ", width + 1
-        current, width = current + word, width + seen
-    out.append(current)
-    return out
+    first = " " * (len(shown) - len(shown.lstrip(" ")))
+    more = first + ("      " if body.startswith("Note:") else "")
+    # Wrapped without its colour codes, then each line given back its words as coloured.
+    lines = term.wrap(
+        compiled(r"(?<=\d) (?=(?:bytes|[KMGT]i?B)\b)").sub("\0", body), WIDTH, first, more
+    )
+    words = iter(line.split())
+    return [
+        (more if i else first) + " ".join(islice(words, len(w.split())))
+        for i, w in enumerate(lines)
+    ]
 
 
 MAX_SHOWN = 20  # a log with more distinct errors is summed up after these
