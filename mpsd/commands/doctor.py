@@ -162,7 +162,8 @@ def _agent() -> tuple[list[Check], str]:
         args = launchd.program_arguments(plist.read_bytes())
     except OSError as exc:
         fix = f"move it out of the way, then {INSTALL}"
-        return [Check("agent", PROBLEM, f"{plist} cannot be read ({exc.strerror})", fix)], start
+        found.append(Check("agent", PROBLEM, f"{plist} cannot be read ({exc.strerror})", fix))
+        return found, start  # with the second agent's check, when there is one
     python = launchd.agent_python(args or [""])  # a console script's: its #! interpreter
     if not args:
         found.append(Check("agent", PROBLEM, f"{plist} is not a readable plist", install))
