@@ -524,3 +524,29 @@ def test_an_untrusted_config_dir_is_a_problem_and_nothing_in_it_is_trusted() -> 
     check = _by_name(json.loads(done.stdout))["trust"]
     assert check["status"] == "problem" and f"{config} is writable by others" in check["detail"]
     assert check["fix"] == f"run `chmod go-w {config}`"
+
+
+@pytest.mark.usefixtures("healthy")
+@pytest.mark.parametrize("plist_readable", [True, False])
+def test_a_second_agent_running_mpsds_daemon_is_a_problem_even_beside_a_broken_plist(
+    plist_readable: bool,
+    launchctl: StandinLaunchctl,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from mpsd.setup import homebrew
+
+    # With mpsd's default dirs a brew service would run this same daemon (the tests move them).
+    monkeypatch.setattr(homebrew, "moved_dirs", lambda: [])
+    brew = launchd.agent_file(homebrew.LABEL)
+    brew.parent.mkdir(parents=True, exist_ok=True)
+    brew.write_bytes(launchd.agent_file().read_bytes())  # the brew service's plist
+    if not plist_readable:
+        launchd.agent_file().unlink()
+        launchd.agent_file().mkdir()
+    code, data = _doctor(capsys)
+    assert code == 1
+    checks = data["checks"]
+    assert isinstance(checks, list)
+    details = [c["detail"] for c in checks if c["name"] == "agent" and c["status"] == "problem"]
+    assert any(f"a second agent, {homebrew.LABEL}" in detail for detail in details), details
