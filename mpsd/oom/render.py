@@ -579,7 +579,7 @@ class Renderer:
     def cpu(self, f: Finding) -> list[str]:
         huge = (f.requested_bytes or 0) > macs.LARGEST_MAC
         wrong = "more than any computer's memory: a wrong shape or size, most likely."
-        return indent([*self.notes([wrong] if huge else []), SAY["out_of_ram"]])
+        return indent([*self.notes([wrong] if huge else []), say("out_of_ram")])
 
 
 def unallocated(f: Finding) -> int | None:

@@ -36,6 +36,7 @@ def test_every_real_paste_is_explained_and_its_sums_hold(case: dict) -> None:
     findings = find_errors(case["text"])
     for limits in (None, limits_for(0.62, 16 * GIB * 2 // 3), limits_for(0.91, 20 * GIB)):
         out = " ".join(render(findings, limits).split())
+        assert not re.search(r"\{[A-Za-z_]+\}", out), out  # every template was filled in
         for finding in findings:  # every number read is shown
             for key, value in finding.to_json().items():
                 assert not key.endswith("_bytes") or value is None or size(value) in out, key
