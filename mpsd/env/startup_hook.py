@@ -11,7 +11,7 @@ ratios, it sets PYTORCH_MPS_HIGH_WATERMARK_RATIO and PYTORCH_MPS_LOW_WATERMARK_R
 ``_MPSD_EXPORTED_*`` records the hooks keep, so a hooked shell started below can tell them from
 the user's). limits.toml is read as the hooks read it: one ``key = value`` a line, ratios as plain
 decimals in (0, 2] with low <= high, the projects as ``    "/path",`` lines (sorted, and searched
-by bisection: the cost barely grows with their number); a file over
+by bisection; scanned only where that finds none); a file over
 256 KiB is ignored, and so is everything when mpsd's config or data dir fails the trust rule
 (``mpsd.paths.untrusted``: owned by the user, writable by nobody else).
 
@@ -89,44 +89,53 @@ def covered(data: "bytes | bytearray", directory: str) -> bool:
     """Whether the physical ``directory`` is, or lies below, a project of ``data`` (limits.toml
     between a newline first and one last): whether it or an ancestor is a ``    "/path",`` line
     of the ``projects = [`` array. mpsd writes that array sorted (``projects.for_limits``), so
-    the lines are searched by bisection (``before``): the cost grows with the logarithm of the
-    number of projects, not with it. A line out of order can only hide a project, never add one.
-    """
+    the lines are searched by bisection (``deepest``): its cost grows with the logarithm of the
+    number of projects. Only where that finds none are the lines scanned (``shallowest``): an
+    older mpsd wrote them in the config's order, and a daemon started before an upgrade still
+    does."""
     first = data.find(b"\nprojects = [\n") + 13  # at the "\n" that ends that line
     if first < 13:
         return False
     try:
-        path = directory.encode("utf-8")  # a cwd with bytes that are not UTF-8 is in none
-    except UnicodeError:
+        path = directory.encode("utf-8")
+    except UnicodeError:  # bytes that are not UTF-8: no line but "/" can name an ancestor
+        path = b"/"
+    at = data.find(b"]", first)  # the array ends at the first "]" line (or the file's end)
+    while at >= 0 and data[at - 1 : at + 2] != b"\n]\n":
+        at = data.find(b"]", at + 1)
+    last = at - 1 if at >= 0 else len(data) - 1  # at the "\n" that ends its last line
+    name = deepest(data, first, last, path)
+    if name is None:
+        name = shallowest(data, first, last, path)
+    if name is None:
         return False
+    refused = ('"', "\\", "\x7f")  # with control characters: a line the hooks refuse
+    return not any(char in refused or char < " " for char in name.decode("utf-8"))
+
+
+def deepest(data: "bytes | bytearray", first: int, last: int, path: bytes) -> "bytes | None":
+    """The deepest ancestor of ``path`` (or itself) among the sorted lines between the newlines
+    at ``first`` and ``last``; None when there is none, or the lines are out of order."""
     while True:
         # Every listed ancestor of `path` lies between `name` and `path`, so starts `name`.
-        start, name = before(data, first, path)
+        name = bytes(before(data, first, last, path))
         if name == b"/" or (
             name and path.startswith(name) and path[len(name) : len(name) + 1] in (b"", b"/")
         ):
-            break  # `name` is `path` or an ancestor of it
+            return name  # `name` is `path` or an ancestor of it
         if path == b"/":
-            return False
+            return None
         end = len(path)
         while end > 0 and not name.startswith(path[:end]):  # the deepest ancestor it may be
             end = path.rfind(b"/", 0, end)
         path = path[:end] if end > 0 else b"/"
-    for char in name.decode("utf-8"):
-        if char in '"\\' or char < " " or char == "\x7f":
-            return False  # a line the hooks refuse
-    at = data.find(b"]", first, start)  # not below the array's closing "]"
-    while at >= 0 and data[at - 1 : at + 2] != b"\n]\n":
-        at = data.find(b"]", at + 1, start)
-    return at < 0
 
 
-def before(data: "bytes | bytearray", low: int, path: bytes) -> "tuple[int, bytes | bytearray]":
-    """The last line at or before ``path`` in the lines after the newline at ``low``, read as
-    sorted ``    "name",`` lines (any other line sorts last): where it starts and its name, or
-    (-1, b"") when there is none."""
-    high = len(data) - 1
-    found = (-1, b"")  # type: tuple[int, bytes | bytearray]
+def before(data: "bytes | bytearray", low: int, high: int, path: bytes) -> "bytes | bytearray":
+    """The name of the last line at or before ``path`` among the lines between the newlines at
+    ``low`` and ``high``, read as sorted ``    "name",`` lines (any other line sorts last);
+    b"" when there is none."""
+    found = b""  # type: bytes | bytearray
     while low < high:
         start = data.rfind(b"\n", low, (low + high) // 2 + 1)  # the line around the middle
         end = data.find(b"\n", start + 1, high + 1)
@@ -134,10 +143,24 @@ def before(data: "bytes | bytearray", low: int, path: bytes) -> "tuple[int, byte
         if data.startswith(b'    "', start + 1) and data.startswith(b'",', end - 2):
             name = data[start + 6 : end - 2]
         if name <= path:
-            found, low = (start, name), end
+            found, low = name, end
         else:
             high = start
     return found
+
+
+def shallowest(data: "bytes | bytearray", first: int, last: int, path: bytes) -> "bytes | None":
+    """The first of "/", then each ancestor of ``path`` down to itself, that is a line between
+    the newlines at ``first`` and ``last``, in any order; None when none is."""
+    ancestors, end = [b"/"], 0
+    while end + 1 < len(path):
+        end = path.find(b"/", end + 1)
+        end = end if end > 0 else len(path)
+        ancestors.append(path[:end])
+    for ancestor in ancestors:
+        if data.find(b'\n    "' + ancestor + b'",\n', first, last + 1) >= 0:
+            return ancestor
+    return None
 
 
 def read_limits(path: str) -> "bytearray | None":
@@ -162,7 +185,7 @@ def read_limits(path: str) -> "bytearray | None":
     finally:
         os.close(fd)
     data[0] = data[-1] = 10  # "\n"
-    return data
+    return None if b"\0" in data else data  # not text: the other readers ignore it whole
 
 
 def decide(environ: "Mapping[str, str]", cwd: "str | None", prefix: str) -> "dict[str, str]":
