@@ -161,7 +161,7 @@ def _agent() -> tuple[list[Check], str]:
     try:
         args = launchd.program_arguments(plist.read_bytes())
     except OSError as exc:
-        fix = f"move it out of the way, then {INSTALL}"
+        fix = f"move it out of the way, then {install}"
         found.append(Check("agent", PROBLEM, f"{plist} cannot be read ({exc.strerror})", fix))
         return found, start  # with the second agent's check, when there is one
     python = launchd.agent_python(args or [""])  # a console script's: its #! interpreter

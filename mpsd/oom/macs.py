@@ -31,6 +31,7 @@ WORKING_SETS: tuple[tuple[int, int], ...] = (
     (32, 32 * GIB * 2 // 3),  # 21.33 GiB, older macOS
     (32, 26_800_600_000),  # ollama log, "26800.60 MB" (10^6-byte MB)
     (36, 36 * GIB * 2 // 3),  # rule
+    (36, 27 * GIB),  # an M3 Pro, its default cap 45.90 GiB (a fixture)
     (36, 30_150_670_000),  # M4 Max, "30150.67 MB"
     (48, 36 * GIB),  # older macOS
     (48, round(37.44 * GIB)),  # macOS 26, the article's Mac
