@@ -8,7 +8,8 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -51,6 +52,22 @@ def isolated_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[d
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("PATH", _path_without_venvs(os.environ.get("PATH", "")))
     yield dirs
+
+
+def wait_for(predicate: Callable[[], object], what: str = "the condition") -> object:
+    """Poll ``predicate`` until it is true and return its value. The limit (POLL_LIMIT) is no
+    timing: it only ends a wait that would never end, however busy the machine."""
+    deadline = time.monotonic() + POLL_LIMIT
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"gave up waiting for {what} after {POLL_LIMIT:g} s")
+        time.sleep(0.05)
+
+
+POLL_LIMIT = 300.0
 
 
 def _path_without_venvs(path: str) -> str:

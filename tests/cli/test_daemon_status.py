@@ -38,7 +38,8 @@ def test_once_writes_limits_and_status_shows_them() -> None:
     assert 0 < facts["low_watermark_ratio"] <= facts["high_watermark_ratio"] <= 2
     assert facts["recommended_max_source"] == "estimate"
     assert facts["limit_gib"] == round(facts["limit_bytes"] / GIB, 2)
-    assert 0 <= facts["last_sample"]["age_seconds"] <= time.time() - since + 1  # --once's
+    assert facts["last_sample"]["t"] >= int(since)  # the sample --once took
+    assert facts["last_sample"]["age_seconds"] >= 0
     assert facts["samples_in_window"] == 1
     assert facts["baseline_free_bytes"] > 0
     assert facts["reasons"]

@@ -9,7 +9,6 @@ import re
 import stat
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -18,6 +17,7 @@ import pytest
 from mpsd import limits, paths
 from mpsd.cli import main
 from mpsd.setup import launchd, rcfile
+from tests.conftest import wait_for
 from tests.installkit import (  # noqa: F401  (fixtures)
     hook_sources_fixture,
     launchctl_fixture,
@@ -542,11 +542,12 @@ def _daemon_started_by_hand() -> Iterator[subprocess.Popen[bytes]]:
     )
     try:
         lock = PidLock(paths.daemon_lock_file())
-        deadline = time.monotonic() + 30
-        while not (lock.is_held_elsewhere() and lock.holder() == proc.pid):
+
+        def locked() -> bool:
             assert proc.poll() is None, "the daemon exited at start"
-            assert time.monotonic() < deadline, "the daemon did not take its lock in 30 s"
-            time.sleep(0.05)
+            return lock.is_held_elsewhere() and lock.holder() == proc.pid
+
+        wait_for(locked, "the daemon to take its lock")
         yield proc
     finally:
         if proc.poll() is None:

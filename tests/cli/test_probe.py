@@ -12,7 +12,6 @@ import re
 import signal
 import subprocess
 import sys
-import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -20,7 +19,7 @@ import psutil
 import pytest
 
 from mpsd import limits as limits_mod
-from tests.conftest import run_mpsd
+from tests.conftest import run_mpsd, wait_for
 
 if importlib.util.find_spec("torch") is None:
     pytest.skip("needs torch (the CPU build will do)", allow_module_level=True)
@@ -187,14 +186,6 @@ def test_bad_input_is_one_sentence_and_exit_2(args: list[str], message: str) -> 
     assert len(done.stderr.strip().splitlines()) == 1
 
 
-def _wait_for(predicate, timeout: float = 30.0) -> None:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError("timed out")
-        time.sleep(0.05)
-
-
 def _slow_probe(fake: dict[str, str], err: Path) -> tuple[subprocess.Popen[bytes], psutil.Process]:
     """`mpsd probe` filling a 400 MiB stand-in slowly (1 MiB per 0.2 s), stderr to ``err``;
     returned once its one child is allocating."""
@@ -207,7 +198,7 @@ def _slow_probe(fake: dict[str, str], err: Path) -> tuple[subprocess.Popen[bytes
             env=env,
         )
     try:
-        _wait_for(lambda: "MiB of" in err.read_text())  # the child is allocating
+        wait_for(lambda: "MiB of" in err.read_text(), "the child to allocate")
         children = psutil.Process(parent.pid).children(recursive=True)
         assert len(children) == 1
     except BaseException:
@@ -258,7 +249,7 @@ def test_a_child_whose_parent_was_killed_stops_by_itself(
         except psutil.NoSuchProcess:
             return True
 
-    _wait_for(gone, timeout=10)  # within a step or two (0.2 s each)
+    wait_for(gone, "the child to go")
 
 
 @pytest.mark.slow

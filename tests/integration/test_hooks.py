@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import wait_for
 from tests.integration.shells import (
     ARGV,
     HIGH,
@@ -439,9 +440,7 @@ def test_no_subprocess_at_any_prompt(
     sh.quiet(f"cd '{tree['project']}'")
     sh.quiet(f"cd '{tree['sibling']}'")
     sh.quiet(f"cd '{marks / 'end'}'")
-    deadline = time.monotonic() + 10
-    while str(marks / "end") not in log.read_text(errors="replace") and time.monotonic() < deadline:
-        time.sleep(0.05)
+    wait_for(lambda: str(marks / "end") in log.read_text(errors="replace"), "the end mark")
     assert _forks(log, str(marks / "start"), str(marks / "end")) == []
     # The check can fail: a real subprocess between the marks is seen.
     sh.quiet(f"cd '{marks / 'start'}'; /bin/true; cd '{marks / 'end'}'")

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from mpsd import paths
-from tests.conftest import run_mpsd
-from tests.integration.test_daemon_process import start_daemon, wait_for, write_config
+from tests.conftest import run_mpsd, wait_for
+from tests.integration.test_daemon_process import start_daemon, write_config
 
 JOB = """
 import os, sys, time
@@ -39,7 +39,7 @@ def test_the_record_of_a_real_job_has_its_peak(tmp_path: Path) -> None:
     write_config(f"interval = 1\nprojects = [{json.dumps(os.path.realpath(project))}]\n")
     daemon = start_daemon()
     try:
-        wait_for(paths.history_file().exists, timeout=30)
+        wait_for(paths.history_file().exists)
         env = {**os.environ, "PYTORCH_MPS_HIGH_WATERMARK_RATIO": "0.5"}
         peak_file = tmp_path / "peak"
         job = subprocess.run(
@@ -52,7 +52,7 @@ def test_the_record_of_a_real_job_has_its_peak(tmp_path: Path) -> None:
             mine = [r for r in records if r["command"].startswith(sys.executable)]
             return mine[0] if mine and mine[0]["ended"] else None
 
-        record = wait_for(ended, timeout=30)
+        record = wait_for(ended)
     finally:
         daemon.terminate()
         daemon.communicate(timeout=10)

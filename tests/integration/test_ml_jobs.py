@@ -20,6 +20,7 @@ import pytest
 
 from mpsd.machine import mljobs
 from mpsd.machine.mljobs import ProcessScanner
+from tests.conftest import wait_for
 
 slow = pytest.mark.slow
 
@@ -202,11 +203,10 @@ def test_a_python_that_imports_torch_after_it_was_first_seen_becomes_a_job() -> 
     try:
         scanner = ProcessScanner()
         assert late.pid not in {job.pid for job in scanner.scan()}
-        deadline = time.monotonic() + 90
-        found = None
-        while time.monotonic() < deadline and found is None:
-            time.sleep(0.25)
-            found = next((j for j in scanner.scan() if j.pid == late.pid), None)
+        found = wait_for(
+            lambda: next((j for j in scanner.scan() if j.pid == late.pid), None),
+            "torch in the late process",
+        )
         assert found is not None and found.reason == "torch"
     finally:
         late.kill()
@@ -294,11 +294,10 @@ def test_a_shell_that_later_execs_a_python_with_the_variables_becomes_a_job() ->
     try:
         scanner = ProcessScanner()
         assert late.pid not in {job.pid for job in scanner.scan()}  # still `sh`
-        deadline = time.monotonic() + 60
-        found = None
-        while time.monotonic() < deadline and found is None:
-            time.sleep(0.25)
-            found = next((j for j in scanner.scan() if j.pid == late.pid), None)
+        found = wait_for(
+            lambda: next((j for j in scanner.scan() if j.pid == late.pid), None),
+            "the variables in the late process",
+        )
         assert found is not None and found.reason == "env"
     finally:
         late.kill()

@@ -12,7 +12,6 @@ import plistlib
 import stat
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -21,6 +20,7 @@ from mpsd import paths
 from mpsd.env import pyhooks
 from mpsd.machine import metal, mljobs, recommended, sysctl
 from mpsd.setup import launchd
+from tests.conftest import wait_for
 from tests.integration.shells import limits_text
 from tests.macos.mps import USE_MPS, require_mps
 from tests.macos.test_open_questions import PASTE, _gone, _plist
@@ -54,10 +54,7 @@ def test_metal_answers_inside_a_launchd_agent(tmp_path: Path) -> None:
         if not launchd.launchctl("bootstrap", domain, str(plist)).ok:
             continue
         try:
-            deadline = time.monotonic() + 60
-            while not (out.exists() and out.read_bytes().strip()):
-                assert time.monotonic() < deadline, f"the agent printed nothing in 60 s. {PASTE}"
-                time.sleep(0.2)
+            wait_for(lambda: out.exists() and out.read_bytes().strip(), f"the agent. {PASTE}")
         finally:
             launchd.launchctl("bootout", f"{domain}/{label}")
             _gone(f"{domain}/{label}")
