@@ -85,7 +85,8 @@ def record_path() -> Path:
 
 
 def record() -> list[Entry]:
-    """The copies mpsd installed, as the list says (empty when missing or unreadable)."""
+    """The copies mpsd installed, as the list says: empty when it is missing, unreadable or in
+    a state dir that fails the trust rule (a planted list names programs mpsd would run)."""
     from mpsd.files import read_bytes
 
     try:
