@@ -143,7 +143,7 @@ class Store:
             db.execute("PRAGMA synchronous=NORMAL")
             store = cls(db, path)
             store._migrate()
-            store._check_tables()
+            store._check_tables(store.version)
         except sqlite3.DatabaseError as exc:
             # OperationalError is "locked", "unable to open", I/O: the file may be fine.
             raise HistoryError(
@@ -162,7 +162,7 @@ class Store:
             store = cls(sqlite3.connect(uri, uri=True, timeout=5.0), path)
             version = store.version
             if 0 < version <= SCHEMA_VERSION:
-                store._check_tables()
+                store._check_tables(version)
                 return store
             store.close()
         except sqlite3.DatabaseError as exc:  # dropped with the error, the connection closes
@@ -171,14 +171,17 @@ class Store:
             raise HistoryError(_newer(path, version))
         return None
 
-    def _check_tables(self) -> None:
-        """sqlite3.DatabaseError (damaged, not busy) when a table the version promises is gone."""
+    def _check_tables(self, version: int) -> None:
+        """sqlite3.DatabaseError (damaged, not busy) when a table ``version`` promises is gone.
+
+        ``version`` is read before the tables: the daemon may migrate in between, and a table
+        only ever comes with the version that promises it, so the tables read later hold at
+        least what ``version`` promises."""
         names = {row[0] for row in self._db.execute("SELECT name FROM sqlite_master")}
-        missing = sorted({"samples", "meta", *["jobs"][: self.version >= 4]} - names)
+        promised = {"samples": 1, "meta": 2, "jobs": 4}  # table: the version that adds it
+        missing = [n for n, since in promised.items() if version >= since and n not in names]
         if missing:
-            raise sqlite3.DatabaseError(
-                f"schema version {self.version} but no {', '.join(missing)}"
-            )
+            raise sqlite3.DatabaseError(f"schema version {version} but no {', '.join(missing)}")
 
     def close(self) -> None:
         self._db.close()

@@ -81,6 +81,23 @@ def test_a_file_that_is_not_a_database_is_reported_as_corrupt(tmp_path: Path) ->
     assert info.value.corrupt
 
 
+@pytest.mark.parametrize("version", range(1, SCHEMA_VERSION + 1))
+def test_a_history_caught_between_two_migrations_reads_as_its_version(
+    tmp_path: Path, version: int
+) -> None:
+    """`mpsd status` while the daemon migrates: each step commits its tables with its version."""
+    path = tmp_path / "h.sqlite3"
+    db = sqlite3.connect(path, isolation_level=None)
+    for number in range(version):
+        db.executescript(MIGRATIONS[number])
+        db.execute(f"PRAGMA user_version = {number + 1}")
+    db.close()
+    store = Store.open_readonly(path)
+    assert store is not None
+    with store:
+        assert store.version == version
+
+
 def test_readonly_open_of_a_missing_history_creates_nothing(tmp_path: Path) -> None:
     assert Store.open_readonly(tmp_path / "none.sqlite3") is None
     assert not (tmp_path / "none.sqlite3").exists()
