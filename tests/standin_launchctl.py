@@ -9,6 +9,7 @@ Its state lives in a directory (``$STANDIN_LAUNCHCTL_DIR``):
 - ``fail.json``: ``{"bootstrap gui": [125, "text"], ...}``: the call whose verb and domain
   kind (``gui``/``user``) match exits with that status, printing the text on stderr (the
   texts tests use are launchctl's real ones, from the macOS fixtures);
+- ``kickstart -k`` restarts a loaded job in place (it stays loaded);
 - ``linger``: a number N: after a bootout, ``print`` still finds the job N more times;
 - ``disabled``: when present, ``print-disabled`` lists the agent as disabled.
 """
@@ -32,7 +33,7 @@ args = sys.argv[1:]
 with open(path("calls.jsonl"), "a") as log:
     log.write(json.dumps(args) + "\n")
 verb = args[0] if args else ""
-target = args[1] if len(args) > 1 else ""
+target = args[-1] if verb == "kickstart" else args[1] if len(args) > 1 else ""
 kind = target.split("/")[0]
 try:
     fail = json.load(open(path("fail.json")))
@@ -109,6 +110,12 @@ if verb == "bootstrap":
     json.dump({{"domain": target, "plist": args[2], "arguments": plist["ProgramArguments"],
                "sessions": sessions}},
               open(loaded_file(label), "w"))
+    sys.exit(0)
+if verb == "kickstart":
+    job = loaded(label)
+    if not job or target != job["domain"] + "/" + label:
+        sys.stderr.write('Could not find service "' + label + '" in domain for user gui: 0\n')
+        sys.exit(113)
     sys.exit(0)
 if verb == "enable":
     sys.exit(0)

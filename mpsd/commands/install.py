@@ -126,7 +126,9 @@ def run(args: argparse.Namespace) -> int:
         if before and now and os.path.dirname(before[0]) != os.path.dirname(now[0]):
             report(f"replacing the agent of another install of mpsd ({before[0]})")
         try:
-            outcome = launchd.ensure_loaded(agent.path, agent.new or b"", report)
+            outcome = launchd.ensure_loaded(
+                agent.path, agent.new or b"", report, outdated=_daemon_runs_older_code()
+            )
         except MpsdError as exc:
             # Reported last (and the exit status is its): the hooks and limits.toml still
             # get set up, so the shells work while the user sees to launchd.
@@ -163,6 +165,26 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.flush()
         raise agent_error
     return EXIT_OK
+
+
+def _daemon_runs_older_code() -> bool:
+    """The daemon's last decision was made by other files of mpsd than this command runs: it
+    started before an upgrade or a reinstall, which leave the agent's plist as it was."""
+    from mpsd import paths
+    from mpsd.daemon.history import Store, code_stamp
+
+    if paths.untrusted(paths.state_dir()):
+        return False
+    try:
+        store = Store.open_readonly(paths.history_file())
+        if store is None:
+            return False
+        with store:
+            decision = store.get_meta("decision")
+    except Exception:  # a damaged history is for doctor to report
+        return False
+    code = decision.get("code") if isinstance(decision, dict) else None
+    return isinstance(code, str) and code != code_stamp()
 
 
 def _hooks_changed(files: list[FileChange]) -> bool:
@@ -308,7 +330,10 @@ def _dry_run_install(
     if gone and (gone.exists() or launchd.loaded(other or "")):
         summary.append(f"replace the agent of another install of mpsd ({_tilde(gone)})")
     if plan.agent is not None and plan.agent.new is not None:
-        summary += [f"run: {c}" for c in launchd.planned_commands(plan.agent.path, plan.agent.new)]
+        planned = launchd.planned_commands(
+            plan.agent.path, plan.agent.new, outdated=_daemon_runs_older_code()
+        )
+        summary += [f"run: {c}" for c in planned]
     if needs_sample:
         summary.append("run: mpsd daemon --once (limits.toml does not exist yet)")
     shown = [

@@ -118,6 +118,16 @@ def _values(sample: Sample) -> tuple[Any, ...]:
     )
 
 
+def code_stamp() -> str:
+    """Which files of mpsd this process runs: its version and its package's inode and mtime (an
+    upgrade or a reinstall writes new files), so that ``mpsd install`` can tell a daemon still
+    running the code from before it."""
+    import mpsd
+
+    st = os.stat(mpsd.__file__)
+    return f"{mpsd.__version__} {st.st_ino}.{st.st_mtime_ns}"
+
+
 def row_of(sample: Sample) -> Row:
     """``sample`` as the store hands it back to the policy."""
     return Row._make(_values(sample))

@@ -32,13 +32,16 @@ from mpsd import limits as limits_mod
 from mpsd import paths
 from mpsd.config import Config, ConfigError, load_config, policy_values
 from mpsd.daemon import jobs, policy
-from mpsd.daemon.history import HistoryError, Row, Store, row_of
+from mpsd.daemon.history import HistoryError, Row, Store, code_stamp, row_of
 from mpsd.daemon.schedule import POLICY_EVERY, Schedule
 from mpsd.errors import EXIT_ABSENT, MpsdError
 from mpsd.files import ensure_dir
 from mpsd.limits import Limits
 from mpsd.locks import PidLock
 from mpsd.machine.sample import Sample
+
+# The mpsd files this daemon started with, in each decision it records (install compares).
+RUNNING_CODE = code_stamp()
 
 log = logging.getLogger("mpsd")
 
@@ -422,7 +425,9 @@ class Daemon:
             # What the limits were worked out with, for `mpsd status` (it tells an edit
             # since) and for a restart while config.toml is invalid (the ceiling).
             record = dataclasses.asdict(decision)
-            record.update(t=now, min_ratio=self.config.min_ratio, ceiling=self.ceiling)
+            record.update(
+                t=now, min_ratio=self.config.min_ratio, ceiling=self.ceiling, code=RUNNING_CODE
+            )
             store.set_meta("decision", {**record, "config": policy_values(self.config)})
         current = limits_mod.read()
         # Jobs started or ended, or running ones took more: the next job's value exactly,

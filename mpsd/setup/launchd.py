@@ -326,11 +326,11 @@ def is_current(agent: LoadedAgent | None, plist_file: Path, new: bytes) -> bool:
     return same and (not agent.arguments or agent.arguments == wanted)
 
 
-def planned_commands(plist_file: Path, new: bytes) -> list[str]:
+def planned_commands(plist_file: Path, new: bytes, outdated: bool = False) -> list[str]:
     """The launchctl commands ``ensure_loaded`` would run now (for ``--dry-run``)."""
     agent = loaded()
-    if is_current(agent, plist_file, new):
-        return []
+    if agent is not None and is_current(agent, plist_file, new):
+        return [f"launchctl kickstart -k {agent.domain}/{LABEL}"] if outdated else []
     gui, _ = domains()
     commands = [f"launchctl bootout {agent.domain}/{LABEL}"] if agent is not None else []
     return [*commands, f"launchctl enable {gui}/{LABEL}", f"launchctl bootstrap {gui} {plist_file}"]
@@ -350,16 +350,26 @@ def _write_plist(plist_file: Path, data: bytes) -> bool:
 
 
 def ensure_loaded(
-    plist_file: Path, new: bytes, report: Callable[[str], None] | None = None
+    plist_file: Path,
+    new: bytes,
+    report: Callable[[str], None] | None = None,
+    outdated: bool = False,
 ) -> Outcome:
-    """Make launchd run the agent described by ``new``: an identical loaded copy is left alone,
-    a different one booted out first; then ``enable`` and ``bootstrap gui/$UID``, else (no GUI
+    """Make launchd run the agent described by ``new``: an identical loaded copy is left alone
+    (restarted in place when its daemon runs ``outdated`` code: an upgrade keeps the plist), a
+    different one booted out first; then ``enable`` and ``bootstrap gui/$UID``, else (no GUI
     session) ``user/$UID`` with the plist rewritten for it. One MpsdError sentence on failure."""
     from mpsd.errors import MpsdError
 
     outcome = Outcome(report)
     agent = loaded()
-    if is_current(agent, plist_file, new):
+    if agent is not None and is_current(agent, plist_file, new):
+        if outdated:
+            result = launchctl("kickstart", "-k", f"{agent.domain}/{LABEL}")
+            if result.ok:
+                outcome.did(f"restarted the agent, whose daemon ran the mpsd from before ({LABEL})")
+            else:
+                outcome.warnings.append(failure_sentence("kickstart", result))
         return outcome
     if agent is not None:
         bootout(agent, outcome)

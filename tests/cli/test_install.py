@@ -344,6 +344,33 @@ def test_an_identical_loaded_agent_is_left_alone(
     assert "Everything is already in place: nothing changed." in out
 
 
+@pytest.mark.usefixtures("hook_sources")
+def test_after_an_upgrade_install_restarts_the_agent_whose_daemon_runs_the_old_code(
+    launchctl: StandinLaunchctl, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An upgrade leaves the plist as it was: the daemon's record of its files tells."""
+    from mpsd.daemon.history import Store, code_stamp
+
+    assert _install(capsys)[0] == 0
+    with Store.open(paths.history_file()) as store:
+        store.set_meta("decision", {"t": 1.0, "code": code_stamp()})
+    launchctl.clear_calls()
+    assert _install(capsys)[0] == 0
+    assert launchctl.calls() == [["print", f"gui/{UID}/{LABEL}"]], "this mpsd's daemon: alone"
+
+    with Store.open(paths.history_file()) as store:  # the daemon of the version before
+        store.set_meta("decision", {"t": 1.0, "code": "0.0.9 1.1"})
+    code, out, _ = _install(capsys, "--dry-run")
+    assert code == 0
+    assert f"run: launchctl kickstart -k gui/{UID}/{LABEL}" in out
+    assert not any(call[0] == "kickstart" for call in launchctl.calls())
+    code, out, err = _install(capsys)
+    assert code == 0, err
+    assert ["kickstart", "-k", f"gui/{UID}/{LABEL}"] in launchctl.calls()
+    assert "restarted the agent, whose daemon ran the mpsd from before" in out
+    assert launchctl.loaded() is not None
+
+
 @pytest.mark.parametrize(
     ("code", "text"),
     [

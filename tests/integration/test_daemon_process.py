@@ -17,7 +17,7 @@ from typing import IO, Any
 import pytest
 
 from mpsd import limits, paths
-from mpsd.daemon.history import Store
+from mpsd.daemon.history import Store, code_stamp
 from mpsd.limits import Limits
 from tests.conftest import run_mpsd, wait_for
 
@@ -104,6 +104,7 @@ def test_daemon_writes_sane_limits_and_follows_an_edit_of_the_config(
     first = wait_for(limits.read)
     assert isinstance(first, Limits)
     before = assert_sane(first, 0.8)
+    assert before["code"] == code_stamp(), "install tells this daemon's files from an upgrade's"
     write_config("interval = 1\nheadroom = 0.4\n")
     second = wait_for(lambda: (c := limits.read()) and c.headroom == 0.4 and c)
     assert isinstance(second, Limits)
