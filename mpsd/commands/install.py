@@ -173,10 +173,11 @@ def _daemon_runs_older_code() -> bool:
     from mpsd import paths
     from mpsd.daemon.history import Store, code_stamp
 
-    if paths.untrusted(paths.state_dir()):
+    path = paths.history_file()
+    if paths.untrusted_home(path):  # the trust rule, as status reads the history
         return False
     try:
-        store = Store.open_readonly(paths.history_file())
+        store = Store.open_readonly(path)
         if store is None:
             return False
         with store:
