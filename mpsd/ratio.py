@@ -10,6 +10,9 @@ GIB = 1 << 30
 # shell/, which is not Python, keeps its own copies).
 HIGH_VAR = "PYTORCH_MPS_HIGH_WATERMARK_RATIO"
 LOW_VAR = "PYTORCH_MPS_LOW_WATERMARK_RATIO"
+# In the exec'd environment of each process mpsd starts (doctor's and probe's checks, the
+# recommended-max probe): never a job. The probe's filler carries "probe": its memory counts.
+CHILD_VAR = "_MPSD_CHILD"
 
 # PyTorch accepts 0 <= ratio <= 2, but 0.0 removes the cap: mpsd never hands it out.
 MIN_RATIO = 0.01

@@ -16,6 +16,7 @@ from typing import Any
 from mpsd import files, paths
 from mpsd.config import WHILE_INVALID
 from mpsd.durations import format_duration
+from mpsd.ratio import CHILD_VAR
 from mpsd.env import project_python, pyhooks, watermarks
 from mpsd.env.exports import hook_copy_command
 from mpsd.setup import chain as model
@@ -412,7 +413,11 @@ def torch_info(python: str = sys.executable, timeout: float = 180.0) -> dict[str
     unreadable = {"error": "unreadable answer from torch"}
     try:
         done = subprocess.run(
-            [python, "-c", TORCH_PROBE], capture_output=True, text=True, timeout=timeout
+            [python, "-c", TORCH_PROBE],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env={**os.environ, CHILD_VAR: "check"},  # mpsd's own: never a job
         )
     except subprocess.TimeoutExpired:
         return {"error": f"importing torch took more than {timeout:g}s"}

@@ -54,18 +54,25 @@ MIGRATIONS: tuple[str, ...] = (
         command TEXT NOT NULL,
         started REAL NOT NULL,
         project TEXT,
+        framework TEXT NOT NULL DEFAULT 'torch',
         ratio REAL,
-        ratio_from TEXT,
+        cap_from TEXT NOT NULL DEFAULT 'not known',
         cap INTEGER,
+        cap_known INTEGER NOT NULL DEFAULT 0,
         free_at_start INTEGER,
         peak INTEGER NOT NULL DEFAULT 0,
         peak_at REAL,
+        peak_sum INTEGER,
+        processes INTEGER NOT NULL DEFAULT 1,
         swapouts INTEGER NOT NULL DEFAULT 0,
+        swapins INTEGER NOT NULL DEFAULT 0,
         swap_from REAL,
         swap_to REAL,
         pressure INTEGER,
         growth INTEGER,
-        ended REAL
+        killed TEXT,
+        ended REAL,
+        series TEXT NOT NULL DEFAULT '[]'
     );
     """,
 )
@@ -266,11 +273,12 @@ class Store:
         )
         return int(values["id"])
 
-    def end_open_jobs(self) -> None:
-        """Jobs a stopped daemon left open end at the last sample it took."""
+    def end_open_jobs(self, keep: list[int]) -> None:
+        """Jobs a stopped daemon left open end at the last sample it took, but those in ``keep``
+        (still running: the new daemon took them over)."""
         self._db.execute(
             "UPDATE jobs SET ended = MAX(started, COALESCE((SELECT MAX(t) FROM samples), 0)) "
-            "WHERE ended IS NULL"
+            f"WHERE ended IS NULL AND id NOT IN ({','.join(map(str, map(int, keep)))})"
         )
 
     def set_meta(self, key: str, value: Any) -> None:
@@ -285,11 +293,14 @@ class Store:
         row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return None if row is None else json.loads(row[0])
 
-    def jobs(self, job_id: int | None = None, limit: int = 50) -> list[dict[str, Any]]:
-        """The latest job records, newest first (``job_id``: that one)."""
+    def jobs(
+        self, job_id: int | None = None, limit: int = 50, running: bool = False
+    ) -> list[dict[str, Any]]:
+        """The latest job records, newest first (``job_id``: that one; ``running``: not ended)."""
         if self.version < 4:
             return []
         where = "" if job_id is None else f"WHERE id = {int(job_id)} "
+        where = "WHERE ended IS NULL " if running else where
         cursor = self._db.execute(f"SELECT * FROM jobs {where}ORDER BY id DESC LIMIT {limit}")
         names = [column[0] for column in cursor.description]
         return [dict(zip(names, row)) for row in cursor.fetchall()]

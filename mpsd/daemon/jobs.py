@@ -1,45 +1,65 @@
-"""A record per ML job the daemon sees, and the notices (``notify = true``) when pressure
-reaches warning or swap begins during a job. ``Tracker.update`` is pure: it takes each sample
-and a ``describe`` for a new pid, and returns only the records whose values changed.
+"""A record per ML job the daemon sees (docs/daemon.md, "Your jobs"), and the notices
+(``notify = true``) when pressure reaches warning or swap begins during a job. ``Tracker.update``
+is pure: it takes each sample and a ``describe`` for a new job, and returns only the records whose
+values changed. A job's children that are jobs too (DataLoader workers, torchrun's ranks) belong
+to its record; ``describe`` works out the cap it really had, and where that came from.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+import json
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from mpsd.errors import MpsdError
+from mpsd.machine.mljobs import MLX, PROBE, MLProcess
 from mpsd.machine.sample import PRESSURE_WARN, Sample
+from mpsd.ratio import HIGH_VAR
 
 PYTORCH_DEFAULT_RATIO = 1.7  # PyTorch's high watermark on MPS when the variable is unset
-SERIES = 128  # footprints kept per running job (every other one dropped when full)
+SERIES = 64  # footprint points kept per job (pairs merged into their larger when full)
 GIB = 1 << 30
 PRESSURES = {1: "normal", 2: "warning", 4: "critical"}  # the sample's levels, in words
+# Where a job's cap came from (``cap_from``); the last three are no known cap.
+ENVIRONMENT, HOOK, NOT_KNOWN = "its environment", "start-up hook (inferred)", "not known"
+TORCH_DEFAULT = "PyTorch's default unless the program set its own"
+MLX_DEFAULT = "MLX's default unless the program set its own (soft: MLX waits, then goes over it)"
+KILL_FLOOR = 512 << 20  # a smaller job that ends under normal pressure is not looked up in the log
 
 
 @dataclass
 class Job:
-    """One job's record, the ``jobs`` table's columns. ``cap``: ratio x recommended max (MPS
-    only); ``peak``: the footprint (CPU side too); ``growth``: its footprint floor's rise."""
+    """One job's record, the ``jobs`` table's columns. ``cap``: ratio x recommended max for
+    PyTorch (MPS only), MLX's limit for MLX; ``cap_known``: false for a default the program may
+    have changed; ``peak``: the main process's lifetime maximum footprint (CPU side too);
+    ``peak_sum``: with several processes, the sampled maximum of their sum; ``swapouts`` and
+    ``swapins``: bytes, system-wide; ``series``: JSON ``[[seconds since start, MiB], ...]``."""
 
     pid: int
     command: str
     started: float
     project: str | None = None
+    framework: str = "torch"
     ratio: float | None = None
-    ratio_from: str | None = None
+    cap_from: str = NOT_KNOWN
     cap: int | None = None
+    cap_known: bool = False
     free_at_start: int | None = None
     peak: int = 0
     peak_at: float | None = None
+    peak_sum: int | None = None
+    processes: int = 1
     swapouts: int = 0
+    swapins: int = 0
     swap_from: float | None = None
     swap_to: float | None = None
     pressure: int | None = None
     growth: int | None = None
+    killed: str | None = None
     ended: float | None = None
+    series: str = "[]"
     id: int | None = None
 
     @classmethod
@@ -52,7 +72,15 @@ class Job:
                 value, {"int": int, "str": str}.get(kind.split()[0], (int, float))
             ):
                 raise MpsdError(f"job {job.id}'s record is damaged ({f.name} is {value!r}).", 1)
+        job.cap_known = bool(job.cap_known)
         return job
+
+    def points(self) -> list[list[int]]:
+        """The footprint series: [seconds since its start, MiB] pairs."""
+        try:
+            return [[int(t), int(mib)] for t, mib in json.loads(self.series)]
+        except (ValueError, TypeError):
+            return []
 
     def growing(self) -> bool:
         return self.growth is not None and self.growth > max(GIB / 2, self.peak / 10)
@@ -61,8 +89,9 @@ class Job:
 @dataclass
 class _Open:
     job: Job
-    swap0: int | None
-    series: list[int] = field(default_factory=list)
+    swap0: tuple[int | None, int | None]  # the counters (pages) when it was first seen
+    base: tuple[int, int]  # bytes counted before (a record taken over after a restart)
+    points: list[list[int]] = field(default_factory=list)
     said: set[str] = field(default_factory=set)
     stored: dict[str, Any] | None = None
 
@@ -76,41 +105,82 @@ def growth(series: list[int]) -> int | None:
     return min(series[-q:]) - min(series[q : 2 * q])
 
 
+def _groups(sample: Sample) -> dict[int, list[MLProcess]]:
+    """The jobs of ``sample`` by their root: a job whose parent is a job belongs to it."""
+    procs = {p.pid: p for p in sample.processes if p.role != PROBE}
+    groups: dict[int, list[MLProcess]] = {}
+    for p in procs.values():
+        root = p
+        for _ in procs:  # never round a cycle
+            if root.ppid not in procs or root.ppid == root.pid:
+                break
+            root = procs[root.ppid]
+        members = groups.setdefault(root.pid, [root])  # the root first
+        if p is not root:
+            members.append(p)
+    return groups
+
+
 class Tracker:
-    def __init__(self) -> None:
+    def __init__(self, resume: Iterable[Job] = ()) -> None:
         self.open: dict[int, _Open] = {}
         self.last: Sample | None = None
+        self.resume = {job.pid: job for job in resume}  # records a stopped daemon left open
+
+    def taken_over(self, sample: Sample) -> list[int]:
+        """The ids of the records left open that ``sample`` finds still running."""
+        groups = _groups(sample)
+        return [
+            job.id
+            for pid, job in self.resume.items()
+            if job.id and pid in groups and abs(groups[pid][0].started - job.started) < 1
+        ]
+
+    def _start(self, main: MLProcess, sample: Sample, describe: Callable[..., Any]) -> _Open:
+        """A new record, or the open record of this very process (same pid and start time)."""
+        old = self.resume.get(main.pid)
+        swap0 = (sample.swapouts, sample.swapins)
+        if old is not None and abs(old.started - main.started) < 1:
+            return _Open(old, swap0, (old.swapouts, old.swapins), old.points())
+        before = self.last.available_bytes if self.last else None
+        job = Job(main.pid, main.name, main.started or sample.t, free_at_start=before)
+        return _Open(
+            dataclasses.replace(job, framework=main.reason, **describe(main)), swap0, (0, 0)
+        )
 
     def update(
-        self, sample: Sample, describe: Callable[[int], dict[str, Any]]
+        self, sample: Sample, describe: Callable[[MLProcess], dict[str, Any]]
     ) -> tuple[list[Job], list[tuple[str, Job]]]:
         """The records to store after ``sample``; the notices due ("pressure" or "swap", job)."""
-        seen = {p.pid: p for p in sample.processes}
-        ended = [self.open.pop(pid) for pid in list(self.open) if pid not in seen]
+        groups = _groups(sample)
+        ended = [
+            self.open.pop(pid)
+            for pid, run in list(self.open.items())
+            if pid not in groups or abs(groups[pid][0].started - run.job.started) >= 1
+        ]
         for gone in ended:
             gone.job.ended = sample.t
-            gone.job.growth = growth(gone.series)
+            gone.job.growth = growth([mib << 20 for _, mib in gone.points])
         notices = []
-        for pid, process in seen.items():
-            run = self.open.get(pid)
-            if run is None:
-                before = self.last.available_bytes if self.last else None
-                job = Job(pid=pid, command=process.name, started=sample.t, free_at_start=before)
-                job = dataclasses.replace(job, **describe(pid))
-                run = self.open[pid] = _Open(job, sample.swapouts)
-            job = run.job
-            if process.bytes > job.peak:
-                job.peak, job.peak_at = process.bytes, sample.t
+        for pid, (main, *others) in groups.items():
+            members = [main, *others]
+            run = self.open.get(pid) or self.open.setdefault(
+                pid, self._start(main, sample, describe)
+            )
+            job, total = run.job, sum(p.bytes for p in members)
+            if main.peak > job.peak:
+                job.peak, job.peak_at = main.peak, sample.t
+            if len(members) > 1 or job.peak_sum is not None:
+                job.processes = max(job.processes, len(members))
+                job.peak_sum = max(job.peak_sum or 0, total)
             if sample.pressure is not None and sample.pressure > (job.pressure or 0):
                 job.pressure = sample.pressure
-            if sample.swapouts is not None and run.swap0 is not None:
-                swapped = sample.swapouts - run.swap0
-                if swapped > job.swapouts:
-                    job.swapouts, job.swap_to = swapped, sample.t
-                    job.swap_from = job.swap_from or sample.t
-            run.series.append(process.bytes)
-            if len(run.series) > SERIES:
-                del run.series[::2]
+            self._swap(run, sample)
+            run.points.append([int(sample.t - job.started), total >> 20])
+            if len(run.points) > SERIES:  # halve: each pair keeps its larger footprint
+                pairs = zip(run.points[::2], run.points[1::2])
+                run.points = [max(pair, key=lambda point: point[1]) for pair in pairs]
+            job.series = json.dumps(run.points, separators=(",", ":"))
             for kind, due in (
                 ("pressure", (job.pressure or 0) >= PRESSURE_WARN),
                 ("swap", job.swapouts > 0),
@@ -118,7 +188,7 @@ class Tracker:
                 if due and kind not in run.said:
                     run.said.add(kind)
                     notices.append((kind, job))
-        self.last = sample
+        self.last, self.resume = sample, {}
         changed = []
         for run in [*ended, *self.open.values()]:
             values = {**vars(run.job), "id": None}  # the id the store gave it is no change
@@ -127,31 +197,106 @@ class Tracker:
                 changed.append(run.job)
         return changed, notices
 
+    @staticmethod
+    def _swap(run: _Open, sample: Sample) -> None:
+        """Swap-outs and swap-ins since the job began, in bytes of the kernel's pages."""
+        job, page = run.job, sample.page_size
+        now = (sample.swapouts, sample.swapins)
+        grew = [
+            base + (after - before) * page if page and None not in (before, after) else base
+            for base, before, after in zip(run.base, run.swap0, now)  # type: ignore[operator]
+        ]
+        if grew[0] > job.swapouts:
+            job.swap_to, job.swap_from = sample.t, job.swap_from or sample.t
+        job.swapouts, job.swapins = max(job.swapouts, grew[0]), max(job.swapins, grew[1])
 
-def describe(pid: int, limits: Any, projects: tuple[str, ...]) -> dict[str, Any]:
-    """A new job's command line (shortened), project, starting ratio (its environment, else
-    ``limits``') and cap."""
+
+def worth_a_kill_look(job: Job) -> bool:
+    """Whether an ended job is looked up in the OS's log of kills for memory."""
+    return max(job.peak, job.peak_sum or 0) >= KILL_FLOOR or (job.pressure or 0) >= PRESSURE_WARN
+
+
+def describe(
+    process: MLProcess,
+    limits: Any,
+    projects: tuple[str, ...],
+    ratio_at: Callable[[float], float | None],
+    total_bytes: int,
+) -> dict[str, Any]:
+    """A new job's command line (shortened), project, and the cap it really had: from its
+    exec'd environment, else inferred from mpsd's start-up hook (``ratio_at``: the ratio
+    limits.toml held at a time), else the framework's default (docs/daemon.md)."""
     import psutil
 
     from mpsd.env.decision import containing_project
-    from mpsd.ratio import HIGH_VAR
 
     found: dict[str, Any] = {}
     try:
-        proc = psutil.Process(pid)
+        proc = psutil.Process(process.pid)
         command = " ".join(" ".join(proc.cmdline()).split()) or proc.name()
         found["command"] = command if len(command) <= 80 else command[:77] + "..."
-        found["project"] = containing_project(proc.cwd(), projects)
-        value = proc.environ().get(HIGH_VAR)
-        found["ratio"] = PYTORCH_DEFAULT_RATIO if value is None else float(value)
-        found["ratio_from"] = "PyTorch's default" if value is None else "its environment"
-    except (psutil.Error, OSError, ValueError):
-        pass
-    if "ratio" not in found and limits is not None:
-        found["ratio"], found["ratio_from"] = limits.high_watermark_ratio, "limits.toml"
-    if "ratio" in found and limits is not None:
-        found["cap"] = int(found["ratio"] * limits.recommended_max_bytes)
+        cwd, env = proc.cwd(), proc.environ()
+    except (psutil.Error, OSError):
+        return found
+    found["project"] = containing_project(cwd, projects)
+    hooked = _hooked(process.library, cwd, projects)
+    max_bytes = limits.recommended_max_bytes if limits is not None else None
+    if process.reason == MLX:
+        limit = mlx_hook_limit(process) if hooked else None
+        if limit is not None:
+            return {**found, "cap": limit, "cap_known": True, "cap_from": HOOK}
+        import sys
+
+        metal = min(1.5 * max_bytes, 0.95 * total_bytes) if max_bytes else None
+        cap = metal if sys.platform == "darwin" else 0.8 * total_bytes  # MLX's Linux CPU build
+        return {**found, "cap": None if cap is None else int(cap), "cap_from": MLX_DEFAULT}
+    value, ratio = env.get(HIGH_VAR), None
+    if value is not None:
+        found["cap_from"], found["cap_known"] = ENVIRONMENT, True
+        ratio = _ratio(value)
+    elif env and hooked and (ratio := ratio_at(process.started)) is not None:
+        found["cap_from"], found["cap_known"] = HOOK, True
+    elif env:  # an environment hidden or empty tells nothing
+        found["cap_from"], ratio = TORCH_DEFAULT, PYTORCH_DEFAULT_RATIO
+    if ratio is not None and max_bytes:
+        found.update(ratio=ratio, cap=int(ratio * max_bytes))
     return found
+
+
+def _ratio(text: str) -> float | None:
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value if 0 <= value <= 2 else None
+
+
+def mlx_hook_limit(process: MLProcess) -> int | None:
+    """The MLX limit mpsd's start-up hook set in this job (issue 32 records it); None until
+    the hook sets one."""
+    return None
+
+
+def _hooked(library: str, cwd: str, projects: tuple[str, ...]) -> bool:
+    """What the start-up hook would have decided: mpsd's dirs trusted, and the job's working
+    directory or the site-packages its library came from inside an opted-in project whose
+    environment holds the hook (a venv's ``exe`` reads as its base interpreter: not used)."""
+    from mpsd import paths
+    from mpsd.env import pyhooks
+    from mpsd.env.decision import containing_project
+
+    if any(paths.untrusted(d) for d in (paths.config_dir(), paths.data_dir())):
+        return False
+    site, _, inside = library.partition("/site-packages/")
+    site = f"{site}/site-packages" if inside else ""
+    for where in filter(None, (cwd, site)):
+        project = containing_project(where, projects)
+        if project and (
+            (site and pyhooks.has_copy(site))
+            or any(map(pyhooks.env_copy_site, pyhooks.environments_of(project)))
+        ):
+            return True
+    return False
 
 
 NOTICES = {

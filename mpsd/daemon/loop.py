@@ -16,6 +16,7 @@ import dataclasses
 import datetime as dt
 import logging
 import logging.handlers
+import math
 import os
 import queue
 import signal
@@ -206,6 +207,8 @@ class Daemon:
     clock_jumped = False  # the last tick found the wall clock away from the monotonic one
     _untrusted: list[str] = field(default_factory=list)  # the trust problem last said
     tracker: jobs.Tracker | None = None  # the job records (None until the first sample)
+    _kill_pending: list[jobs.Job] = field(default_factory=list)  # ended, to look up
+    _kill_look: tuple[float, bool] = (-math.inf, False)  # (the last look, monotonic; in flight)
     _queue: queue.SimpleQueue[tuple[str, Any]] = field(default_factory=queue.SimpleQueue)
 
     # -- config -----------------------------------------------------------------------
@@ -283,15 +286,20 @@ class Daemon:
         notices: list[tuple[str, jobs.Job]] = []
         try:
             store = self.open_store()
-            if self.tracker is None:
-                store.end_open_jobs()
-                self.tracker = jobs.Tracker()
+            if self.tracker is None:  # a job that lives across a restart stays one record
+                self.tracker = jobs.Tracker(jobs.Job.of(r) for r in store.jobs(running=True))
+                store.end_open_jobs(keep=self.tracker.taken_over(sample))
             store.add(sample)
             changed, notices = self.tracker.update(
-                sample, lambda pid: jobs.describe(pid, limits_mod.read(), self.projects())
+                sample,
+                lambda p: jobs.describe(
+                    p, limits_mod.read(), self.projects(), self.ratio_at, sample.total_bytes
+                ),
             )
             for job in changed:
                 job.id = store.save_job(vars(job))
+                if job.ended and jobs.worth_a_kill_look(job):
+                    self._kill_pending.append(job)
         except Exception as exc:
             log.error("cannot store the sample in %s: %s", paths.history_file(), exc)
             self._drop_store()
@@ -303,7 +311,37 @@ class Daemon:
             log.warning("%s%s", text, f" (notified by {way})" if way else "")
         if self.window is not None:
             self.window.append(row_of(sample))
+        self._look_for_kills()
         return sample
+
+    def ratio_at(self, t: float) -> float | None:
+        """The ratio limits.toml held at ``t``."""
+        current = limits_mod.read()
+        return None if current is None else current.high_watermark_ratio
+
+    def _look_for_kills(self) -> None:
+        """Look up the jobs that ended in the OS's record of kills for memory: at most once per
+        interval for all of them, in a thread (a slow ``log`` never delays a sample); the answer
+        comes back through the queue."""
+        mono, last = self.mono(), self._kill_look[0]
+        if not self._kill_pending or self._kill_look[1] or mono - last < self.config.interval:
+            return
+        pending, self._kill_pending, self._kill_look = self._kill_pending, [], (mono, True)
+
+        def look() -> None:
+            self._queue.put(("kills", (pending, jobs.look_for_kills(pending))))
+
+        threading.Thread(target=look, daemon=True).start()
+
+    def killed(self, pending: list[jobs.Job], found: dict[int, str]) -> None:
+        """Store what the look for kills found."""
+        self._kill_look = (self._kill_look[0], False)
+        try:
+            for job in pending:
+                job.killed = found.get(job.pid, "")
+                self.open_store().save_job(vars(job))
+        except Exception as exc:
+            log.error("cannot store the jobs' ends in %s: %s", paths.history_file(), exc)
 
     def policy_window(self, now: float) -> list[Row]:
         """The samples of the window ending at ``now``: kept in memory, reloaded now and then."""
@@ -508,6 +546,8 @@ class Daemon:
                     schedule.probe_finished()
                     if self.set_recommended(value):
                         schedule.run_policy(self.mono())
+                elif kind == "kills":
+                    self.killed(*value)
                 elif kind == "recommended-failed":
                     schedule.probe_finished()
                     log.error("cannot find the recommended max: %s", value)

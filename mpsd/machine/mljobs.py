@@ -1,9 +1,10 @@
 """Which running processes of the user are ML jobs, and how much memory they hold
-(docs/policy.md): a Python whose environment carries a watermark variable (reason ``env``:
-other programs of a hooked shell inherit it too and are not jobs), or one with torch
-(``torch``) or MLX (``mlx``) mapped, read from /proc/PID/maps on Linux, ``lsof`` of Pythons
-only on macOS (it is slow there). Memory: ``phys_footprint`` on macOS (MPS buffers count
-there, not in RSS), else RSS.
+(docs/daemon.md, "Your jobs"): a process with torch (``torch``) or MLX (``mlx``) mapped, read
+from /proc/PID/maps on Linux, ``lsof`` on macOS (slow there: only Pythons whose footprint is
+over ``FLOOR``). A Python, or a process carrying a watermark variable, is worth a look again
+later; the processes mpsd starts carry ``CHILD_VAR`` and are never jobs (the probe's filler is
+kept apart as ``probe``). Memory: ``phys_footprint`` on macOS (MPS buffers count there, not in
+RSS), else RSS; with its lifetime maximum, so a spike between two samples counts.
 
 Cheap by design (a sample must cost well under 5 ms of CPU): each pid is examined once; a
 Python without torch is looked at again (``import torch`` comes late) with a back-off growing
@@ -12,6 +13,7 @@ with its age up to ``max_recheck``, any other process only while it is young (be
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import functools
 import heapq
@@ -27,15 +29,16 @@ from dataclasses import dataclass
 import psutil
 
 from mpsd.machine.sysctl import c_env, libsystem_function
-from mpsd.ratio import HIGH_VAR, LOW_VAR
+from mpsd.ratio import CHILD_VAR, HIGH_VAR, LOW_VAR
 
 WATERMARK_VARS = (HIGH_VAR, LOW_VAR)
-ENV = "env"
+PROBE = "probe"  # CHILD_VAR's value in the probe's filler: its memory counts, it is no job
 TORCH = "torch"
 MLX = "mlx"
 # What a loaded library's path contains -> the job's reason.
 MARKERS = (("libtorch", TORCH), ("torch/_C", TORCH), ("libmlx", MLX))
 YOUNG = 60.0  # seconds: a process this young may still exec into a Python
+FLOOR = 128 << 20  # macOS: a Python with a smaller footprint is not worth an lsof yet
 
 # A process that vanished, is hidden, or that psutil fails on (RuntimeError on macOS 26).
 _UNREADABLE = (psutil.Error, OSError, RuntimeError)
@@ -45,8 +48,13 @@ _UNREADABLE = (psutil.Error, OSError, RuntimeError)
 class MLProcess:
     pid: int
     name: str
-    reason: str  # "env", "torch" or "mlx"
+    reason: str  # "torch" or "mlx"
     bytes: int
+    peak: int = 0  # its lifetime maximum (0: not known)
+    ppid: int = 0
+    started: float = 0.0  # its create time
+    library: str = ""  # the path of the torch or MLX library it mapped
+    role: str = ""  # PROBE for the probe's filler
 
 
 @dataclass
@@ -54,6 +62,9 @@ class _Entry:
     proc: psutil.Process
     reason: str | None = None
     next_check: float = math.inf
+    library: str = ""
+    role: str = ""
+    ppid: int = 0
 
 
 def looks_like_python(proc: psutil.Process) -> bool:
@@ -71,25 +82,33 @@ def looks_like_python(proc: psutil.Process) -> bool:
         return False
 
 
-def _framework(text: str) -> str | None:
-    return next((reason for marker, reason in MARKERS if marker in text), None)
+Found = tuple[str, str]  # (reason, the library's path)
 
 
-def framework_in_maps(proc: psutil.Process) -> str | None:
-    """``torch`` or ``mlx`` when its libraries are mapped in ``proc`` (None: neither):
+def _framework(lines: list[str]) -> Found | None:
+    """The first line naming torch's or MLX's library: (reason, its path)."""
+    for line in lines:
+        reason = next((reason for marker, reason in MARKERS if marker in line), None)
+        if reason:
+            return reason, line[line.find("/") :] if "/" in line else ""
+    return None
+
+
+def framework_in_maps(proc: psutil.Process) -> Found | None:
+    """(``torch`` or ``mlx``, the library's path) when mapped in ``proc`` (None: neither):
     ``/proc/PID/maps`` on Linux; on macOS, where psutil has no ``memory_maps()``, ``lsof``."""
     if not sys.platform.startswith("linux"):
         return framework_in_lsof(proc)
     try:
         with open(f"/proc/{proc.pid}/maps", "rb") as handle:
-            return _framework(handle.read().decode("utf-8", "replace"))
+            return _framework(handle.read().decode("utf-8", "replace").splitlines())
     except OSError:
         return None
 
 
-def framework_in_lsof(proc: psutil.Process, timeout: float = 10.0) -> str | None:
-    """``torch`` or ``mlx`` when ``lsof`` lists its libraries among ``proc``'s mapped files.
-    By absolute path, descriptors left open: CPython then uses ``posix_spawn``, not fork."""
+def framework_in_lsof(proc: psutil.Process, timeout: float = 10.0) -> Found | None:
+    """As ``framework_in_maps``, from the mapped files ``lsof`` lists for ``proc``. By absolute
+    path, descriptors left open: CPython then uses ``posix_spawn``, not fork."""
     lsof = os.path.abspath(shutil.which("lsof") or "/usr/sbin/lsof")
     argv = [lsof, "-w", "-n", "-P", "-F", "n", "-a", "-p", str(proc.pid), "-d", "txt,mem"]
     try:
@@ -104,24 +123,28 @@ def framework_in_lsof(proc: psutil.Process, timeout: float = 10.0) -> str | None
         )
     except (OSError, subprocess.SubprocessError):
         return None
-    names = (line for line in done.stdout.splitlines() if line.startswith("n"))
-    return next((found for found in map(_framework, names) if found), None)
+    return _framework([line for line in done.stdout.splitlines() if line.startswith("n")])
+
+
+def environ(proc: psutil.Process) -> dict[str, str]:
+    """The environment ``proc`` was exec'd with (empty when hidden or gone)."""
+    try:
+        return dict(proc.environ())
+    except _UNREADABLE:
+        return {}
 
 
 def watermark_env(proc: psutil.Process) -> bool:
     """The process's environment carries a watermark variable (empty when hidden)."""
-    try:
-        env = proc.environ()
-    except _UNREADABLE:
-        return False
-    return any(name in env for name in WATERMARK_VARS)
+    return any(name in environ(proc) for name in WATERMARK_VARS)
 
 
-# proc_pid_rusage's rusage_info_v0 (<sys/resource.h>): a 16-byte uuid, then uint64s, the 8th
-# of which is ri_phys_footprint (docs/macos-and-pytorch.md, "A process's memory").
-RUSAGE_INFO_V0 = 0
+# proc_pid_rusage's rusage_info_v4 (<sys/resource.h>, MACOS.md "A job's exact peak"): a 16-byte
+# uuid, then uint64s: ri_phys_footprint is the 8th, ri_lifetime_max_phys_footprint the 29th.
+RUSAGE_INFO_V4 = 4
 FOOTPRINT_OFFSET = 16 + 7 * 8
-RUSAGE_SIZE = 16 + 10 * 8
+LIFETIME_MAX_OFFSET = 16 + 28 * 8
+RUSAGE_SIZE = 16 + 37 * 8
 
 
 @functools.cache
@@ -129,26 +152,39 @@ def _proc_pid_rusage() -> Callable[..., int] | None:
     return libsystem_function("proc_pid_rusage", ctypes.c_int, ctypes.c_int, ctypes.c_void_p)
 
 
-def footprint(pid: int) -> int | None:
-    """``ri_phys_footprint`` of a process of the same user (macOS); None where unknown."""
+def footprint(pid: int) -> tuple[int, int] | None:
+    """``ri_phys_footprint`` and ``ri_lifetime_max_phys_footprint`` of a process of the same
+    user (macOS); None where unknown."""
     function = _proc_pid_rusage()
     if function is None:
         return None
     buffer = ctypes.create_string_buffer(RUSAGE_SIZE)
-    if function(pid, RUSAGE_INFO_V0, buffer) != 0:
+    if function(pid, RUSAGE_INFO_V4, buffer) != 0:
         return None
-    return int.from_bytes(buffer.raw[FOOTPRINT_OFFSET : FOOTPRINT_OFFSET + 8], sys.byteorder)
+    now, peak = (buffer.raw[at : at + 8] for at in (FOOTPRINT_OFFSET, LIFETIME_MAX_OFFSET))
+    return int.from_bytes(now, sys.byteorder), int.from_bytes(peak, sys.byteorder)
 
 
-def process_bytes(proc: psutil.Process) -> int:
-    """phys_footprint on macOS (falling back to RSS), RSS elsewhere; 0 if it is gone."""
-    size = footprint(proc.pid)
-    if size is not None:
-        return size
+_VM = (b"VmRSS", b"VmHWM")
+
+
+def process_bytes(proc: psutil.Process) -> tuple[int, int]:
+    """(now, lifetime maximum): phys_footprint on macOS, RSS and VmHWM from /proc/PID/status on
+    Linux, else RSS twice; (0, 0) if it is gone."""
+    sizes = footprint(proc.pid)
+    if sizes is not None:
+        return sizes
     try:
-        return int(proc.memory_info().rss)
+        with open(f"/proc/{proc.pid}/status", "rb") as handle:
+            found = {ln[:5]: int(ln.split()[1]) << 10 for ln in handle if ln[:5] in _VM}
+        return found[b"VmRSS"], found[b"VmHWM"]
+    except (OSError, KeyError, IndexError, ValueError):
+        pass
+    try:
+        rss = int(proc.memory_info().rss)
     except _UNREADABLE:
-        return 0
+        return 0, 0
+    return rss, rss
 
 
 class ProcessScanner:
@@ -163,9 +199,10 @@ class ProcessScanner:
         max_recheck: float = 600.0,
         is_python: Callable[[psutil.Process], bool] = looks_like_python,
         has_env: Callable[[psutil.Process], bool] = watermark_env,
-        torch_loaded: Callable[[psutil.Process], bool | str | None] = framework_in_maps,
-        measure: Callable[[psutil.Process], int] = process_bytes,
+        torch_loaded: Callable[[psutil.Process], Found | bool | str | None] = framework_in_maps,
+        measure: Callable[[psutil.Process], tuple[int, int]] = process_bytes,
         maps_of_all: bool = sys.platform != "darwin",
+        floor: int = FLOOR,
     ) -> None:
         self.uid = os.getuid() if uid is None else uid
         self.clock = clock  # schedules re-checks: immune to wall-clock jumps
@@ -173,13 +210,13 @@ class ProcessScanner:
         self.max_recheck = max_recheck
         self.is_python = is_python
         self.has_env = has_env
-        self.torch_loaded = torch_loaded  # the reason ("torch", "mlx"); True means "torch"
+        self.torch_loaded = torch_loaded  # (reason, library) or a reason; True means "torch"
         self.measure = measure
         # macOS: reading a process's regions is slow, so only Pythons' maps are read.
-        self.maps_of_all = maps_of_all
+        self.maps_of_all, self.floor = maps_of_all, floor
         self._seen: set[int] = set()  # every pid looked at, the user's or not
         self._mine: dict[int, _Entry] = {}  # the user's processes
-        self._jobs: dict[int, _Entry] = {}  # those that are PyTorch jobs
+        self._jobs: dict[int, _Entry] = {}  # those that are ML jobs (or the probe's filler)
         self._due: list[tuple[float, int, int, _Entry]] = []  # (next check, ticket, pid, entry)
         self._ticket = 0
         self._self_pid = os.getpid()
@@ -213,9 +250,12 @@ class ProcessScanner:
                 if fresh is None:
                     continue
                 entry = fresh
-            size = self.measure(entry.proc)
-            if size > 0:
-                jobs.append(MLProcess(pid, _name(entry.proc), entry.reason or "", size))
+            size, peak = self.measure(entry.proc)
+            with contextlib.suppress(*_UNREADABLE):  # psutil keeps the create time: no read
+                facts = (max(peak, size), entry.ppid, entry.proc.create_time(), entry.library)
+                if size > 0:
+                    name = _name(entry.proc)
+                    jobs.append(MLProcess(pid, name, entry.reason or "", size, *facts, entry.role))
         return jobs
 
     def _adopt(self, pid: int, entry: _Entry | None) -> None:
@@ -249,13 +289,19 @@ class ProcessScanner:
         """Decide again from scratch (a job's verdict is final)."""
         proc = entry.proc
         python = self.is_python(proc)
-        if python and self.has_env(proc):
-            entry.reason, entry.next_check = ENV, math.inf
-            return
-        loaded = (python or self.maps_of_all) and self.torch_loaded(proc)
-        if loaded:
-            entry.reason, entry.next_check = TORCH if loaded is True else str(loaded), math.inf
-            return
+        if python or self.maps_of_all:
+            # macOS: a small Python is not worth an lsof, unless it carries a watermark variable.
+            small = not self.maps_of_all and self.measure(proc)[0] < self.floor
+            loaded = not (small and not self.has_env(proc)) and self.torch_loaded(proc)
+            if loaded:
+                name = TORCH if loaded is True else str(loaded)
+                entry.reason, entry.library = loaded if isinstance(loaded, tuple) else (name, "")
+                entry.role, entry.next_check = environ(proc).get(CHILD_VAR, ""), math.inf
+                with contextlib.suppress(*_UNREADABLE):
+                    entry.ppid = proc.ppid()
+                if entry.role not in ("", PROBE):  # a check mpsd runs: never a job
+                    entry.reason = None
+                return
         try:
             age = max(0.0, self.wall() - proc.create_time())
         except _UNREADABLE:

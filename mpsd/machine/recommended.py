@@ -27,7 +27,7 @@ from mpsd import paths
 from mpsd.atomic import write_atomic
 from mpsd.files import read_bytes
 from mpsd.machine import metal, sysctl
-from mpsd.ratio import estimate_recommended_max
+from mpsd.ratio import CHILD_VAR, estimate_recommended_max
 
 MIB = 1 << 20
 SOURCES = ("torch", "metal", "iogpu", "estimate")
@@ -47,7 +47,7 @@ def probe_subprocess(
     """(bytes, source) from ``probe_code()`` run by ``python`` (default: this one); None when it
     found nothing or failed."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTORCH_MPS_")}
-    env.update(sysctl.C_LOCALE)
+    env.update(sysctl.C_LOCALE, **{CHILD_VAR: "check"})
     try:
         done = subprocess.run(
             [python or sys.executable, "-c", probe_code()],

@@ -18,7 +18,8 @@ class Sample:
     """What the machine looked like at one moment. ``available_bytes``: free memory as sampled,
     nothing added back; ``ml_bytes``: what running PyTorch jobs hold (the policy adds it back
     to the baseline), ``ml_jobs`` of them (0: not known); ``swapouts``: the cumulative counter;
-    ``pressure``: 1, 2 or 4 (None: unknown); ``processes``: the jobs (not stored)."""
+    ``pressure``: 1, 2 or 4 (None: unknown); not stored: ``processes`` (the jobs), ``swapins``
+    and ``page_size``, the kernel's page (vm_stat's own on macOS: not Rosetta's)."""
 
     t: float
     available_bytes: int
@@ -29,3 +30,5 @@ class Sample:
     source: str = "psutil"
     ml_jobs: int = 0
     processes: tuple[MLProcess, ...] = field(default=(), compare=False, repr=False)
+    swapins: int | None = field(default=None, compare=False)
+    page_size: int | None = field(default=None, compare=False)

@@ -44,6 +44,8 @@ class Memory:
     pressure: int | None
     source: str
     parts: Mapping[str, int] = field(default_factory=dict)
+    swapins: int | None = None
+    page_size: int | None = None  # of the swap counters
 
 
 class Source(Protocol):
@@ -98,12 +100,11 @@ class PsutilSource:
         psi = _read_text(f"{self.proc}/pressure/memory")
         pressure = None if psi is None else pressure_from_psi(psi)
         parts = {"psutil_available": available}
-        return Memory(available, total, self._swapouts(), pressure, "psutil", parts)
-
-    def _swapouts(self) -> int | None:
-        """Pages swapped out since boot."""
-        match = re.search(r"^pswpout (\d+)$", _read_text(f"{self.proc}/vmstat") or "", re.M)
-        return int(match.group(1)) if match else None
+        vmstat = _read_text(f"{self.proc}/vmstat") or ""
+        outs, ins = (re.search(rf"^{name} (\d+)$", vmstat, re.M) for name in ("pswpout", "pswpin"))
+        swap = [int(match.group(1)) if match else None for match in (outs, ins)]
+        page = os.sysconf("SC_PAGE_SIZE")
+        return Memory(available, total, swap[0], pressure, "psutil", parts, swap[1], page)
 
 
 # --- macOS ------------------------------------------------------------------------------------
@@ -155,7 +156,8 @@ class DarwinSource:
         level = self.sysctl(PRESSURE_LEVEL)
         pressure = level if level in (PRESSURE_NORMAL, PRESSURE_WARN, PRESSURE_CRITICAL) else None
         text = self.vm_stat()
-        swapouts = parse_vm_stat(text).swapouts if text is not None else None
+        vm = parse_vm_stat(text or "")
+        swap = (vm.swapouts, vm.get("swapins"), vm.page_size)
         total = self.sysctl(MEMSIZE)
         parts = {
             part: value
@@ -164,10 +166,13 @@ class DarwinSource:
         }
         if total and parts.get("page_size") and len(parts) == len(PAGE_COUNTERS):
             pages = parts["free_pages"] + parts["file_backed_pages"] + parts["purgeable_pages"]
-            return Memory(pages * parts["page_size"], total, swapouts, pressure, "sysctl", parts)
+            available = pages * parts["page_size"]
+            return Memory(available, total, swap[0], pressure, "sysctl", parts, *swap[1:])
         from_psutil, psutil_total = self.fallback()
         parts = {"psutil_available": from_psutil}
-        return Memory(from_psutil, total or psutil_total, swapouts, pressure, "psutil", parts)
+        return Memory(
+            from_psutil, total or psutil_total, swap[0], pressure, "psutil", parts, *swap[1:]
+        )
 
 
 def default_source() -> Source:
@@ -210,6 +215,8 @@ def take_sample(
         source=memory.source,
         ml_jobs=len(jobs),
         processes=tuple(jobs),
+        swapins=memory.swapins,
+        page_size=memory.page_size,
     )
     return sample, parts_of(t, memory, capped)
 

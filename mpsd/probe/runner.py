@@ -27,7 +27,7 @@ from typing import IO, Any, Optional
 from mpsd.errors import EXIT_ABSENT, EXIT_USAGE, MpsdError
 from mpsd.machine.sample import PRESSURE_WARN
 from mpsd.probe.verdict import NEVER_REACHED, PRESSURE, PRESSURE_NAMES, SWAPPED, ProbeResult
-from mpsd.ratio import HIGH_VAR, LOW_VAR, ratio_text
+from mpsd.ratio import CHILD_VAR, HIGH_VAR, LOW_VAR, ratio_text
 from mpsd.sizes import format_gib, plural
 
 CHILD_SOURCE = Path(__file__).with_name("child.py")
@@ -123,6 +123,7 @@ def run_probe(
         LOW_VAR: ratio_text(spec.low),
         "PYTHONWARNINGS": "ignore",  # torch's import-time warnings are noise here
         "PYTHONUNBUFFERED": "1",
+        CHILD_VAR: "probe",  # its memory counts as a job's; it is no job
     }
     started = time.monotonic()
     with tempfile.TemporaryFile() as stderr:
