@@ -6,14 +6,25 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 
-from mpsd.oom.finding import Finding
+from mpsd.oom.finding import Finding, Kill
 from mpsd.oom.normalize import compiled, prepare
 from mpsd.oom.readers import HEADS, Head, around
 
 WINDOW = 1 << 20  # a text is read in windows of about this many characters
 TAIL = 8 * 1024  # with the characters after it that an error starting in it may run into
 # Every known error has one of these (most have several, so a wrap inside one leaves another).
-WORDS = ("memor", "alloc", "water", "invalid", "buffer", "ndarray", "dimen", "dims", "resource")
+WORDS = (
+    "memor",
+    "alloc",
+    "water",
+    "invalid",
+    "buffer",
+    "ndarray",
+    "dimen",
+    "dims",
+    "resource",
+    "kill",
+)
 RECENT = 20  # a repeated or truncated copy comes soon after its error: look that far back
 MAX_FINDINGS = 1000  # distinct errors read; the errors after them are only counted
 MAX_READ = 10 * MAX_FINDINGS  # the texts of errors read, kept to count their repeats
@@ -124,3 +135,10 @@ def find_errors(text: str) -> list[Finding]:
     """The first MAX_FINDINGS PyTorch out-of-memory (and related) errors in ``text``, in
     order, each distinct one once (``count``: how often it was seen). Never raises."""
     return scan(text[i : i + WINDOW] for i in range(0, len(text), WINDOW)).findings
+
+
+def read_kills(text: str) -> list[Kill]:
+    """The processes the operating system killed for memory, as its log lines in ``text``
+    say (Linux's OOM killer, macOS's memorystatus and JetsamEvent reports), each once, in
+    order. Pure, never raises."""
+    return [f.kill for f in find_errors(text) if f.kill is not None]

@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from typing import Optional
 
 from mpsd.oom import finding as fk
+from mpsd.oom import kills
 from mpsd.oom.finding import Finding
 from mpsd.oom.normalize import compiled
 
@@ -282,4 +283,5 @@ HEADS: tuple[Head, ...] = (
     Head("attempting to allocate", _mlx, 200, lookback=40, after=SIZE + "whichisgreater"),
     Head("resource limit (", _mlx, 60, lookback=40, after=r"\d+\)exceeded"),
     Head("can not allocate memory block with size larger", _XPU, 140),
+    *(Head(*head) for head in kills.HEADS),
 )

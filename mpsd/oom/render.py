@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from mpsd import term
 from mpsd.oom import finding as fk
-from mpsd.oom import macs
+from mpsd.oom import kills, macs
 from mpsd.oom.finding import Finding
 from mpsd.oom.normalize import compiled
 from mpsd.ratio import HIGH_VAR as HIGH
@@ -167,6 +167,18 @@ SAY = {
     "less than the request.",
     "usual": "Usual fixes: a smaller batch or resolution, float16/bfloat16, gradient "
     "checkpointing, offloading (lowvram modes), freeing other GPU users.",
+    # --- the operating system's kills
+    "oom_killer": "The machine ran out of RAM (and swap): the kernel killed the process it "
+    "scored worst, with SIGKILL, so the program printed no error of its own.",
+    "cgroup": "A memory cgroup's limit was reached (a container's, a pod's limits.memory, "
+    "Slurm's --mem), not the machine's RAM: raise that limit, or use less ({LESS}).",
+    "swap_out": "macOS ran out of swap space (no paging space: the disk was nearly full, or "
+    "swap hit its limit) and killed the process holding the most compressed memory.",
+    "jetsam": "macOS's memory-pressure handler (jetsam) killed it ({reason}).",
+    "jetsam_cut": "The report was cut before its list of processes: the killed one is the one "
+    'with a "reason"; "largestProcess" ({largest}) is only the largest.',
+    "kill_fix": "Use less memory ({LESS}), fewer DataLoader workers, close other programs; a "
+    "SIGKILL leaves no traceback, so the log ends where the job was.",
     "out_of_ram": "The process ran out of main memory (RAM and swap, or the Windows page file). "
     "Use less ({LESS}), close other apps, or give the system more swap.",
     # --- notes without numbers
@@ -279,6 +291,10 @@ class Renderer:
         if f.detail == "command_buffer_oom" and f.framework != "torch":
             names = {"mlx": " (MLX)", "ggml": " (llama.cpp, ggml)"}
             title = "Metal out of memory" + names.get(f.framework or "", "")
+        if f.kill is not None:
+            system = "Linux" if f.kill.os == "linux" else "macOS"
+            title += f" ({f.kill.reason})" if "Linux" in f.kill.reason else f" by {system}"
+            title += "" if "Linux" in f.kill.reason else f" ({f.kill.reason})"
         if f.count > 1:
             title += f" (seen {f.count} times)"
         return [self.style.title(title), *self.table(kind.rows, f), *kind.body(self, f)]
@@ -581,6 +597,21 @@ class Renderer:
         wrong = "more than any computer's memory: a wrong shape or size, most likely."
         return indent([*self.notes([wrong] if huge else []), say("out_of_ram")])
 
+    def kill(self, f: Finding) -> list[str]:
+        k = f.kill
+        assert k is not None
+        rows = [("process", f"{k.name or 'not known'} [{k.pid or 'pid not known'}]", "")]
+        if k.bytes is not None and k.bytes_are:
+            rows.append((k.bytes_are.replace("_", "-"), size(k.bytes), kills.MEANS[k.bytes_are]))
+        rows += [(name, size(n), "") for name, n in k.sizes if name != "anon-rss"]
+        wl, wv = max(len(r[0]) for r in rows), max(len(r[1]) for r in rows)
+        table = [f"  {a:<{wl}}  {b:<{wv}}  {self.style.dim(c)}".rstrip() for a, b, c in rows]
+        why = {kills.LINUX_OOM: "oom_killer", kills.CGROUP: "cgroup", kills.SWAP: "swap_out"}
+        out = [say(why.get(k.reason, "jetsam"), reason=k.reason)]
+        if k.reason == kills.JETSAM:
+            out = [say("jetsam_cut", largest=k.name or "not known")]
+        return table + self.section("Why it failed", out) + self.section("Fix", [say("kill_fix")])
+
 
 def unallocated(f: Finding) -> int | None:
     """PyTorch's reserved memory that no tensor used (its cache of freed blocks)."""
@@ -634,6 +665,7 @@ KINDS: dict[str, Kind] = {  # rows: "label|field (less _bytes)|meaning"
         Renderer.mps_other,
         ("requested|requested|the allocation refused",),
     ),
+    fk.OS_KILL: Kind("Killed for memory", Renderer.kill),
     fk.CPU_OOM: Kind(
         "Out of main memory (PyTorch's CPU allocator)",
         Renderer.cpu,
