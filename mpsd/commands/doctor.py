@@ -16,9 +16,9 @@ from typing import Any
 from mpsd import files, paths
 from mpsd.config import WHILE_INVALID
 from mpsd.durations import format_duration
-from mpsd.ratio import CHILD_VAR
 from mpsd.env import project_python, pyhooks, watermarks
 from mpsd.env.exports import hook_copy_command
+from mpsd.ratio import CHILD_VAR
 from mpsd.setup import chain as model
 from mpsd.setup import homebrew, launchd, rcfile
 from mpsd.setup.installer import (

@@ -5,14 +5,15 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import os
+import sys
 
 from mpsd import paths, term
 from mpsd.daemon.history import Store
-from mpsd.daemon.jobs import PRESSURES, Job, daemon_running, notify, way
+from mpsd.daemon.jobs import NOT_KNOWN, PRESSURES, Job, daemon_running, notify, way
 from mpsd.durations import format_duration
 from mpsd.errors import EXIT_ABSENT, EXIT_USAGE, MpsdError
-from mpsd.sizes import format_gib
+from mpsd.machine.sample import MLX
+from mpsd.sizes import format_gib, plural
 
 
 def gib(size: float) -> str:
@@ -22,6 +23,7 @@ def gib(size: float) -> str:
 
 NOTE = "The footprint counts the job's CPU-side memory too; the cap counts MPS memory only."
 CHART_WIDTH = 60
+SHORT = 4  # samples: a shorter run is not charted
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -45,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         import json
 
-        items = [r.__dict__ for r in records]
+        items = [{**r.__dict__, "series": r.points()} for r in records]
         print(json.dumps(items[0] if args.action else items, indent=2))
         return 0
     if not daemon_running():
@@ -68,8 +70,8 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _read(job_id: int | None, show: bool) -> tuple[list[Job], list[tuple[int, int]]]:
-    """The latest records (``job_id``: that one), and with ``show`` the samples of its run."""
+def _read(job_id: int | None, show: bool) -> tuple[list[Job], list[int]]:
+    """The latest records (``job_id``: that one), and with ``show`` the free memory over its run."""
     store = Store.open_readonly(paths.history_file())
     if store is None:
         return [], []
@@ -78,26 +80,46 @@ def _read(job_id: int | None, show: bool) -> tuple[list[Job], list[tuple[int, in
         if not (show and records):
             return records, []
         rows = store.samples(records[0].started, records[0].ended or 1e12)
-        return records, [(r.ml_bytes, r.available_bytes) for r in rows]
+        return records, [r.available_bytes for r in rows]
 
 
 def _when(t: float, form: str = "%Y-%m-%d %H:%M") -> str:
     return dt.datetime.fromtimestamp(t).strftime(form)
 
 
+def swap_words(job: Job) -> str:
+    """Swap during the job, system-wide, in the OS's own terms; "thrashing" when both rose."""
+    if not job.swapouts:
+        return "no swap (system-wide)"
+    mac = sys.platform == "darwin"
+    wrote = "wrote {} of compressed memory to swap" if mac else "swapped out {}"
+    words = f"the {'Mac' if mac else 'system'} {wrote.format(gib(job.swapouts))} (system-wide)"
+    if job.swapins:
+        words += f" and read {gib(job.swapins)} back in: thrashing"
+    return words
+
+
+def cap_words(job: Job) -> str:
+    """The cap and where it came from: a default the program may have changed is said so."""
+    if job.cap is None:
+        return f"not known ({job.cap_from})" if job.cap_from != NOT_KNOWN else "not known"
+    ratio = f" (ratio {job.ratio:.2f} x the recommended max)" if job.ratio is not None else ""
+    return f"{gib(job.cap)}{ratio}, {'from ' if job.cap_known else ''}{job.cap_from}"
+
+
 def verdict(job: Job) -> list[str]:
     """The report's verdict in words."""
-    cap = f" of its {gib(job.cap)} cap" if job.cap else ""
-    words = [f"peaked at {gib(job.peak)}{cap}" + ("; no swap" if not job.swapouts else "")]
+    cap = f" of its {gib(job.cap)} cap" if job.cap and job.cap_known else ""
+    words = [f"killed {job.killed}"] if job.killed and job.killed != NOT_KNOWN else []
+    words.append(f"peaked at {gib(job.peak)}{cap}" + ("; no swap" if not job.swapouts else ""))
     if job.swapouts and job.swap_from is not None and job.swap_to is not None:
-        swapped = gib(job.swapouts * os.sysconf("SC_PAGE_SIZE"))
         when = f"{_when(job.swap_from, '%H:%M')}–{_when(job.swap_to, '%H:%M')}"
         why = ""
         if job.cap and job.free_at_start is not None and job.cap > job.free_at_start:
             why = f": its cap was above what was free ({gib(job.free_at_start)})"
         words.append(
-            f"the Mac swapped {swapped} during this job, {when}{why}, and mpsd lowers the ratio "
-            "for the next job"
+            f"{swap_words(job)} during this job, {when}{why}, and mpsd lowers the ratio for the "
+            "next job"
         )
     if job.pressure and job.pressure > 1:
         words.append(f"memory pressure reached {PRESSURES.get(job.pressure, job.pressure)}")
@@ -113,36 +135,54 @@ def verdict(job: Job) -> list[str]:
     return words
 
 
-def report(job: Job, samples: list[tuple[int, int]]) -> list[str]:
-    """One job: its facts, a chart of the ML footprint (the samples' ``ml``: every job's) against
-    its cap and the free memory, and the verdict."""
+def report(job: Job, free: list[int]) -> list[str]:
+    """One job: its facts, a chart of its own footprint against its cap and the free memory,
+    and the verdict."""
     end = "still running" if job.ended is None else _when(job.ended, "%H:%M:%S")
-    ratio = "?" if job.ratio is None else f"{job.ratio:.2f} ({job.ratio_from})"
+    several = f" in {job.processes} processes" if job.processes > 1 else ""
+    killed = {"": "no kill for memory in the system log", NOT_KNOWN: "not known"}
     lines = [
-        f"job {job.id}: {job.command} (pid {job.pid})",
+        f"job {job.id}: {job.command} (pid {job.pid}{several})",
         f"  project:   {job.project or 'none (not in an opted-in directory)'}",
         f"  ran:       {_when(job.started, '%Y-%m-%d %H:%M:%S')} to {end}",
-        f"  ratio:     {ratio}, cap {'?' if job.cap is None else gib(job.cap)}",
+        f"  {'MLX' if job.framework == MLX else 'PyTorch'} cap: {cap_words(job)}",
         f"  free:      {'?' if job.free_at_start is None else gib(job.free_at_start)} at its start",
-        f"  peak:      {gib(job.peak)}"
-        + (f" at {_when(job.peak_at, '%H:%M:%S')}" if job.peak_at else ""),
+        f"  peak:      {gib(job.peak)}, the exact maximum of its "
+        + ("main process" if job.peak_sum is not None else "footprint")
+        + (f" (seen at {_when(job.peak_at, '%H:%M:%S')})" if job.peak_at else ""),
     ]
-    lines += ["", *chart(samples, job.cap), ""] if samples else [""]
+    if job.peak_sum is not None:
+        lines.append(
+            f"             {gib(job.peak_sum)}: its processes together, at most as sampled"
+        )
+    lines.append(f"  swap:      {swap_words(job)}")
+    if job.killed in killed:
+        lines.append(f"  killed:    {killed[job.killed or '']}")
+    elif job.killed:  # said first
+        lines.insert(1, f"  Killed {job.killed}.")
+    lines += ["", *chart(job, free), ""]
     said = "; ".join(verdict(job))
     lines += [*term.wrap(f"{said[0].upper()}{said[1:]}."), NOTE]
     return lines
 
 
-def chart(samples: list[tuple[int, int]], cap: int | None) -> list[str]:
-    """Footprint (█, the most per column) under free memory (•, the least) and the cap (┈)."""
-    per = max(1, -(-len(samples) // CHART_WIDTH))
-    columns = [samples[i : i + per] for i in range(0, len(samples), per)]
-    held: list[int | None] = [max(s[0] for s in c) for c in columns]
-    out = term.chart(
-        held, [(cap, "┈", f"cap {gib(cap or 0)}")], dots=[min(s[1] for s in c) for c in columns]
-    )
+def chart(job: Job, free: list[int]) -> list[str]:
+    """The job's footprint (█, the most per column) under the free memory over its run (•, the
+    least) and its cap (┈, when known); a run of fewer than SHORT samples is said, not drawn."""
+    points = [mib << 20 for _, mib in job.points()]
+    if len(points) < SHORT:
+        return [f"Too short to chart ({plural(len(points), 'sample')}); the peak above is exact."]
+    per = -(-len(points) // CHART_WIDTH)
+    held: list[int | None] = [max(points[i : i + per]) for i in range(0, len(points), per)]
+    n, wide = len(held), max(1, CHART_WIDTH // 3 // len(held))  # a short run, stretched
+    dots = [
+        min(free[i * len(free) // n : (i + 1) * len(free) // n] or free or [0]) for i in range(n)
+    ]
+    held, dots = [v for v in held for _ in range(wide)], [v for v in dots for _ in range(wide)]
+    cap = (job.cap, "┈", f"cap {gib(job.cap or 0)}") if job.cap_known else (None, "", "")
+    out = term.chart(held, [cap], dots=dots if free else None)
     out.append(f"{'0 GiB':>10}└{'─' * len(held)}")
-    out.append(f"{'':>11}█ footprint of the ML jobs running  • free memory")
+    out.append(f"{'':>11}█ this job's footprint  • free memory")
     return out
 
 

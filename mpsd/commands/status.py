@@ -96,12 +96,13 @@ def watch(every: float, as_json: bool) -> int:
                 swapped = None if first is None else (sample.swapouts or first) - first
                 current = limits.read()
                 view.update(available_bytes=sample.available_bytes, total_bytes=sample.total_bytes)
-                page = os.sysconf("SC_PAGE_SIZE")
+                page = sample.page_size or 0  # the kernel's (vm_stat's), not this process's
                 view.update(swapped_bytes=swapped and swapped * page, pressure=sample.pressure)
                 view["jobs"] = []
                 for p in sample.processes:
                     if p.pid not in seen:
-                        seen[p.pid] = describe(p.pid, current, current.projects if current else ())
+                        projects = current.projects if current else ()
+                        seen[p.pid] = describe(p, current, projects, sample.total_bytes)
                     view["jobs"].append({"pid": p.pid, "bytes": p.bytes, **seen[p.pid]})
             if as_json:
                 print(json.dumps(view), flush=True)
@@ -139,7 +140,8 @@ def live_lines(view: dict[str, Any], every: float) -> list[str]:
         f"jobs:     {plural(len(view['jobs']), 'ML job')} running",
     ]
     for job in view["jobs"]:
-        cap = f"of its {gib(job['cap'])} cap" if job.get("cap") else "(cap not known)"
+        known = job.get("cap") and job.get("cap_known")
+        cap = f"of its {gib(job['cap'])} cap" if known else "(cap not known)"
         lines.append(f"  {job['pid']:>7}  {gib(job['bytes'])} {cap}  {job.get('command', '')}")
     if view["jobs"]:
         lines.append("A footprint counts CPU-side memory too; a cap counts MPS memory only.")

@@ -9,14 +9,17 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mpsd.errors import MpsdError
-from mpsd.machine.mljobs import MLX, PROBE, MLProcess
-from mpsd.machine.sample import PRESSURE_WARN, Sample
+from mpsd.machine.sample import MLX, PRESSURE_WARN, PROBE, Sample
 from mpsd.ratio import HIGH_VAR
+
+if TYPE_CHECKING:
+    from mpsd.machine.mljobs import MLProcess
 
 PYTORCH_DEFAULT_RATIO = 1.7  # PyTorch's high watermark on MPS when the variable is unset
 SERIES = 64  # footprint points kept per job (pairs merged into their larger when full)
@@ -92,6 +95,7 @@ class _Open:
     swap0: tuple[int | None, int | None]  # the counters (pages) when it was first seen
     base: tuple[int, int]  # bytes counted before (a record taken over after a restart)
     points: list[list[int]] = field(default_factory=list)
+    born: float = 0.0  # its process's create time: a pid is reused by another process
     said: set[str] = field(default_factory=set)
     stored: dict[str, Any] | None = None
 
@@ -141,12 +145,11 @@ class Tracker:
         old = self.resume.get(main.pid)
         swap0 = (sample.swapouts, sample.swapins)
         if old is not None and abs(old.started - main.started) < 1:
-            return _Open(old, swap0, (old.swapouts, old.swapins), old.points())
+            return _Open(old, swap0, (old.swapouts, old.swapins), old.points(), main.started)
         before = self.last.available_bytes if self.last else None
         job = Job(main.pid, main.name, main.started or sample.t, free_at_start=before)
-        return _Open(
-            dataclasses.replace(job, framework=main.reason, **describe(main)), swap0, (0, 0)
-        )
+        job = dataclasses.replace(job, framework=main.reason, **describe(main))
+        return _Open(job, swap0, (0, 0), born=main.started)
 
     def update(
         self, sample: Sample, describe: Callable[[MLProcess], dict[str, Any]]
@@ -156,7 +159,7 @@ class Tracker:
         ended = [
             self.open.pop(pid)
             for pid, run in list(self.open.items())
-            if pid not in groups or abs(groups[pid][0].started - run.job.started) >= 1
+            if pid not in groups or groups[pid][0].started != run.born
         ]
         for gone in ended:
             gone.job.ended = sample.t
@@ -168,8 +171,8 @@ class Tracker:
                 pid, self._start(main, sample, describe)
             )
             job, total = run.job, sum(p.bytes for p in members)
-            if main.peak > job.peak:
-                job.peak, job.peak_at = main.peak, sample.t
+            if max(main.peak, main.bytes) > job.peak:
+                job.peak, job.peak_at = max(main.peak, main.bytes), sample.t
             if len(members) > 1 or job.peak_sum is not None:
                 job.processes = max(job.processes, len(members))
                 job.peak_sum = max(job.peak_sum or 0, total)
@@ -203,8 +206,10 @@ class Tracker:
         job, page = run.job, sample.page_size
         now = (sample.swapouts, sample.swapins)
         grew = [
-            base + (after - before) * page if page and None not in (before, after) else base
-            for base, before, after in zip(run.base, run.swap0, now)  # type: ignore[operator]
+            base + (after - before) * page
+            if page and after is not None and before is not None
+            else base
+            for base, before, after in zip(run.base, run.swap0, now)
         ]
         if grew[0] > job.swapouts:
             job.swap_to, job.swap_from = sample.t, job.swap_from or sample.t
@@ -216,16 +221,76 @@ def worth_a_kill_look(job: Job) -> bool:
     return max(job.peak, job.peak_sum or 0) >= KILL_FLOOR or (job.pressure or 0) >= PRESSURE_WARN
 
 
+def look_for_kills(ended: list[Job], timeout: float = 60.0) -> dict[int, str]:
+    """For each ended job's pid, how the OS killed it for memory: "by Linux's OOM killer", "by
+    macOS for memory (swap exhausted)"; "" when the log names none, NOT_KNOWN when no log could
+    be read (in time)."""
+    from mpsd.oom import read_kills
+
+    text = system_log(min(job.started for job in ended), timeout)
+    if text is None:
+        return {job.pid: NOT_KNOWN for job in ended}
+    kills = {kill.pid: kill for kill in read_kills(text)}
+    found = {job.pid: kills.get(job.pid) for job in ended}
+    return {
+        pid: ""
+        if kill is None
+        else f"by {kill.reason}"
+        if kill.os == "linux"
+        else f"by macOS for memory ({kill.reason})"
+        for pid, kill in found.items()
+    }
+
+
+def system_log(since: float, timeout: float) -> str | None:
+    """The lines since ``since`` of the log where the OS records its kills for memory: the
+    unified log's memorystatus lines (macOS), the kernel's log (``journalctl -k``, else
+    ``dmesg``); None when none could be read."""
+    import shutil
+    import subprocess
+    import sys
+    import time
+
+    from mpsd.machine.sysctl import c_env
+
+    commands = [["journalctl", "-k", "-q", "--no-pager", "--since", f"@{int(since)}"], ["dmesg"]]
+    if sys.platform == "darwin":
+        last, predicate = (
+            f"{int(time.time() - since) + 60}s",
+            'eventMessage CONTAINS "memorystatus"',
+        )
+        commands = [["log", "show", "--style", "syslog", "--last", last, "--predicate", predicate]]
+    for name, *args in commands:
+        path = shutil.which(name)
+        try:
+            done = subprocess.run(
+                [os.path.abspath(path or name), *args],
+                capture_output=True,
+                text=True,
+                errors="replace",
+                env=c_env(),
+                timeout=timeout,
+                stdin=subprocess.DEVNULL,
+                close_fds=False,
+            )
+        except (OSError, subprocess.SubprocessError):
+            continue
+        if done.returncode == 0:
+            return done.stdout
+    return None
+
+
 def describe(
     process: MLProcess,
     limits: Any,
     projects: tuple[str, ...],
-    ratio_at: Callable[[float], float | None],
     total_bytes: int,
+    ratio_at: Callable[[float], float | None] | None = None,
 ) -> dict[str, Any]:
     """A new job's command line (shortened), project, and the cap it really had: from its
     exec'd environment, else inferred from mpsd's start-up hook (``ratio_at``: the ratio
-    limits.toml held at a time), else the framework's default (docs/daemon.md)."""
+    limits.toml held at a time; default ``limits``'), else the framework's default
+    (docs/daemon.md)."""
     import psutil
 
     from mpsd.env.decision import containing_project
@@ -254,13 +319,17 @@ def describe(
     if value is not None:
         found["cap_from"], found["cap_known"] = ENVIRONMENT, True
         ratio = _ratio(value)
-    elif env and hooked and (ratio := ratio_at(process.started)) is not None:
+    elif env and hooked and limits and (ratio := (ratio_at or _now(limits))(process.started)):
         found["cap_from"], found["cap_known"] = HOOK, True
     elif env:  # an environment hidden or empty tells nothing
         found["cap_from"], ratio = TORCH_DEFAULT, PYTORCH_DEFAULT_RATIO
     if ratio is not None and max_bytes:
         found.update(ratio=ratio, cap=int(ratio * max_bytes))
     return found
+
+
+def _now(limits: Any) -> Callable[[float], float | None]:
+    return lambda t: float(limits.high_watermark_ratio)
 
 
 def _ratio(text: str) -> float | None:

@@ -287,13 +287,17 @@ class Daemon:
         try:
             store = self.open_store()
             if self.tracker is None:  # a job that lives across a restart stays one record
-                self.tracker = jobs.Tracker(jobs.Job.of(r) for r in store.jobs(running=True))
+                left: list[jobs.Job] = []
+                for row in store.jobs(running=True):
+                    with contextlib.suppress(MpsdError, TypeError):  # a damaged row just ends
+                        left.append(jobs.Job.of(row))
+                self.tracker = jobs.Tracker(left)
                 store.end_open_jobs(keep=self.tracker.taken_over(sample))
             store.add(sample)
             changed, notices = self.tracker.update(
                 sample,
                 lambda p: jobs.describe(
-                    p, limits_mod.read(), self.projects(), self.ratio_at, sample.total_bytes
+                    p, limits_mod.read(), self.projects(), sample.total_bytes, self.ratio_at
                 ),
             )
             for job in changed:

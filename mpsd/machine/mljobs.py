@@ -28,13 +28,11 @@ from dataclasses import dataclass
 
 import psutil
 
+from mpsd.machine.sample import MLX, PROBE, TORCH
 from mpsd.machine.sysctl import c_env, libsystem_function
 from mpsd.ratio import CHILD_VAR, HIGH_VAR, LOW_VAR
 
 WATERMARK_VARS = (HIGH_VAR, LOW_VAR)
-PROBE = "probe"  # CHILD_VAR's value in the probe's filler: its memory counts, it is no job
-TORCH = "torch"
-MLX = "mlx"
 # What a loaded library's path contains -> the job's reason.
 MARKERS = (("libtorch", TORCH), ("torch/_C", TORCH), ("libmlx", MLX))
 YOUNG = 60.0  # seconds: a process this young may still exec into a Python

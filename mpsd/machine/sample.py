@@ -11,6 +11,8 @@ if TYPE_CHECKING:
 PRESSURE_NORMAL = 1
 PRESSURE_WARN = 2
 PRESSURE_CRITICAL = 4
+TORCH, MLX = "torch", "mlx"  # what a job has loaded
+PROBE = "probe"  # CHILD_VAR's value in the probe's filler: its memory counts, it is no job
 
 
 @dataclass(frozen=True)

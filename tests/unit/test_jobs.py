@@ -3,9 +3,10 @@ on bad input, and the daemon's notices through stand-ins on PATH."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import stat
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import pytest
@@ -29,29 +30,36 @@ def NOTHING(pid: int) -> dict[str, object]:
 INFO = {
     "command": "python train.py",
     "ratio": 0.5,
-    "ratio_from": "its environment",
+    "cap_from": "its environment",
     "cap": 12 * GIB,
+    "cap_known": True,
 }
 
 
-def sample(t: float, *held: int, swapouts: int = 100, pressure: int = 1) -> Sample:
-    jobs = tuple(MLProcess(1000 + i, "python", "env", b) for i, b in enumerate(held))
-    return Sample(t, 20 * GIB, 32 * GIB, sum(held), swapouts, pressure, processes=jobs)
+def sample(
+    t: float, *held: int, swapouts: int = 100, pressure: int = 1, procs: tuple[MLProcess, ...] = ()
+) -> Sample:
+    jobs = procs or tuple(MLProcess(1000 + i, "python", "torch", b) for i, b in enumerate(held))
+    return Sample(
+        t, 20 * GIB, 32 * GIB, sum(held), swapouts, pressure, processes=jobs, page_size=16384
+    )
 
 
-def test_a_job_is_recorded_from_start_to_end_and_stored_only_when_it_changes() -> None:
+def test_a_job_is_recorded_from_start_to_end_with_its_own_series() -> None:
     tracker = Tracker()
     assert tracker.update(sample(0), lambda pid: INFO) == ([], [])
     changed, _ = tracker.update(sample(1, 2 * GIB), lambda pid: INFO)
     (job,) = changed
     job.id = 7  # as the store numbers it: no change to write again
     assert (job.pid, job.started, job.peak, job.free_at_start) == (1000, 1, 2 * GIB, 20 * GIB)
+    assert job.points() == [[0, 2048]]  # its own series, in MiB
     assert (job.command, job.cap) == ("python train.py", 12 * GIB)
-    assert tracker.update(sample(2, 2 * GIB), lambda pid: INFO)[0] == []  # nothing new
+    assert tracker.update(sample(2, 2 * GIB), lambda pid: INFO)[0][0].peak_at == 1
     assert tracker.update(sample(3, 5 * GIB), lambda pid: INFO)[0][0].peak_at == 3
-    assert tracker.update(sample(4, 1 * GIB), lambda pid: INFO)[0] == []
+    tracker.update(sample(4, 1 * GIB), lambda pid: INFO)
     (done,), _ = tracker.update(sample(5), lambda pid: INFO)
     assert (done.ended, done.peak) == (5, 5 * GIB)
+    assert [mib for _, mib in done.points()] == [2048, 2048, 5120, 1024]
 
 
 def test_notices_come_once_per_kind_and_job_as_pressure_and_swap_outs_rise() -> None:
@@ -63,7 +71,8 @@ def test_notices_come_once_per_kind_and_job_as_pressure_and_swap_outs_rise() -> 
         kinds += [kind for kind, _ in notices]
     assert kinds == ["pressure", "swap"]
     job = tracker.open[1000].job
-    assert (job.swapouts, job.swap_from, job.swap_to, job.pressure) == (100, 3, 5, 4)
+    # In bytes of the kernel's page (the sample's, vm_stat's own), not pages.
+    assert (job.swapouts, job.swap_from, job.swap_to, job.pressure) == (100 * 16384, 3, 5, 4)
 
 
 def test_a_growing_footprint_is_told_from_a_steady_one() -> None:
@@ -85,9 +94,99 @@ def test_a_version_3_history_migrates_and_keeps_bounded_job_records(tmp_path: Pa
         second = store.save_job(asdict(Job(pid=2, command="b", started=30.0)))
         store.save_job({**asdict(Job(pid=2, command="b", started=30.0, peak=GIB)), "id": second})
         assert [(r["id"], r["peak"]) for r in store.jobs()] == [(second, GIB), (first, 0)]
+        third = store.save_job(asdict(Job(pid=3, command="c", started=31.0)))
         store.prune(before=25.0, limit=10)  # the ended job is past the retention
-        store.end_open_jobs()
-        assert [(r["id"], r["ended"]) for r in store.jobs()] == [(second, 30.0)]
+        store.end_open_jobs(keep=[third])  # still running: a new daemon took it over
+        assert [(r["id"], r["ended"]) for r in store.jobs()] == [(third, None), (second, 30.0)]
+
+
+def proc(pid: int, size: int, ppid: int = 1, peak: int = 0, **more: object) -> MLProcess:
+    return MLProcess(pid, "python", "torch", size, peak, ppid, 0.5, **more)  # type: ignore[arg-type]
+
+
+def test_a_jobs_children_belong_to_its_record_and_the_probes_filler_to_none() -> None:
+    tracker = Tracker()
+    family = (
+        proc(10, 2 * GIB, peak=3 * GIB),
+        proc(11, GIB, ppid=10),  # a DataLoader worker
+        proc(12, GIB, ppid=11),  # and its own child
+        proc(20, 4 * GIB, role="probe"),
+    )
+    (job,), _ = tracker.update(sample(1, procs=family), NOTHING)
+    # The main process's exact (lifetime) maximum, and the sampled maximum of the sum.
+    assert (job.pid, job.processes, job.peak, job.peak_sum) == (10, 3, 3 * GIB, 4 * GIB)
+    assert job.points() == [[0, 4096]]
+
+
+def test_a_reused_pid_is_a_new_job_and_a_job_across_a_restart_stays_one_record() -> None:
+    tracker = Tracker()
+    tracker.update(sample(1, procs=(proc(10, GIB),)), NOTHING)
+    reborn = MLProcess(10, "python", "torch", GIB, 0, 1, 1.5)
+    changed, _ = tracker.update(sample(2, procs=(reborn,)), NOTHING)
+    assert [(j.started, j.ended) for j in changed] == [(0.5, 2), (1.5, None)]
+    # A new daemon finds the open record of the same process (pid and start time): it goes on.
+    old = Job(pid=10, command="python", started=1.5, peak=5 * GIB, series="[[0,5120]]", id=4)
+    gone = Job(pid=11, command="python", started=50.0, id=5)
+    after = Tracker([old, gone])
+    assert after.taken_over(sample(60, procs=(reborn,))) == [4]
+    (job,), _ = after.update(sample(60, procs=(reborn,)), NOTHING)
+    assert (job.id, job.peak, job.points()) == (4, 5 * GIB, [[0, 5120], [58, 1024]])
+
+
+def test_a_long_jobs_series_stays_bounded_and_keeps_its_highs() -> None:
+    tracker = Tracker()
+    for t in range(1000):
+        tracker.update(sample(t, GIB + (GIB if t == 777 else 0)), NOTHING)
+    points = tracker.open[1000].job.points()
+    assert len(points) <= 64 and max(mib for _, mib in points) == 2048
+    assert len(tracker.open[1000].job.series) < 1000  # bytes a record keeps
+
+
+def test_the_report_charts_the_job_itself_or_says_it_was_too_short() -> None:
+    from mpsd.commands.jobs import report
+
+    job = Job(pid=1, started=0.0, ended=60.0, id=3, **INFO)  # type: ignore[arg-type]
+    job.series, job.peak = "[[0,100],[30,200]]", 200 << 20
+    assert "Too short to chart (2 samples)" in "\n".join(report(job, [GIB] * 3))
+    job.series = json.dumps([[t, 100 + t] for t in range(0, 300, 30)])
+    text = "\n".join(report(job, [GIB] * 10))
+    assert "cap 12.0 GiB" in text and "this job's footprint" in text
+    guess = {"cap_from": "PyTorch's default unless the program set its own", "cap_known": False}
+    text = "\n".join(report(replace(job, ratio=1.7, **guess), [GIB] * 10))  # type: ignore[arg-type]
+    assert "cap 12.0" not in text and "PyTorch's default unless the program set its own" in text
+
+
+def test_swap_is_told_in_bytes_system_wide_and_thrashing_when_both_rise() -> None:
+    from mpsd.commands.jobs import report
+
+    tracker = Tracker()
+    for t, (outs, ins) in enumerate([(100, 50), (100, 50), (164, 50), (228, 114)]):
+        procs = (proc(10, GIB),)
+        s = replace(sample(t, procs=procs, swapouts=outs), swapins=ins)
+        tracker.update(s, NOTHING)
+    job = tracker.open[10].job
+    assert (job.swapouts, job.swapins) == (128 * 16384, 64 * 16384)
+    job.id = 1
+    text = " ".join(report(job, []))
+    assert "(system-wide)" in text and "thrashing" in text
+
+
+def test_a_job_killed_for_memory_says_so_first_and_a_missing_log_is_not_known(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mpsd.commands.jobs import report
+    from mpsd.daemon.jobs import look_for_kills
+
+    ended = [Job(pid=4242, command="python", started=1.0, ended=9.0, id=1)]
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert look_for_kills(ended) == {4242: "not known"}
+    line = "kernel: Out of memory: Killed process 4242 (python3) total-vm:9000kB, anon-rss:8000kB"
+    (tmp_path / "journalctl").write_text(f"#!/bin/sh\necho '{line}'\n")
+    (tmp_path / "journalctl").chmod(0o755)
+    found = look_for_kills(ended)
+    assert found == {4242: "by Linux's OOM killer"}
+    ended[0].killed = found[4242]
+    assert report(ended[0], [])[1].strip() == "Killed by Linux's OOM killer."
 
 
 def test_bad_input_gets_one_sentence_and_exit_1_or_2() -> None:
