@@ -142,7 +142,7 @@ def watermark_env(proc: psutil.Process) -> bool:
 RUSAGE_INFO_V4 = 4
 FOOTPRINT_OFFSET = 16 + 7 * 8
 LIFETIME_MAX_OFFSET = 16 + 28 * 8
-RUSAGE_SIZE = 16 + 37 * 8
+RUSAGE_SIZE = 16 + 35 * 8
 
 
 @functools.cache

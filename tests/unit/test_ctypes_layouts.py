@@ -13,8 +13,8 @@ from mpsd.machine import mljobs, sysctl
 U64 = ctypes.c_uint64
 
 
-class RusageInfoV0(ctypes.Structure):
-    """struct rusage_info_v0 from <sys/resource.h>."""
+class RusageInfoV4(ctypes.Structure):
+    """struct rusage_info_v4 from <sys/resource.h> (v0's fields, then v1's to v4's)."""
 
     _fields_ = [
         ("ri_uuid", ctypes.c_uint8 * 16),
@@ -28,6 +28,20 @@ class RusageInfoV0(ctypes.Structure):
         ("ri_phys_footprint", U64),
         ("ri_proc_start_abstime", U64),
         ("ri_proc_exit_abstime", U64),
+        *((f"ri_child_{name}", U64) for name in "ut st idle intr pageins elapsed".split()),
+        ("ri_diskio_bytesread", U64),
+        ("ri_diskio_byteswritten", U64),
+        *((f"ri_cpu_time_qos_{n}", U64) for n in "def mnt bg util leg ui uin".split()),
+        ("ri_billed_system_time", U64),
+        ("ri_serviced_system_time", U64),
+        ("ri_logical_writes", U64),
+        ("ri_lifetime_max_phys_footprint", U64),
+        ("ri_instructions", U64),
+        ("ri_cycles", U64),
+        ("ri_billed_energy", U64),
+        ("ri_serviced_energy", U64),
+        ("ri_interval_max_phys_footprint", U64),
+        ("ri_runnable_time", U64),
     ]
 
 
@@ -42,21 +56,26 @@ SYSCTLBYNAME = ctypes.CFUNCTYPE(
 )
 
 
-def test_phys_footprint_is_read_from_its_place_in_rusage_info_v0(
+def test_phys_footprint_and_its_lifetime_maximum_are_read_from_rusage_info_v4(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     calls: list[tuple[int, int]] = []
 
     def proc_pid_rusage(pid: int, flavor: int, buffer: int) -> int:
         calls.append((pid, flavor))
-        info = RusageInfoV0(ri_resident_size=111 << 20, ri_phys_footprint=3 << 30)
+        info = RusageInfoV4(
+            ri_resident_size=111 << 20,
+            ri_phys_footprint=3 << 30,
+            ri_logical_writes=7,
+            ri_lifetime_max_phys_footprint=5 << 30,
+        )
         ctypes.memmove(buffer, ctypes.byref(info), ctypes.sizeof(info))
         return 0
 
     monkeypatch.setattr(mljobs, "_proc_pid_rusage", lambda: RUSAGE(proc_pid_rusage))
-    assert mljobs.footprint(4242) == 3 << 30
-    assert calls == [(4242, 0)]  # RUSAGE_INFO_V0
-    assert ctypes.sizeof(RusageInfoV0) == mljobs.RUSAGE_SIZE
+    assert mljobs.footprint(4242) == (3 << 30, 5 << 30)
+    assert calls == [(4242, 4)]  # RUSAGE_INFO_V4
+    assert ctypes.sizeof(RusageInfoV4) == mljobs.RUSAGE_SIZE
 
 
 def test_a_failed_proc_pid_rusage_is_none(monkeypatch: pytest.MonkeyPatch) -> None:

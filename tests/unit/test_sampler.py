@@ -157,10 +157,11 @@ PSI_FULL = (
 )
 
 
-def test_linux_swapouts_come_from_proc_vmstat_pswpout(tmp_path: Path) -> None:
+def test_linux_swap_comes_from_proc_vmstat_in_the_kernels_pages(tmp_path: Path) -> None:
     root = _fake_proc(tmp_path, "pswpin 10\npswpout 4242\npgfault 1\n", PSI_CALM)
     memory = PsutilSource(str(root)).read()
-    assert memory.swapouts == 4242
+    assert (memory.swapouts, memory.swapins) == (4242, 10)
+    assert memory.page_size == os.sysconf("SC_PAGE_SIZE")
     assert memory.pressure == 1
 
 
@@ -186,7 +187,9 @@ def nothing(name: str) -> int | None:
 def test_macos_sample_counts_free_file_backed_and_purgeable_pages_not_speculative() -> None:
     source = DarwinSource(read=M1PRO_SYSCTLS.get, vm_stat=lambda: VM_STAT_M1PRO)
     memory = source.read()
-    assert memory == Memory(M1PRO_AVAILABLE, 34359738368, 437651, 2, "sysctl", M1PRO_PARTS)
+    # Swap in vm_stat's own page (16 KiB), whatever os.sysconf says (4 KiB under Rosetta).
+    swap = (385871, 16384)
+    assert memory == Memory(M1PRO_AVAILABLE, 34359738368, 437651, 2, "sysctl", M1PRO_PARTS, *swap)
 
 
 def test_macos_without_every_page_counter_uses_psutil_but_keeps_swapouts_and_pressure() -> None:
@@ -196,7 +199,7 @@ def test_macos_without_every_page_counter_uses_psutil_but_keeps_swapouts_and_pre
         read=partial.get, vm_stat=lambda: VM_STAT_M1PRO, fallback=lambda: (5 << 30, 32 << 30)
     )
     assert source.read() == Memory(
-        5 << 30, 34359738368, 437651, 2, "psutil", {"psutil_available": 5 << 30}
+        5 << 30, 34359738368, 437651, 2, "psutil", {"psutil_available": 5 << 30}, 385871, 16384
     )
 
 
