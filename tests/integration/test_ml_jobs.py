@@ -63,48 +63,74 @@ def _stop(*procs: subprocess.Popen[str]) -> None:
         proc.wait(timeout=30)
 
 
-def test_a_python_with_a_watermark_variable_is_a_job_until_it_ends_and_others_are_not() -> None:
-    high = {"PYTORCH_MPS_HIGH_WATERMARK_RATIO": "0.8"}
-    job = _spawn(HOLD.format(mib=1, extra=""), env=high)
-    low_only = _spawn(HOLD.format(mib=1, extra=""), env={"PYTORCH_MPS_LOW_WATERMARK_RATIO": "1"})
-    plain = _spawn(HOLD.format(mib=1, extra=""))
-    # Not a Python: a program started from a hooked shell inherits the variables too.
-    sleep = _spawn("", argv=["sleep", "120"], env=high)
+def _stand_in(tmp_path: Path, name: str) -> str:
+    """Code that maps a real shared object (ctypes' own extension) copied under ``name``: torch's
+    or MLX's library as the scanner sees it, without loading either."""
+    import _ctypes
+
+    shared = getattr(_ctypes, "__file__", None)
+    if not shared:
+        pytest.skip("this Python has _ctypes built in: no shared object to copy")
+    shutil.copy(shared, tmp_path / name)
+    return f"import ctypes; ctypes.CDLL({str(tmp_path / name)!r})"
+
+
+def test_a_job_is_a_python_with_torch_loaded_and_never_one_mpsd_started(tmp_path: Path) -> None:
+    torch = HOLD.format(mib=1, extra=_stand_in(tmp_path, "libtorch_cpu.so"))
+    job = _spawn(torch)
+    own = _spawn(torch, env={"_MPSD_CHILD": "check"})  # doctor's torch check
+    filler = _spawn(torch, env={"_MPSD_CHILD": "probe"})  # the probe's filler
+    # A watermark variable alone (every program of a hooked shell has it) makes no job.
+    env_only = _spawn(HOLD.format(mib=1, extra=""), env={"PYTORCH_MPS_HIGH_WATERMARK_RATIO": "0.8"})
     scanner = ProcessScanner()
     try:
-        for proc in (job, low_only, plain):
+        for proc in (job, own, filler, env_only):
             _ready(proc)
         jobs = {found.pid: found for found in scanner.scan()}
         assert ProcessScanner(uid=os.getuid() + 4242).scan() == []  # another user's: never
         _stop(job)
         after = {found.pid for found in scanner.scan()}
     finally:
-        _stop(low_only, plain, sleep)
-    assert jobs[job.pid].reason == jobs[low_only.pid].reason == "env"
-    assert jobs[job.pid].bytes > 0
-    assert plain.pid not in jobs and sleep.pid not in jobs and os.getpid() not in jobs
-    assert job.pid not in after and low_only.pid in after
+        _stop(own, filler, env_only)
+    found = jobs[job.pid]
+    assert (found.reason, found.role, found.ppid) == ("torch", "", os.getpid())
+    assert found.library == str(tmp_path / "libtorch_cpu.so") and found.bytes > 0
+    assert found.peak >= found.bytes and found.started > 0
+    assert own.pid not in jobs and env_only.pid not in jobs and os.getpid() not in jobs
+    assert jobs[filler.pid].role == "probe"  # its memory counts; it is no job's record
+    assert job.pid not in after and filler.pid in after
 
 
 def test_a_python_with_mlx_loaded_is_a_job_of_its_own_reason(tmp_path: Path) -> None:
     """An MLX job (libmlx mapped) counts as an ML job: it neither lowers the baseline nor is
-    overlooked when the next PyTorch job is sized. No MLX on Linux: a real shared object
-    (ctypes' own extension) copied under MLX's name stands in for it."""
-    import _ctypes
-
-    shared = getattr(_ctypes, "__file__", None)
-    if not shared:
-        pytest.skip("this Python has _ctypes built in: no shared object to copy")
-    shutil.copy(shared, tmp_path / "libmlx.so")
-    load = f"import ctypes; ctypes.CDLL({str(tmp_path / 'libmlx.so')!r})"
-    mlx = _spawn(HOLD.format(mib=1, extra=load))
+    overlooked when the next PyTorch job is sized."""
+    mlx = _spawn(HOLD.format(mib=1, extra=_stand_in(tmp_path, "libmlx.so")))
     try:
         _ready(mlx)
-        assert mljobs.framework_in_maps(psutil.Process(mlx.pid)) == "mlx"
+        found = mljobs.framework_in_maps(psutil.Process(mlx.pid))
+        assert found == ("mlx", str(tmp_path / "libmlx.so"))
         jobs = {job.pid: job for job in ProcessScanner().scan()}
     finally:
         _stop(mlx)
     assert jobs[mlx.pid].reason == "mlx" and jobs[mlx.pid].bytes > 0
+
+
+def test_on_the_macos_path_only_pythons_over_the_floor_or_with_a_variable_get_an_lsof() -> None:
+    small = _spawn(HOLD.format(mib=1, extra=""))
+    marked = _spawn(HOLD.format(mib=1, extra=""), env={"PYTORCH_MPS_HIGH_WATERMARK_RATIO": "0.8"})
+    big = _spawn(HOLD.format(mib=200, extra=""))
+    looked_at: list[int] = []
+
+    def lsof(proc: Any) -> None:
+        looked_at.append(proc.pid)
+
+    try:
+        for proc in (small, marked, big):
+            _ready(proc)
+        ProcessScanner(torch_loaded=lsof, maps_of_all=False).scan()
+    finally:
+        _stop(small, marked, big)
+    assert big.pid in looked_at and marked.pid in looked_at and small.pid not in looked_at
 
 
 @pytest.fixture(scope="module")
@@ -156,10 +182,10 @@ def test_a_python_with_torch_loaded_is_a_job(children: dict[str, subprocess.Pope
 def test_ml_bytes_counts_the_jobs_rss_and_not_unrelated_processes(
     children: dict[str, subprocess.Popen[str]],
 ) -> None:
-    ours = {children[k].pid for k in ("env", "low_only", "torch")}
+    ours = {children["torch"].pid}
     jobs = {job.pid: job for job in mljobs.find_ml_processes()}
     assert set(jobs) >= ours
-    assert children["plain"].pid not in jobs
+    assert not {children[k].pid for k in ("plain", "env", "low_only")} & set(jobs)
     for pid in ours:  # each job is counted at its own RSS
         assert abs(jobs[pid].bytes - _rss(pid)) < 0.05 * _rss(pid)
     # The total holds ours at least; other PyTorch processes on this box come and go between
@@ -176,15 +202,11 @@ def test_known_processes_are_not_examined_again_on_the_next_scan(
 ) -> None:
     looked_at: list[tuple[str, int]] = []
 
-    def has_env(proc: Any) -> bool:
-        looked_at.append(("env", proc.pid))
-        return mljobs.watermark_env(proc)
-
-    def maps(proc: Any) -> bool:
+    def maps(proc: Any) -> Any:
         looked_at.append(("maps", proc.pid))
         return mljobs.framework_in_maps(proc)
 
-    scanner = ProcessScanner(has_env=has_env, torch_loaded=maps)
+    scanner = ProcessScanner(torch_loaded=maps)
     first = scanner.scan()
     first_pids = {pid for _, pid in looked_at}
     assert {children["env"].pid, children["plain"].pid, children["torch"].pid} <= first_pids
@@ -192,7 +214,7 @@ def test_known_processes_are_not_examined_again_on_the_next_scan(
     second = scanner.scan()
     # Only processes born since the first scan (this box is shared) get a first look.
     assert not first_pids & {pid for _, pid in looked_at}
-    ours = {children[k].pid for k in ("env", "low_only", "torch")}
+    ours = {children["torch"].pid}
     assert {j.pid for j in first} & ours == {j.pid for j in second} & ours == ours
 
 
@@ -280,12 +302,12 @@ def test_the_macos_way_finds_the_torch_python_and_skips_non_pythons(
     jobs = {job.pid: job for job in scanner.scan()}
     assert jobs[children["torch"].pid].reason == "torch"
     assert children["sleep"].pid not in looked_at  # not a Python: never lsof'ed
-    assert children["plain"].pid in looked_at
+    assert children["plain"].pid not in looked_at  # 80 MiB: under the floor, not worth an lsof
 
 
 @slow
-def test_a_shell_that_later_execs_a_python_with_the_variables_becomes_a_job() -> None:
-    code = HOLD.format(mib=4, extra="")
+def test_a_shell_that_later_execs_a_python_with_torch_becomes_a_job(tmp_path: Path) -> None:
+    code = HOLD.format(mib=4, extra=_stand_in(tmp_path, "libtorch_cpu.so"))
     late = _spawn(
         "",
         argv=["sh", "-c", f'sleep 1.5; exec "{sys.executable}" -c "$0"', code],
@@ -296,26 +318,27 @@ def test_a_shell_that_later_execs_a_python_with_the_variables_becomes_a_job() ->
         assert late.pid not in {job.pid for job in scanner.scan()}  # still `sh`
         found = wait_for(
             lambda: next((j for j in scanner.scan() if j.pid == late.pid), None),
-            "the variables in the late process",
+            "torch in the late process",
         )
-        assert found is not None and found.reason == "env"
+        assert found is not None and found.reason == "torch"
     finally:
         late.kill()
         late.wait(timeout=30)
 
 
 @slow
+@needs_torch
 def test_a_reused_pid_is_examined_afresh(
     children: dict[str, subprocess.Popen[str]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    pid = children["env"].pid
+    pid = children["torch"].pid
     looked_at: list[int] = []
 
-    def has_env(proc: Any) -> bool:
+    def maps(proc: Any) -> Any:
         looked_at.append(proc.pid)
-        return mljobs.watermark_env(proc)
+        return mljobs.framework_in_maps(proc)
 
-    scanner = ProcessScanner(has_env=has_env)
+    scanner = ProcessScanner(torch_loaded=maps)
     assert pid in {job.pid for job in scanner.scan()}
     assert looked_at.count(pid) == 1
     # psutil says the process under this pid is not the one first seen there.
