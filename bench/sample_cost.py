@@ -1,14 +1,17 @@
 """What one memory sample costs: CPU per take_sample(), import time and RSS of the sampler.
 
-    python bench/sample_cost.py [--samples 300] [--table 600] [--no-torch]
+    python bench/sample_cost.py [--samples 300] [--table 600] [--pythons 200] [--no-torch]
 
 Fills the process table up to ``--table`` processes (sleeping children, as a Mac has
-500-700), with two PyTorch jobs among them (a Python carrying the watermark variables
-and one that imported torch), then times ``take_sample()`` with ``time.process_time``:
+500-700), ``--pythons`` of them idle Pythons (language servers, notebook kernels), with two
+Pythons among them (one carrying the watermark variables, one that imported torch: the
+job), then times ``take_sample()`` with ``time.process_time``:
 the first sample (every pid examined), samples while the table is young (re-checks),
 then, once it has aged ``--settle`` seconds, samples back to back, after an idle pause
 (cold caches, as in the daemon), and while processes come and go. Prints figures and
-their ratio to the contract (5 ms of CPU per sample).
+their ratio to the contract (5 ms of CPU per sample). Last, the macOS path (``lsof`` for a
+Python's libraries) over an hour of 30 s samples on a simulated clock: the ``lsof`` runs it
+would start, counted through the scanner's seam, with the footprint floor and without it.
 """
 
 from __future__ import annotations
@@ -28,15 +31,17 @@ sys.path.insert(0, str(ROOT))
 
 import psutil  # noqa: E402
 
-from mpsd.machine.mljobs import find_ml_processes  # noqa: E402
+from mpsd.machine.mljobs import FLOOR, ProcessScanner, find_ml_processes  # noqa: E402
 from mpsd.machine.sampler import take_sample  # noqa: E402
 
 BUDGET_MS = 5.0
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
 
 
-def spawn_table(target: int, torch: bool) -> list[subprocess.Popen[bytes]]:
+def spawn_table(target: int, torch: bool, pythons: int = 0) -> list[subprocess.Popen[bytes]]:
     children: list[subprocess.Popen[bytes]] = []
+    idle = [sys.executable, "-c", "import time; time.sleep(3600)"]
+    children += [subprocess.Popen(idle) for _ in range(pythons)]
     hold = "import sys,time; b=b'x'*(64<<20); {extra}print('ready',flush=True); time.sleep(3600)"
     jobs = [
         (hold.format(extra=""), {"PYTORCH_MPS_HIGH_WATERMARK_RATIO": "0.8"}),
@@ -71,6 +76,26 @@ def cpu_ms(samples: int, pause: float = 0.0) -> tuple[list[float], float]:
             new += len(now - seen)
             seen = now
     return costs, new / samples
+
+
+def lsof_per_hour(floor: int, interval: float = 30.0) -> int:
+    """The ``lsof`` runs of an hour of samples on the macOS path, on a simulated clock that ages
+    every process by ``interval`` a sample (the back-off of the re-checks is by age)."""
+    clock = {"now": 0.0}
+    runs = []
+    scanner = ProcessScanner(
+        clock=lambda: clock["now"],
+        wall=lambda: time.time() + clock["now"],
+        torch_loaded=lambda proc: runs.append(proc.pid),
+        maps_of_all=False,
+        floor=floor,
+    )
+    scanner.scan()  # the daemon's first sample: every pid gets its first look
+    runs.clear()
+    for _ in range(int(3600 / interval)):
+        clock["now"] += interval
+        scanner.scan()
+    return len(runs)
 
 
 def churn() -> subprocess.Popen[bytes]:
@@ -135,6 +160,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--samples", type=int, default=300)
     parser.add_argument("--table", type=int, default=600, help="processes on the machine")
+    parser.add_argument("--pythons", type=int, default=0, help="idle Pythons among them")
     parser.add_argument("--no-torch", action="store_true", help="no child that imports torch")
     parser.add_argument(
         "--settle",
@@ -146,7 +172,7 @@ def main() -> int:
     args = parser.parse_args()
 
     has_torch = importlib.util.find_spec("torch") is not None
-    children = spawn_table(args.table, torch=has_torch and not args.no_torch)
+    children = spawn_table(args.table, torch=has_torch and not args.no_torch, pythons=args.pythons)
     try:
         start = time.process_time()
         first = take_sample()[0]
@@ -175,6 +201,11 @@ def main() -> int:
         children.append(spawner)
         busy, new = cpu_ms(args.samples, pause=0.05)
         row(f"idle + churn ({new:.1f} new pids)", busy)
+        spawner.kill()
+        for floor, name in ((FLOOR, f"floor {FLOOR >> 20} MiB"), (0, "no floor")):
+            print(
+                f"macOS path: lsof runs in an hour of 30 s samples, {name}: {lsof_per_hour(floor)}"
+            )
     finally:
         for child in children:
             child.kill()
