@@ -4,8 +4,8 @@
 
 Fills the process table up to ``--table`` processes (sleeping children, as a Mac has
 500-700), ``--pythons`` of them idle Pythons (language servers, notebook kernels), with two
-Pythons among them (one carrying the watermark variables, one that imported torch: the
-job), then times ``take_sample()`` with ``time.process_time``:
+Pythons among them (one carrying the watermark variables, one that imported torch: only that
+one is a job), then times ``take_sample()`` with ``time.process_time``:
 the first sample (every pid examined), samples while the table is young (re-checks),
 then, once it has aged ``--settle`` seconds, samples back to back, after an idle pause
 (cold caches, as in the daemon), and while processes come and go. Prints figures and
@@ -180,8 +180,8 @@ def main() -> int:
         print(f"platform {sys.platform}, {len(psutil.pids())} processes, source {first.source}")
         jobs = find_ml_processes()
         print(
-            f"ml_bytes {first.ml_bytes / (1 << 20):.0f} MiB in {len(jobs)} PyTorch jobs "
-            f"(ours: {len(children) and 2 if has_torch else 1}; others are this machine's)"
+            f"ml_bytes {first.ml_bytes / (1 << 20):.0f} MiB in {len(jobs)} ML jobs "
+            f"(ours: {int(has_torch and not args.no_torch)}; others are this machine's)"
         )
         print(f"first sample (every pid examined)  {cold:7.3f} ms CPU")
         young, _ = cpu_ms(args.samples, pause=0.05)
