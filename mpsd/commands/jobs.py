@@ -152,9 +152,7 @@ def report(job: Job, free: list[int]) -> list[str]:
         + (f" (seen at {_when(job.peak_at, '%H:%M:%S')})" if job.peak_at else ""),
     ]
     if job.peak_sum is not None:
-        lines.append(
-            f"             {gib(job.peak_sum)}: its processes together, at most as sampled"
-        )
+        lines.append(f"             {gib(job.peak_sum)}: all its processes, as sampled")
     lines.append(f"  swap:      {swap_words(job)}")
     if job.killed in killed:
         lines.append(f"  killed:    {killed[job.killed or '']}")

@@ -7,6 +7,7 @@ to its record; ``describe`` works out the cap it really had, and where that came
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -231,15 +232,9 @@ def look_for_kills(ended: list[Job], timeout: float = 60.0) -> dict[int, str]:
     if text is None:
         return {job.pid: NOT_KNOWN for job in ended}
     kills = {kill.pid: kill for kill in read_kills(text)}
+    words = {"linux": "by {}", "macos": "by macOS for memory ({})"}
     found = {job.pid: kills.get(job.pid) for job in ended}
-    return {
-        pid: ""
-        if kill is None
-        else f"by {kill.reason}"
-        if kill.os == "linux"
-        else f"by macOS for memory ({kill.reason})"
-        for pid, kill in found.items()
-    }
+    return {pid: words[k.os].format(k.reason) if k else "" for pid, k in found.items()}
 
 
 def system_log(since: float, timeout: float) -> str | None:
@@ -255,11 +250,9 @@ def system_log(since: float, timeout: float) -> str | None:
 
     commands = [["journalctl", "-k", "-q", "--no-pager", "--since", f"@{int(since)}"], ["dmesg"]]
     if sys.platform == "darwin":
-        last, predicate = (
-            f"{int(time.time() - since) + 60}s",
-            'eventMessage CONTAINS "memorystatus"',
-        )
-        commands = [["log", "show", "--style", "syslog", "--last", last, "--predicate", predicate]]
+        last = f"{int(time.time() - since) + 60}s"
+        commands = [["log", "show", "--style", "syslog", "--last", last, "--predicate"]]
+        commands[0].append('eventMessage CONTAINS "memorystatus"')
     for name, *args in commands:
         path = shutil.which(name)
         try:
@@ -315,29 +308,27 @@ def describe(
         metal = min(1.5 * max_bytes, 0.95 * total_bytes) if max_bytes else None
         cap = metal if sys.platform == "darwin" else 0.8 * total_bytes  # MLX's Linux CPU build
         return {**found, "cap": None if cap is None else int(cap), "cap_from": MLX_DEFAULT}
-    value, ratio = env.get(HIGH_VAR), None
+    value = env.get(HIGH_VAR)
     if value is not None:
-        found["cap_from"], found["cap_known"] = ENVIRONMENT, True
-        ratio = _ratio(value)
-    elif env and hooked and limits and (ratio := (ratio_at or _now(limits))(process.started)):
-        found["cap_from"], found["cap_known"] = HOOK, True
+        source, ratio = ENVIRONMENT, _ratio(value)
+    elif env and hooked and limits is not None:
+        source = HOOK
+        ratio = ratio_at(process.started) if ratio_at else limits.high_watermark_ratio
     elif env:  # an environment hidden or empty tells nothing
-        found["cap_from"], ratio = TORCH_DEFAULT, PYTORCH_DEFAULT_RATIO
+        source, ratio = TORCH_DEFAULT, PYTORCH_DEFAULT_RATIO
+    else:
+        return found
+    found.update(cap_from=source, ratio=ratio, cap_known=source != TORCH_DEFAULT and bool(ratio))
     if ratio is not None and max_bytes:
-        found.update(ratio=ratio, cap=int(ratio * max_bytes))
+        found["cap"] = int(ratio * max_bytes)
     return found
 
 
-def _now(limits: Any) -> Callable[[float], float | None]:
-    return lambda t: float(limits.high_watermark_ratio)
-
-
 def _ratio(text: str) -> float | None:
-    try:
-        value = float(text)
-    except ValueError:
-        return None
-    return value if 0 <= value <= 2 else None
+    with contextlib.suppress(ValueError):
+        if 0 < (value := float(text)) <= 2:
+            return value
+    return None
 
 
 def mlx_hook_limit(process: MLProcess) -> int | None:

@@ -296,9 +296,7 @@ class Daemon:
             store.add(sample)
             changed, notices = self.tracker.update(
                 sample,
-                lambda p: jobs.describe(
-                    p, limits_mod.read(), self.projects(), sample.total_bytes, self.ratio_at
-                ),
+                lambda p: jobs.describe(p, limits_mod.read(), self.projects(), sample.total_bytes),
             )
             for job in changed:
                 job.id = store.save_job(vars(job))
@@ -317,11 +315,6 @@ class Daemon:
             self.window.append(row_of(sample))
         self._look_for_kills()
         return sample
-
-    def ratio_at(self, t: float) -> float | None:
-        """The ratio limits.toml held at ``t``."""
-        current = limits_mod.read()
-        return None if current is None else current.high_watermark_ratio
 
     def _look_for_kills(self) -> None:
         """Look up the jobs that ended in the OS's record of kills for memory: at most once per
