@@ -61,12 +61,14 @@ def run(args: argparse.Namespace) -> int:
     print(f"{'ID':>4}  {'STARTED':<16}  {'TIME':>7}  {'PEAK':>9}  {'CAP':>9}  SWAP  COMMAND")
     for r in records:
         took = "running" if r.ended is None else format_duration(r.ended - r.started, about=True)
-        cap, swap = "?" if r.cap is None else gib(r.cap), "yes" if r.swapouts else "no"
+        cap = "?" if r.cap is None else gib(r.cap) + ("" if r.cap_known else "?")  # a default
+        swap = "yes" if r.swapouts else "no"
         print(
             f"{r.id:>4}  {_when(r.started):<16}  {took:>7}  {gib(r.peak):>9}  {cap:>9}  {swap:<4}  "
             f"{r.command}"
         )
-    print(NOTE)
+    guess = any(r.cap is not None and not r.cap_known for r in records)
+    print(NOTE + (" A cap with ? is a default the program may have changed." if guess else ""))
     return 0
 
 

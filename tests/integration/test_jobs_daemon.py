@@ -157,6 +157,8 @@ def test_real_jobs_are_recorded_with_their_cap_peak_and_end(
     assert abs(mlx["cap"] - limit) <= 0.01 * limit and mlx["ratio"] is None
     assert "MLX's default" in mlx["cap_from"] and mlx["cap_known"] is False
     assert mlx["killed"] == "by Linux's OOM killer"
+    table = run_mpsd("jobs").stdout  # MLX's default cap is no known cap: marked so
+    assert f"{mlx['cap'] / (1 << 30):.1f} GiB?" in table and "may have changed" in table
     lines = run_mpsd("jobs", "show", str(mlx["id"])).stdout.splitlines()
     title = next(i for i, line in enumerate(lines) if line.startswith(f"job {mlx['id']}:"))
     assert lines[title + 1].strip() == "Killed by Linux's OOM killer."  # said first
