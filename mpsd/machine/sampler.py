@@ -205,6 +205,7 @@ def take_sample(
         jobs = (scanner or default_scanner()).scan()
     except (psutil.Error, OSError, RuntimeError) as err:
         raise SampleError(f"the process table could not be read ({err})") from err
+    pids = {job.pid for job in jobs}
     sample = Sample(
         t=t,
         available_bytes=memory.available_bytes,
@@ -213,7 +214,7 @@ def take_sample(
         swapouts=memory.swapouts,
         pressure=memory.pressure,
         source=memory.source,
-        ml_jobs=len(jobs),
+        ml_jobs=sum(job.ppid not in pids for job in jobs),  # a job's workers are no jobs
         processes=tuple(jobs),
         swapins=memory.swapins,
         page_size=memory.page_size,

@@ -51,7 +51,12 @@ class FixedJobs(ProcessScanner):
         self.sizes = sizes
 
     def scan(self) -> list[MLProcess]:
-        return [MLProcess(1000 + i, "python", "env", s) for i, s in enumerate(self.sizes)]
+        # The last one a worker of the first: its memory counts, it is no job of its own.
+        last = len(self.sizes) - 1
+        return [
+            MLProcess(1000 + i, "python", "torch", s, ppid=1000 if i == last else 1)
+            for i, s in enumerate(self.sizes)
+        ]
 
 
 class Fixed:
@@ -98,8 +103,9 @@ def test_the_psutil_failure_of_macos_26_skips_the_sample_and_the_next_one_works(
 
 def test_ml_bytes_of_the_jobs_are_summed_into_the_sample() -> None:
     memory = Memory(8 << 30, 16 << 30, 10, 1, "psutil")
-    sample = take_sample(now=1.0, source=Fixed(memory), scanner=FixedJobs(3 << 30, 1 << 30))[0]
-    assert sample.ml_bytes == 4 << 30
+    scanner = FixedJobs(3 << 30, 2 << 30, 1 << 30)
+    sample = take_sample(now=1.0, source=Fixed(memory), scanner=scanner)[0]
+    assert (sample.ml_bytes, sample.ml_jobs) == (6 << 30, 2)
     assert (sample.available_bytes, sample.total_bytes, sample.swapouts, sample.pressure) == (
         8 << 30,
         16 << 30,
