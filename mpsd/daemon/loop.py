@@ -326,7 +326,11 @@ class Daemon:
         pending, self._kill_pending, self._kill_look = self._kill_pending, [], (mono, True)
 
         def look() -> None:
-            self._queue.put(("kills", (pending, jobs.look_for_kills(pending))))
+            found = {job.pid: jobs.NOT_KNOWN for job in pending}
+            try:
+                found = jobs.look_for_kills(pending)
+            finally:  # never left in flight
+                self._queue.put(("kills", (pending, found)))
 
         threading.Thread(target=look, daemon=True).start()
 
