@@ -262,7 +262,7 @@ class Daemon:
                 if not exc.corrupt:
                     raise
                 aside = path.with_name(f"{path.name}.corrupt-{int(self.wall())}")
-                log.error("%s Moving it to %s and starting a new one", exc, aside)
+                log.error("%s It is now %s.", exc, aside)
                 for suffix in ("", "-wal", "-shm"):
                     with contextlib.suppress(FileNotFoundError):
                         os.replace(f"{path}{suffix}", f"{aside}{suffix}")
