@@ -228,13 +228,25 @@ def test_wall_clock_jumps_are_logged_and_samples_keep_their_stamps(
     assert daemon.evaluate() is not None
 
 
-def test_a_corrupt_history_is_moved_aside_and_a_new_one_started(tmp_path: Path) -> None:
+@pytest.mark.parametrize("other_tables", [False, True])
+def test_a_corrupt_history_or_another_versions_is_moved_aside_and_a_new_one_started(
+    other_tables: bool,
+) -> None:
+    import sqlite3
+
     paths.state_dir().mkdir(parents=True, exist_ok=True)
-    paths.history_file().write_bytes(b"garbage" * 1000)
+    if other_tables:  # an unreleased layout: the samples' columns named otherwise
+        with sqlite3.connect(paths.history_file()) as db:
+            db.execute("CREATE TABLE samples (t REAL, available INTEGER)")
+    else:
+        paths.history_file().write_bytes(b"garbage" * 1000)
+    before = paths.history_file().read_bytes()
     make(Machine(), Clock()).run_once()
     aside = list(paths.state_dir().glob("history.sqlite3.corrupt-*"))
     assert len(aside) == 1
-    assert aside[0].read_bytes() == b"garbage" * 1000
+    assert aside[0].read_bytes() == before
+    with Store.open(paths.history_file()) as store:
+        assert store.count() == 1
 
 
 def test_the_daemon_lock_names_the_holder() -> None:
