@@ -313,7 +313,8 @@ def describe(
         source, ratio = ENVIRONMENT, _ratio(value)
     elif env and hooked and limits is not None:
         source = HOOK
-        ratio = ratio_at(process.started) if ratio_at else limits.high_watermark_ratio
+        held = ratio_at(process.started) if ratio_at else None  # when it started
+        ratio = held or limits.high_watermark_ratio
     elif env:  # an environment hidden or empty tells nothing
         source, ratio = TORCH_DEFAULT, PYTORCH_DEFAULT_RATIO
     else:
