@@ -147,4 +147,6 @@ HEADS: tuple[tuple[str, Extract, int, int, str], ...] = (
     ("memorystatus: killing", _swap, 160, 0, r"(?!largest|_).{1,64}?\]duetoswap"),
     ("memorystatus: killing_", _jetsam_line, 200, 0, r"[a-z]{1,20}_processpid\d"),
     ("bug_type:298", _jetsam_event, 300_000, 0, ""),
+    # slurm: "Detected 1 oom-kill event(s) in StepId=191.batch cgroup."
+    ("detected", lambda seg: _found("linux", CGROUP, None, None), 40, 0, r"\d+oom-killevent"),
 )
