@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 
-from mpsd.oom.finding import Finding, Kill
+from mpsd.oom.finding import OS_KILL, SIGKILL, Finding, Kill
 from mpsd.oom.normalize import compiled, prepare
 from mpsd.oom.readers import HEADS, Head, around
 
@@ -28,6 +28,14 @@ WORDS = (
 RECENT = 20  # a repeated or truncated copy comes soon after its error: look that far back
 MAX_FINDINGS = 1000  # distinct errors read; the errors after them are only counted
 MAX_READ = 10 * MAX_FINDINGS  # the texts of errors read, kept to count their repeats
+# Errors mpsd sees but does not read (squeezed words, all present): named, never explained.
+SEEN = (
+    (("numba", "cuda_error_out_of_memory"), "a numba CUDA out-of-memory error"),
+    (("cuda_error_out_of_memory",), "a CUDA driver out-of-memory error (CUDA_ERROR_OUT_OF_MEMORY)"),
+    (("memoryerror",), "a Python MemoryError"),
+    (("outofmemory",), "an out-of-memory message"),
+)
+_TRACEBACK = "traceback(mostrecentcalllast)"
 
 
 def windows(pieces: Iterable[str]) -> Iterator[tuple[str, str]]:
@@ -68,6 +76,8 @@ class Found:
 
     findings: list[Finding] = field(default_factory=list)
     more: int = 0
+    seen: list[str] = field(default_factory=list)  # what was seen but not read (SEEN)
+    cut: bool = False  # the text ends in a traceback without its error line
     _exact: dict[tuple[object, ...], Finding] = field(default_factory=dict)
     _recent: dict[tuple[str, str], list[int]] = field(default_factory=dict)
     _read: dict[tuple[Head, str], Finding | None] = field(default_factory=dict)
@@ -128,6 +138,13 @@ def scan(pieces: Iterable[str]) -> Found:
                 continue
         squeezed = prepare(window)
         found.read(squeezed + prepare(tail), len(squeezed))
+        what = next((s for words, s in SEEN if all(w in squeezed for w in words)), None)
+        if what and what not in found.seen[:10]:
+            found.seen.append(what)
+        last = squeezed.rfind(_TRACEBACK)
+        found.cut = last >= 0 and not compiled(r"(?:error|exception):").search(squeezed, last)
+    if any(f.kind == OS_KILL for f in found.findings):  # the SIGKILL the log explains
+        found.findings = [f for f in found.findings if f.kind != SIGKILL]
     return found
 
 

@@ -43,6 +43,7 @@ KEYS: dict[str, tuple[str, ...]] = {
     GGML_OOM: ("requested_bytes", "device", "framework"),
 }
 KINDS = tuple(KEYS)
+MPS_KINDS = (MPS_OOM, MPS_INVALID_HIGH, MPS_INVALID_LOW, MPS_OTHER, MLX_OOM)  # limits.toml's
 
 
 @dataclass(frozen=True)

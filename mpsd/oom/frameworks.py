@@ -74,7 +74,7 @@ def _xla(kind: str, detail: str) -> Extract:
 
 
 # The BFC allocator's "Stats:" (before or after the error): bytes, or sizes with a unit.
-_STATS = r"(?<![a-z_])(limit|inuse):(\d+(?:\.\d+)?)(b|[kmgt]ib)?(?![\d.])"
+_STATS = r"(?<!max)(?<!_)(limit|inuse):(\d+(?:\.\d+)?)(b|[kmgt]ib)?(?![\d.])"
 
 
 def stats(found: Finding, near: str) -> None:

@@ -254,7 +254,7 @@ def around(found: Finding, near: str) -> Finding:
     elif kind == fk.MPS_OTHER:
         framework = next(iter(_tags(FRAMEWORKS, near)), None)
     elif kind in (fk.XLA_OOM, fk.TF_OOM):  # JAX's, or another XLA user's (Julia's)
-        tf = found.detail == "tensor" or any(map(near.__contains__, TF_WORDS))
+        tf = found.detail in ("tensor", "cuda_driver") or any(map(near.__contains__, TF_WORDS))
         jax = "jax" in near or "xla/python" in near
         kind, framework = (fk.TF_OOM, "tensorflow") if tf else (fk.XLA_OOM, "jax" if jax else "xla")
         frameworks.stats(found, near)

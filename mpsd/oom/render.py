@@ -188,8 +188,8 @@ SAY = {
     "more_than_free": "This job needed at least {floor}, more than the {free} usually free on "
     "this Mac: a higher cap only trades the error for swap. Make it use less memory ({LESS}).",
     "xpu_first": "The request, {request}, is over the 4 GiB that Intel's GPUs allow in one "
-    "allocation: that is why it failed first, whatever is free. Split the work ({SPLIT}).",
-    "cuda_init": "CUDA ran out of memory while starting, before any tensor: under WSL2 the "
+    "allocation: that is why it failed first, whatever is free. Split the work (" + SPLIT + ").",
+    "init": "CUDA ran out of memory while starting, before any tensor: under WSL2 the "
     "memory WSL may use (.wslconfig's memory=), else the driver; `wsl --shutdown`, then retry.",
     "vllm": "vLLM takes --gpu-memory-utilization (0.9 by default) of the GPU for the weights and "
     "its KV cache: lower it when something else uses the GPU, raise it when the cache has no "
@@ -559,6 +559,8 @@ class Renderer:
         floor = max(need, cap or 0)  # what the job needed, at least
         if safe <= floor:
             return say("less_than", lead=lead, floor=floor)
+        if self.limits is not None and floor > self.limits.baseline_free_bytes:
+            return say("more_than_free", floor=floor, free=self.limits.baseline_free_bytes)
         if cap is None:
             return say("no_cap", lead=lead, need=need)
         hint = say("fits_if", lead=lead, cap=cap, room=safe - cap)
@@ -590,7 +592,7 @@ class Renderer:
 
     def cuda(self, f: Finding) -> list[str]:
         notes = [SAY["cuda_runtime"]] if f.detail in ("runtime", "library_alloc_failed") else []
-        notes += [SAY[f.detail]] if f.detail in ("cuda_init", "vllm_cache") else []
+        notes += [SAY[f.detail]] if f.detail in ("init", "vllm_cache") else []
         total, alloc, res = f.total_bytes, f.allocated_bytes, f.reserved_bytes
         if total is not None and alloc is not None and alloc > total:
             notes.append(SAY["sysmem"])
@@ -711,10 +713,14 @@ class Renderer:
         k = f.kill
         assert k is not None
         rows = [("process", f"{k.name or 'not known'} [{k.pid or 'pid not known'}]", "")]
+        rows = rows if k.name or k.pid else []
         if k.bytes is not None and k.bytes_are:
             rows.append((k.bytes_are.replace("_", "-"), size(k.bytes), kills.MEANS[k.bytes_are]))
         rows += [(name, size(n), "") for name, n in k.sizes if name != "anon-rss"]
-        wl, wv = max(len(r[0]) for r in rows), max(len(r[1]) for r in rows)
+        wl, wv = (
+            max((len(r[0]) for r in rows), default=0),
+            max((len(r[1]) for r in rows), default=0),
+        )
         table = [f"  {a:<{wl}}  {b:<{wv}}  {self.style.dim(c)}".rstrip() for a, b, c in rows]
         why = {kills.LINUX_OOM: "oom_killer", kills.CGROUP: "cgroup", kills.SWAP: "swap_out"}
         out = [say(why.get(k.reason, "jetsam"), reason=k.reason)]
