@@ -166,3 +166,16 @@ def test_a_kill_the_log_explains_is_not_also_a_bare_sigkill() -> None:
     for ident in ("os-linux-killed-after-epoch-lightning", "os-macos-killed-9-rl-swarm"):
         assert [f["kind"] for f in mpsd.explain(oom_frameworks()[ident]["text"])] == ["sigkill"]
     assert mpsd.explain("The test was Killed by a timeout.\nKilled processes: 0") == []
+
+
+def test_the_json_contract_has_a_row_for_every_kind() -> None:
+    import re
+
+    from mpsd.oom.finding import KINDS
+    from tests.conftest import ROOT
+
+    page = (ROOT / "docs" / "commands.md").read_text(encoding="utf-8")
+    table = page.split("## `mpsd explain --json`")[1].split("\n\n")[2]
+    first = [re.findall(r"`(\w+)`", row.split(" | ")[0]) for row in table.splitlines()[2:]]
+    assert all(names and names[0] in KINDS for names in first)
+    assert set(KINDS) <= {name for names in first for name in names}
