@@ -81,6 +81,7 @@ class Found:
     _exact: dict[tuple[object, ...], Finding] = field(default_factory=dict)
     _recent: dict[tuple[str, str], list[int]] = field(default_factory=dict)
     _read: dict[tuple[Head, str], Finding | None] = field(default_factory=dict)
+    _near: dict[tuple[int, str], Finding] = field(default_factory=dict)
 
     def add(self, finding: Finding) -> None:
         if finding.key() in self._exact:
@@ -124,7 +125,12 @@ class Found:
                 if len(self._read) < MAX_READ:
                     self._read[key] = finding
             if finding is not None:  # with what the traceback before it and its lines tell
-                self.add(around(finding, text[anchors[i - 1][0] if i else 0 : end]))
+                near = (id(finding), text[anchors[i - 1][0] if i else 0 : end])
+                seen = self._near.get(near) or around(finding, near[1])
+                # A log may repeat an error and its lines; an id is kept while _read holds it.
+                if len(self._near) < MAX_READ and self._read.get(key) is finding:
+                    self._near[near] = seen
+                self.add(seen)
 
 
 def scan(pieces: Iterable[str]) -> Found:
