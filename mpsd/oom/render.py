@@ -260,8 +260,8 @@ OTHER = {  # the MPS and Metal errors that are no lack of PyTorch's memory, by d
     f"Split the work so no tensor needs more than 4 GiB: {SPLIT}.",
     "status_5": "Metal reported command buffer status 5, an error, without its reason: most "
     'often out of memory (newer builds print "Insufficient Memory").',
-    "malloc_or_wait": "MLX's allocator could not get {f.requested_bytes} bytes from Metal: the "
-    "Mac's memory was used up (MLX before [metal::malloc]).",
+    "malloc_or_wait": "MLX's allocator (before [metal::malloc]) could not get that buffer from "
+    "Metal: the Mac's memory was used up.",
     "internal_assert": "PyTorch's MPS allocator failed an internal check of its watermarks: the "
     "ratio variables are inconsistent. Set both, to the same plain decimal.",
 }
@@ -355,9 +355,10 @@ class Renderer:
         title = kind.title.format(backend=backend, framework=NAMES[f.framework])
         if f.kind == fk.CUDA_OOM and f.backend and f.backend != "cuda":
             title = f"{f.backend.upper()} out of memory"
-        if f.detail == "command_buffer_oom" and f.framework != "torch":
+        if f.detail in ("command_buffer_oom", "status_5") and f.framework != "torch":
             names = {"mlx": " (MLX)", "ggml": " (llama.cpp, ggml)"}
-            title = "Metal out of memory" + names.get(f.framework or "", "")
+            title = "Metal out of memory" if f.detail[0] == "c" else "Metal error"
+            title += names.get(f.framework or "", "")
         if f.kill is not None:
             system = "Linux" if f.kill.os == "linux" else "macOS"
             title += f" ({f.kill.reason})" if "Linux" in f.kill.reason else f" by {system}"
