@@ -179,12 +179,11 @@ SAY = {
     'with a "reason"; "largestProcess" ({largest}) is only the largest.',
     "kill_fix": "Use less memory ({LESS}), fewer DataLoader workers, close other programs; a "
     "SIGKILL leaves no traceback, so the log ends where the job was.",
-    "killed": "The job was killed with SIGKILL (signal 9; exit code 137, or -9 from Python's "
-    "subprocess): most often the system killing it for memory, but also a kill -9, a "
-    "scheduler's limit or a watchdog. The paste does not say which: Linux's kernel log (dmesg, "
-    'journalctl -k) says "Out of memory: Killed process"; macOS\'s log (log show --last 1h '
-    "--predicate 'eventMessage CONTAINS \"memorystatus\"') a memorystatus line; paste it here. "
-    "`mpsd jobs` records such kills where its daemon ran and could read the log.",
+    "killed": "The job got SIGKILL (signal 9; exit code 137, or -9): most often the system "
+    "killing it for memory, but also a kill -9, a scheduler's limit or a watchdog. The system's "
+    "log says which: paste its kill line (Linux: dmesg; macOS: log show --last 1h --predicate "
+    "'eventMessage CONTAINS \"memorystatus\"'). `mpsd jobs` records such kills where its "
+    "daemon ran and could read the log.",
     "more_than_free": "This job needed at least {floor}, more than the {free} usually free on "
     "this Mac: a higher cap only trades the error for swap. Make it use less memory ({LESS}).",
     "xpu_first": "The request, {request}, is over the 4 GiB that Intel's GPUs allow in one "
@@ -379,15 +378,16 @@ class Renderer:
             for label, key, meaning in cells
             if getattr(f, f"{key}_bytes") is not None
         ]
-        if not shown:
-            return []
-        wl = max(len(r[0]) for r in shown)
-        wv = max(len(r[1]) for r in shown)
-        out = [f"  {lab:<{wl}}  {val:>{wv}}  {self.style.dim(mean)}" for lab, val, mean in shown]
-        if not f.binary_units and not self.units_said:
+        out = self.aligned(shown)
+        if out and not f.binary_units and not self.units_said:
             self.units_said = True
             out.append(self.style.dim(UNITS))
         return out
+
+    def aligned(self, rows: list[tuple[str, str, str]]) -> list[str]:
+        """Rows of (label, number, meaning) in aligned columns."""
+        wl, wv = (max((len(row[i]) for row in rows), default=0) for i in (0, 1))
+        return [f"  {a:<{wl}}  {b:>{wv}}  {self.style.dim(c)}".rstrip() for a, b, c in rows]
 
     def section(self, head: str, lines: list[str]) -> list[str]:
         return ["", self.style.head(head), *indent(lines)]
@@ -671,9 +671,8 @@ class Renderer:
         return out
 
     def xla(self, f: Finding) -> list[str]:
-        req, free, total, in_use, limit = (
-            *(f.requested_bytes, f.free_bytes, f.total_bytes, f.in_use_bytes, f.limit_bytes),
-        )
+        req, free, total = f.requested_bytes, f.free_bytes, f.total_bytes
+        in_use, limit = f.in_use_bytes, f.limit_bytes
         if f.detail == "cpu":
             return indent([say("out_of_ram")])
         why = []
@@ -718,16 +717,12 @@ class Renderer:
         if k.bytes is not None and k.bytes_are:
             rows.append((k.bytes_are.replace("_", "-"), size(k.bytes), kills.MEANS[k.bytes_are]))
         rows += [(name, size(n), "") for name, n in k.sizes if name != "anon-rss"]
-        wl, wv = (
-            max((len(r[0]) for r in rows), default=0),
-            max((len(r[1]) for r in rows), default=0),
-        )
-        table = [f"  {a:<{wl}}  {b:<{wv}}  {self.style.dim(c)}".rstrip() for a, b, c in rows]
         why = {kills.LINUX_OOM: "oom_killer", kills.CGROUP: "cgroup", kills.SWAP: "swap_out"}
         out = [say(why.get(k.reason, "jetsam"), reason=k.reason)]
         if k.reason == kills.JETSAM:
             out = [say("jetsam_cut", largest=k.name or "not known")]
-        return table + self.section("Why it failed", out) + self.section("Fix", [say("kill_fix")])
+        fix = self.section("Fix", [say("kill_fix")])
+        return self.aligned(rows) + self.section("Why it failed", out) + fix
 
 
 def unallocated(f: Finding) -> int | None:
@@ -738,7 +733,7 @@ def unallocated(f: Finding) -> int | None:
 
 
 NAMES: dict[str | None, str] = {"torch": "PyTorch's CPU allocator", "numpy": "NumPy"}
-NAMES |= {"jax": "JAX", "xla": "XLA"}
+NAMES |= {"jax": "JAX", "xla": "its program not named"}
 NAMES |= {"tensorflow": "TensorFlow", "mlx": "MLX", "ggml": "llama.cpp", None: "not known"}
 BACKENDS = {"cuda": "CUDA", "rocm": "ROCm", "hip": "HIP", "xpu": "XPU"}
 XLA_ROWS = (
