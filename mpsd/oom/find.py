@@ -13,18 +13,7 @@ from mpsd.oom.readers import HEADS, Head, around
 WINDOW = 1 << 20  # a text is read in windows of about this many characters
 TAIL = 8 * 1024  # with the characters after it that an error starting in it may run into
 # Every known error has one of these (most have several, so a wrap inside one leaves another).
-WORDS = (
-    "memor",
-    "alloc",
-    "water",
-    "invalid",
-    "buffer",
-    "ndarray",
-    "dimen",
-    "dims",
-    "resource",
-    "kill",
-)
+WORDS = tuple("memor alloc water invalid buffer ndarray dimen dims resource kill".split())
 RECENT = 20  # a repeated or truncated copy comes soon after its error: look that far back
 MAX_FINDINGS = 1000  # distinct errors read; the errors after them are only counted
 MAX_READ = 10 * MAX_FINDINGS  # the texts of errors read, kept to count their repeats
@@ -126,11 +115,11 @@ class Found:
                     self._read[key] = finding
             if finding is not None:  # with what the traceback before it and its lines tell
                 near = (id(finding), text[anchors[i - 1][0] if i else 0 : end])
-                seen = self._near.get(near) or around(finding, near[1])
+                told = self._near.get(near) or around(finding, near[1])
                 # A log may repeat an error and its lines; an id is kept while _read holds it.
                 if len(self._near) < MAX_READ and self._read.get(key) is finding:
-                    self._near[near] = seen
-                self.add(seen)
+                    self._near[near] = told
+                self.add(told)
 
 
 def scan(pieces: Iterable[str]) -> Found:

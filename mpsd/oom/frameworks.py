@@ -15,6 +15,7 @@ from mpsd.oom.normalize import compiled
 _EXACT = (
     r"(?:trying|failed)toallocate(\d{1,16})bytes|roundedto(\d{1,16})|\((\d{1,16})bytes\)fromdevice"
 )
+_DRIVER = r"[\d.]{1,12}[kmg]\(\d{1,16}bytes\)fromdevice"  # TF: "378.60M (396990720 bytes)"
 _FREE_TOTAL = r"freememory/totalmemory:(\d{1,16})/(\d{1,16})"
 _TPU = r"used(\d+(?:\.\d+)?)gof(\d+(?:\.\d+)?)g"  # XLA:TPU's "G" is GiB
 _ARGUMENTS = r"\((\d{1,16})\)exceedsthebaselimit\((\d{1,16})\)"
@@ -120,13 +121,7 @@ HEADS: tuple[tuple[str, Extract, int, int, str], ...] = (  # readers.Head's argu
     ("the byte size of input/output arguments", _xla(fk.XLA_OOM, "arguments"), 200, 0, ""),
     ("oom when allocating tensor", _xla(fk.TF_OOM, "tensor"), 500, 0, ""),
     ("ran out of memory trying to allocate", _xla(fk.TF_OOM, "bfc"), 400, 0, ""),
-    (
-        "failed to allocate",
-        _xla(fk.TF_OOM, "cuda_driver"),
-        80,
-        0,
-        r"[\d.]{1,12}[kmg]\(\d{1,16}bytes\)fromdevice",
-    ),
+    ("failed to allocate", _xla(fk.TF_OOM, "cuda_driver"), 80, 0, _DRIVER),
     ("ggml_backend_cuda_buffer_type_alloc_buffer", _ggml, 400, 0, ""),
     ("cudamalloc failed", _ggml, 400, 200, ""),
     ("failed to allocate", _ggml, 300, 200, r"(?:cuda|rocm|vulkan|sycl)\d*bufferofsize"),
