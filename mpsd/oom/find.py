@@ -13,7 +13,7 @@ from mpsd.oom.readers import HEADS, Head, around
 WINDOW = 1 << 20  # a text is read in windows of about this many characters
 TAIL = 8 * 1024  # with the characters after it that an error starting in it may run into
 # Every known error has one of these (most have several, so a wrap inside one leaves another).
-WORDS = tuple("memor alloc water invalid buffer ndarray dimen dims resource kill".split())
+WORDS = tuple("memor alloc water invalid buffer ndarray dimen dims resource kill".split())  # noqa: SIM905
 RECENT = 20  # a repeated or truncated copy comes soon after its error: look that far back
 MAX_FINDINGS = 1000  # distinct errors read; the errors after them are only counted
 MAX_READ = 10 * MAX_FINDINGS  # the texts of errors read, kept to count their repeats
