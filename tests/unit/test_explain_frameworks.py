@@ -179,3 +179,8 @@ def test_the_json_contract_has_a_row_for_every_kind() -> None:
     first = [re.findall(r"`(\w+)`", row.split(" | ")[0]) for row in table.splitlines()[2:]]
     assert all(names and names[0] in KINDS for names in first)
     assert set(KINDS) <= {name for names in first for name in names}
+
+
+def test_a_kill_at_the_end_of_a_long_training_log_is_found() -> None:
+    log = "Epoch 1: 100%|####| 209/209 [06:12<00:00, 1.78s/it, loss=0.0685]\n" * 40_000
+    assert [f["kind"] for f in mpsd.explain(log + "Killed\n")] == ["sigkill"]
