@@ -184,3 +184,41 @@ def test_the_json_contract_has_a_row_for_every_kind() -> None:
 def test_a_kill_at_the_end_of_a_long_training_log_is_found() -> None:
     log = "Epoch 1: 100%|####| 209/209 [06:12<00:00, 1.78s/it, loss=0.0685]\n" * 40_000
     assert [f["kind"] for f in mpsd.explain(log + "Killed\n")] == ["sigkill"]
+
+
+# Each new sentence (render.SAY, OTHER) where it applies, and a paste where it must not be.
+SENTENCES = {
+    "oom_killer": ("os-linux-oom-syslog-python3", "os-linux-memcg-oom-uwsgi"),
+    "cgroup": ("os-slurm-cgroup-oom-after-epochs", "os-linux-oom-syslog-python3"),
+    "swap_out": ("unified-log-python312", "os-linux-oom-syslog-python3"),
+    "jetsam_cut": ("os-macos-jetsam-event-omlx", "unified-log-python312"),
+    "killed": ("os-macos-zsh-killed-turicreate", "os-linux-oom-mangled-commas"),
+    "bfc_warning": ("tf-captcha-windows-16", "tf-asr-78-bfc-stats"),
+    "xla_in_use": ("tf-asr-78-bfc-stats", "jax-jaxline-11"),
+    "tpu_hbm": ("xla-tpu-enzyme-jax-2422-hbm", "jax-jaxline-11"),
+    "arguments": ("xla-reactant-2632-bfc-stats", "jax-jaxline-11"),
+    "ggml_asked": ("ggml-cuda-ollama9782-gallocr", "ggml-cuda-3199-error2"),
+    "status_5": ("ggml-metal-1890-status5-assert", "ggml-metal-pr7010-status5"),
+    "malloc_or_wait": ("mlx-malloc-or-wait-sd-zsh-abort", "mlx-metal-cmdbuf-instructlab"),
+    "init": ("torch-wsl-cuda-init-error2", "torch-cuda-runtime-oom-wsl-moss"),
+    "vllm": ("vllm-backport-24-worker-failed", "a1111-14714-footer"),
+}
+
+
+def _text(ident: str) -> str:
+    from tests.fixture_files import kill_lines
+
+    return (oom_frameworks().get(ident) or kill_lines()[ident])["text"]
+
+
+@pytest.mark.parametrize("name", SENTENCES)
+def test_each_new_sentence_is_said_where_it_applies_and_only_there(name: str) -> None:
+    import re
+
+    from mpsd.oom.render import OTHER, SAY
+
+    # The sentence's words up to its first value, as they read in the wrapped output.
+    start = re.split(r"\{", SAY.get(name) or OTHER[name])[0][:40]
+    where, not_there = SENTENCES[name]
+    assert start in " ".join(render(find_errors(_text(where))).split()), start
+    assert start not in " ".join(render(find_errors(_text(not_there))).split())
