@@ -116,8 +116,9 @@ class Found:
             if finding is not None:  # with what the traceback before it and its lines tell
                 near = (id(finding), text[anchors[i - 1][0] if i else 0 : end])
                 told = self._near.get(near) or around(finding, near[1])
-                # A log may repeat an error and its lines; an id is kept while _read holds it.
-                if len(self._near) < MAX_READ and self._read.get(key) is finding:
+                # A log may repeat an error and its lines (kept short: memory stays flat);
+                # an id is kept while _read holds its finding.
+                if len(near[1]) < 4096 > len(self._near) and self._read.get(key) is finding:
                     self._near[near] = told
                 self.add(told)
 
