@@ -17,6 +17,11 @@ CPU_OOM = "cpu_oom"
 MLX_OOM = "mlx_oom"
 XPU_SIZE = "xpu_size_limit"
 OS_KILL = "os_kill"
+SIGKILL = "sigkill"
+XLA_OOM = "xla_oom"
+TF_OOM = "tf_oom"
+GGML_OOM = "ggml_oom"
+_XLA = ("requested_bytes", "limit_bytes", "in_use_bytes", "free_bytes", "total_bytes")
 
 # The keys SPEC.md promises for each kind (null when the message lacks the number).
 KEYS: dict[str, tuple[str, ...]] = {
@@ -28,12 +33,17 @@ KEYS: dict[str, tuple[str, ...]] = {
         *("requested_bytes", "total_bytes", "free_bytes", "allocated_bytes", "reserved_bytes"),
         *("in_use_bytes", "other_processes", "allowed_bytes", "private_pool_bytes", "device"),
     ),
-    CPU_OOM: ("requested_bytes",),
+    CPU_OOM: ("requested_bytes", "framework"),
     MLX_OOM: ("requested_bytes", "max_buffer_bytes", "resource_limit", "framework"),
     XPU_SIZE: ("requested_bytes",),
     OS_KILL: ("os", "pid", "process", "reason", "bytes", "bytes_are", "sizes"),
+    SIGKILL: (),
+    XLA_OOM: (*_XLA, "framework"),
+    TF_OOM: (*_XLA, "device", "framework"),
+    GGML_OOM: ("requested_bytes", "device", "framework"),
 }
 KINDS = tuple(KEYS)
+MPS_KINDS = (MPS_OOM, MPS_INVALID_HIGH, MPS_INVALID_LOW, MPS_OTHER, MLX_OOM)  # limits.toml's
 
 
 @dataclass(frozen=True)
@@ -78,6 +88,7 @@ class Finding:
     other_processes: tuple[tuple[int, int], ...] | None = None
     allowed_bytes: int | None = None
     private_pool_bytes: int | None = None
+    limit_bytes: int | None = None
     max_buffer_bytes: int | None = None
     resource_limit: int | None = None
     framework: str | None = None

@@ -9,7 +9,8 @@ is in lower case, without spaces.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Optional
+from dataclasses import replace
+from typing import Any, Optional
 
 from mpsd.oom import finding as fk
 from mpsd.oom.finding import Finding, Kill
@@ -30,19 +31,11 @@ SWAP = "swap exhausted"
 JETSAM = "jetsam"  # a JetsamEvent report whose killed process is not in the paste
 
 
-def _found(
-    os: str,
-    reason: str,
-    pid: str | None,
-    name: str | None,
-    n: int | None = None,
-    are: str | None = None,
-    sizes: tuple[tuple[str, int], ...] = (),
-) -> Finding:
-    kill = Kill(
-        os, reason, int(pid) if pid else None, name, n, are if n is not None else None, sizes
-    )
-    return Finding(fk.OS_KILL, reason, kill=kill)
+def _found(os: str, reason: str, pid: str | None, name: str | None, *size: Any) -> Finding:
+    """The finding of a kill; ``size``: its bytes (or None), what they are, every size."""
+    n, are, sizes = (*size, None, None, None)[:3]
+    kill = Kill(os, reason, int(pid) if pid else None, name, n, are if n is not None else None)
+    return Finding(fk.OS_KILL, reason, kill=replace(kill, sizes=sizes or ()))
 
 
 # "killedprocess7899(python)total-vm:26,184,840kb,anon-rss:153,700,88kb,..." (a paste may add
@@ -97,11 +90,7 @@ _FIELD = r"(?<![a-z])(pid|name|rpages):([^,{}\[\]]{1,64})"
 _LARGEST = r"largestprocess:([^,{}]{1,64})"
 # The system's memory at the kill, in pages but zoneMapCap (bytes).
 _SYSTEM = r"(compressorsize|active|zonemapcap):(\d{1,20})[,}]"
-SYSTEM = {
-    "compressorsize": "system compressor",
-    "active": "system active",
-    "zonemapcap": "zone map cap",
-}
+SYSTEM = {"compressorsize": "system compressor", "active": "system active", "zonemapcap": ""}
 
 
 def _killed(seg: str) -> tuple[str, str] | None:
@@ -124,14 +113,14 @@ def _jetsam_event(seg: str) -> Finding | None:
     page = compiled(_PAGE).search(seg, 0, 4000)
     size = int(page[1]) if page else 0
     system = {
-        SYSTEM[k]: int(n) * (1 if k == "zonemapcap" else size)
+        SYSTEM[k] or "zone map cap": int(n) * (1 if k == "zonemapcap" else size)
         for k, n in compiled(_SYSTEM).findall(seg, 0, 4000)
         if size or k == "zonemapcap"
     }
     m = _killed(seg)
     if m is None:  # the report was cut before its processes: the largest is not the killed
         largest = compiled(_LARGEST).search(seg, 0, 4000)
-        return _found("macos", JETSAM, None, largest and largest[1], sizes=tuple(system.items()))
+        return _found("macos", JETSAM, None, largest and largest[1], None, None, (*system.items(),))
     fields = dict(compiled(_FIELD).findall(m[1]))
     pid, rpages = fields.get("pid", ""), fields.get("rpages", "")
     n = int(rpages) * size if size and rpages.isdigit() else None
@@ -147,4 +136,6 @@ HEADS: tuple[tuple[str, Extract, int, int, str], ...] = (
     ("memorystatus: killing", _swap, 160, 0, r"(?!largest|_).{1,64}?\]duetoswap"),
     ("memorystatus: killing_", _jetsam_line, 200, 0, r"[a-z]{1,20}_processpid\d"),
     ("bug_type:298", _jetsam_event, 300_000, 0, ""),
+    # slurm: "Detected 1 oom-kill event(s) in StepId=191.batch cgroup."
+    ("detected", lambda seg: _found("linux", CGROUP, None, None), 40, 0, r"\d+oom-killevent"),
 )

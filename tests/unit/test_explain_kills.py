@@ -98,6 +98,9 @@ def test_a_jetsam_report_names_the_process_with_a_reason() -> None:
     (kill,) = read_kills(report)
     assert (kill.reason, kill.pid, kill.name) == ("vm-pageshortage", 4242, "python")
     assert (kill.bytes, kill.bytes_are) == (2000 * 16384, "resident")
+    out = " ".join(render(find_errors(report)).split())
+    assert "Killed for memory by macOS (vm-pageshortage)" in out
+    assert "handler (jetsam) killed it (vm-pageshortage)" in out and "python [4242]" in out
 
 
 def test_kills_are_findings_of_explain_with_their_keys() -> None:
