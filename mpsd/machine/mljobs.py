@@ -177,12 +177,9 @@ def process_bytes(proc: psutil.Process) -> tuple[int, int]:
             found = {ln[:5]: int(ln.split()[1]) << 10 for ln in handle if ln[:5] in _VM}
         return found[b"VmRSS"], found[b"VmHWM"]
     except (OSError, KeyError, IndexError, ValueError):
-        pass
-    try:
-        rss = int(proc.memory_info().rss)
-    except _UNREADABLE:
-        return 0, 0
-    return rss, rss
+        with contextlib.suppress(*_UNREADABLE):
+            return (int(proc.memory_info().rss),) * 2
+    return 0, 0
 
 
 class ProcessScanner:
