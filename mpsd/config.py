@@ -121,7 +121,7 @@ SCHEMA: tuple[Key, ...] = (
     ),
     Key(
         "notify",
-        "a notification when pressure reaches warning or swap begins during a job",
+        "a notice once per episode: swap or pressure warning during a job, a kill for memory",
         False,
         _bool,
     ),

@@ -202,6 +202,22 @@ def loaded(label: str = LABEL) -> LoadedAgent | None:
     return None
 
 
+def notices_hidden() -> str | None:
+    """A sentence when the daemon's agent runs in the ``user/`` domain (loaded without a GUI
+    session): macOS very likely shows none of its notices there (docs/daemon.md)."""
+    if not available():
+        return None
+    for label in (LABEL, "homebrew.mxcl.mpsd"):
+        agent = loaded(label)
+        if agent is not None and agent.domain.startswith("user/"):
+            return (
+                f"The daemon runs in launchd's {agent.domain} domain (it was loaded without a "
+                "desktop session), where macOS very likely shows none of its notices: run "
+                "`mpsd install` again from a logged-in desktop session."
+            )
+    return None
+
+
 # -- load / unload ----------------------------------------------------------------------
 
 # The user/$UID domain is a Background session: launchd loads an agent there only when the
