@@ -42,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"Handed a test notice to {way.handed_to} through {way.name}.")
     hidden = launchd.notices_hidden()
     if hidden:
-        print(hidden)
+        print(f"But {hidden}: {launchd.REINSTALL_IN_DESKTOP}.")
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         return 0
     return 0 if _asked(way) else EXIT_ABSENT

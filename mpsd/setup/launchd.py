@@ -202,19 +202,21 @@ def loaded(label: str = LABEL) -> LoadedAgent | None:
     return None
 
 
+HIDDEN_NOTICES = (
+    "the daemon runs in launchd's {} domain (loaded without a desktop session), where macOS very "
+    "likely shows none of its notices"
+)
+REINSTALL_IN_DESKTOP = "run `mpsd install` again from a logged-in desktop session"
+
+
 def notices_hidden() -> str | None:
-    """A sentence when the daemon's agent runs in the ``user/`` domain (loaded without a GUI
-    session): macOS very likely shows none of its notices there (docs/daemon.md)."""
+    """Why the daemon's notices will not show, when its agent runs in the ``user/`` domain."""
     if not available():
         return None
     for label in (LABEL, "homebrew.mxcl.mpsd"):
         agent = loaded(label)
         if agent is not None and agent.domain.startswith("user/"):
-            return (
-                f"The daemon runs in launchd's {agent.domain} domain (it was loaded without a "
-                "desktop session), where macOS very likely shows none of its notices: run "
-                "`mpsd install` again from a logged-in desktop session."
-            )
+            return HIDDEN_NOTICES.format(agent.domain)
     return None
 
 

@@ -210,6 +210,7 @@ def test_an_agent_in_the_user_domain_is_said_to_show_no_notices(
     done = run_mpsd("notify", env={"PATH": str(tmp_path)})
     assert done.returncode == 0
     assert f"launchd's user/{uid} domain" in done.stdout and "very likely shows none" in done.stdout
+    assert "from a logged-in desktop session" in done.stdout
 
 
 def test_the_daemon_hands_notices_over_only_when_notify_is_on_and_logs_them_honestly(
