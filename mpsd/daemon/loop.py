@@ -31,15 +31,9 @@ from typing import Any
 from mpsd import limits as limits_mod
 from mpsd import paths
 from mpsd.config import Config, ConfigError, load_config, policy_values
-<<<<<<< HEAD
 from mpsd.daemon import jobs, notices, policy
-from mpsd.daemon.history import HistoryError, Row, Store, code_stamp, row_of
-from mpsd.daemon.schedule import POLICY_EVERY, Schedule
-=======
-from mpsd.daemon import jobs, policy
 from mpsd.daemon.history import HistoryError, LimitsWritten, Store, code_stamp
 from mpsd.daemon.schedule import Schedule
->>>>>>> main
 from mpsd.errors import EXIT_ABSENT, MpsdError
 from mpsd.files import ensure_dir
 from mpsd.limits import Limits
