@@ -1,8 +1,10 @@
-"""The generated part of docs/commands.md, made from mpsd's own parser (``full_parser()``).
+"""The generated parts of the docs, each made from the code that holds its facts:
+docs/commands.md's from mpsd's own parser (``full_parser()``), docs/file-formats.md's table of
+config.toml's keys from the config schema (``mpsd.config.SCHEMA``).
 
-``python -m tests.commands_doc`` rewrites the part between the two markers; the text around
-them is written by hand. ``tests/cli/test_commands_doc.py`` fails while the page is stale, so
-a new command or option, or a changed help text, shows up there the day it lands.
+``python -m tests.generated_docs`` rewrites each part between its two markers; the text around
+them is written by hand. ``tests/cli/test_generated_docs.py`` fails while a page is stale, so
+a new command, option or key, or a changed help text, shows up there the day it lands.
 """
 
 from __future__ import annotations
@@ -10,11 +12,11 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PAGE = ROOT / "docs" / "commands.md"
-BEGIN = "<!-- made by `python -m tests.commands_doc` from mpsd's parser: edit the help there -->"
 END = "<!-- end of the generated part -->"
 
 
@@ -59,12 +61,12 @@ def _cell(text: str) -> str:
     return " ".join(text.split()).replace("|", "\\|")
 
 
-def generated() -> str:
-    """The generated part, markers included."""
+def commands() -> list[str]:
+    """docs/commands.md's list of commands and options."""
     from mpsd.commands import full_parser
 
     commands = full_parser().commands
-    lines = [BEGIN, "", "| command | does |", "|---|---|"]
+    lines = ["| command | does |", "|---|---|"]
     for name, command in commands.items():
         options = ", ".join(f"`{_name(a)}`" for a in _arguments(command) if a.option_strings)
         does = _sentence(command.description) + (f" Options: {options}." if options else "")
@@ -77,26 +79,61 @@ def generated() -> str:
             lines.append("")
         for action in arguments:
             lines.append(f"- `{_name(action)}`: {' '.join((action.help or '').split())}")
-    lines += ["", END]
-    return "\n".join(lines)
+    return lines
 
 
-def render(page: str) -> str:
-    """``page`` with its generated part made anew."""
-    head, found, rest = page.partition(BEGIN)
-    if not found or END not in rest:
-        raise SystemExit(f"{PAGE} lacks the markers of its generated part")
-    return head + generated() + rest.split(END, 1)[1]
+def config_keys() -> list[str]:
+    """docs/file-formats.md's table of config.toml's keys."""
+    from mpsd.config import SCHEMA
+
+    lines = ["| key | default | allowed | meaning |", "|---|---|---|---|"]
+    for key in SCHEMA:
+        row = [f"`{key.name}`", f"`{key.default_text}`", key.allowed, key.help]
+        lines.append(f"| {' | '.join(map(_cell, row))} |")
+    return lines
+
+
+@dataclass(frozen=True)
+class Part:
+    """A page's generated part: made by ``make`` from ``source``, between two markers."""
+
+    page: Path
+    source: str
+    make: Callable[[], list[str]]
+
+    @property
+    def begin(self) -> str:
+        return (
+            f"<!-- made by `python -m tests.generated_docs` from {self.source}: edit it there -->"
+        )
+
+    def generated(self) -> str:
+        """The generated part, markers included."""
+        return "\n".join([self.begin, "", *self.make(), "", END])
+
+    def render(self, page: str) -> str:
+        """``page`` with its generated part made anew."""
+        head, found, rest = page.partition(self.begin)
+        if not found or END not in rest:
+            raise SystemExit(f"{self.page} lacks the markers of its generated part")
+        return head + self.generated() + rest.split(END, 1)[1]
+
+
+PARTS = (
+    Part(ROOT / "docs" / "commands.md", "mpsd's parser (each command's help)", commands),
+    Part(ROOT / "docs" / "file-formats.md", "mpsd/config.py's SCHEMA", config_keys),
+)
 
 
 def main() -> int:
-    page = PAGE.read_text(encoding="utf-8")
-    new = render(page)
-    if new == page:
-        print(f"{PAGE.relative_to(ROOT)} is current")
-        return 0
-    PAGE.write_text(new, encoding="utf-8")
-    print(f"wrote {PAGE.relative_to(ROOT)}")
+    for part in PARTS:
+        page = part.page.read_text(encoding="utf-8")
+        new = part.render(page)
+        if new == page:
+            print(f"{part.page.relative_to(ROOT)} is current")
+            continue
+        part.page.write_text(new, encoding="utf-8")
+        print(f"wrote {part.page.relative_to(ROOT)}")
     return 0
 
 
