@@ -121,7 +121,7 @@ def test_a_path_that_is_gone_is_found() -> None:
         "mpsd.limits.no_such_reader",
     ]
     present = (
-        "`mpsd/setup/chain.py`, `setup/chain.py`, `daemon.policy`, `mpsd.limits.read_file()`, "
+        "`mpsd/health/chain.py`, `health/chain.py`, `daemon.policy`, `mpsd.limits.read_file()`, "
         "`shell/mpsd.*`, `tests/unit/`, `daemon.log`, `mpsd.zsh`, `brew install mpsd/mpsd/mpsd`"
     )
     assert missing_paths(present) == []
