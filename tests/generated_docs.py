@@ -95,17 +95,17 @@ def config_keys() -> list[str]:
 
 @dataclass(frozen=True)
 class Part:
-    """A page's generated part: made by ``make`` from ``source``, between two markers."""
+    """A page's generated part: made by ``make`` from ``source``, between two markers; the
+    first names the command that writes it (``bench/startup.py --docs`` writes one too)."""
 
     page: Path
     source: str
     make: Callable[[], list[str]]
+    maker: str = "python -m tests.generated_docs"
 
     @property
     def begin(self) -> str:
-        return (
-            f"<!-- made by `python -m tests.generated_docs` from {self.source}: edit it there -->"
-        )
+        return f"<!-- made by `{self.maker}` from {self.source} -->"
 
     def generated(self) -> str:
         """The generated part, markers included."""
@@ -120,8 +120,8 @@ class Part:
 
 
 PARTS = (
-    Part(ROOT / "docs" / "commands.md", "mpsd's parser (each command's help)", commands),
-    Part(ROOT / "docs" / "file-formats.md", "mpsd/config.py's SCHEMA", config_keys),
+    Part(ROOT / "docs" / "commands.md", "mpsd's parser: edit each command's help there", commands),
+    Part(ROOT / "docs" / "file-formats.md", "mpsd/config.py's SCHEMA: edit it there", config_keys),
 )
 
 
