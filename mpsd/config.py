@@ -93,6 +93,8 @@ YEAR = 365 * DAY
 
 SHARE = _number(0, 1, low_open=True, high_open=False)  # (0, 1]
 RATIO = _number(0, 2, low_open=True, high_open=False)  # (0, 2]
+PROJECTS = (_projects, "a list of directory paths")
+BOOL = (_bool, "true or false")
 
 SCHEMA: tuple[Key, ...] = (
     Key("headroom", "share of the baseline free memory given to MPS", 0.8, *SHARE),
@@ -100,13 +102,7 @@ SCHEMA: tuple[Key, ...] = (
     Key("window", 'how far back the baseline looks ("7d")', "7d", *_duration(60, 10 * YEAR)),
     Key("retention", 'how long samples are kept ("90d")', "90d", *_duration(3600, 10 * YEAR)),
     Key("low_ratio", "low watermark = low_ratio x high watermark", 1.0, *SHARE),
-    Key(
-        "projects",
-        "opted-in directories (use `mpsd enable`/`mpsd disable`)",
-        [],
-        _projects,
-        "a list of directory paths",
-    ),
+    Key("projects", "opted-in directories (use `mpsd enable`/`mpsd disable`)", [], *PROJECTS),
     Key(
         "baseline_percentile",
         "percentile of free-memory samples taken as the baseline",
@@ -131,8 +127,7 @@ SCHEMA: tuple[Key, ...] = (
         "notify",
         "a notification when pressure reaches warning or swap begins during a job",
         False,
-        _bool,
-        "true or false",
+        *BOOL,
     ),
 )
 KEYS = {key.name: key for key in SCHEMA}
