@@ -16,7 +16,8 @@ LINK = re.compile(r"\]\(([^)\s]+)\)")
 DESCRIBING = [
     ROOT / "README.md",
     *sorted((ROOT / "docs").glob("*.md")),
-    ROOT / "bench" / "README.md",
+    *sorted(ROOT.glob("*/README.md")),  # bench/'s
+    *sorted(ROOT.glob("tests/*/README.md")),  # the fixtures'
 ]
 # Named in the pages, rightly, and no path of this tree.
 ELSEWHERE = {
