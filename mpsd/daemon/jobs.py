@@ -1,6 +1,5 @@
-"""A record per ML job the daemon sees (docs/daemon.md, "Your jobs"), and the notices
-(``notify = true``) when pressure reaches warning or swap begins during a job. ``Tracker.update``
-is pure: it takes each sample and a ``describe`` for a new job, and returns only the records whose
+"""A record per ML job the daemon sees (docs/daemon.md, "Your jobs"). ``Tracker.update`` is
+pure: it takes each sample and a ``describe`` for a new job, and returns only the records whose
 values changed. A job's children that are jobs too (DataLoader workers, torchrun's ranks) belong
 to its record; ``describe`` works out the cap it really had, and where that came from.
 """
@@ -97,7 +96,6 @@ class _Open:
     base: tuple[int, int]  # bytes counted before (a record taken over after a restart)
     points: list[list[int]] = field(default_factory=list)
     born: float = 0.0  # its process's create time: a pid is reused by another process
-    said: set[str] = field(default_factory=set)
     stored: dict[str, Any] | None = None
 
 
@@ -152,10 +150,8 @@ class Tracker:
         job = dataclasses.replace(job, framework=main.reason, **describe(main))
         return _Open(job, swap0, (0, 0), born=main.started)
 
-    def update(
-        self, sample: Sample, describe: Callable[[MLProcess], dict[str, Any]]
-    ) -> tuple[list[Job], list[tuple[str, Job]]]:
-        """The records to store after ``sample``; the notices due ("pressure" or "swap", job)."""
+    def update(self, sample: Sample, describe: Callable[[MLProcess], dict[str, Any]]) -> list[Job]:
+        """The records to store after ``sample``."""
         groups = _groups(sample)
         ended = [
             self.open.pop(pid)
@@ -165,7 +161,6 @@ class Tracker:
         for gone in ended:
             gone.job.ended = sample.t
             gone.job.growth = growth([mib << 20 for _, mib in gone.points])
-        notices = []
         for pid, (main, *others) in groups.items():
             members = [main, *others]
             run = self.open.get(pid) or self.open.setdefault(
@@ -185,13 +180,6 @@ class Tracker:
                 pairs = zip(run.points[::2], run.points[1::2])
                 run.points = [max(pair, key=lambda point: point[1]) for pair in pairs]
             job.series = json.dumps(run.points, separators=(",", ":"))
-            for kind, due in (
-                ("pressure", (job.pressure or 0) >= PRESSURE_WARN),
-                ("swap", job.swapouts > 0),
-            ):
-                if due and kind not in run.said:
-                    run.said.add(kind)
-                    notices.append((kind, job))
         self.last, self.resume = sample, {}
         changed = []
         for run in [*ended, *self.open.values()]:
@@ -199,7 +187,7 @@ class Tracker:
             if values != run.stored:
                 run.stored = values
                 changed.append(run.job)
-        return changed, notices
+        return changed
 
     @staticmethod
     def _swap(run: _Open, sample: Sample) -> None:
@@ -360,17 +348,6 @@ def _hooked(library: str, cwd: str, projects: tuple[str, ...]) -> bool:
     return False
 
 
-NOTICES = {
-    "pressure": "memory pressure reached warning: the Mac is about to compress, then swap; "
-    "close something",
-    "swap": "the Mac began to swap",
-}
-
-
-def notice_text(kind: str, job: Job) -> str:
-    return f"{NOTICES[kind]} (job {job.id}: {job.command})"
-
-
 def daemon_running() -> bool:
     from mpsd import paths
     from mpsd.locks import PidLock
@@ -379,28 +356,3 @@ def daemon_running() -> bool:
         return PidLock(paths.daemon_lock_file()).is_held_elsewhere()
     except OSError:
         return False
-
-
-def way() -> str | None:
-    """How a notice is sent here: ``osascript`` (macOS), ``notify-send``, or None."""
-    import shutil
-
-    return next((name for name in ("osascript", "notify-send") if shutil.which(name)), None)
-
-
-def notify(text: str) -> str | None:
-    """Send ``text`` as a notification; the way it went, or None (none, or it failed)."""
-    import subprocess
-
-    name = way()
-    if name is None:
-        return None
-    quoted = '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
-    argv = [name, "-e", f'display notification {quoted} with title "mpsd"']
-    if name == "notify-send":
-        argv = [name, "mpsd", text]
-    try:
-        done = subprocess.run(argv, capture_output=True, timeout=10, close_fds=False)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return name if done.returncode == 0 else None

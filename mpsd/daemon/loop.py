@@ -32,7 +32,7 @@ from typing import Any
 from mpsd import limits as limits_mod
 from mpsd import paths
 from mpsd.config import Config, ConfigError, load_config, policy_values
-from mpsd.daemon import jobs, policy
+from mpsd.daemon import jobs, notices, policy
 from mpsd.daemon.history import HistoryError, LimitsWritten, Store, code_stamp
 from mpsd.daemon.schedule import Schedule
 from mpsd.errors import EXIT_ABSENT, MpsdError
@@ -210,6 +210,8 @@ class Daemon:
     tracker: jobs.Tracker | None = None  # the job records (None until the first sample)
     _kill_pending: list[jobs.Job] = field(default_factory=list)  # ended, to look up
     _kill_look: tuple[float, bool] = (-math.inf, False)  # (the last look, monotonic; in flight)
+    episodes: notices.Episodes = field(default_factory=notices.Episodes)
+    notifier: notices.Notifier | None = None  # made at the first notice with notify = true
     _queue: queue.SimpleQueue[tuple[str, Any]] = field(default_factory=queue.SimpleQueue)
 
     # -- config -----------------------------------------------------------------------
@@ -284,7 +286,6 @@ class Daemon:
             log.warning("sample skipped: %s", exc)
             return None
         self.total_bytes = sample.total_bytes
-        notices: list[tuple[str, jobs.Job]] = []
         try:
             store = self.open_store()
             if self.tracker is None:  # a job that lives across a restart stays one record
@@ -295,7 +296,7 @@ class Daemon:
                 self.tracker = jobs.Tracker(left)
                 store.end_open_jobs(keep=self.tracker.taken_over(sample))
             store.add(sample)
-            changed, notices = self.tracker.update(
+            changed = self.tracker.update(
                 sample,
                 lambda p: jobs.describe(
                     p, limits_mod.read(), self.projects(), sample.total_bytes, self.ratio_at
@@ -310,10 +311,13 @@ class Daemon:
             self._drop_store()
             for run in self.tracker.open.values() if self.tracker else ():
                 run.stored = None  # written again at the next sample
-        for kind, job in notices:
-            text = jobs.notice_text(kind, job)
-            way = jobs.notify(text) if self.config.notify else None
-            log.warning("%s%s", text, f" (notified by {way})" if way else "")
+        running = [run.job.command for run in self.tracker.open.values()] if self.tracker else []
+        for text in self.episodes.update(sample.t, sample.pressure, sample.swapouts, running):
+            if self.config.notify:
+                self.notifier = self.notifier or notices.Notifier(notices.find_way())
+                self.notifier.hand(text)
+            else:
+                log.warning("%s", text)
         if self.window is not None:
             self.window.append(sample)
         self._look_for_kills()

@@ -1,20 +1,17 @@
-"""Job records: the tracker over recorded samples, their storage, `mpsd jobs` and `mpsd notify`
-on bad input, and the daemon's notices through stand-ins on PATH."""
+"""Job records: the tracker over recorded samples, their storage, `mpsd jobs` and `jobs show` (on
+bad input too), and the look for kills through a stand-in `journalctl` on PATH."""
 
 from __future__ import annotations
 
 import json
-import stat
 from dataclasses import asdict, replace
 from pathlib import Path
 
 import pytest
 
 from mpsd import paths
-from mpsd.config import load_config
 from mpsd.daemon.history import Store
 from mpsd.daemon.jobs import Job, Tracker
-from mpsd.daemon.loop import Daemon
 from mpsd.machine.mljobs import MLProcess
 from mpsd.machine.sample import Sample
 from tests.conftest import run_mpsd
@@ -46,29 +43,26 @@ def sample(
 
 def test_a_job_is_recorded_from_start_to_end_with_its_own_series() -> None:
     tracker = Tracker()
-    assert tracker.update(sample(0), lambda pid: INFO) == ([], [])
-    changed, _ = tracker.update(sample(1, 2 * GIB), lambda pid: INFO)
+    assert tracker.update(sample(0), lambda pid: INFO) == []
+    changed = tracker.update(sample(1, 2 * GIB), lambda pid: INFO)
     (job,) = changed
     job.id = 7  # as the store numbers it: no change to write again
     assert (job.pid, job.started, job.peak, job.free_at_start) == (1000, 1, 2 * GIB, 20 * GIB)
     assert job.points() == [[0, 2048]]  # its own series, in MiB
     assert (job.command, job.cap) == ("python train.py", 12 * GIB)
-    assert tracker.update(sample(2, 2 * GIB), lambda pid: INFO)[0][0].peak_at == 1
-    assert tracker.update(sample(3, 5 * GIB), lambda pid: INFO)[0][0].peak_at == 3
+    assert tracker.update(sample(2, 2 * GIB), lambda pid: INFO)[0].peak_at == 1
+    assert tracker.update(sample(3, 5 * GIB), lambda pid: INFO)[0].peak_at == 3
     tracker.update(sample(4, 1 * GIB), lambda pid: INFO)
-    (done,), _ = tracker.update(sample(5), lambda pid: INFO)
+    (done,) = tracker.update(sample(5), lambda pid: INFO)
     assert (done.ended, done.peak) == (5, 5 * GIB)
     assert [mib for _, mib in done.points()] == [2048, 2048, 5120, 1024]
 
 
-def test_notices_come_once_per_kind_and_job_as_pressure_and_swap_outs_rise() -> None:
+def test_pressure_and_swap_outs_during_a_job_are_kept_in_its_record() -> None:
     tracker = Tracker()
-    kinds = []
     steps = [(100, 1), (100, 2), (100, 2), (140, 2), (180, 4), (200, 1)]
     for t, (swapouts, pressure) in enumerate(steps):
-        _, notices = tracker.update(sample(t, GIB, swapouts=swapouts, pressure=pressure), NOTHING)
-        kinds += [kind for kind, _ in notices]
-    assert kinds == ["pressure", "swap"]
+        tracker.update(sample(t, GIB, swapouts=swapouts, pressure=pressure), NOTHING)
     job = tracker.open[1000].job
     # In bytes of the kernel's page (the sample's, vm_stat's own), not pages.
     assert (job.swapouts, job.swap_from, job.swap_to, job.pressure) == (100 * 16384, 3, 5, 4)
@@ -79,7 +73,7 @@ def test_a_growing_footprint_is_told_from_a_steady_one() -> None:
         tracker = Tracker()
         for t in range(40):
             tracker.update(sample(t, 4 * GIB + t * step), NOTHING)
-        (job,), _ = tracker.update(sample(40), NOTHING)
+        (job,) = tracker.update(sample(40), NOTHING)
         assert job.growing() is growing
 
 
@@ -107,7 +101,7 @@ def test_a_jobs_children_belong_to_its_record_and_the_probes_filler_to_none() ->
         proc(12, GIB, ppid=11),  # and its own child
         proc(20, 4 * GIB, role="probe"),
     )
-    (job,), _ = tracker.update(sample(1, procs=family), NOTHING)
+    (job,) = tracker.update(sample(1, procs=family), NOTHING)
     # The main process's exact (lifetime) maximum, and the sampled maximum of the sum.
     assert (job.pid, job.processes, job.peak, job.peak_sum) == (10, 3, 3 * GIB, 4 * GIB)
     assert job.points() == [[0, 4096]]
@@ -117,14 +111,14 @@ def test_a_reused_pid_is_a_new_job_and_a_job_across_a_restart_stays_one_record()
     tracker = Tracker()
     tracker.update(sample(1, procs=(proc(10, GIB),)), NOTHING)
     reborn = MLProcess(10, "python", "torch", GIB, 0, 1, 1.5)
-    changed, _ = tracker.update(sample(2, procs=(reborn,)), NOTHING)
+    changed = tracker.update(sample(2, procs=(reborn,)), NOTHING)
     assert [(j.started, j.ended) for j in changed] == [(0.5, 2), (1.5, None)]
     # A new daemon finds the open record of the same process (pid and start time): it goes on.
     old = Job(pid=10, command="python", started=1.5, peak=5 * GIB, series="[[0,5120]]", id=4)
     gone = Job(pid=11, command="python", started=50.0, id=5)
     after = Tracker([old, gone])
     assert after.taken_over(sample(60, procs=(reborn,))) == [4]
-    (job,), _ = after.update(sample(60, procs=(reborn,)), NOTHING)
+    (job,) = after.update(sample(60, procs=(reborn,)), NOTHING)
     assert (job.id, job.peak, job.points()) == (4, 5 * GIB, [[0, 5120], [58, 1024]])
 
 
@@ -204,49 +198,3 @@ def test_no_history_and_no_daemon_are_said() -> None:
     done = run_mpsd("jobs")
     assert done.returncode == 0
     assert "daemon is not running" in done.stdout and "No ML job recorded yet" in done.stdout
-
-
-def _stand_in(directory: Path, name: str, log: Path) -> None:
-    script = directory / name
-    script.write_text(f'#!/bin/sh\nprintf "%s|" "$@" >> {log}\necho >> {log}\n')
-    script.chmod(script.stat().st_mode | stat.S_IXUSR)
-
-
-@pytest.mark.parametrize(
-    ("name", "says"), [("osascript", "Script Editor"), ("notify-send", "notify-send")]
-)
-def test_mpsd_notify_says_which_way(tmp_path: Path, name: str, says: str) -> None:
-    _stand_in(tmp_path, name, tmp_path / "log")
-    done = run_mpsd("notify", env={"PATH": str(tmp_path)})
-    assert done.returncode == 0 and says in done.stdout
-    assert "test notice" in (tmp_path / "log").read_text()
-
-
-def test_mpsd_notify_without_a_way_exits_1(tmp_path: Path) -> None:
-    done = run_mpsd("notify", env={"PATH": str(tmp_path)})
-    assert done.returncode == 1 and "no way to notify" in done.stderr
-
-
-def test_the_daemon_notifies_once_per_kind_when_notify_is_on(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    log = tmp_path / "log"
-    _stand_in(tmp_path, "notify-send", log)
-    monkeypatch.setenv("PATH", str(tmp_path))
-    steps = iter([])
-
-    def source(now: float) -> Sample:
-        swapouts, pressure = next(steps)
-        return sample(now, GIB, swapouts=swapouts, pressure=pressure)
-
-    for notify in (False, True):
-        paths.config_file().parent.mkdir(parents=True, exist_ok=True)
-        paths.config_file().write_text(f"notify = {str(notify).lower()}\n")
-        daemon = Daemon(sample_source=source, recommended_source=lambda total: (GIB, "x"))
-        daemon.config = load_config(paths.config_file())
-        steps = iter([(100, 1), (100, 2), (120, 2), (150, 4), (150, 1)])
-        for _ in range(5):
-            daemon.tick()
-        daemon._drop_store()
-    lines = log.read_text().splitlines()
-    assert len(lines) == 2 and "pressure reached warning" in lines[0] and "swap" in lines[1]
