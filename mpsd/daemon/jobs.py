@@ -34,11 +34,8 @@ KILL_FLOOR = 512 << 20  # a smaller job that ends under normal pressure is not l
 
 @dataclass
 class Job:
-    """One job's record, the ``jobs`` table's columns. ``cap``: ratio x recommended max for
-    PyTorch (MPS only), MLX's limit for MLX; ``cap_known``: false for a default the program may
-    have changed; ``peak``: the main process's lifetime maximum footprint (CPU side too);
-    ``peak_sum``: with several processes, the sampled maximum of their sum; ``swapouts`` and
-    ``swapins``: bytes, system-wide; ``series``: JSON ``[[seconds since start, MiB], ...]``."""
+    """One job's record, the ``jobs`` table's columns (docs/daemon.md, "Your jobs"); ``series``:
+    JSON ``[[seconds since its start, MiB], ...]``."""
 
     pid: int
     command: str
@@ -129,15 +126,6 @@ class Tracker:
         self.open: dict[int, _Open] = {}
         self.last: Sample | None = None
         self.resume = {job.pid: job for job in resume}  # records a stopped daemon left open
-
-    def taken_over(self, sample: Sample) -> list[int]:
-        """The ids of the records left open that ``sample`` finds still running."""
-        groups = _groups(sample)
-        return [
-            job.id
-            for pid, job in self.resume.items()
-            if job.id and pid in groups and abs(groups[pid][0].started - job.started) < 1
-        ]
 
     def _start(self, main: MLProcess, sample: Sample, describe: Callable[..., Any]) -> _Open:
         """A new record, or the open record of this very process (same pid and start time)."""

@@ -288,20 +288,22 @@ class Daemon:
         self.total_bytes = sample.total_bytes
         try:
             store = self.open_store()
-            if self.tracker is None:  # a job that lives across a restart stays one record
+            first = self.tracker is None  # a job that lives across a restart stays one record
+            if self.tracker is None:
                 left: list[jobs.Job] = []
                 for row in store.jobs(running=True):
                     with contextlib.suppress(MpsdError, TypeError):  # a damaged row just ends
                         left.append(jobs.Job.of(row))
                 self.tracker = jobs.Tracker(left)
-                store.end_open_jobs(keep=self.tracker.taken_over(sample))
-            store.add(sample)
             changed = self.tracker.update(
                 sample,
                 lambda p: jobs.describe(
                     p, limits_mod.read(), self.projects(), sample.total_bytes, self.ratio_at
                 ),
             )
+            if first:  # those it did not take over end at the last sample
+                store.end_open_jobs(keep=[r.job.id or 0 for r in self.tracker.open.values()])
+            store.add(sample)
             for job in changed:
                 job.id = store.save_job(vars(job))
                 if job.ended and jobs.worth_a_kill_look(job):

@@ -115,11 +115,22 @@ def test_a_reused_pid_is_a_new_job_and_a_job_across_a_restart_stays_one_record()
     assert [(j.started, j.ended) for j in changed] == [(0.5, 2), (1.5, None)]
     # A new daemon finds the open record of the same process (pid and start time): it goes on.
     old = Job(pid=10, command="python", started=1.5, peak=5 * GIB, series="[[0,5120]]", id=4)
-    gone = Job(pid=11, command="python", started=50.0, id=5)
-    after = Tracker([old, gone])
-    assert after.taken_over(sample(60, procs=(reborn,))) == [4]
+    after = Tracker([old, Job(pid=11, command="python", started=50.0, id=5)])
     (job,) = after.update(sample(60, procs=(reborn,)), NOTHING)
     assert (job.id, job.peak, job.points()) == (4, 5 * GIB, [[0, 5120], [58, 1024]])
+
+
+def test_a_job_that_lives_across_a_daemon_restart_stays_one_record() -> None:
+    from mpsd.daemon.loop import Daemon
+
+    running = (proc(4194000, GIB), proc(4194001, GIB))  # pids no process has here
+    for procs in (running, running[:1]):  # the second daemon finds one of them still running
+        daemon = Daemon(lambda now, p=procs: sample(now, procs=p), lambda total: (GIB, "x"))
+        daemon.tick()
+        daemon._drop_store()
+    with Store.open(paths.history_file()) as store:
+        records = [(r["id"], r["pid"], r["ended"] is None) for r in store.jobs()]
+    assert records == [(2, 4194001, False), (1, 4194000, True)]
 
 
 def test_a_long_jobs_series_stays_bounded_and_keeps_its_highs() -> None:
