@@ -20,6 +20,7 @@ import psutil
 import pytest
 
 from mpsd import paths
+from mpsd.daemon.history import Store
 from mpsd.machine.mljobs import ProcessScanner
 from tests.conftest import run_mpsd, wait_for
 from tests.integration.test_daemon_process import start_daemon, write_config
@@ -76,6 +77,11 @@ def hooked_venv(project: Path) -> Path:
     return project / ".venv" / "bin" / "python"
 
 
+def decided() -> object:
+    with Store.open_readonly(paths.history_file()) as store:  # type: ignore[union-attr]
+        return store.get_meta("decision")
+
+
 def records_in(project: Path) -> list[dict[str, Any]]:
     done = run_mpsd("jobs", "--json")
     assert done.returncode == 0, done.stderr
@@ -120,6 +126,8 @@ def test_real_jobs_are_recorded_with_their_cap_peak_and_end(
         watch.wait(timeout=30)
         assert os.path.realpath(project) not in seen
 
+        # The daemon has decided: the ratio the hook reads is limits.toml's from now on.
+        wait_for(decided, "the daemon's first decision")
         torch_job = subprocess.Popen(
             [str(python), "-c", TORCH_JOB], cwd=project, stdout=subprocess.PIPE, text=True
         )
@@ -140,7 +148,9 @@ def test_real_jobs_are_recorded_with_their_cap_peak_and_end(
             records = records_in(project)
             return records if all(r["ended"] and r["killed"] is not None for r in records) else None
 
-        mlx, torch = wait_for(ended, "both ends")  # type: ignore[misc]
+        records = wait_for(ended, "both ends")
+        assert isinstance(records, list) and len(records) == 2, records
+        mlx, torch = records
     finally:
         daemon.terminate()
         daemon.communicate(timeout=30)
