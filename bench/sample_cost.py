@@ -9,9 +9,10 @@ one is a job), then times ``take_sample()`` with ``time.process_time``:
 the first sample (every pid examined), samples while the table is young (re-checks),
 then, once it has aged ``--settle`` seconds, samples back to back, after an idle pause
 (cold caches, as in the daemon), and while processes come and go. Prints figures and
-their ratio to the contract (5 ms of CPU per sample). Last, the macOS path (``lsof`` for a
-Python's libraries) over an hour of 30 s samples on a simulated clock: the ``lsof`` runs it
-would start, counted through the scanner's seam, with the footprint floor and without it.
+their ratio to the contract (5 ms of CPU per sample). Last, an hour of 30 s scans on a simulated
+clock (the re-checks of the idle Pythons come due as they age): their CPU on this path, and on
+the macOS path (``lsof`` for a Python's libraries) the ``lsof`` runs it would start, counted
+through the scanner's seam, with the footprint floor and without it.
 """
 
 from __future__ import annotations
@@ -31,7 +32,12 @@ sys.path.insert(0, str(ROOT))
 
 import psutil  # noqa: E402
 
-from mpsd.machine.mljobs import FLOOR, ProcessScanner, find_ml_processes  # noqa: E402
+from mpsd.machine.mljobs import (  # noqa: E402
+    FLOOR,
+    ProcessScanner,
+    find_ml_processes,
+    framework_in_maps,
+)
 from mpsd.machine.sampler import take_sample  # noqa: E402
 
 BUDGET_MS = 5.0
@@ -78,24 +84,33 @@ def cpu_ms(samples: int, pause: float = 0.0) -> tuple[list[float], float]:
     return costs, new / samples
 
 
-def lsof_per_hour(floor: int, interval: float = 30.0) -> int:
-    """The ``lsof`` runs of an hour of samples on the macOS path, on a simulated clock that ages
-    every process by ``interval`` a sample (the back-off of the re-checks is by age)."""
+def an_hour(macos: bool, floor: int = FLOOR, interval: float = 30.0) -> tuple[int, list[float]]:
+    """An hour of scans on a simulated clock that ages every process by ``interval`` a sample
+    (the back-off of the re-checks is by age): the looks at a process's libraries it made (on
+    the macOS path, each an ``lsof``: counted, not run), and the CPU ms of each scan."""
     clock = {"now": 0.0}
-    runs = []
+    runs: list[int] = []
+
+    def look(proc: psutil.Process) -> object:
+        runs.append(proc.pid)
+        return None if macos else framework_in_maps(proc)
+
     scanner = ProcessScanner(
         clock=lambda: clock["now"],
         wall=lambda: time.time() + clock["now"],
-        torch_loaded=lambda proc: runs.append(proc.pid),
-        maps_of_all=False,
+        torch_loaded=look,
+        maps_of_all=not macos,
         floor=floor,
     )
     scanner.scan()  # the daemon's first sample: every pid gets its first look
     runs.clear()
+    costs = []
     for _ in range(int(3600 / interval)):
         clock["now"] += interval
+        start = time.process_time()
         scanner.scan()
-    return len(runs)
+        costs.append((time.process_time() - start) * 1000)
+    return len(runs), costs
 
 
 def churn() -> subprocess.Popen[bytes]:
@@ -202,10 +217,10 @@ def main() -> int:
         busy, new = cpu_ms(args.samples, pause=0.05)
         row(f"idle + churn ({new:.1f} new pids)", busy)
         spawner.kill()
+        looks, costs = an_hour(macos=False)
+        row(f"an hour of 30 s scans ({looks} maps read)", costs)
         for floor, name in ((FLOOR, f"floor {FLOOR >> 20} MiB"), (0, "no floor")):
-            print(
-                f"macOS path: lsof runs in an hour of 30 s samples, {name}: {lsof_per_hour(floor)}"
-            )
+            print(f"macOS path, {name}: {an_hour(True, floor)[0]} lsof runs in an hour")
     finally:
         for child in children:
             child.kill()
