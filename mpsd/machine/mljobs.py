@@ -37,6 +37,7 @@ WATERMARK_VARS = (HIGH_VAR, LOW_VAR)
 MARKERS = (("libtorch", TORCH), ("torch/_C", TORCH), ("libmlx", MLX))
 YOUNG = 60.0  # seconds: a process this young may still exec into a Python
 FLOOR = 128 << 20  # macOS: a Python with a smaller footprint is not worth an lsof yet
+LOOKS = 16  # re-checks a scan makes at most (a sample's CPU stays bounded)
 
 # A process that vanished, is hidden, or that psutil fails on (RuntimeError on macOS 26).
 _UNREADABLE = (psutil.Error, OSError, RuntimeError)
@@ -198,6 +199,7 @@ class ProcessScanner:
         measure: Callable[[psutil.Process], tuple[int, int]] = process_bytes,
         maps_of_all: bool = sys.platform != "darwin",
         floor: int = FLOOR,
+        looks: int = LOOKS,
     ) -> None:
         self.uid = os.getuid() if uid is None else uid
         self.clock = clock  # schedules re-checks: immune to wall-clock jumps
@@ -208,7 +210,7 @@ class ProcessScanner:
         self.torch_loaded = torch_loaded  # (reason, library) or a reason; True means "torch"
         self.measure = measure
         # macOS: reading a process's regions is slow, so only Pythons' maps are read.
-        self.maps_of_all, self.floor = maps_of_all, floor
+        self.maps_of_all, self.floor, self.looks = maps_of_all, floor, looks
         self._seen: set[int] = set()  # every pid looked at, the user's or not
         self._mine: dict[int, _Entry] = {}  # the user's processes
         self._jobs: dict[int, _Entry] = {}  # those that are ML jobs (or the probe's filler)
@@ -228,7 +230,9 @@ class ProcessScanner:
         for pid in pids - self._seen:
             self._seen.add(pid)
             self._adopt(pid, self._examine(pid, now))
-        while self._due and self._due[0][0] <= now:
+        looks = self.looks  # re-checks that fall due together wait for the next scans
+        while self._due and self._due[0][0] <= now and looks > 0:
+            looks -= 1
             _, _, pid, entry = heapq.heappop(self._due)
             if self._mine.get(pid) is not entry:
                 continue  # gone, or replaced since it was queued

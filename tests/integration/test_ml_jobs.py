@@ -257,6 +257,7 @@ def test_a_process_without_torch_is_looked_at_again_less_and_less_often() -> Non
                 clock=lambda: clock["now"],
                 wall=lambda: born + clock["now"],
                 max_recheck=8.0,
+                looks=1 << 30,  # this box's other processes never delay the child's re-check
             )
 
         scanners = {child.pid: scanner_for(child) for child in (other, python)}
@@ -348,6 +349,28 @@ def test_a_reused_pid_is_examined_afresh(
 
 
 @slow
+def test_a_scan_makes_at_most_its_budget_of_re_checks() -> None:
+    """200 idle Pythons born together fall due together: a sample's CPU stays bounded."""
+    idle = [_spawn(HOLD.format(mib=1, extra="")) for _ in range(6)]
+    clock, rounds = {"now": 0.0}, []
+    looked_at: list[int] = []
+    scanner = ProcessScanner(
+        torch_loaded=lambda proc: looked_at.append(proc.pid), clock=lambda: clock["now"], looks=2
+    )
+    try:
+        for proc in idle:
+            _ready(proc)
+        scanner.scan()  # first looks: not budgeted
+        for _ in range(4):
+            looked_at.clear()
+            clock["now"] += 1000.0  # every re-check is due
+            scanner.scan()
+            rounds.append(len({proc.pid for proc in idle} & set(looked_at)))
+    finally:
+        _stop(*idle)
+    assert max(rounds) <= 2 < sum(rounds)  # all six were due in each round
+
+
 def test_the_scanner_forgets_processes_that_ended_so_a_long_running_daemon_does_not_grow() -> None:
     # A daemon runs for months while the user's machine starts and ends processes by the
     # hundred thousand: what the scanner keeps must follow the live table, not the history.
