@@ -37,7 +37,7 @@ WATERMARK_VARS = (HIGH_VAR, LOW_VAR)
 MARKERS = (("libtorch", TORCH), ("torch/_C", TORCH), ("libmlx", MLX))
 YOUNG = 60.0  # seconds: a process this young may still exec into a Python
 FLOOR = 128 << 20  # macOS: a Python with a smaller footprint is not worth an lsof yet
-LOOKS = 16  # re-checks a scan makes at most (a sample's CPU stays bounded)
+LOOKS = 12  # re-checks a scan makes at most (a sample's CPU stays bounded)
 
 # A process that vanished, is hidden, or that psutil fails on (RuntimeError on macOS 26).
 _UNREADABLE = (psutil.Error, OSError, RuntimeError)
