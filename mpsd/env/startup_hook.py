@@ -31,6 +31,7 @@ import sys
 TYPE_CHECKING = False  # not `typing`: this file may import only what start-up has (above)
 if TYPE_CHECKING:
     from collections.abc import Mapping, MutableMapping
+    from typing import Any
 
 HIGH_VAR = "PYTORCH_MPS_HIGH_WATERMARK_RATIO"
 LOW_VAR = "PYTORCH_MPS_LOW_WATERMARK_RATIO"
@@ -194,32 +195,130 @@ def decide(environ: "Mapping[str, str]", cwd: "str | None", prefix: str) -> "dic
     project), with ``environ``; empty when none."""
     if HIGH_VAR in environ or LOW_VAR in environ:
         return {}
-    config = mpsd_dir(environ, "CONFIG")
-    if not (trusted(config) and trusted(mpsd_dir(environ, "DATA"))):
-        return {}
-    data = read_limits(os.path.join(config, "limits.toml"))
+    data = limits_here(environ, cwd, prefix)
     if data is None:
         return {}
     high, low = setting(data, _HIGH), setting(data, _LOW)
     high_value, low_value = ratio(high), ratio(low)
     if not high_value or not low_value or low_value > high_value:
         return {}
+    return {HIGH_VAR: high, LOW_VAR: low, "_MPSD_EXPORTED_HIGH": high, "_MPSD_EXPORTED_LOW": low}
+
+
+def limits_here(environ: "Mapping[str, str]", cwd: "str | None", prefix: str) -> "bytearray | None":
+    """limits.toml's bytes (as ``read_limits`` gives them) when mpsd's dirs pass the trust rule
+    and ``cwd`` or the environment ``prefix`` lies in one of its projects; else None."""
+    config = mpsd_dir(environ, "CONFIG")
+    if not (trusted(config) and trusted(mpsd_dir(environ, "DATA"))):
+        return None
+    data = read_limits(os.path.join(config, "limits.toml"))
+    if data is None:
+        return None
     in_cwd = cwd is not None and covered(data, cwd)
     if not in_cwd and not covered(data, os.path.realpath(prefix)):
-        return {}
-    return {HIGH_VAR: high, LOW_VAR: low, "_MPSD_EXPORTED_HIGH": high, "_MPSD_EXPORTED_LOW": low}
+        return None
+    return data
+
+
+def here() -> "str | None":
+    """The working directory, physical already (the kernel's path); None when it was removed."""
+    try:
+        return os.getcwd()
+    except OSError:
+        return None
 
 
 def apply(environ: "MutableMapping[str, str]") -> None:
     """Set the variables in ``environ`` (``os.environ``) as ``decide`` says. Never raises."""
     try:
-        # getcwd() is physical already (the kernel's path, symlinks resolved).
-        try:
-            cwd = os.getcwd()  # type: str | None
-        except OSError:  # the working directory was removed
-            cwd = None
-        for name, value in decide(environ, cwd, sys.prefix).items():
+        for name, value in decide(environ, here(), sys.prefix).items():
             environ[name] = value
+    except BaseException:
+        pass
+
+
+# -- MLX (issue 32) ----------------------------------------------------------------------------
+# MLX reads no environment variable: where this environment has mlx, a finder first on
+# sys.meta_path waits for the first `import mlx.core` and sets MLX's memory limit right after it
+# (from limits.toml as it is then), its buffer cache no larger. The wired limit is the user's.
+_MLX_SWITCH = b"mlx_limit = "
+_LIMIT_BYTES = b"limit_bytes = "
+
+
+def mlx_limit(environ: "Mapping[str, str]", cwd: "str | None", prefix: str) -> int:
+    """The bytes MLX's limit gets in ``cwd`` from ``prefix``: limits.toml's ``limit_bytes`` when
+    its ``mlx_limit = true`` and the place lies in one of its projects; 0 otherwise."""
+    data = limits_here(environ, cwd, prefix)
+    if data is None or setting(data, _MLX_SWITCH) != "true":
+        return 0
+    text = setting(data, _LIMIT_BYTES)
+    if not text or len(text) > 18 or text.strip("0123456789"):  # ASCII digits, below 2**63
+        return 0
+    return int(text)
+
+
+def set_mlx_limits(core: "Any") -> None:
+    """Give the ``mlx.core`` module just loaded ``mlx_limit``'s bytes. Never raises."""
+    try:
+        limit = mlx_limit(os.environ, here(), sys.prefix)
+        if limit:
+            core.set_memory_limit(limit)
+            cache = core.set_cache_limit(limit)  # returns the limit before
+            if cache < limit:  # no larger than it was either
+                core.set_cache_limit(cache)
+    except BaseException:
+        pass
+
+
+class MlxLoader:
+    """mlx.core's own loader, then ``set_mlx_limits``; it hands the module its loader back."""
+
+    def __init__(self, loader: "Any") -> None:
+        self.loader = loader
+
+    def __getattr__(self, name: str) -> "Any":
+        return getattr(self.loader, name)
+
+    def create_module(self, spec: "Any") -> "Any":
+        return self.loader.create_module(spec)
+
+    def exec_module(self, module: "Any") -> None:
+        try:
+            self.loader.exec_module(module)
+        finally:
+            if MlxFinder in sys.meta_path:
+                sys.meta_path.remove(MlxFinder)
+            if getattr(module, "__spec__", None) is not None:
+                module.__loader__ = module.__spec__.loader = self.loader
+        set_mlx_limits(module)
+
+
+class MlxFinder:
+    """First on sys.meta_path until ``mlx.core`` is imported: every other import passes it at
+    the cost of one comparison; for mlx.core it wraps the loader the other finders find."""
+
+    @staticmethod
+    def find_spec(name: str, path: "Any" = None, target: "Any" = None) -> "Any":
+        if name != "mlx.core":
+            return None
+        try:
+            for finder in sys.meta_path:
+                find = getattr(finder, "find_spec", None) if finder is not MlxFinder else None
+                spec = find(name, path, target) if find is not None else None
+                if spec is not None:
+                    if hasattr(spec.loader, "exec_module"):
+                        spec.loader = MlxLoader(spec.loader)
+                    return spec
+        except BaseException:
+            pass
+        return None  # the import system asks the others itself
+
+
+def watch_mlx() -> None:
+    """Put ``MlxFinder`` first where this environment has mlx (one stat). Never raises."""
+    try:
+        if os.path.isdir(os.path.join(os.path.dirname(__file__), "mlx")):
+            sys.meta_path.insert(0, MlxFinder)
     except BaseException:
         pass
 
@@ -233,6 +332,7 @@ def start() -> None:
     if not _started:
         _started.append(True)
         apply(os.environ)
+        watch_mlx()
 
 
 if __name__ == "_mpsd_startup":  # imported by its .pth line; as mpsd.env.startup_hook, inert

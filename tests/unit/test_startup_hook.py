@@ -4,9 +4,11 @@ exactly as the shared decision does, finds it where ``mpsd.paths`` does, and imp
 from __future__ import annotations
 
 import ast
+import importlib
 import itertools
 import os
 import random
+import sys
 import tempfile
 from pathlib import Path
 
@@ -195,9 +197,9 @@ def test_the_module_imports_only_what_python_start_up_already_has() -> None:
             imported.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
             imported.add(node.module or "")
-    # collections.abc only under `if TYPE_CHECKING:` (False at run time), for mypy; and no
-    # `from __future__`, which is a real import at run time.
-    assert imported == {"os", "sys", "collections.abc"}
+    # collections.abc and typing only under `if TYPE_CHECKING:` (False at run time), for mypy;
+    # and no `from __future__`, which is a real import at run time.
+    assert imported == {"os", "sys", "collections.abc", "typing"}
     guarded = [n for n in tree.body if isinstance(n, ast.If)]
     assert any(isinstance(n.test, ast.Name) and n.test.id == "TYPE_CHECKING" for n in guarded)
 
@@ -240,3 +242,104 @@ def test_apply_never_raises(monkeypatch: pytest.MonkeyPatch) -> None:
     environ: dict[str, str] = {}
     startup_hook.apply(environ)
     assert environ == {}
+
+
+# -- MLX (issue 32) --------------------------------------------------------------------------
+
+
+def _mlx_limits(
+    tmp_path: Path, switch: str = "mlx_limit = true", size: str = "30954687948"
+) -> dict[str, str]:
+    text = limits_text("0.77", "0.7", (PROJECT,)).replace("30954687948", size)
+    (tmp_path / "limits.toml").write_text(text + switch + "\n")
+    return {"MPSD_CONFIG_DIR": str(tmp_path)}
+
+
+def test_mlx_gets_limit_bytes_in_a_project_with_the_switch_on_and_nothing_else(
+    tmp_path: Path,
+) -> None:
+    environ = _mlx_limits(tmp_path)
+    assert startup_hook.mlx_limit(environ, PROJECT + "/src", "/x") == 30954687948
+    assert startup_hook.mlx_limit(environ, "/elsewhere", PROJECT + "/.venv") == 30954687948
+    assert startup_hook.mlx_limit(environ, "/elsewhere", "/x") == 0
+    # The user's watermark variables are PyTorch's business: MLX gets its limit still.
+    assert startup_hook.mlx_limit(
+        {**environ, "PYTORCH_MPS_HIGH_WATERMARK_RATIO": "1"}, PROJECT, "/x"
+    )
+    for switch in ("mlx_limit = false", "", "mlx_limit = True", "mlx_limit = true "):
+        assert startup_hook.mlx_limit(_mlx_limits(tmp_path, switch), PROJECT, "/x") == 0, switch
+
+
+@pytest.mark.parametrize("size", ["", "12x", "-5", "1e9", " 5", "\u0663", "9" * 19, "0"])
+def test_a_limit_bytes_mpsd_never_writes_leaves_mlx_alone(tmp_path: Path, size: str) -> None:
+    assert startup_hook.mlx_limit(_mlx_limits(tmp_path, size=size), PROJECT, "/x") == 0
+
+
+class FakeCore:
+    """mlx.core's three calls, recorded; ``cache``: the cache limit before."""
+
+    def __init__(self, cache: int) -> None:
+        self.calls: list[tuple[str, int]] = []
+        self.cache = cache
+
+    def set_memory_limit(self, value: int) -> int:
+        self.calls.append(("memory", value))
+        return 0
+
+    def set_cache_limit(self, value: int) -> int:
+        self.calls.append(("cache", value))
+        before, self.cache = self.cache, value
+        return before
+
+
+@pytest.mark.parametrize("cache", [1 << 40, 1 << 25])
+def test_the_cache_limit_ends_no_larger_than_the_limit_nor_than_it_was(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cache: int
+) -> None:
+    monkeypatch.setenv("MPSD_CONFIG_DIR", str(tmp_path))
+    _mlx_limits(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(startup_hook, "covered", lambda data, directory: directory == str(tmp_path))
+    core = FakeCore(cache)
+    startup_hook.set_mlx_limits(core)
+    assert core.calls[0] == ("memory", 30954687948)
+    assert core.cache == min(cache, 30954687948)
+    assert all(name != "wired" for name, _ in core.calls)
+
+
+def test_the_finder_waits_for_mlx_core_and_sets_the_limit_right_after_it_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stand-in mlx package (the real one: tests/integration/test_mlx_hook.py)."""
+    (tmp_path / "mlx").mkdir()
+    (tmp_path / "mlx" / "__init__.py").write_text("")
+    (tmp_path / "mlx" / "core.py").write_text(
+        "calls = []\n"
+        "def set_memory_limit(v):\n    calls.append(('memory', v))\n    return 0\n"
+        "def set_cache_limit(v):\n    calls.append(('cache', v))\n    return 1 << 50\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(sys, "meta_path", list(sys.meta_path))
+    monkeypatch.setattr(startup_hook, "__file__", str(tmp_path / "_mpsd_startup.py"))
+    monkeypatch.setattr(startup_hook, "mlx_limit", lambda *a: 1234)
+    for name in ("mlx", "mlx.core"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    startup_hook.watch_mlx()
+    assert sys.meta_path[0] is startup_hook.MlxFinder
+    import json  # noqa: F401 - any other import passes by
+
+    assert sys.meta_path[0] is startup_hook.MlxFinder
+    core = importlib.import_module("mlx.core")
+    assert core.calls == [("memory", 1234), ("cache", 1234)]
+    assert startup_hook.MlxFinder not in sys.meta_path  # once: a reload sets nothing
+    assert type(core.__loader__).__name__ == "SourceFileLoader"
+    assert core.__spec__.loader is core.__loader__
+    for name in ("mlx", "mlx.core"):
+        del sys.modules[name]
+
+
+def test_no_mlx_beside_the_hook_no_finder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "meta_path", list(sys.meta_path))
+    monkeypatch.setattr(startup_hook, "__file__", str(tmp_path / "_mpsd_startup.py"))
+    startup_hook.watch_mlx()
+    assert startup_hook.MlxFinder not in sys.meta_path
