@@ -16,7 +16,12 @@ interleaved in a shuffled order within each round, in four cases:
 - without the hook but with the .pth uv and virtualenv put into every venv they make
   (`import _virtualenv`, a module of functions): on 3.11+, whose `python -c pass` loads no
   bytecode at all (its standard library is frozen), the first function loaded from bytecode costs
-  about 0.35 ms once, which that .pth, `import torch` and the hook each pay when first.
+  about 0.35 ms once, which that .pth, `import torch` and the hook each pay when first;
+- with the hook in a venv of the project that has mlx (an empty `mlx` dir: the hook puts its
+  finder for `import mlx.core` on sys.meta_path);
+- with `--compare FILE`: the hook as FILE has it (an older `startup_hook.py`, e.g. from
+  `git show main:mpsd/env/startup_hook.py`), in a venv of the project: before and after in one
+  run (issue 32's bar: at most 0.05 ms over it).
 
 Most of the cost is any .pth file's: site.py imports a codec to read one (_bootlocale before
 3.10, encodings.utf_8_sig after), which a venv with any other .pth (setuptools', uv's
@@ -102,7 +107,7 @@ def importtime(python: str, cwd: str, env: dict[str, str]) -> tuple[int, int] | 
     return None
 
 
-def bench(python: str, runs: int, work: Path, counts: list[int]) -> None:
+def bench(python: str, runs: int, work: Path, counts: list[int], compare: Path | None) -> None:
     project = work / "project"
     outside = work / "outside"
     project.mkdir()
@@ -169,6 +174,23 @@ def bench(python: str, runs: int, work: Path, counts: list[int]) -> None:
         "hook, outside (other venv)": (other_python, outside, True, False),
     }
 
+    def project_venv(name: str, module: bytes | None = None) -> str:
+        """Another venv of the project with the hook: mlx in it (name "mlx"), or ``module``."""
+        subprocess.run([python, "-m", "venv", "--without-pip", str(project / name)], check=True)
+        python_ = str(project / name / "bin" / "python")
+        site_ = pyhooks.inspect_interpreter(python_).site
+        pyhooks.write_copy(site_)
+        if module is None:
+            Path(site_, "mlx").mkdir()
+        else:
+            Path(site_, pyhooks.MODULE_FILE).write_bytes(module)
+        return python_
+
+    cases["hook, mlx in the environment"] = (project_venv("mlx"), project, True, False)
+    if compare is not None:
+        older = project_venv("older", compare.read_bytes())
+        cases["hook before (--compare)"] = (older, project, True, False)
+
     def toggle(on: bool, on_path: Path, off_path: Path) -> None:
         if on and off_path.exists():
             off_path.rename(on_path)
@@ -232,6 +254,16 @@ def bench(python: str, runs: int, work: Path, counts: list[int]) -> None:
                 f"{cpu * 1e3:>9.2f}{(cpu - base_cpu) * 1e3:>+8.2f}"
                 f"{over if name.startswith('hook') else '':}"
             )
+        for name in ("hook, inside the project", "hook, mlx in the environment"):
+            if "hook before (--compare)" in cases:
+                wall, cpu = (statistics.median(t[name]) for t in (walls, cpus))
+                old_wall, old_cpu = (
+                    statistics.median(t["hook before (--compare)"]) for t in (walls, cpus)
+                )
+                print(
+                    f"{name} over the hook before: wall {(wall - old_wall) * 1e3:+.3f} ms, "
+                    f"cpu {(cpu - old_cpu) * 1e3:+.3f} ms (bar: +0.05 ms)"
+                )
         if found:
             self_us = statistics.median(t[0] for t in found)
             cumulative = statistics.median(t[1] for t in found)
@@ -252,10 +284,11 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=200)
     parser.add_argument("--python", action="append", default=[])
     parser.add_argument("--projects", type=default_counts, default=[1, 100, 1000])
+    parser.add_argument("--compare", type=Path, metavar="FILE", help="an older startup_hook.py")
     args = parser.parse_args()
     for python in args.python or default_pythons():
         with tempfile.TemporaryDirectory(prefix="mpsd-pth-bench-") as tmp:
-            bench(python, args.runs, Path(tmp), args.projects)
+            bench(python, args.runs, Path(tmp), args.projects, args.compare)
 
 
 if __name__ == "__main__":
