@@ -238,16 +238,20 @@ def apply(environ: "MutableMapping[str, str]") -> None:
 
 
 # -- MLX (issue 32) ----------------------------------------------------------------------------
-# MLX reads no environment variable: where this environment has mlx, a finder first on
-# sys.meta_path waits for the first `import mlx.core` and sets MLX's memory limit right after it
-# (from limits.toml as it is then), its buffer cache no larger. The wired limit is the user's.
+# MLX reads no environment variable. Where this environment has mlx, this module puts itself first
+# on sys.meta_path (`watch_mlx`: one stat). It is then the finder every import passes (one
+# comparison each) and, for the first `import mlx.core`, the loader: mlx.core's own loader runs,
+# then `set_mlx_limits` sets MLX's memory limit from limits.toml as it is then, its buffer cache
+# no larger. The module itself, not a class: creating one would cost every start of python more
+# than the rest of this section. The wired limit is the user's: never set.
 _MLX_SWITCH = b"mlx_limit = "
 _LIMIT_BYTES = b"limit_bytes = "
+_mlx_loader = []  # type: list[Any]  # mlx.core's own loader
 
 
 def mlx_limit(environ: "Mapping[str, str]", cwd: "str | None", prefix: str) -> int:
-    """The bytes MLX's limit gets in ``cwd`` from ``prefix``: limits.toml's ``limit_bytes`` when
-    its ``mlx_limit = true`` and the place lies in one of its projects; 0 otherwise."""
+    """limits.toml's ``limit_bytes`` where its ``mlx_limit = true`` and ``limits_here`` finds
+    a project; else 0."""
     data = limits_here(environ, cwd, prefix)
     if data is None or setting(data, _MLX_SWITCH) != "true":
         return 0
@@ -258,69 +262,57 @@ def mlx_limit(environ: "Mapping[str, str]", cwd: "str | None", prefix: str) -> i
 
 
 def set_mlx_limits(core: "Any") -> None:
-    """Give the ``mlx.core`` module just loaded ``mlx_limit``'s bytes. Never raises."""
     try:
         limit = mlx_limit(os.environ, here(), sys.prefix)
         if limit:
             core.set_memory_limit(limit)
-            cache = core.set_cache_limit(limit)  # returns the limit before
+            cache = core.set_cache_limit(limit)  # returns the one before
             if cache < limit:  # no larger than it was either
                 core.set_cache_limit(cache)
     except BaseException:
         pass
 
 
-class MlxLoader:
-    """mlx.core's own loader, then ``set_mlx_limits``; it hands the module its loader back."""
-
-    def __init__(self, loader: "Any") -> None:
-        self.loader = loader
-
-    def __getattr__(self, name: str) -> "Any":
-        return getattr(self.loader, name)
-
-    def create_module(self, spec: "Any") -> "Any":
-        return self.loader.create_module(spec)
-
-    def exec_module(self, module: "Any") -> None:
-        try:
-            self.loader.exec_module(module)
-        finally:
-            if MlxFinder in sys.meta_path:
-                sys.meta_path.remove(MlxFinder)
-            if getattr(module, "__spec__", None) is not None:
-                module.__loader__ = module.__spec__.loader = self.loader
-        set_mlx_limits(module)
-
-
-class MlxFinder:
-    """First on sys.meta_path until ``mlx.core`` is imported: every other import passes it at
-    the cost of one comparison; for mlx.core it wraps the loader the other finders find."""
-
-    @staticmethod
-    def find_spec(name: str, path: "Any" = None, target: "Any" = None) -> "Any":
-        if name != "mlx.core":
-            return None
-        try:
-            for finder in sys.meta_path:
-                find = getattr(finder, "find_spec", None) if finder is not MlxFinder else None
-                spec = find(name, path, target) if find is not None else None
-                if spec is not None:
-                    if hasattr(spec.loader, "exec_module"):
-                        spec.loader = MlxLoader(spec.loader)
-                    return spec
-        except BaseException:
-            pass
-        return None  # the import system asks the others itself
-
-
 def watch_mlx() -> None:
-    """Put ``MlxFinder`` first where this environment has mlx (one stat). Never raises."""
     try:
         if os.path.isdir(os.path.join(os.path.dirname(__file__), "mlx")):
-            sys.meta_path.insert(0, MlxFinder)
+            sys.meta_path.insert(0, sys.modules[__name__])
     except BaseException:
         pass
+
+
+def find_spec(name: str, path: "Any" = None, target: "Any" = None) -> "Any":
+    if name != "mlx.core":
+        return None
+    me = sys.modules.get(__name__)
+    try:
+        for finder in sys.meta_path:  # the spec the finders after this one give
+            find = getattr(finder, "find_spec", None) if finder is not me else None
+            spec = find(name, path, target) if find is not None else None
+            if spec is not None:
+                if hasattr(spec.loader, "exec_module"):
+                    _mlx_loader[:] = [spec.loader]
+                    spec.loader = me
+                return spec
+    except BaseException:
+        pass
+    return None  # the import system asks the others itself
+
+
+def create_module(spec: "Any") -> "Any":
+    return _mlx_loader[0].create_module(spec)
+
+
+def exec_module(module: "Any") -> None:
+    loader = _mlx_loader[0]
+    try:
+        loader.exec_module(module)
+    finally:
+        if sys.modules.get(__name__) in sys.meta_path:
+            sys.meta_path.remove(sys.modules[__name__])
+        if getattr(module, "__spec__", None) is not None:
+            module.__loader__ = module.__spec__.loader = loader
+    set_mlx_limits(module)
 
 
 _started = []  # type: list[bool]
