@@ -420,6 +420,7 @@ class Daemon:
             updated_at=dt.datetime.fromtimestamp(int(now), dt.timezone.utc),
             projects=self.projects(),
             sample_count=decision.sample_count,
+            mlx_limit=self.config.mlx_limit,
         )
         with contextlib.suppress(Exception):
             # What the limits were worked out with, for `mpsd status` (it tells an edit

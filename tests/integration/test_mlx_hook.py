@@ -54,7 +54,7 @@ def run(python: str, cwd: Path, home: Path, code: str = PRINT) -> str:
 def write_limits(config: Path, project: Path, size: int = LIMIT, switch: str = "true") -> None:
     text = limits_text("0.77", "0.7", (str(project),)).replace("30954687948", str(size))
     config.mkdir(parents=True, exist_ok=True)
-    (config / "limits.toml").write_text(text + f"mlx_limit = {switch}\n")
+    (config / "limits.toml").write_text(text.replace("mlx_limit = true", f"mlx_limit = {switch}"))
 
 
 @pytest.fixture
@@ -101,7 +101,6 @@ def test_outside_any_project_or_switched_off_mlx_keeps_its_own_default(  # type:
     write_limits(config, project)
     assert run(elsewhere, project, home) == default
     assert run_mpsd("enable", "--python", elsewhere, str(project)).returncode == 0
-    write_limits(config, project)  # as the daemon writes it
     assert run(elsewhere, home, home) == default  # the hook, outside every project
     assert run(elsewhere, project, home) == str(LIMIT)  # the same, inside
     write_limits(config, project, switch="false")

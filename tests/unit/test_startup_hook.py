@@ -252,7 +252,8 @@ def _mlx_limits(
     tmp_path: Path, switch: str = "mlx_limit = true", size: str = "30954687948"
 ) -> dict[str, str]:
     text = limits_text("0.77", "0.7", (PROJECT,)).replace("30954687948", size)
-    (tmp_path / "limits.toml").write_text(text + switch + "\n")
+    text = text.replace("mlx_limit = true\n", switch + "\n" if switch else "")
+    (tmp_path / "limits.toml").write_text(text)
     return {"MPSD_CONFIG_DIR": str(tmp_path)}
 
 
