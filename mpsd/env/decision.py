@@ -25,7 +25,16 @@ if TYPE_CHECKING:  # the reader does I/O; this module only reads what it returns
 
 MARK_HIGH = "_MPSD_EXPORTED_HIGH"
 MARK_LOW = "_MPSD_EXPORTED_LOW"
-__all__ = ["HIGH_VAR", "LOW_VAR", "MARKS", "VARIABLES", "Exports", "decide_exports"]
+__all__ = [
+    "HIGH_VAR",
+    "LOW_VAR",
+    "MARKS",
+    "NO_START_UP_HOOK",
+    "VARIABLES",
+    "Exports",
+    "MlxGets",
+    "decide_exports",
+]
 VARIABLES = (HIGH_VAR, LOW_VAR)
 MARKS = {HIGH_VAR: MARK_HIGH, LOW_VAR: MARK_LOW}
 
@@ -46,6 +55,37 @@ def hand_set(environ: Mapping[str, str]) -> tuple[str, ...]:
 
 
 @dataclass(frozen=True)
+class MlxGets:
+    """What an MLX job started here gets (MLX reads no variable: only the start-up hook sets
+    it): ``limit_bytes``, else None (MLX's own default, or not known) and the ``fix``."""
+
+    limit_bytes: int | None
+    reason: str
+    fix: str | None = None
+
+
+MLX_OWN = "MLX's own default (up to 0.95 x RAM, a soft limit)"
+ENABLE = "run `mpsd enable`"
+NO_START_UP_HOOK = MlxGets(
+    None, f"{MLX_OWN}: no environment of this project has mpsd's current start-up hook", ENABLE
+)
+
+
+def mlx_gets(view: LimitsFile, project: str | None) -> MlxGets:
+    """``MlxGets`` in ``project`` (limits.toml's, or None) where an environment of it has the
+    start-up hook (``NO_START_UP_HOOK`` where none has)."""
+    current = view.limits
+    if project is None:
+        return MlxGets(None, f"{MLX_OWN}: not inside an opted-in project", ENABLE)
+    if current is None:
+        return MlxGets(None, "not known: limits.toml is not in mpsd's form", "see `mpsd doctor`")
+    if not current.mlx_limit:
+        off = "take `mlx_limit = false` out of config.toml"
+        return MlxGets(None, f"{MLX_OWN}: mlx_limit = false in config.toml", off)
+    return MlxGets(current.limit_bytes, "set by the start-up hook right after `import mlx.core`")
+
+
+@dataclass(frozen=True)
 class Exports:
     """What mpsd gives a ``python`` in ``directory`` (``wanted``) and the change to the
     environment it was decided for (``exports``/``unsets``); ``reason``: one sentence."""
@@ -60,6 +100,7 @@ class Exports:
     exports: dict[str, str]
     unsets: tuple[str, ...]
     reason: str
+    mlx: MlxGets
 
     def environment_after(
         self, environ: Mapping[str, str], *, marks: bool = True
@@ -128,4 +169,5 @@ def decide_exports(
         exports=exports,
         unsets=unsets,
         reason=reason,
+        mlx=mlx_gets(view, project),
     )

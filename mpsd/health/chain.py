@@ -13,6 +13,7 @@ from typing import Any
 from mpsd import limits, paths
 from mpsd.config import Config, ConfigError, changed_values, load_config
 from mpsd.daemon.history import HistoryError, Store
+from mpsd.env.decision import Exports
 from mpsd.env.exports import Optin, exports_here, optin
 from mpsd.env.pyhooks import facts_for, record
 from mpsd.errors import MpsdError
@@ -120,12 +121,18 @@ def read(environ: Mapping[str, str] | None = None) -> Chain:
     if config_problem is None and current is not None and history.decided_config is not None:
         changed = changed_values(history.decided_config, config)
     try:
-        here: Optin | None = optin(exports_here(None, env, limits_file=read_limits), env)
+        decision: Exports | None = exports_here(None, env, limits_file=read_limits)
     except MpsdError:  # the current directory was removed under us
-        here = None
+        decision = None
+    read_hooks = {None: []} if decision is None else {decision.project: facts_for(decision.project)}
+    here = None if decision is None else optin(decision, env, read_hooks[decision.project])
     projects = [here.project] if here is not None and here.project is not None else []
     projects += [entry.project for entry in record()]
-    hooks = [fact for project in dict.fromkeys(projects) for fact in facts_for(project)]
+    hooks = [
+        fact
+        for project in dict.fromkeys(projects)
+        for fact in (read_hooks[project] if project in read_hooks else facts_for(project))
+    ]
     decided = history.decided_at is not None
     return Chain(
         now=now,
