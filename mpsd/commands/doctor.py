@@ -74,8 +74,9 @@ def checks(python: tuple[str, str]) -> list[Finding]:
     refused = project_python.unvetted(*python, "doctor")
     if refused:
         return [*found, Finding("torch", SKIPPED, *refused)]
-    if here.here is not None and here.here.in_limits and "own" not in python[1]:
+    own = python[1].startswith("the project's ") or python[1] == "--python"
+    if here.here is not None and here.here.in_limits and own:
         # What an MLX job gets, asked of the opted-in project's own python.
-        answer = system.torch_info(python[0], probe=system.MLX_PROBE)
+        answer = system.torch_info(python[0], 180.0, system.MLX_PROBE)
         found = [findings.mlx(here, python[0], answer) if f.name == "mlx" else f for f in found]
     return [*found, system.check_torch(python, system.torch_info(python[0]))]

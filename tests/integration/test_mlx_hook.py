@@ -6,6 +6,7 @@ started as an IDE would (a clean environment, no hooked shell)."""
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import subprocess
 import sys
@@ -132,3 +133,34 @@ def test_a_bad_or_missing_limits_toml_leaves_mlx_alone_and_a_python_without_mlx_
     write_limits(config, project)
     code = "import sys; print([m for m in sys.modules if m.split('.')[0] == 'mlx'])"
     assert run(python, project, home, code) == "[]"
+
+
+def test_status_env_and_doctor_say_what_an_mlx_job_here_gets(  # type: ignore[no-untyped-def]
+    setup, tmp_path: Path
+) -> None:
+    project, python, config, _, default = setup
+    write_limits(config, project)
+    gib = f"{LIMIT / (1 << 30):.2f} GiB"
+    status = run_mpsd("status", cwd=project).stdout
+    assert f"mlx job here:    gets {gib} (set by the start-up hook" in status
+    env = json.loads(run_mpsd("env", "--shell", "json", cwd=project).stdout)
+    assert env["mlx"]["limit_bytes"] == LIMIT
+    assert "mlx" not in run_mpsd("env", cwd=project).stdout.lower()  # eval'd: nothing there
+    doctor = json.loads(run_mpsd("doctor", "--json", cwd=project).stdout)
+    (mlx,) = [check for check in doctor["checks"] if check["name"] == "mlx"]
+    assert mlx["status"] == "ok" and f"{python}'s MLX says {gib}" in mlx["detail"]
+    # The project's environment without the hook's .pth (a recreated venv, say).
+    (site,) = (project / ".venv").glob("lib/python3.*/site-packages")
+    (site / "_mpsd_startup.pth").unlink()
+    status = run_mpsd("status", cwd=project).stdout
+    assert "mlx job here:    gets MLX's own default" in status and "`mpsd enable`" in status
+    doctor = json.loads(run_mpsd("doctor", "--json", cwd=project).stdout)
+    (mlx,) = [check for check in doctor["checks"] if check["name"] == "mlx"]
+    assert mlx["status"] == "warning" and mlx["fix"] == "run `mpsd enable`"
+    assert f"{python}'s MLX says {int(default) / (1 << 30):.2f} GiB" in mlx["detail"]
+    # A directory nobody opted in, with an mlx venv: its python is never run.
+    clone = Path(os.path.realpath(tmp_path / "clone"))
+    mlx_venv(clone / ".venv")
+    doctor = json.loads(run_mpsd("doctor", "--json", cwd=clone).stdout)
+    (mlx,) = [check for check in doctor["checks"] if check["name"] == "mlx"]
+    assert "not inside an opted-in project" in mlx["detail"] and "says" not in mlx["detail"]
