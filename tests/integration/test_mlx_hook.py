@@ -59,7 +59,7 @@ def write_limits(config: Path, project: Path, size: int = LIMIT, switch: str = "
 
 
 @pytest.fixture
-def setup(tmp_path: Path, isolated_dirs: dict[str, Path], monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
+def mlx_project(tmp_path: Path, isolated_dirs: dict[str, Path], monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
     """An opted-in project with an mlx venv (and the hook), mpsd's config where a python with
     only HOME finds it, and MLX's own default limit here."""
     config = isolated_dirs["home"] / ".config" / "mps"
@@ -75,8 +75,10 @@ def setup(tmp_path: Path, isolated_dirs: dict[str, Path], monkeypatch: pytest.Mo
     return project, python, config, isolated_dirs["home"], default
 
 
-def test_an_mlx_job_in_an_opted_in_project_gets_limit_bytes_and_its_own_call_wins(setup) -> None:  # type: ignore[no-untyped-def]
-    project, python, config, home, _ = setup
+def test_an_mlx_job_in_an_opted_in_project_gets_limit_bytes_and_its_own_call_wins(
+    mlx_project,
+) -> None:  # type: ignore[no-untyped-def]
+    project, python, config, home, _ = mlx_project
     write_limits(config, project)
     assert run(python, project, home) == str(LIMIT)
     cache = "import mlx.core as mx; print(mx.set_cache_limit(0))"
@@ -95,9 +97,9 @@ def test_an_mlx_job_in_an_opted_in_project_gets_limit_bytes_and_its_own_call_win
 
 
 def test_outside_any_project_or_switched_off_mlx_keeps_its_own_default(  # type: ignore[no-untyped-def]
-    setup, tmp_path: Path
+    mlx_project, tmp_path: Path
 ) -> None:
-    project, python, config, home, default = setup
+    project, python, config, home, default = mlx_project
     elsewhere = mlx_venv(tmp_path / "elsewhere-venv")  # no hook: enable never saw it
     write_limits(config, project)
     assert run(elsewhere, project, home) == default
@@ -109,9 +111,9 @@ def test_outside_any_project_or_switched_off_mlx_keeps_its_own_default(  # type:
 
 
 def test_a_bad_or_missing_limits_toml_leaves_mlx_alone_and_a_python_without_mlx_imports_none(
-    setup,
+    mlx_project,
 ) -> None:  # type: ignore[no-untyped-def]
-    project, python, config, home, default = setup
+    project, python, config, home, default = mlx_project
     limits = config / "limits.toml"
     for broken in ("limit_bytes = lots", "no switch", "not trusted", "missing", "a directory"):
         write_limits(config, project)
@@ -136,9 +138,9 @@ def test_a_bad_or_missing_limits_toml_leaves_mlx_alone_and_a_python_without_mlx_
 
 
 def test_status_env_and_doctor_say_what_an_mlx_job_here_gets(  # type: ignore[no-untyped-def]
-    setup, tmp_path: Path
+    mlx_project, tmp_path: Path
 ) -> None:
-    project, python, config, _, default = setup
+    project, python, config, _, default = mlx_project
     write_limits(config, project)
     gib = f"{LIMIT / (1 << 30):.2f} GiB"
     status = run_mpsd("status", cwd=project).stdout
