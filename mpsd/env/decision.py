@@ -25,16 +25,7 @@ if TYPE_CHECKING:  # the reader does I/O; this module only reads what it returns
 
 MARK_HIGH = "_MPSD_EXPORTED_HIGH"
 MARK_LOW = "_MPSD_EXPORTED_LOW"
-__all__ = [
-    "HIGH_VAR",
-    "LOW_VAR",
-    "MARKS",
-    "NO_START_UP_HOOK",
-    "VARIABLES",
-    "Exports",
-    "MlxGets",
-    "decide_exports",
-]
+__all__ = ["HIGH_VAR", "LOW_VAR", "MARKS", "VARIABLES", "Exports", "decide_exports"]
 VARIABLES = (HIGH_VAR, LOW_VAR)
 MARKS = {HIGH_VAR: MARK_HIGH, LOW_VAR: MARK_LOW}
 

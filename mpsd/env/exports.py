@@ -11,14 +11,7 @@ from typing import Any
 
 from mpsd import limits, paths
 from mpsd.env import watermarks
-from mpsd.env.decision import (
-    MARKS,
-    NO_START_UP_HOOK,
-    Exports,
-    MlxGets,
-    containing_project,
-    decide_exports,
-)
+from mpsd.env.decision import MARKS, Exports, MlxGets, containing_project, decide_exports
 from mpsd.env.projects import current_directory, for_limits
 from mpsd.errors import MpsdError
 
@@ -105,6 +98,7 @@ def optin(
     gets = decision.python_gets(environ)
     mlx = decision.mlx
     if mlx.limit_bytes is not None:
+        from mpsd.env.decision import NO_START_UP_HOOK
         from mpsd.env.pyhooks import facts_for
 
         hooks = facts_for(decision.project) if hooks is None else hooks

@@ -14,6 +14,8 @@ decimals in (0, 2] with low <= high, the projects as ``    "/path",`` lines (sor
 by bisection; scanned only where that finds none); a file over
 256 KiB is ignored, and so is everything when mpsd's config or data dir fails the trust rule
 (``mpsd.paths.untrusted``: owned by the user, writable by nobody else).
+Where the environment has mlx, it also sets MLX's memory limit to ``limit_bytes`` right after
+the first ``import mlx.core`` (the last section; docs/usage.md, "MLX").
 
 The rules it must keep, because it runs in environments that are not mpsd's:
 - standard library only, Python 3.8 to 3.14, and only what start-up has already imported
@@ -221,7 +223,7 @@ def limits_here(environ: "Mapping[str, str]", cwd: "str | None", prefix: str) ->
 
 
 def here() -> "str | None":
-    """The working directory, physical already (the kernel's path); None when it was removed."""
+    """The working directory (physical: the kernel's path); None when it was removed."""
     try:
         return os.getcwd()
     except OSError:
@@ -237,13 +239,11 @@ def apply(environ: "MutableMapping[str, str]") -> None:
         pass
 
 
-# -- MLX (issue 32) ----------------------------------------------------------------------------
-# MLX reads no environment variable. Where this environment has mlx, this module puts itself first
-# on sys.meta_path (`watch_mlx`: one stat). It is then the finder every import passes (one
-# comparison each) and, for the first `import mlx.core`, the loader: mlx.core's own loader runs,
-# then `set_mlx_limits` sets MLX's memory limit from limits.toml as it is then, its buffer cache
-# no larger. The module itself, not a class: creating one would cost every start of python more
-# than the rest of this section. The wired limit is the user's: never set.
+# -- MLX, which reads no variable. Where the environment has mlx (one stat), this module is first
+# on sys.meta_path: the finder every import passes (one comparison), and for the first `import
+# mlx.core` the loader: mlx.core's own runs, then MLX's limit is set from limits.toml as it is
+# then, its cache no larger (never the wired limit: the user's). Not a class: making one costs
+# every start more than this whole section.
 _MLX_SWITCH = b"mlx_limit = "
 _LIMIT_BYTES = b"limit_bytes = "
 _mlx_loader = []  # type: list[Any]  # mlx.core's own loader

@@ -124,14 +124,14 @@ def read(environ: Mapping[str, str] | None = None) -> Chain:
         decision: Exports | None = exports_here(None, env, limits_file=read_limits)
     except MpsdError:  # the current directory was removed under us
         decision = None
-    read_hooks = {None: []} if decision is None else {decision.project: facts_for(decision.project)}
-    here = None if decision is None else optin(decision, env, read_hooks[decision.project])
+    mine = facts_for(decision.project) if decision is not None else []  # read once: optin too
+    here = optin(decision, env, mine) if decision is not None else None
     projects = [here.project] if here is not None and here.project is not None else []
     projects += [entry.project for entry in record()]
     hooks = [
         fact
         for project in dict.fromkeys(projects)
-        for fact in (read_hooks[project] if project in read_hooks else facts_for(project))
+        for fact in (mine if decision and project == decision.project else facts_for(project))
     ]
     decided = history.decided_at is not None
     return Chain(

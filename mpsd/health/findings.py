@@ -222,19 +222,16 @@ def mlx(chain: Chain, python: str = "", answer: dict[str, Any] | None = None) ->
     its MLX says (``answer``: ``system.torch_info`` with ``MLX_PROBE``; None: no mlx there)."""
     if chain.here is None:
         return Finding("mlx", SKIPPED, "cannot be told here (the working directory is gone)")
-    got, checked = chain.here.mlx, ""
-    if python and answer is None:
-        checked = f"; mlx is not installed for {python}"
-    elif python and answer is not None and "limit_bytes" not in answer:
+    got, says = chain.here.mlx, (answer or {}).get("limit_bytes")
+    checked = f"; mlx is not installed for {python}" if python and answer is None else ""
+    if says is not None:
+        checked = f"; {python}'s MLX says {format_gib(says)}"
+        if got.limit_bytes is not None and says != got.limit_bytes:
+            detail = f"{python} gives MLX {format_gib(says)}, not the {format_gib(got.limit_bytes)}"
+            fix = f"{ENABLE} (the current start-up hook)"
+            return Finding("mlx", PROBLEM, f"{detail} of limits.toml", fix)
+    elif answer is not None:
         checked = f"; {python} could not tell ({answer.get('error')})"
-    elif python and answer is not None:
-        says = format_gib(answer["limit_bytes"])
-        if got.limit_bytes is not None and answer["limit_bytes"] != got.limit_bytes:
-            detail = (
-                f"{python} gives MLX {says}, not the {format_gib(got.limit_bytes)} of limits.toml"
-            )
-            return Finding("mlx", PROBLEM, detail, f"{ENABLE} (the current start-up hook)")
-        checked = f"; {python}'s MLX says {says}"
     if got.limit_bytes is not None:
         said = f"{format_gib(got.limit_bytes)} ({got.reason})"
         return Finding("mlx", OK, f"an MLX job started here gets {said}{checked}", short=said)
