@@ -105,6 +105,10 @@ def optin(
         if not any(hook["state"] == "current" and not hook["hidden"] for hook in hooks):
             mlx = NO_START_UP_HOOK
     pending = _not_in_limits(decision)
+    if pending is not None:
+        from mpsd.env.decision import MLX_OWN
+
+        mlx = MlxGets(None, f"{MLX_OWN} while {pending[1]['why']}", pending[1]["fix"])
     reason = decision.reason
     if pending is not None and not decision.hand_set:
         reason = (
