@@ -107,6 +107,35 @@ def importtime(python: str, cwd: str, env: dict[str, str]) -> tuple[int, int] | 
     return None
 
 
+# The module alone, in-process: unmarshal and run (start() included) of each hook's bytecode as
+# site.py would, median of N in a python started in the project; steadier than a whole start on a
+# busy machine. argv: config dir, then (label, module file, site dir) triples.
+IN_PROCESS = """
+import marshal, os, statistics, sys, time, types
+os.environ["MPSD_CONFIG_DIR"] = sys.argv[1]
+def once(data, site):
+    mod = types.ModuleType("_mpsd_startup")
+    mod.__file__ = site + "/_mpsd_startup.py"
+    sys.modules["_mpsd_startup"], saved = mod, list(sys.meta_path)
+    start = time.perf_counter()
+    exec(marshal.loads(data), mod.__dict__)
+    took = time.perf_counter() - start
+    sys.meta_path[:] = saved
+    for name in [n for n in os.environ if "WATERMARK" in n or n.startswith("_MPSD")]:
+        del os.environ[name]
+    return took
+cases = [sys.argv[i : i + 3] for i in range(2, len(sys.argv), 3)]
+codes = [(label, marshal.dumps(compile(open(f).read(), f, "exec")), site)
+         for label, f, site in cases]
+times = {label: [] for label, _, _ in codes}
+for _ in range(3000):
+    for label, data, site in codes:
+        times[label].append(once(data, site))
+for label, found in times.items():
+    print(label, statistics.median(found) * 1e6)
+"""
+
+
 def bench(python: str, runs: int, work: Path, counts: list[int], compare: Path | None) -> None:
     project = work / "project"
     outside = work / "outside"
@@ -262,6 +291,24 @@ def bench(python: str, runs: int, work: Path, counts: list[int], compare: Path |
                 f"{over if name.startswith('hook') else '':}"
             )
         before = "hook before (--compare)"
+        if compare is not None:
+            here = str(ROOT / "mpsd" / "env" / "startup_hook.py")
+            mlx_site = pyhooks.inspect_interpreter(cases["hook, mlx in the environment"][0]).site
+            args = [str(config), "before", str(compare), site, "now", here, site]
+            args += ["now,mlx", here, mlx_site]
+            done = subprocess.run(
+                [python, "-c", IN_PROCESS, *args],
+                cwd=project,
+                capture_output=True,
+                text=True,
+                check=True,
+            )
+            us = {k: float(v) for k, v in (line.split() for line in done.stdout.splitlines())}
+            print(
+                f"in-process (unmarshal + run, median of 3000): the hook before {us['before']:.1f}"
+                f" µs, now {us['now']:.1f} µs ({us['now'] - us['before']:+.1f}), with mlx "
+                f"{us['now,mlx']:.1f} µs ({us['now,mlx'] - us['before']:+.1f}); bar: +50 µs"
+            )
         for name in timed_here:
             found = selfs[name]
             if not found:

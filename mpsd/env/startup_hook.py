@@ -230,34 +230,19 @@ _LIMIT_BYTES = b"limit_bytes = "
 _mlx_loader = []  # type: list[Any]  # mlx.core's own loader
 
 
-def mlx_limit(environ: "Mapping[str, str]", cwd: "str | None", prefix: str) -> int:
-    """limits.toml's ``limit_bytes`` where its ``mlx_limit = true`` and ``limits_here`` finds
-    a project; else 0."""
-    data = limits_here(environ, cwd, prefix)
-    if data is None or setting(data, _MLX_SWITCH) != "true":
-        return 0
-    text = setting(data, _LIMIT_BYTES)
-    if not text or len(text) > 18 or text.strip("0123456789"):  # ASCII digits, below 2**63
-        return 0
-    return int(text)
-
-
 def set_mlx_limits(core: "Any") -> None:
+    """MLX's limit to limits.toml's ``limit_bytes`` where its ``mlx_limit = true`` and
+    ``limits_here`` finds a project, the cache no larger; else nothing. Never raises."""
     try:
-        limit = mlx_limit(os.environ, here(), sys.prefix)
+        data = limits_here(os.environ, here(), sys.prefix)
+        text = setting(data, _LIMIT_BYTES) if data and setting(data, _MLX_SWITCH) == "true" else ""
+        digits = text and len(text) <= 18 and not text.strip("0123456789")  # below 2**63
+        limit = int(text) if digits else 0
         if limit:
             core.set_memory_limit(limit)
             cache = core.set_cache_limit(limit)  # returns the one before
             if cache < limit:  # no larger than it was either
                 core.set_cache_limit(cache)
-    except BaseException:
-        pass
-
-
-def watch_mlx() -> None:
-    try:
-        if os.path.isdir(os.path.join(os.path.dirname(__file__), "mlx")):
-            sys.meta_path.insert(0, sys.modules[__name__])
     except BaseException:
         pass
 
@@ -305,7 +290,11 @@ def start() -> None:
     if not _started:
         _started.append(True)
         apply(os.environ)
-        watch_mlx()
+        try:  # MLX: this module first on sys.meta_path where the environment has mlx (one stat)
+            if os.path.isdir(os.path.join(os.path.dirname(__file__), "mlx")):
+                sys.meta_path.insert(0, sys.modules[__name__])
+        except BaseException:
+            pass
 
 
 if __name__ == "_mpsd_startup":  # imported by its .pth line; as mpsd.env.startup_hook, inert

@@ -237,39 +237,10 @@ def test_apply_never_raises(monkeypatch: pytest.MonkeyPatch) -> None:
 # -- MLX (issue 32) --------------------------------------------------------------------------
 
 
-def _mlx_limits(
-    tmp_path: Path, switch: str = "mlx_limit = true", size: str = "30954687948"
-) -> dict[str, str]:
-    text = limits_text("0.77", "0.7", (PROJECT,)).replace("30954687948", size)
-    text = text.replace("mlx_limit = true\n", switch + "\n" if switch else "")
-    (tmp_path / "limits.toml").write_text(text)
-    return {"MPSD_CONFIG_DIR": str(tmp_path)}
-
-
-def test_mlx_gets_limit_bytes_in_a_project_with_the_switch_on_and_nothing_else(
-    tmp_path: Path,
-) -> None:
-    environ = _mlx_limits(tmp_path)
-    assert startup_hook.mlx_limit(environ, PROJECT + "/src", "/x") == 30954687948
-    assert startup_hook.mlx_limit(environ, "/elsewhere", PROJECT + "/.venv") == 30954687948
-    assert startup_hook.mlx_limit(environ, "/elsewhere", "/x") == 0
-    # The user's watermark variables are PyTorch's business: MLX gets its limit still.
-    assert startup_hook.mlx_limit(
-        {**environ, "PYTORCH_MPS_HIGH_WATERMARK_RATIO": "1"}, PROJECT, "/x"
-    )
-    for switch in ("mlx_limit = false", "", "mlx_limit = True", "mlx_limit = true "):
-        assert startup_hook.mlx_limit(_mlx_limits(tmp_path, switch), PROJECT, "/x") == 0, switch
-
-
-@pytest.mark.parametrize("size", ["", "12x", "-5", "1e9", " 5", "\u0663", "9" * 19, "0"])
-def test_a_limit_bytes_mpsd_never_writes_leaves_mlx_alone(tmp_path: Path, size: str) -> None:
-    assert startup_hook.mlx_limit(_mlx_limits(tmp_path, size=size), PROJECT, "/x") == 0
-
-
 class FakeCore:
-    """mlx.core's three calls, recorded; ``cache``: the cache limit before."""
+    """mlx.core's calls, recorded; ``cache``: the cache limit before."""
 
-    def __init__(self, cache: int) -> None:
+    def __init__(self, cache: int = 1 << 50) -> None:
         self.calls: list[tuple[str, int]] = []
         self.cache = cache
 
@@ -283,19 +254,56 @@ class FakeCore:
         return before
 
 
+def _mlx_gets(
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    cwd: str = PROJECT,
+    prefix: str = "/x",
+    switch: str = "mlx_limit = true",
+    size: str = "30954687948",
+    cache: int = 1 << 50,
+) -> FakeCore:
+    """The calls ``set_mlx_limits`` makes for a python in ``cwd`` from ``prefix``."""
+    text = limits_text("0.77", "0.7", (PROJECT,)).replace("30954687948", size)
+    (tmp_path / "limits.toml").write_text(
+        text.replace("mlx_limit = true\n", switch + "\n" if switch else "")
+    )
+    monkeypatch.setenv("MPSD_CONFIG_DIR", str(tmp_path))
+    monkeypatch.setattr(startup_hook, "here", lambda: cwd)
+    monkeypatch.setattr(sys, "prefix", prefix)
+    core = FakeCore(cache)
+    startup_hook.set_mlx_limits(core)
+    return core
+
+
+def test_mlx_gets_limit_bytes_in_a_project_with_the_switch_on_and_nothing_else(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    limit = ("memory", 30954687948)
+    assert _mlx_gets(monkeypatch, tmp_path, PROJECT + "/src").calls[0] == limit
+    assert _mlx_gets(monkeypatch, tmp_path, "/elsewhere", PROJECT + "/.venv").calls[0] == limit
+    assert _mlx_gets(monkeypatch, tmp_path, "/elsewhere").calls == []
+    # The user's watermark variables are PyTorch's business: MLX gets its limit still.
+    monkeypatch.setenv("PYTORCH_MPS_HIGH_WATERMARK_RATIO", "1")
+    assert _mlx_gets(monkeypatch, tmp_path).calls[0] == limit
+    for switch in ("mlx_limit = false", "", "mlx_limit = True", "mlx_limit = true "):
+        assert _mlx_gets(monkeypatch, tmp_path, switch=switch).calls == [], switch
+
+
+@pytest.mark.parametrize("size", ["", "12x", "-5", "1e9", " 5", "\u0663", "9" * 19, "0"])
+def test_a_limit_bytes_mpsd_never_writes_leaves_mlx_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, size: str
+) -> None:
+    assert _mlx_gets(monkeypatch, tmp_path, size=size).calls == []
+
+
 @pytest.mark.parametrize("cache", [1 << 40, 1 << 25])
 def test_the_cache_limit_ends_no_larger_than_the_limit_nor_than_it_was(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cache: int
 ) -> None:
-    monkeypatch.setenv("MPSD_CONFIG_DIR", str(tmp_path))
-    _mlx_limits(tmp_path)
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(startup_hook, "covered", lambda data, directory: directory == str(tmp_path))
-    core = FakeCore(cache)
-    startup_hook.set_mlx_limits(core)
+    core = _mlx_gets(monkeypatch, tmp_path, cache=cache)
     assert core.calls[0] == ("memory", 30954687948)
     assert core.cache == min(cache, 30954687948)
-    assert all(name != "wired" for name, _ in core.calls)
 
 
 def test_the_finder_waits_for_mlx_core_and_sets_the_limit_right_after_it_once(
@@ -312,10 +320,13 @@ def test_the_finder_waits_for_mlx_core_and_sets_the_limit_right_after_it_once(
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setattr(sys, "meta_path", list(sys.meta_path))
     monkeypatch.setattr(startup_hook, "__file__", str(tmp_path / "_mpsd_startup.py"))
-    monkeypatch.setattr(startup_hook, "mlx_limit", lambda *a: 1234)
+    monkeypatch.setattr(
+        startup_hook, "limits_here", lambda *a: b"\nlimit_bytes = 1234\nmlx_limit = true\n"
+    )
     for name in ("mlx", "mlx.core"):
         monkeypatch.delitem(sys.modules, name, raising=False)
-    startup_hook.watch_mlx()
+    monkeypatch.setattr(startup_hook, "_started", [])
+    startup_hook.start()
     assert sys.meta_path[0] is startup_hook  # the module is the finder
     import json  # noqa: F401 - any other import passes by
 
@@ -333,5 +344,6 @@ def test_the_finder_waits_for_mlx_core_and_sets_the_limit_right_after_it_once(
 def test_no_mlx_beside_the_hook_no_finder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sys, "meta_path", list(sys.meta_path))
     monkeypatch.setattr(startup_hook, "__file__", str(tmp_path / "_mpsd_startup.py"))
-    startup_hook.watch_mlx()
+    monkeypatch.setattr(startup_hook, "_started", [])
+    startup_hook.start()
     assert startup_hook not in sys.meta_path
