@@ -127,47 +127,67 @@ def _signature(path: Path) -> tuple[int, int, int] | None:
 
 
 class ConfigWatcher:
-    """Calls ``notify()`` (from watchdog's thread) whenever ``path`` may have changed: watches
-    its directory (editors and atomic writes replace the file). watchdog is imported only here,
-    so only the running daemon pays for it."""
+    """Calls ``notify()`` (from watchdog's thread) whenever ``path`` may have changed. It watches
+    the file's directory (editors and atomic writes replace the file) and the one above, so that
+    the config dir is watched again when it is created or re-created (where neither exists yet:
+    the nearest directory that does). watchdog is imported only here: only the daemon pays."""
 
     def __init__(self, path: Path, notify: Callable[[], None]) -> None:
-        self.path = path
-        self._target = os.path.realpath(path)
+        self.path = Path(os.path.abspath(path))
         self._notify = notify
         self._observer: Any = None
-
-    def matches(self, event: Any) -> bool:
-        paths = (getattr(event, "src_path", ""), getattr(event, "dest_path", ""))
-        return any(p and os.path.realpath(os.fsdecode(p)) == self._target for p in paths)
+        self._target = self._dir = ""
 
     def start(self) -> bool:
-        """Start watching; False (logged) when watchdog cannot watch the directory."""
+        """Start watching; False (logged) when watchdog cannot (the schedule's backstop still
+        re-reads the file now and then)."""
+        from watchdog.observers import Observer
+
         try:
-            from watchdog.events import FileSystemEventHandler
-            from watchdog.observers import Observer
-        except ImportError as exc:  # the periodic mtime check still covers edits
-            log.warning("watchdog unavailable (%s); config edits are seen by polling", exc)
+            self._observer = Observer()
+            self._observer.daemon = True
+            self._observer.start()
+        except Exception as exc:  # out of inotify instances, say
+            log.warning("cannot watch config.toml (%s); edits are seen later", exc)
             return False
+        return self._arm()
+
+    def _arm(self) -> bool:
+        from watchdog.events import FileSystemEventHandler
+
         watcher = self
 
         class _Handler(FileSystemEventHandler):
             def on_any_event(self, event: Any) -> None:
-                if watcher.matches(event):
-                    watcher._notify()
+                watcher._seen(event)
 
-        directory = self.path.parent
+        self._target = os.path.realpath(self.path)
+        self._dir = os.path.dirname(self._target)
+        watched = [d for d in (self.path.parent, self.path.parent.parent) if d.is_dir()]
+        nearest = self.path.parent
+        while not watched and nearest != nearest.parent:
+            nearest = nearest.parent
+            watched = [nearest] if nearest.is_dir() else []
         try:
-            ensure_dir(directory)
-            observer = Observer()
-            observer.daemon = True
-            observer.schedule(_Handler(), str(directory), recursive=False)
-            observer.start()
+            self._observer.unschedule_all()
+            for directory in watched:
+                self._observer.schedule(_Handler(), str(directory), recursive=False)
         except Exception as exc:
-            log.warning("cannot watch %s (%s); config edits are seen by polling", directory, exc)
+            log.warning("cannot watch %s (%s); config edits are seen later", watched, exc)
             return False
-        self._observer = observer
         return True
+
+    def _seen(self, event: Any) -> None:
+        if event.event_type in ("opened", "closed_no_write"):
+            return  # a read
+        for name in (event.src_path, getattr(event, "dest_path", "")):
+            found = os.path.realpath(os.fsdecode(name)) if name else ""
+            above = found and (self._dir + os.sep).startswith(found + os.sep)
+            if above and event.is_directory and event.event_type != "modified":
+                self._arm()  # the config dir or one above it came, went or moved
+                self._notify()
+            elif found == self._target:
+                self._notify()
 
     def stop(self) -> None:
         if self._observer is not None:
