@@ -235,22 +235,12 @@ def parts_of(t: float, memory: Memory, capped: bool = False) -> dict[str, object
 
 
 def write_parts(parts: Mapping[str, object], path: Path) -> None:
-    """Keep ``parts`` in ``path`` (JSON) for ``mpsd status``: renamed over, not synced (the next
-    sample rewrites it; a torn file reads as none). An unwritable state dir costs that view."""
+    """Keep ``parts`` in ``path`` (JSON) for ``mpsd status``, not synced (the next sample
+    rewrites it). An unwritable or untrusted state dir costs that view, nothing else."""
     import json
 
-    from mpsd.atomic import clean_stale_temps
-    from mpsd.files import ensure_dir
+    from mpsd.atomic import write_atomic
 
-    directory, name = os.path.split(path)
-    tmp = os.path.join(directory, f".{name}.{os.getpid()}.tmp")
-    try:
-        ensure_dir(directory or ".")
-        clean_stale_temps(Path(path))  # a killed daemon's (named by its pid)
-        with open(tmp, "w", encoding="utf-8") as handle:
-            handle.write(json.dumps(dict(parts), indent=2) + "\n")
-        os.chmod(tmp, 0o644)  # whatever the umask: never writable by others
-        os.replace(tmp, path)
-    except OSError:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
+    with contextlib.suppress(OSError):
+        data = json.dumps(dict(parts), indent=2) + "\n"
+        write_atomic(path, data.encode(), mode=0o644, sync=False)
