@@ -32,4 +32,4 @@ class Sample:
     source: str = "psutil"
     ml_jobs: int = 0
     processes: tuple[MLProcess, ...] = field(default=(), compare=False, repr=False)
-    parts: Mapping[str, int] = field(default_factory=dict, compare=False, repr=False)
+    parts: Mapping[str, int] | None = field(default=None, compare=False, repr=False)

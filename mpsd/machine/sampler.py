@@ -212,7 +212,7 @@ def parts_of(memory: Sample, capped: bool = False) -> dict[str, object]:
         "available_bytes": memory.available_bytes,
         "total_bytes": memory.total_bytes,
         "sum": SUMS.get(memory.source, ""),
-        **memory.parts,
+        **(memory.parts or {}),
         "capped_at_total": capped,
     }
 
