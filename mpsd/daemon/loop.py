@@ -23,7 +23,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import astuple, dataclass, field
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -397,10 +397,24 @@ class Daemon:
 
     def in_force(self) -> Limits | None:
         """What limits.toml holds: what this daemon last wrote, unless another hand wrote it
-        since (``enable``, a user), then read."""
-        if self._written is None or _signature(paths.limits_file()) != self._written[1]:
-            self._written = (limits_mod.read(), _signature(paths.limits_file()))
+        since (``enable``, a user): then read, and kept in the history from its mtime on."""
+        sig = _signature(paths.limits_file())
+        if self._written is None or sig != self._written[1]:
+            self._written = (limits_mod.read(), sig)
+            if self._written[0] is not None and sig is not None:
+                self._keep(self._written[0], sig[0] / 1e9)
         return self._written[0]
+
+    def _keep(self, limits: Limits, t: float) -> None:
+        """Keep ``limits`` in the history as limits.toml's value from ``t`` on, unless the
+        latest value kept is the same (``Store.limits_at`` reads them)."""
+        values = (limits.high_watermark_ratio, limits.low_watermark_ratio, limits.limit_bytes)
+        with contextlib.suppress(Exception):
+            store = self.open_store()
+            last = store.limits_at(float("inf"))
+            if last is None or (*values, limits.recommended_max_bytes) != astuple(last)[1:]:
+                t = min(t, self.wall()) if last is None else max(min(t, self.wall()), last.t)
+                store.add_limits(LimitsWritten(t, *values, limits.recommended_max_bytes))
 
     def evaluate(self, again: bool = True) -> Limits | None:
         """The next job's value for the jobs of the last sample, on the whole policy's run
@@ -458,16 +472,7 @@ class Daemon:
             self._written = None
             return None
         self._written = (new, _signature(paths.limits_file()))
-        with contextlib.suppress(Exception):
-            store.add_limits(
-                LimitsWritten(
-                    now,
-                    new.high_watermark_ratio,
-                    new.low_watermark_ratio,
-                    new.limit_bytes,
-                    new.recommended_max_bytes,
-                )
-            )
+        self._keep(new, now)
         old = f"{current.high_watermark_ratio:.2f}" if current else "none"
         log.info(
             "limits.toml: high %s -> %.2f, low %.2f (%s)",
