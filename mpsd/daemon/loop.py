@@ -440,8 +440,12 @@ class Daemon:
         decision = policy.for_next_job(self.whole, last.ml_bytes, last.ml_jobs, self.config)
         self._jobs_seen = (decision.held_bytes, decision.jobs)
         jobs_now = (decision.held_bytes > 0, decision.jobs)
-        if self.ceiling is not None:
-            decision = _under(decision, self.ceiling)
+        if self.ceiling is not None:  # config.toml is invalid
+            high = min(decision.high_watermark_ratio, self.ceiling[0])
+            low = min(decision.low_watermark_ratio, self.ceiling[1], high)
+            why = f"config.toml is invalid: at most high {self.ceiling[0]:.2f}, what limits.toml "
+            most = self.ceiling[0]
+            decision = _with_ratios(decision, high, low, why + "held when it went bad", most)
         current = self.in_force()
         new = self._limits(decision, now)
         # Jobs started or ended, or running ones took more: the next job's value exactly,
@@ -452,7 +456,10 @@ class Daemon:
             and new.high_watermark_ratio < current.high_watermark_ratio
         )
         if current is not None and not exact and new.same_values(current, CHURN_TOLERANCE):
-            decision = _kept(decision, current)
+            high, low = current.high_watermark_ratio, current.low_watermark_ratio
+            why = f"limits.toml keeps {high:.2f}: it is rewritten only when the ratio moves by "
+            why += f"more than {CHURN_TOLERANCE} (so that a running job's neighbours see no churn)"
+            decision = _with_ratios(decision, high, low, why)
             new = self._limits(decision, now)
         with contextlib.suppress(Exception):
             # The decision in force, for `mpsd status` (it tells an edit of config.toml since)
@@ -614,43 +621,23 @@ class Daemon:
         return result
 
 
-def _under(decision: policy.Recommendation, ceiling: tuple[float, float]) -> policy.Recommendation:
-    """``decision`` with its ratios at most ``ceiling`` (config.toml is invalid), and why."""
-    high = min(decision.high_watermark_ratio, ceiling[0])
-    max_bytes = decision.recommended_max_bytes
-    return dataclasses.replace(
-        decision,
-        high_watermark_ratio=high,
-        low_watermark_ratio=min(decision.low_watermark_ratio, ceiling[1], high),
-        limit_bytes=int(high * max_bytes),
-        ratio_once_they_end=min(decision.ratio_once_they_end, ceiling[0]),
-        limit_once_they_end_bytes=int(min(decision.ratio_once_they_end, ceiling[0]) * max_bytes),
-        reasons=(
-            *decision.reasons,
-            f"config.toml is invalid: at most high {ceiling[0]:.2f}, what limits.toml held "
-            "when it went bad",
-        ),
-    )
-
-
-def _kept(decision: policy.Recommendation, current: Limits) -> policy.Recommendation:
-    """``decision`` with the ratios limits.toml holds, a step away (churn), and why."""
-    if (decision.high_watermark_ratio, decision.low_watermark_ratio) == (
-        current.high_watermark_ratio,
-        current.low_watermark_ratio,
-    ):
+def _with_ratios(
+    decision: policy.Recommendation, high: float, low: float, why: str, most: float = 2.0
+) -> policy.Recommendation:
+    """``decision`` with these ratios (under a ceiling ``most``, or limits.toml's kept), and
+    why; itself when they are its own."""
+    once = min(decision.ratio_once_they_end, most)
+    old = (decision.high_watermark_ratio, decision.low_watermark_ratio)
+    if (high, low, once) == (*old, decision.ratio_once_they_end):
         return decision
     return dataclasses.replace(
         decision,
-        high_watermark_ratio=current.high_watermark_ratio,
-        low_watermark_ratio=current.low_watermark_ratio,
-        limit_bytes=current.limit_bytes,
-        reasons=(
-            *decision.reasons,
-            f"limits.toml keeps {current.high_watermark_ratio:.2f}: it is rewritten only when "
-            f"the ratio moves by more than {CHURN_TOLERANCE} (so that a running job's "
-            "neighbours see no churn)",
-        ),
+        high_watermark_ratio=high,
+        low_watermark_ratio=low,
+        limit_bytes=int(high * decision.recommended_max_bytes),
+        ratio_once_they_end=once,
+        limit_once_they_end_bytes=int(once * decision.recommended_max_bytes),
+        reasons=(*decision.reasons, why),
     )
 
 
