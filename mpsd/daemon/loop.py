@@ -469,8 +469,8 @@ class Daemon:
                 t=now, min_ratio=self.config.min_ratio, ceiling=self.ceiling, code=RUNNING_CODE
             )
             store.set_meta("decision", {**record, "config": policy_values(self.config)})
-        self._jobs_written = jobs_now
         if current is not None and new.same_values(current, EXACT):
+            self._jobs_written = jobs_now
             return current
         try:
             limits_mod.write(new)
@@ -478,7 +478,7 @@ class Daemon:
             log.error("cannot write %s: %s", paths.limits_file(), exc)
             self._written = None
             return None
-        self._written = (new, _signature(paths.limits_file()))
+        self._written, self._jobs_written = (new, _signature(paths.limits_file())), jobs_now
         self._keep(new, now)
         old = f"{current.high_watermark_ratio:.2f}" if current else "none"
         log.info(
@@ -492,13 +492,12 @@ class Daemon:
 
     def _limits(self, decision: policy.Recommendation, now: float) -> Limits:
         """limits.toml's values for ``decision``."""
-        max_bytes, source = self.recommended or (decision.recommended_max_bytes, "estimate")
         return Limits(
             high_watermark_ratio=decision.high_watermark_ratio,
             low_watermark_ratio=decision.low_watermark_ratio,
             limit_bytes=decision.limit_bytes,
-            recommended_max_bytes=max_bytes,
-            recommended_max_source=source,
+            recommended_max_bytes=decision.recommended_max_bytes,
+            recommended_max_source=self.recommended[1] if self.recommended else "estimate",
             baseline_free_bytes=decision.baseline_free_bytes,
             headroom=self.config.headroom,
             updated_at=dt.datetime.fromtimestamp(int(now), dt.timezone.utc),
@@ -590,7 +589,7 @@ class Daemon:
             schedule.pruned(now, more=self.prune())
         if schedule.evaluate_due(now, have_max=self.recommended is not None):
             schedule.evaluated(now, ok=self.evaluate() is not None)
-        elif self.jobs_changed(self.window[-1] if self.window else None):
+        elif not schedule.pending and self.jobs_changed(self.window[-1] if self.window else None):
             self.evaluate(again=False)  # a failure is logged; the next run retries
 
     def run_once(self, attempts: int = 3) -> Limits:
