@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import json
+import operator
 import os
 import sqlite3
 import zlib
@@ -72,6 +73,7 @@ CREATE TABLE jobs (
 """
 MAX_JOBS = 10_000  # job records kept at most (the oldest go first), beside the retention
 _COLUMNS = ", ".join(STORED)
+_values = operator.attrgetter(*STORED)  # a sample's stored fields, in that order
 _INSERT = f"INSERT INTO samples ({_COLUMNS}) VALUES ({', '.join('?' * len(STORED))})"
 _LIMITS = "t, high_watermark_ratio, low_watermark_ratio, limit_bytes, recommended_max_bytes"
 # Rows every reader skips (a stamp outside 1970-9999 or not a number, sizes not integers): one
@@ -339,8 +341,3 @@ class Store:
         ]
         lowest = [None if low is None else int(low) for low, _ in rows]
         return sum(count for _, count in rows), lowest
-
-
-def _values(sample: Sample) -> tuple[Any, ...]:
-    """A sample's stored fields, in ``STORED`` order."""
-    return tuple(getattr(sample, name) for name in STORED)
