@@ -309,7 +309,7 @@ class Daemon:
                 self.tracker = jobs.Tracker()
             store.add(sample)
             changed, notices = self.tracker.update(
-                sample, lambda pid: jobs.describe(pid, limits_mod.read(), self.projects())
+                sample, lambda pid: jobs.describe(pid, self.in_force(), self.projects())
             )
             for job in changed:
                 job.id = store.save_job(vars(job))
