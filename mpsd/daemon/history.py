@@ -27,29 +27,35 @@ from typing import Any
 from mpsd.errors import MpsdError
 from mpsd.machine.sample import Sample
 
-# A sample's stored fields, in order: the samples table's columns and a ``Row``'s fields.
-STORED = tuple(f.name for f in fields(Sample) if f.compare)
-_SQL_TYPES = {"float": "REAL NOT NULL", "int": "INTEGER NOT NULL", "str": "TEXT NOT NULL"}
+
+@dataclass(frozen=True)
+class LimitsWritten:
+    """A value the daemon wrote to limits.toml, in force from ``t`` until the next one."""
+
+    t: float
+    high_watermark_ratio: float
+    low_watermark_ratio: float
+    limit_bytes: int
+    recommended_max_bytes: int
+
+
+def _columns(record: type) -> str:
+    """A table's columns: a dataclass's compared fields, by name, as SQL types."""
+    types = {"float": "REAL NOT NULL", "int": "INTEGER NOT NULL", "str": "TEXT NOT NULL"}
+    kept = [f for f in fields(record) if f.compare]
+    return ", ".join(f"{f.name} {types.get(str(f.type), 'INTEGER')}" for f in kept)
+
 
 # The history's tables. Add a table or a column here, and only here: the fingerprint a
-# history is checked against is this text's.
-# samples: Sample's stored fields; meta: small facts the daemon keeps for `mpsd status` (the
-# decision in force); limits: each value the daemon wrote to limits.toml, in force from its
-# ``t`` on (``limits_at``); jobs: one record per ML job the daemon saw (daemon.jobs.Job's fields).
-_SAMPLE_COLUMNS = ", ".join(
-    f"{f.name} {_SQL_TYPES.get(str(f.type), 'INTEGER')}" for f in fields(Sample) if f.compare
-)
+# history is checked against is this text's. samples: Sample's stored fields; meta: small
+# facts the daemon keeps for `mpsd status` (the decision in force); limits: each value
+# limits.toml held, from its ``t`` on (``limits_at``); jobs: one record per ML job the daemon
+# saw (daemon.jobs.Job's fields).
 SCHEMA = f"""
-CREATE TABLE samples ({_SAMPLE_COLUMNS});
+CREATE TABLE samples ({_columns(Sample)});
 CREATE INDEX samples_by_t ON samples (t);
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE limits (
-    t REAL NOT NULL,
-    high_watermark_ratio REAL NOT NULL,
-    low_watermark_ratio REAL NOT NULL,
-    limit_bytes INTEGER NOT NULL,
-    recommended_max_bytes INTEGER NOT NULL
-);
+CREATE TABLE limits ({_columns(LimitsWritten)});
 CREATE INDEX limits_by_t ON limits (t);
 CREATE TABLE jobs (
     id INTEGER PRIMARY KEY,
@@ -72,10 +78,11 @@ CREATE TABLE jobs (
 );
 """
 MAX_JOBS = 10_000  # job records kept at most (the oldest go first), beside the retention
+STORED = tuple(f.name for f in fields(Sample) if f.compare)  # in the samples table's order
 _COLUMNS = ", ".join(STORED)
 _values = operator.attrgetter(*STORED)  # a sample's stored fields, in that order
 _INSERT = f"INSERT INTO samples ({_COLUMNS}) VALUES ({', '.join('?' * len(STORED))})"
-_LIMITS = "t, high_watermark_ratio, low_watermark_ratio, limit_bytes, recommended_max_bytes"
+_LIMITS = ", ".join(f.name for f in fields(LimitsWritten))
 # Rows every reader skips (a stamp outside 1970-9999 or not a number, sizes not integers): one
 # bad row must not make the history unreadable.
 _VALID = (
@@ -100,17 +107,6 @@ class HistoryError(MpsdError):
     def __init__(self, message: str, corrupt: bool = False) -> None:
         super().__init__(message)
         self.corrupt = corrupt
-
-
-@dataclass(frozen=True)
-class LimitsWritten:
-    """A value the daemon wrote to limits.toml, in force from ``t`` until the next one."""
-
-    t: float
-    high_watermark_ratio: float
-    low_watermark_ratio: float
-    limit_bytes: int
-    recommended_max_bytes: int
 
 
 def code_stamp() -> str:
