@@ -163,11 +163,10 @@ class ConfigWatcher:
 
         self._target = os.path.realpath(self.path)
         self._dir = os.path.dirname(self._target)
-        watched = [d for d in (self.path.parent, self.path.parent.parent) if d.is_dir()]
         nearest = self.path.parent
-        while not watched and nearest != nearest.parent:
+        while not nearest.is_dir() and nearest != nearest.parent:
             nearest = nearest.parent
-            watched = [nearest] if nearest.is_dir() else []
+        watched = {nearest, nearest.parent}
         try:
             self._observer.unschedule_all()
             for directory in watched:
@@ -441,13 +440,24 @@ class Daemon:
         self._jobs_seen = (decision.held_bytes, decision.jobs)
         jobs_now = (decision.held_bytes > 0, decision.jobs)
         if self.ceiling is not None:  # config.toml is invalid
-            high = min(decision.high_watermark_ratio, self.ceiling[0])
-            low = min(decision.low_watermark_ratio, self.ceiling[1], high)
-            why = f"config.toml is invalid: at most high {self.ceiling[0]:.2f}, what limits.toml "
-            most = self.ceiling[0]
-            decision = _with_ratios(decision, high, low, why + "held when it went bad", most)
+            most, least = self.ceiling
+            high = min(decision.high_watermark_ratio, most)
+            low = min(decision.low_watermark_ratio, least, high)
+            why = f"config.toml is invalid: at most high {most:.2f}, what limits.toml held when "
+            decision = _with_ratios(decision, high, low, why + "it went bad", most)
         current = self.in_force()
-        new = self._limits(decision, now)
+        new = Limits(
+            high_watermark_ratio=decision.high_watermark_ratio,
+            low_watermark_ratio=decision.low_watermark_ratio,
+            limit_bytes=decision.limit_bytes,
+            recommended_max_bytes=decision.recommended_max_bytes,
+            recommended_max_source=self.recommended[1],
+            baseline_free_bytes=decision.baseline_free_bytes,
+            headroom=self.config.headroom,
+            updated_at=dt.datetime.fromtimestamp(int(now), dt.timezone.utc),
+            projects=self.projects(),
+            sample_count=decision.sample_count,
+        )
         # Jobs started or ended, or running ones took more: the next job's value exactly,
         # not within the churn tolerance.
         exact = jobs_now != self._jobs_written or (
@@ -455,12 +465,12 @@ class Daemon:
             and current is not None
             and new.high_watermark_ratio < current.high_watermark_ratio
         )
-        if current is not None and not exact and new.same_values(current, CHURN_TOLERANCE):
+        kept = current is not None and not exact and new.same_values(current, CHURN_TOLERANCE)
+        if kept and current is not None:
             high, low = current.high_watermark_ratio, current.low_watermark_ratio
             why = f"limits.toml keeps {high:.2f}: it is rewritten only when the ratio moves by "
             why += f"more than {CHURN_TOLERANCE} (so that a running job's neighbours see no churn)"
             decision = _with_ratios(decision, high, low, why)
-            new = self._limits(decision, now)
         with contextlib.suppress(Exception):
             # The decision in force, for `mpsd status` (it tells an edit of config.toml since)
             # and for a restart while config.toml is invalid (the ceiling).
@@ -469,7 +479,7 @@ class Daemon:
                 t=now, min_ratio=self.config.min_ratio, ceiling=self.ceiling, code=RUNNING_CODE
             )
             store.set_meta("decision", {**record, "config": policy_values(self.config)})
-        if current is not None and new.same_values(current, EXACT):
+        if current is not None and (kept or new.same_values(current, EXACT)):
             self._jobs_written = jobs_now
             return current
         try:
@@ -489,21 +499,6 @@ class Daemon:
             "; ".join(decision.reasons),
         )
         return new
-
-    def _limits(self, decision: policy.Recommendation, now: float) -> Limits:
-        """limits.toml's values for ``decision``."""
-        return Limits(
-            high_watermark_ratio=decision.high_watermark_ratio,
-            low_watermark_ratio=decision.low_watermark_ratio,
-            limit_bytes=decision.limit_bytes,
-            recommended_max_bytes=decision.recommended_max_bytes,
-            recommended_max_source=self.recommended[1] if self.recommended else "estimate",
-            baseline_free_bytes=decision.baseline_free_bytes,
-            headroom=self.config.headroom,
-            updated_at=dt.datetime.fromtimestamp(int(now), dt.timezone.utc),
-            projects=self.projects(),
-            sample_count=decision.sample_count,
-        )
 
     def set_recommended(self, value: tuple[int, str]) -> bool:
         changed = value != self.recommended
