@@ -210,7 +210,7 @@ class Daemon:
     recommended: tuple[int, str] | None = None
     store: Store | None = None
     window: list[Sample] | None = None
-    _window_key: tuple[float, float] | None = None  # (loaded at, monotonic; window length)
+    _window_key: tuple[float, float] | None = None  # (reload at, monotonic; window length)
     last_wall: float | None = None
     last_mono: float | None = None
     total_bytes: int | None = None
@@ -327,17 +327,11 @@ class Daemon:
 
     def policy_window(self, now: float) -> list[Sample]:
         """The samples of the window ending at ``now``: kept in memory, reloaded now and then."""
-        since = now - self.config.window
-        mono = self.mono()
+        since, mono = now - self.config.window, self.mono()
         key = self._window_key
-        if (
-            self.window is None
-            or key is None
-            or key[1] != self.config.window
-            or mono - key[0] >= WINDOW_RELOAD
-        ):
+        if self.window is None or key is None or key[1] != self.config.window or mono >= key[0]:
             self.window = self.open_store().samples(since, now, max_rows=POLICY_ROWS)
-            self._window_key = (mono, self.config.window)
+            self._window_key = (mono + WINDOW_RELOAD, self.config.window)
         else:
             cut = 0
             while cut < len(self.window) and self.window[cut].t < since:
