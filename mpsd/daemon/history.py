@@ -18,7 +18,6 @@ import json
 import operator
 import os
 import sqlite3
-import zlib
 from collections.abc import Iterator
 from dataclasses import astuple, dataclass, fields
 from pathlib import Path
@@ -92,9 +91,9 @@ _VALID = (
 )
 
 
-def fingerprint(statements: Iterator[str]) -> int:
+def fingerprint(statements: Iterator[str]) -> str:
     """A schema's fingerprint: its statements as SQLite keeps them, blanks and order aside."""
-    return zlib.crc32("\n".join(sorted(" ".join(s.split()) for s in statements)).encode())
+    return "\n".join(sorted(" ".join(s.split()) for s in statements))
 
 
 FINGERPRINT = fingerprint(s for s in SCHEMA.split(";") if s.strip())
