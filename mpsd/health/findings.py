@@ -16,7 +16,7 @@ from mpsd.env.decision import ENABLE
 from mpsd.env.exports import hook_copy_command
 from mpsd.health.chain import Chain
 from mpsd.setup import homebrew
-from mpsd.sizes import format_gib
+from mpsd.sizes import gib
 
 OK, PROBLEM, WARNING, SKIPPED = "ok", "problem", "warning", "skipped"
 REWRITE = "run `mpsd daemon --once` to rewrite it"
@@ -110,7 +110,7 @@ def _limits(chain: Chain) -> Finding:
             "limits", PROBLEM, f"{problem}: {gets}", fix, f"unreadable ({problem}); {REWRITE}"
         )
     high, low = current.high_watermark_ratio, current.low_watermark_ratio
-    detail = f"{format_gib(current.limit_bytes)} of {format_gib(current.recommended_max_bytes)}"
+    detail = f"{gib(current.limit_bytes, 2)} of {gib(current.recommended_max_bytes, 2)}"
     return Finding(
         "limits", OK, f"high {high}, low {low} ({detail} recommended max, {source_words(current)})"
     )
@@ -225,15 +225,15 @@ def mlx(chain: Chain, python: str = "", answer: dict[str, Any] | None = None) ->
     got, says = chain.here.mlx, (answer or {}).get("limit_bytes")
     checked = f"; mlx is not installed for {python}" if python and answer is None else ""
     if says is not None:
-        checked = f"; {python}'s MLX says {format_gib(says)}"
+        checked = f"; {python}'s MLX says {gib(says, 2)}"
         if got.limit_bytes is not None and says != got.limit_bytes:
-            detail = f"{python} gives MLX {format_gib(says)}, not the {format_gib(got.limit_bytes)}"
+            detail = f"{python} gives MLX {gib(says, 2)}, not the {gib(got.limit_bytes, 2)}"
             fix = f"{ENABLE} (the current start-up hook)"
             return Finding("mlx", PROBLEM, f"{detail} of limits.toml", fix)
     elif answer is not None:
         checked = f"; {python} could not tell ({answer.get('error')})"
     if got.limit_bytes is not None:
-        said = f"{format_gib(got.limit_bytes)} ({got.reason})"
+        said = f"{gib(got.limit_bytes, 2)} ({got.reason})"
         return Finding("mlx", OK, f"an MLX job started here gets {said}{checked}", short=said)
     off = chain.here.project is None or "mlx_limit = false" in got.reason
     detail = f"an MLX job started here gets {got.reason}{checked}"
