@@ -19,7 +19,7 @@ from mpsd.errors import EXIT_USAGE
 PROG = "mpsd"
 
 COMMANDS: dict[str, tuple[str, str]] = {
-    "explain": ("explain", "explain a pasted PyTorch out-of-memory message and how to fix it"),
+    "explain": ("explain", "explain a pasted out-of-memory error or kill and how to fix it"),
     "install": ("install", "set mpsd up for this user: config, shell hooks, the launchd agent"),
     "uninstall": ("install", "undo mpsd install (--purge: also config and history)"),
     "doctor": ("doctor", "check the whole chain and say what is wrong and how to fix it"),
