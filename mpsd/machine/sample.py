@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from mpsd.machine.mljobs import MLProcess
 
 PRESSURE_NORMAL = 1
@@ -20,8 +22,9 @@ class Sample:
     """What the machine looked like at one moment. ``available_bytes``: free memory as sampled,
     nothing added back; ``ml_bytes``: what running PyTorch jobs hold (the policy adds it back
     to the baseline), ``ml_jobs`` of them (0: not known); ``swapouts``: the cumulative counter;
-    ``pressure``: 1, 2 or 4 (None: unknown); not stored: ``processes`` (the jobs), ``swapins``
-    and ``page_size``, the kernel's page (vm_stat's own on macOS: not Rosetta's)."""
+    ``pressure``: 1, 2 or 4 (None: unknown). Not stored: ``processes``, the jobs; ``parts``, the
+    figures ``available_bytes`` was summed from (``status --json``); ``swapins``, and the
+    ``page_size`` of both counters (the kernel's, vm_stat's own on macOS: not Rosetta's)."""
 
     t: float
     available_bytes: int
@@ -32,5 +35,6 @@ class Sample:
     source: str = "psutil"
     ml_jobs: int = 0
     processes: tuple[MLProcess, ...] = field(default=(), compare=False, repr=False)
+    parts: Mapping[str, int] | None = field(default=None, compare=False, repr=False)
     swapins: int | None = field(default=None, compare=False)
     page_size: int | None = field(default=None, compare=False)
