@@ -273,12 +273,14 @@ def describe(
     except (psutil.Error, OSError):
         return found
     found["project"] = containing_project(cwd, projects)
-    hooked = _hooked(process.library, cwd, projects)
+    sites = _hook_sites(process.library, cwd, projects)
+    hooked = bool(sites)
     max_bytes = limits.recommended_max_bytes if limits is not None else None
     if process.reason == MLX:
-        limit = mlx_hook_limit(process) if hooked else None
-        if limit is not None:
-            return {**found, "cap": limit, "cap_known": True, "cap_from": HOOK}
+        # The hook sets MLX's limit to limits.toml's where mlx is beside it, as mlx first loads.
+        mlx = any(os.path.isdir(os.path.join(site, "mlx")) for site in sites)
+        if mlx and limits is not None and getattr(limits, "mlx_limit", False):
+            return {**found, "cap": limits.limit_bytes, "cap_known": True, "cap_from": HOOK}
         import sys
 
         metal = min(1.5 * max_bytes, 0.95 * total_bytes) if max_bytes else None
@@ -308,32 +310,27 @@ def _ratio(text: str) -> float | None:
     return None
 
 
-def mlx_hook_limit(process: MLProcess) -> int | None:
-    """The MLX limit mpsd's start-up hook set in this job (issue 32 records it); None until
-    the hook sets one."""
-    return None
-
-
-def _hooked(library: str, cwd: str, projects: tuple[str, ...]) -> bool:
-    """What the start-up hook would have decided: mpsd's dirs trusted, and the job's working
-    directory or the site-packages its library came from inside an opted-in project whose
-    environment holds the hook (a venv's ``exe`` reads as its base interpreter: not used)."""
+def _hook_sites(library: str, cwd: str, projects: tuple[str, ...]) -> list[str]:
+    """Where the start-up hook that ran in this job lies, as the hook itself decides: mpsd's
+    dirs trusted, and the job's working directory or the site-packages its library came from
+    inside an opted-in project whose environment holds the hook (the library's own
+    site-packages first; a venv's ``exe`` reads as its base interpreter: not used). Empty: none."""
     from mpsd import paths
     from mpsd.env import pyhooks
     from mpsd.env.decision import containing_project
 
     if any(paths.untrusted(d) for d in (paths.config_dir(), paths.data_dir())):
-        return False
+        return []
     site, _, inside = library.partition("/site-packages/")
     site = f"{site}/site-packages" if inside else ""
     for where in filter(None, (cwd, site)):
         project = containing_project(where, projects)
-        if project and (
-            (site and pyhooks.has_copy(site))
-            or any(map(pyhooks.env_copy_site, pyhooks.environments_of(project)))
-        ):
-            return True
-    return False
+        if project:
+            envs = map(pyhooks.env_copy_site, pyhooks.environments_of(project))
+            found = [site] if site and pyhooks.has_copy(site) else [s for s in envs if s]
+            if found:
+                return found
+    return []
 
 
 def daemon_running() -> bool:

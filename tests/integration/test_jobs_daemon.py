@@ -70,7 +70,9 @@ def hooked_venv(project: Path) -> Path:
     base = getattr(sys, "_base_executable", sys.executable)
     subprocess.run([base, "-m", "venv", "--without-pip", str(project / ".venv")], check=True)
     site = next((project / ".venv" / "lib").glob("python*/site-packages"))
-    (site / "zz_deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    deps = sysconfig.get_paths()["purelib"]
+    (site / "zz_deps.pth").write_text(deps + "\n")
+    (site / "mlx").symlink_to(os.path.join(deps, "mlx"))  # mlx beside the hook, as installed
     done = run_mpsd("enable", str(project))
     assert done.returncode == 0, done.stderr
     assert (site / "_mpsd_startup.pth").exists()
@@ -82,10 +84,10 @@ def decided() -> object:
         return store.get_meta("decision")
 
 
-def records_in(project: Path) -> list[dict[str, Any]]:
+def records_of(*pids: int) -> list[dict[str, Any]]:
     done = run_mpsd("jobs", "--json")
     assert done.returncode == 0, done.stderr
-    return [r for r in json.loads(done.stdout) if r["project"] == os.path.realpath(project)]
+    return [r for r in json.loads(done.stdout) if r["pid"] in pids]
 
 
 @pytest.mark.slow
@@ -131,31 +133,48 @@ def test_real_jobs_are_recorded_with_their_cap_peak_and_end(
         torch_job = subprocess.Popen(
             [str(python), "-c", TORCH_JOB], cwd=project, stdout=subprocess.PIPE, text=True
         )
-        wait_for(lambda: records_in(project), "the torch job's record")
+        out, _ = torch_job.communicate(timeout=300)
+        said = json.loads(out.strip().splitlines()[-1])
+        # MLX: one in the hooked venv (mlx beside the hook: it sets MLX's limit), killed; one
+        # outside every project (MLX's own default).
         mlx_job = subprocess.Popen(
             [str(python), "-c", MLX_JOB], cwd=project, stdout=subprocess.PIPE, text=True
         )
-        assert mlx_job.stdout is not None
-        limit = json.loads(mlx_job.stdout.readline())["limit"]
-        out, _ = torch_job.communicate(timeout=300)
-        said = json.loads(out.strip().splitlines()[-1])
-        wait_for(lambda: len(records_in(project)) == 2, "the MLX job's record")
+        plain_mlx = subprocess.Popen(
+            [sys.executable, "-c", MLX_JOB], cwd=tmp_path, stdout=subprocess.PIPE, text=True
+        )
+        limits = [json.loads(job.stdout.readline())["limit"] for job in (mlx_job, plain_mlx)]  # type: ignore[union-attr]
+
+        def held() -> bool:  # the daemon saw each MLX job at its 600 MiB
+            records = records_of(mlx_job.pid, plain_mlx.pid)
+            return len(records) == 2 and all(r["peak"] >= 600 << 20 for r in records)
+
+        wait_for(held, "the MLX jobs' records at their peak")
         pidfile.write_text(str(mlx_job.pid))
         mlx_job.send_signal(signal.SIGKILL)
-        mlx_job.wait(timeout=30)
+        plain_mlx.kill()
+        for job in (mlx_job, plain_mlx):
+            job.wait(timeout=30)
 
         def ended() -> list[dict[str, Any]] | None:
-            records = records_in(project)
-            return records if all(r["ended"] and r["killed"] is not None for r in records) else None
+            records = records_of(torch_job.pid, mlx_job.pid, plain_mlx.pid)
+            done = all(r["ended"] and r["killed"] is not None for r in records)
+            return records if len(records) == 3 and done else None
 
-        records = wait_for(ended, "both ends")
-        assert isinstance(records, list) and len(records) == 2, records
-        mlx, torch = records
+        try:
+            records = wait_for(ended, "the three ends")
+        except AssertionError:
+            raise AssertionError(records_of(torch_job.pid, mlx_job.pid, plain_mlx.pid)) from None
+        assert isinstance(records, list), records
+        by_pid = {r["pid"]: r for r in records}
+        torch, mlx, plain = (by_pid[job.pid] for job in (torch_job, mlx_job, plain_mlx))
     finally:
         daemon.terminate()
         daemon.communicate(timeout=30)
-    # Only the two jobs: neither the live view nor doctor's check, nor the worker on its own.
-    assert (torch["framework"], mlx["framework"]) == ("torch", "mlx")
+    records = run_mpsd("jobs", "--json").stdout
+    # Only the jobs: neither the live view nor doctor's check, nor the worker on its own.
+    assert [r["pid"] for r in json.loads(records) if r["project"]] == [mlx_job.pid, torch_job.pid]
+    assert (torch["framework"], mlx["framework"], plain["framework"]) == ("torch", "mlx", "mlx")
     assert torch["processes"] == 2 and torch["peak_sum"] is not None
     # The cap the start-up hook gave it, though nothing shows in its exec'd environment.
     assert (torch["cap_from"], torch["cap_known"]) == ("start-up hook (inferred)", True)
@@ -163,12 +182,18 @@ def test_real_jobs_are_recorded_with_their_cap_peak_and_end(
     # The spike between two samples counts: the exact peak is within 10% of its VmHWM.
     assert abs(torch["peak"] - said["hwm"]) <= 0.1 * said["hwm"] and torch["peak"] > 1 << 30
     assert torch["killed"] == "" and len(torch["series"]) >= 4
-    # MLX's own limit (its Linux CPU build's default), not PyTorch's cap; soft, said so.
-    assert abs(mlx["cap"] - limit) <= 0.01 * limit and mlx["ratio"] is None
-    assert "MLX's default" in mlx["cap_from"] and mlx["cap_known"] is False
-    assert mlx["killed"] == "by Linux's OOM killer"
+    # MLX's limit, not PyTorch's cap: the one mpsd's start-up hook set where mlx is beside it,
+    assert (mlx["cap"], mlx["cap_from"], mlx["ratio"]) == (
+        limits[0],
+        "start-up hook (inferred)",
+        None,
+    )
+    # else MLX's own default (its Linux CPU build's); soft, said so.
+    assert abs(plain["cap"] - limits[1]) <= 0.01 * limits[1] and plain["cap_known"] is False
+    assert "MLX's default" in plain["cap_from"]
+    assert mlx["killed"] == "by Linux's OOM killer" and plain["killed"] == ""
     table = run_mpsd("jobs").stdout  # MLX's default cap is no known cap: marked so
-    assert f"{mlx['cap'] / (1 << 30):.1f} GiB?" in table and "may have changed" in table
+    assert f"{plain['cap'] / (1 << 30):.1f} GiB?" in table and "may have changed" in table
     lines = run_mpsd("jobs", "show", str(mlx["id"])).stdout.splitlines()
     title = next(i for i, line in enumerate(lines) if line.startswith(f"job {mlx['id']}:"))
     assert lines[title + 1].strip() == "Killed by Linux's OOM killer."  # said first
