@@ -25,16 +25,16 @@ CHART_WIDTH = 60
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    if parser.prog.split()[-1] == "notify":
-        return
     parser.add_argument("action", nargs="?", choices=["show"], help="show: one job's report")
     parser.add_argument("job", nargs="?", default="last", metavar="ID|last", help="default: last")
     parser.add_argument("--json", action="store_true", help="print the records as JSON")
 
 
+def configure_notify(parser: argparse.ArgumentParser) -> None:
+    """``mpsd notify`` takes no argument."""
+
+
 def run(args: argparse.Namespace) -> int:
-    if args.command == "notify":
-        return _notify()
     if not (args.job == "last" or args.job.isdigit()):
         raise MpsdError(f"'{args.job}' is not a job id (a number from `mpsd jobs`).", EXIT_USAGE)
     job_id = None if args.job == "last" else int(args.job)
@@ -146,7 +146,7 @@ def chart(samples: list[tuple[int, int]], cap: int | None) -> list[str]:
     return out
 
 
-def _notify() -> int:
+def run_notify(args: argparse.Namespace) -> int:
     name = way()
     if name is None:
         raise MpsdError(

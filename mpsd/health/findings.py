@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from mpsd import limits, paths
@@ -18,6 +18,7 @@ from mpsd.setup import homebrew
 from mpsd.sizes import format_gib
 
 OK, PROBLEM, WARNING, SKIPPED = "ok", "problem", "warning", "skipped"
+HOOK = "start-up hook"
 REWRITE = "run `mpsd daemon --once` to rewrite it"
 UNSET = f"unset both (`unset {watermarks.HIGH} {watermarks.LOW}`) and let the hook set them"
 
@@ -35,7 +36,9 @@ class Finding:
 
 def default_start() -> str:
     """How to start the daemon without asking launchd (status's start-up has no room for it)."""
-    return f"start it with `{homebrew.START if homebrew.runs_agent() else 'mpsd daemon'}`"
+    from mpsd.setup.script import command
+
+    return f"start it with `{homebrew.START if homebrew.runs_agent() else command() + ' daemon'}`"
 
 
 def source_words(current: limits.Limits) -> str:
@@ -54,7 +57,9 @@ def read(chain: Chain, env: Mapping[str, str], start: str | None = None) -> list
         detail, _, fix = sentence.partition(": run ")
         found.append(Finding("trust", PROBLEM, detail, f"run {fix}" if fix else ""))
     found += [_config(chain), _limits(chain), *_daemon(chain, start)]
-    found += [_hook(chain, hook) for hook in chain.start_up_hooks]
+    here = chain.here.project if chain.here is not None else None
+    for fact in chain.start_up_hooks:  # status shows those of the project here
+        found.append(replace(hook(fact), short="") if fact["project"] != here else hook(fact))
     return [*found, _hook_active(chain, env), _variables(env)]
 
 
@@ -145,47 +150,30 @@ def _daemon(chain: Chain, start: str) -> list[Finding]:
     return [*found, Finding("sampling", OK, f"last sample {age} ago")]
 
 
-def _hook(chain: Chain, hook: dict[str, Any]) -> Finding:
-    """A start-up hook copy (``pyhooks.facts_for``); its short form only in the project here."""
+def hook(hook: dict[str, Any]) -> Finding:
+    """A start-up hook copy, as ``pyhooks.facts_for`` read it."""
     state, env, site, python = hook["state"], hook["environment"], hook["site"], hook["python"]
     fix = f"run `mpsd enable {hook['project']}`"
-    here = chain.here is not None and hook["project"] == chain.here.project
     if hook["hidden"]:
         unhide = f"run `{pyhooks.unhide_command(hook['hidden'])}`"
         detail = f"{', '.join(hook['hidden'])}: {pyhooks.HIDDEN}"
-        finding = Finding(
-            "start-up hook", PROBLEM, detail, unhide, f"in {env}, but {pyhooks.HIDDEN}: {unhide}"
+        return Finding(HOOK, PROBLEM, detail, unhide, f"in {env}, but {pyhooks.HIDDEN}: {unhide}")
+    if state == "current":
+        return Finding(HOOK, OK, f"current in {site}", short=f"in {env}")
+    if state == "outdated":
+        short = f"in {env} (another mpsd's copy: `mpsd enable` refreshes it)"
+        return Finding(HOOK, WARNING, f"{site} has another mpsd's copy", fix, short)
+    if state == "gone":
+        return Finding(
+            HOOK, WARNING, f"{python} no longer exists", fix, f"gone: {python} no longer exists"
         )
-    elif state == "current":
-        finding = Finding("start-up hook", OK, f"current in {site}", short=f"in {env}")
-    elif state == "outdated":
-        finding = Finding(
-            "start-up hook",
-            WARNING,
-            f"{site} has another mpsd's copy",
-            fix,
-            f"in {env} (another mpsd's copy: `mpsd enable` refreshes it)",
-        )
-    elif state == "gone":
-        finding = Finding(
-            "start-up hook",
-            WARNING,
-            f"{python} no longer exists",
-            fix,
-            f"gone: {python} no longer exists",
-        )
-    elif state == "lost":
+    if state == "lost":
         detail = f"the start-up hook is gone from {site} (a recreated environment?): "
         detail += f"{python} started outside a hooked shell gets no variables"
         short = f"LOST (a recreated environment? `mpsd enable` puts it back) in {env}"
-        finding = Finding("start-up hook", PROBLEM, detail, fix, short)
-    else:
-        detail = f"none in {env}: its python started outside a hooked shell gets no variables"
-        short = f"none (`mpsd enable` adds it) in {env}"
-        finding = Finding("start-up hook", SKIPPED, detail, fix, short)
-    if not here:
-        finding.short = ""
-    return finding
+        return Finding(HOOK, PROBLEM, detail, fix, short)
+    detail = f"none in {env}: its python started outside a hooked shell gets no variables"
+    return Finding(HOOK, SKIPPED, detail, fix, f"none (`mpsd enable` adds it) in {env}")
 
 
 def _hook_active(chain: Chain, env: Mapping[str, str]) -> Finding:

@@ -13,7 +13,7 @@ from typing import Any
 
 from mpsd import files, paths
 from mpsd.health.findings import OK, PROBLEM, SKIPPED, WARNING, Finding
-from mpsd.setup import homebrew, launchd, rcfile
+from mpsd.setup import homebrew, launchd, rcfile, script
 from mpsd.setup.installer import (
     FISH_HEADER,
     HOOK_FILES,
@@ -29,7 +29,7 @@ REFRESH = "run `mpsd install` to refresh it"
 
 def agent() -> tuple[list[Finding], str]:
     """The launchd agent's checks, and how to start the daemon."""
-    command = f"{homebrew.opt_path(sys.executable)} -m mpsd daemon"
+    command = f"{script.command()} daemon"
     if not launchd.available():
         detail = "no launchd here (`launchctl` is not on PATH): nothing runs the daemon for you"
         skipped = Finding("agent", SKIPPED, detail, f"keep `{command}` running yourself")

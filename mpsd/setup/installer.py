@@ -1,6 +1,7 @@
 """What ``mpsd install`` and ``mpsd uninstall`` change, computed before anything is touched:
-one ``FileChange`` per file (unchanged ones too: "already in place"), which ``--dry-run``
-prints as diffs and a real run applies, so the two never differ.
+one ``FileChange`` per file (unchanged ones too: "already in place"), and one ``Step`` per
+thing to do, said once: ``--dry-run`` prints the steps (and the changes as diffs), a real run
+prints and runs them, so the two never differ.
 """
 
 from __future__ import annotations
@@ -11,8 +12,9 @@ import difflib
 import fnmatch
 import os
 import shutil
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 from mpsd import paths
@@ -20,7 +22,7 @@ from mpsd.atomic import write_atomic
 from mpsd.config import default_config_text
 from mpsd.errors import EXIT_USAGE, MpsdError
 from mpsd.paths import in_the_way_sentence
-from mpsd.setup import completion, homebrew, launchd, rcfile
+from mpsd.setup import completion, homebrew, launchd, rcfile, script
 from mpsd.setup.completion import SHELLS
 
 HOOK_FILES = {"zsh": "mpsd.zsh", "bash": "mpsd.bash"}
@@ -45,13 +47,39 @@ class FileChange:
     def changed(self) -> bool:
         return self.old != self.new
 
-    @property
-    def verb(self) -> str:
-        if self.old is None:
-            return "created"
-        if self.new is None:
-            return "removed"
-        return "updated"
+
+@dataclass(frozen=True)
+class Step:
+    """One thing install or uninstall does: ``says`` what (``--dry-run`` prints it, a real run
+    prints it, then calls ``run``)."""
+
+    says: str
+    run: Callable[[], object]
+
+
+def tilde(path: Path | str) -> str:
+    """``path`` with the home directory shown as ``~`` (for messages only)."""
+    text, home = str(path), os.environ.get("HOME", "").rstrip("/")
+    return "~" + text[len(home) :] if home and (text + "/").startswith(home + "/") else text
+
+
+def describe(change: FileChange) -> str:
+    """What applying ``change`` does, in the words of both ``--dry-run`` and a real run."""
+    name = tilde(change.path)
+    if not change.what.endswith("startup"):
+        verb = "create" if change.old is None else "remove" if change.new is None else "update"
+        return f"{verb} {name} ({change.what})"
+    if change.new is None:
+        return f"remove {name} (nothing but the mpsd block was in it)"
+    if change.old is not None and rcfile.has_block(change.old):
+        if rcfile.has_block(change.new):
+            return f"update the mpsd block in {name}"
+        return f"remove the mpsd block from {name}"
+    return f"add the mpsd block to {name}"
+
+
+def file_steps(changes: list[FileChange]) -> list[Step]:
+    return [Step(describe(c), partial(apply_change, c)) for c in changes if c.changed]
 
 
 def _lines(data: bytes | None) -> list[str]:
@@ -273,7 +301,8 @@ def install_plan(
     plan.files.extend(hook_refreshes())
     if agent:
         path = launchd.agent_file()
-        new = launchd.render(python, paths.config_dir(), paths.state_dir(), paths.data_dir())
+        dirs = (paths.config_dir(), paths.state_dir(), paths.data_dir())
+        new = launchd.render(python, *dirs, script=script.script())
         plan.agent = FileChange(path, rcfile.read(path), new, "launchd agent")
     return plan
 

@@ -89,13 +89,15 @@ def template_file() -> Path:
     return paths.resource_dir("launchd") / f"{LABEL}.plist"
 
 
-def render(python: str, config_dir: Path, state_dir: Path, data_dir: Path) -> bytes:
+def render(
+    python: str, config_dir: Path, state_dir: Path, data_dir: Path, script: str | None = None
+) -> bytes:
     """The agent's plist: the template with ``@NAME@`` filled in, as XML bytes.
 
     Paths are made absolute, never resolved (a venv's ``bin/python`` links to the base
-    interpreter). The agent runs the ``mpsd`` console script beside ``python`` where there is
-    one (macOS names an unsigned agent in Login Items after its program, and users switch off
-    "python"), else ``python -m mpsd``.
+    interpreter). The agent runs the ``mpsd`` console ``script`` where there is one
+    (``mpsd.setup.script``: macOS names an unsigned agent in Login Items after its program,
+    and users switch off "python"), else ``python -m mpsd``.
     """
     values = {
         "PYTHON": os.path.abspath(python),
@@ -106,8 +108,7 @@ def render(python: str, config_dir: Path, state_dir: Path, data_dir: Path) -> by
     }
     with template_file().open("rb") as handle:
         data = _fill(plistlib.load(handle), values)
-    script = os.path.join(os.path.dirname(values["PYTHON"]), "mpsd")
-    if os.path.isfile(script) and os.access(script, os.X_OK):
+    if script is not None:
         data["ProgramArguments"] = [script, "daemon"]
     return plistlib.dumps(data, fmt=plistlib.FMT_XML, sort_keys=False)
 
