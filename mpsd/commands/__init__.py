@@ -1,9 +1,8 @@
 """The registered commands and their parser (here, not in ``mpsd.cli``: tab completion is made
 from it and handed down to ``mpsd.setup``, which imports no command).
 
-``COMMANDS`` names, for each verb, its module and the two functions of it that serve the verb:
-one that configures its parser, one that runs it (``args -> exit status``). Only the chosen
-command's module is imported.
+``COMMANDS`` names each verb's module, ``FUNCTIONS`` the two functions in it that serve the
+verb (``configure`` and ``run`` where not named). Only the chosen command's module is imported.
 """
 
 from __future__ import annotations
@@ -12,7 +11,7 @@ import argparse
 import importlib
 import os
 import sys
-from typing import Any, Callable, NamedTuple
+from typing import Any, Callable
 
 from mpsd import __version__
 from mpsd.errors import EXIT_USAGE
@@ -20,70 +19,43 @@ from mpsd.errors import EXIT_USAGE
 PROG = "mpsd"
 
 
-class Command(NamedTuple):
-    module: str
-    help: str
-    configure: str = "configure"
-    run: str = "run"
-
-
-COMMANDS: dict[str, Command] = {
-    "explain": Command(
-        "explain", "explain a pasted PyTorch out-of-memory message and how to fix it"
-    ),
-    "install": Command(
-        "install", "set mpsd up for this user: config, shell hooks, the launchd agent"
-    ),
-    "uninstall": Command(
-        "install",
-        "undo mpsd install (--purge: also config and history)",
-        "configure_uninstall",
-        "run_uninstall",
-    ),
-    "doctor": Command("doctor", "check the whole chain and say what is wrong and how to fix it"),
-    "enable": Command(
-        "projects",
-        "opt a directory (and everything below it) in",
-        "configure_enable",
-        "run_enable",
-    ),
-    "disable": Command(
-        "projects", "take an opted-in directory out", "configure_disable", "run_disable"
-    ),
-    "projects": Command(
-        "projects", "list the opted-in directories", "configure_projects", "run_projects"
-    ),
-    "env": Command("env", "print the watermark exports that apply in a directory"),
-    "run": Command("run", "run a command with the watermark variables applied"),
-    "hook": Command(
-        "completion",
-        'print the shell hook code (eval "$(mpsd hook zsh)")',
-        run="run_hook",
-    ),
-    "completion": Command("completion", "print tab completion for zsh, bash or fish"),
-    "daemon": Command("daemon", "run the daemon in the foreground (--once: one update, then exit)"),
-    "status": Command(
-        "status", "is the daemon alive, the limits in force, free memory over the window"
-    ),
-    "jobs": Command("jobs", "the ML jobs the daemon saw; `jobs show [ID|last]`: one job's report"),
-    "notify": Command(
-        "jobs",
-        "send one test notification the way the daemon would",
-        "configure_notify",
-        "run_notify",
-    ),
-    "probe": Command(
+COMMANDS: dict[str, tuple[str, str]] = {
+    "explain": ("explain", "explain a pasted PyTorch out-of-memory message and how to fix it"),
+    "install": ("install", "set mpsd up for this user: config, shell hooks, the launchd agent"),
+    "uninstall": ("install", "undo mpsd install (--purge: also config and history)"),
+    "doctor": ("doctor", "check the whole chain and say what is wrong and how to fix it"),
+    "enable": ("projects", "opt a directory (and everything below it) in"),
+    "disable": ("projects", "take an opted-in directory out"),
+    "projects": ("projects", "list the opted-in directories"),
+    "env": ("env", "print the watermark exports that apply in a directory"),
+    "run": ("run", "run a command with the watermark variables applied"),
+    "hook": ("completion", 'print the shell hook code (eval "$(mpsd hook zsh)")'),
+    "completion": ("completion", "print tab completion for zsh, bash or fish"),
+    "daemon": ("daemon", "run the daemon in the foreground (--once: one update, then exit)"),
+    "status": ("status", "is the daemon alive, the limits in force, free memory over the window"),
+    "jobs": ("jobs", "the ML jobs the daemon saw; `jobs show [ID|last]`: one job's report"),
+    "notify": ("jobs", "send one test notification the way the daemon would"),
+    "probe": (
         "probe",
         "fill MPS with random tensors under the limit: does PyTorch stop cleanly before swap?",
     ),
+}
+# Each verb's two functions in its module: (configure its parser, run it: args -> exit status).
+FUNCTIONS = {
+    "uninstall": ("configure_uninstall", "run_uninstall"),
+    "enable": ("configure_enable", "run_enable"),
+    "disable": ("configure_disable", "run_disable"),
+    "projects": ("configure_projects", "run_projects"),
+    "hook": ("configure", "run_hook"),
+    "notify": ("configure_notify", "run_notify"),
 }
 
 
 def function(name: str, which: str) -> Callable[..., Any]:
     """The verb ``name``'s ``configure`` or ``run`` function (imports only its module)."""
-    command = COMMANDS[name]
-    module = importlib.import_module(f"mpsd.commands.{command.module}")
-    return getattr(module, getattr(command, which))  # type: ignore[no-any-return]
+    module = importlib.import_module(f"mpsd.commands.{COMMANDS[name][0]}")
+    configure, run = FUNCTIONS.get(name, ("configure", "run"))
+    return getattr(module, configure if which == "configure" else run)  # type: ignore[no-any-return]
 
 
 class Parser(argparse.ArgumentParser):
@@ -129,7 +101,7 @@ def build_parser(chosen: str | None = None, only: bool = False) -> Parser:
     parser.add_argument("-V", "--version", action="version", version=f"{PROG} {__version__}")
     parser.add_argument("--no-color", action="store_true", help=NO_COLOR_HELP)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
-    for name, (_, help_text, *_) in COMMANDS.items():
+    for name, (_, help_text) in COMMANDS.items():
         if only and name != chosen:
             continue
         command = sub.add_parser(name, help=help_text, description=help_text)

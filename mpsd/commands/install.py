@@ -79,16 +79,12 @@ def run(args: argparse.Namespace) -> int:
     shells = installer.parse_shells(args.shell)
     brewed = homebrew.prefix() is not None  # the formula installs completions itself
     use_launchd = not args.no_agent and launchd.available()
-    own_agent = use_launchd and not homebrew.runs_agent()
+    ours, other = homebrew.agents() if use_launchd else (None, None)
+    own_agent = ours == launchd.LABEL
     python = homebrew.opt_path(sys.executable)  # a Cellar path dies at the next brew upgrade
     plan = installer.install_plan(
         shells, own_agent, python, parser=None if brewed else full_parser()
     )
-    # The agent of another install would fight this one's over the daemon's lock: it goes. The
-    # brew service runs with the default dirs: with others in force, both may run.
-    other = launchd.LABEL if use_launchd and not own_agent else None
-    if own_agent and not homebrew.moved_dirs():
-        other = homebrew.LABEL
     report, warnings = _Report(), []  # type: ignore[var-annotated]
     steps = installer.file_steps(plan.files)
     made = {change.path.parent for change in plan.changed if change.old is None}

@@ -11,7 +11,7 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
-from mpsd import files, paths
+from mpsd import files
 from mpsd.health.findings import OK, PROBLEM, SKIPPED, WARNING, Finding
 from mpsd.setup import homebrew, launchd, rcfile, script
 from mpsd.setup.installer import (
@@ -34,9 +34,7 @@ def agent() -> tuple[list[Finding], str]:
         detail = "no launchd here (`launchctl` is not on PATH): nothing runs the daemon for you"
         skipped = Finding("agent", SKIPPED, detail, f"keep `{command}` running yourself")
         return [skipped], f"start it with `{command}`"
-    # Homebrew's mpsd is run by its brew service (with the default dirs); any other by its own.
-    label, other = (homebrew.LABEL, paths.LABEL) if homebrew.runs_agent() else (paths.LABEL, "")
-    other = other or ("" if homebrew.moved_dirs() else homebrew.LABEL)
+    label, other = homebrew.agents()
     gui, job, plist = launchd.domains()[0], launchd.loaded(label), launchd.agent_file(label)
     start = f"run `launchctl kickstart -k {job.domain if job else gui}/{label}`"
     install = f"run `{homebrew.START}`" if label == homebrew.LABEL else INSTALL
