@@ -12,19 +12,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from mpsd import files
+from mpsd.errors import MpsdError
 from mpsd.health.findings import OK, PROBLEM, SKIPPED, WARNING, Finding
-from mpsd.setup import homebrew, launchd, rcfile, script
-from mpsd.setup.installer import (
-    FISH_HEADER,
-    HOOK_FILES,
-    fish_hook_file,
-    hook_copy,
-    hook_source,
-    rc_candidates,
-)
+from mpsd.setup import homebrew, installer, launchd, rcfile, script
 
 INSTALL = "run `mpsd install`"
-REFRESH = "run `mpsd install` to refresh it"
 
 
 def agent() -> tuple[list[Finding], str]:
@@ -104,7 +96,7 @@ def privacy_protected(python: str, home: str | None = None) -> str | None:
 def shell_hooks(env: Mapping[str, str]) -> list[Finding]:
     """The rc blocks are present and the hook copies they source are there and current."""
     blocks, found = [], []
-    for path in rc_candidates():
+    for path in installer.rc_candidates():
         try:
             text = files.read_bytes(path, limit=files.RC_LIMIT)
             if not rcfile.has_block(text):
@@ -118,29 +110,21 @@ def shell_hooks(env: Mapping[str, str]) -> list[Finding]:
         found += [
             Finding("hook copy", PROBLEM, f"{path} {detail.format(c)}", INSTALL) for c in gone
         ]
-    fish = fish_hook_file()
+    fish = installer.fish_hook_file()
     if fish.is_file():
         blocks.append(str(fish))
     if blocks:
         found.insert(0, Finding("hook block", OK, "in " + ", ".join(blocks)))
     else:
         found.append(Finding("hook block", PROBLEM, "no mpsd block in any shell rc file", INSTALL))
-    for shell in ("fish", *HOOK_FILES):
-        copy = fish if shell == "fish" else hook_copy(shell)
+    for shell in ("fish", *installer.HOOK_FILES):
         try:
-            data = copy.read_bytes() if copy.is_file() else None
-            hook = hook_source(shell).read_bytes()
-        except OSError:
-            continue  # nothing to compare with: not ours to judge
-        if data is None:
-            continue
-        if shell == "fish":  # the PATH line install puts after the header may be there
-            current = data.startswith(FISH_HEADER) and data.endswith(hook)
-        else:
-            current = data == hook
-        if not current:
-            detail = f"{copy} is from another mpsd version"
-            found.append(Finding("hook copy", WARNING, detail, REFRESH))
+            copy = installer.hook_copy_change(shell)
+        except MpsdError:
+            continue  # nothing to compare with, or not ours to judge
+        if copy.old is not None and copy.changed:
+            detail = f"{copy.path} is from another mpsd version"
+            found.append(Finding("hook copy", WARNING, detail, "run `mpsd install` to refresh it"))
     return found
 
 

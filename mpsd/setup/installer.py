@@ -260,17 +260,23 @@ def completion_change(shell: str, parser: argparse.ArgumentParser) -> FileChange
     return FileChange(path, old, new, "completion")
 
 
-def shell_changes(shell: str, parser: argparse.ArgumentParser | None) -> list[FileChange]:
-    """fish: a copy of its hook in its conf.d; zsh, bash: the hook copy in the data dir and the
-    block in each rc file. Completion from ``parser`` (None: Homebrew's formula has its own)."""
-    completions = [completion_change(shell, parser)] if parser else []
+def hook_copy_change(shell: str) -> FileChange:
+    """The copy of ``shell``'s hook that its rc block sources (fish: in its conf.d)."""
     if shell == "fish":
         path = fish_hook_file()
         new = signed(FISH_HEADER, hook_bytes("fish"))
-        return [FileChange(path, _mpsd_file(path, FISH_HEADER), new, "fish hook"), *completions]
+        return FileChange(path, _mpsd_file(path, FISH_HEADER), new, "fish hook")
     copy = hook_copy(shell)
-    changes = [FileChange(copy, rcfile.read(copy), hook_bytes(shell), f"{shell} hook")]
-    changes += completions
+    return FileChange(copy, rcfile.read(copy), hook_bytes(shell), f"{shell} hook")
+
+
+def shell_changes(shell: str, parser: argparse.ArgumentParser | None) -> list[FileChange]:
+    """fish: a copy of its hook in its conf.d; zsh, bash: the hook copy in the data dir and the
+    block in each rc file. Completion from ``parser`` (None: Homebrew's formula has its own)."""
+    changes = [hook_copy_change(shell)] + ([completion_change(shell, parser)] if parser else [])
+    if shell == "fish":
+        return changes
+    copy = hook_copy(shell)
     for rc in rcfile.rc_files(shell, home()):
         old = rcfile.read(rc)
         created = old is None or rcfile.created_by_mpsd(old, rc)
