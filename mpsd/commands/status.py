@@ -196,7 +196,7 @@ def next_job_words(job: NextJob, interval: float) -> str:
     once they end``, and whether the floor (min_ratio), not free memory, set the ratio."""
     held, count = job.jobs_hold_bytes, job.jobs_running
     when = "now"
-    if job.age_seconds > 3 * interval + 10:
+    if findings.stale(job.age_seconds, interval):
         when = f"at the last decision, {_ago(job.age_seconds)}"
     gets = f"the next job gets {gib(job.limit_bytes)} (ratio {job.ratio:.2f})"
     if held > 0:

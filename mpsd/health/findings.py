@@ -63,6 +63,11 @@ def read(chain: Chain, env: Mapping[str, str], start: str | None = None) -> list
     return [*found, _hook_active(chain, env), _variables(env)]
 
 
+def stale(age_seconds: float, interval: float) -> bool:
+    """Older than the daemon's samples may be: it is stuck, or not running."""
+    return age_seconds > max(3 * interval, 120.0)
+
+
 def pick(found: list[Finding], name: str) -> Finding:
     return next(finding for finding in found if finding.name == name)
 
@@ -139,7 +144,7 @@ def _daemon(chain: Chain, start: str) -> list[Finding]:
     if history.last_sample is None:
         fix = start if not chain.daemon_running else ""
         return [*found, Finding("sampling", PROBLEM, "no sample recorded yet", fix)]
-    if history.age_seconds > max(3 * interval, 120.0):
+    if stale(history.age_seconds, interval):
         detail = f"the last sample is {age} old (expected every {interval:g}s)"
         fix = f"look at {chain.log_file}, then {start}"
         stuck = f"(older than 3 intervals: the daemon may be stuck; see {chain.log_file})"
