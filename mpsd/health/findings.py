@@ -147,7 +147,7 @@ def _daemon(chain: Chain, start: str) -> list[Finding]:
     if stale(history.age_seconds, interval):
         detail = f"the last sample is {age} old (expected every {interval:g}s)"
         fix = f"look at {chain.log_file}, then {start}"
-        stuck = f"(older than 3 intervals: the daemon may be stuck; see {chain.log_file})"
+        stuck = f"(older than expected: the daemon may be stuck; see {chain.log_file})"
         return [
             *found,
             Finding("sampling", PROBLEM, detail, fix, stuck if chain.daemon_running else ""),
