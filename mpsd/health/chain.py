@@ -14,7 +14,6 @@ from mpsd import limits, paths
 from mpsd.config import Config, ConfigError, changed_values, load_config
 from mpsd.daemon.history import HistoryError, Store
 from mpsd.env.exports import Optin, exports_here, optin
-from mpsd.env.pyhooks import facts_for, record
 from mpsd.errors import MpsdError
 from mpsd.locks import PidLock
 from mpsd.machine.sample import Sample
@@ -85,11 +84,12 @@ class Chain:
     config_changed: list[str]
     next_job: NextJob | None
     here: Optin | None
-    start_up_hooks: list[dict[str, Any]]  # the project here's, then every listed one's
+    start_up_hooks: list[dict[str, Any]]  # the project here's (then every listed one's)
 
 
-def read(environ: Mapping[str, str] | None = None) -> Chain:
-    """The chain as it is now."""
+def read(environ: Mapping[str, str] | None = None, every_project: bool = False) -> Chain:
+    """The chain as it is now; the start-up hooks of the project here, and with
+    ``every_project`` (doctor) of every project ``enable`` gave one."""
     env = os.environ if environ is None else environ
     now = time.time()
     trusted = paths.untrusted(paths.config_dir()) is None
@@ -124,8 +124,12 @@ def read(environ: Mapping[str, str] | None = None) -> Chain:
     except MpsdError:  # the current directory was removed under us
         here = None
     projects = [here.project] if here is not None and here.project is not None else []
-    projects += [entry.project for entry in record()]
-    hooks = [fact for project in dict.fromkeys(projects) for fact in facts_for(project)]
+    hooks: list[dict[str, Any]] = []
+    if projects or every_project:  # pyhooks costs status's start-up a dataclass: only if needed
+        from mpsd.env.pyhooks import facts_for, record
+
+        projects += [entry.project for entry in record()] if every_project else []
+        hooks = [fact for project in dict.fromkeys(projects) for fact in facts_for(project)]
     decided = history.decided_at is not None
     return Chain(
         now=now,

@@ -11,7 +11,7 @@ from typing import Any
 from mpsd import limits, paths
 from mpsd.config import WHILE_INVALID
 from mpsd.durations import format_duration
-from mpsd.env import pyhooks, watermarks
+from mpsd.env import watermarks
 from mpsd.env.exports import hook_copy_command
 from mpsd.health.chain import Chain
 from mpsd.setup import homebrew
@@ -157,6 +157,8 @@ def _daemon(chain: Chain, start: str) -> list[Finding]:
 
 def hook(hook: dict[str, Any]) -> Finding:
     """A start-up hook copy, as ``pyhooks.facts_for`` read it."""
+    from mpsd.env import pyhooks  # on status's path only in a project: its start-up has a bar
+
     state, env, site, python = hook["state"], hook["environment"], hook["site"], hook["python"]
     fix = f"run `mpsd enable {hook['project']}`"
     if hook["hidden"]:

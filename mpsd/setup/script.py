@@ -35,10 +35,9 @@ def script() -> str | None:
 def command() -> str:
     """How a new terminal runs this mpsd: ``mpsd`` when on its PATH (an activated venv's bin
     does not count), else the console script by its full path, else ``python -m mpsd``."""
-    import shutil
-
     venv_bin = os.path.join(os.environ.get("VIRTUAL_ENV", ""), "bin")
-    outside = [d for d in os.environ.get("PATH", "").split(os.pathsep) if d and d != venv_bin]
-    if shutil.which("mpsd", path=os.pathsep.join(outside)):
-        return "mpsd"
+    for folder in os.environ.get("PATH", "").split(os.pathsep):
+        found = os.path.join(folder, "mpsd")
+        if folder and folder != venv_bin and os.path.isfile(found) and os.access(found, os.X_OK):
+            return "mpsd"
     return script() or f"{homebrew.opt_path(sys.executable)} -m mpsd"
