@@ -48,7 +48,6 @@ class History:
     samples_in_window: int = 0
     chart: list[int | None] | None = None
     decided_at: str | None = None
-    decided_ratio: float | None = None
     decided_baseline: int | None = None
     decided_config: dict[str, Any] | None = None
     reasons: list[str] = field(default_factory=list)
@@ -205,7 +204,6 @@ def _history(now: float, config: Config) -> History:
         samples_in_window=count,
         chart=lowest if any(value is not None for value in lowest) else None,
         decided_at=iso(float(decision.get("t", 0))) if decision else None,
-        decided_ratio=decision.get("high_watermark_ratio"),
         decided_baseline=decision.get("baseline_free_bytes"),
         decided_config=used if isinstance(used, dict) else None,
         reasons=list(decision.get("reasons", [])),
