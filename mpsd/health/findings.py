@@ -51,7 +51,6 @@ def source_words(current: limits.Limits) -> str:
 
 def read(chain: Chain, env: Mapping[str, str], start: str | None = None) -> list[Finding]:
     """Every finding the chain gives, in its order; ``start``: how to start the daemon."""
-    start = start or default_start()
     found = []
     for sentence in chain.untrusted:
         detail, _, fix = sentence.partition(": run ")
@@ -125,34 +124,35 @@ def _limits(chain: Chain) -> Finding:
     )
 
 
-def _daemon(chain: Chain, start: str) -> list[Finding]:
+def _daemon(chain: Chain, given: str | None) -> list[Finding]:
     history = chain.history
+
+    def start() -> str:  # default_start scans PATH: only where a finding needs it
+        return given or default_start()
+
     if chain.daemon_running:
         said = f"running{f' (pid {chain.daemon_pid})' if chain.daemon_pid else ''}"
         found = [Finding("daemon", OK, said, short=said)]
     else:
         said = chain.state_problem or "not running"
-        found = [Finding("daemon", PROBLEM, said, start, f"not running ({start})")]
+        found = [Finding("daemon", PROBLEM, said, start(), f"not running ({start()})")]
     if history.history_problem is not None:
-        said = history.history_problem
-        if "upgrade mpsd" in said:
-            fix = "upgrade mpsd (`pip install -U mpsd`), then run `mpsd install`"
-        else:
-            fix = f"move {history.history_file} aside (a new one is started), then {start}"
-        return [*found, Finding("sampling", PROBLEM, said.rstrip(".").split("; ")[0], fix)]
+        said = history.history_problem.rstrip(".").split("; ")[0]
+        fix = f"move {history.history_file} aside (a new one is started), then {start()}"
+        return [*found, Finding("sampling", PROBLEM, said, fix)]
     age, interval = format_duration(history.age_seconds, about=True), chain.interval_seconds
     if history.last_sample is None:
-        fix = start if not chain.daemon_running else ""
+        fix = start() if not chain.daemon_running else ""
         return [*found, Finding("sampling", PROBLEM, "no sample recorded yet", fix)]
-    if stale(history.age_seconds, interval):
-        detail = f"the last sample is {age} old (expected every {interval:g}s)"
-        fix = f"look at {chain.log_file}, then {start}"
-        stuck = f"(older than expected: the daemon may be stuck; see {chain.log_file})"
-        return [
-            *found,
-            Finding("sampling", PROBLEM, detail, fix, stuck if chain.daemon_running else ""),
-        ]
-    return [*found, Finding("sampling", OK, f"last sample {age} ago")]
+    if not stale(history.age_seconds, interval):
+        return [*found, Finding("sampling", OK, f"last sample {age} ago")]
+    detail = f"the last sample is {age} old (expected every {interval:g}s)"
+    stuck = f"(older than expected: the daemon may be stuck; see {chain.log_file})"
+    fix = f"look at {chain.log_file}, then {start()}"
+    return [
+        *found,
+        Finding("sampling", PROBLEM, detail, fix, stuck if chain.daemon_running else ""),
+    ]
 
 
 def hook(hook: dict[str, Any]) -> Finding:
