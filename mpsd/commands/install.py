@@ -193,7 +193,6 @@ def _hooks_changed(files: list[FileChange]) -> bool:
 
 
 def _no_agent_note(asked: bool) -> None:
-
     why = (
         "No launchd agent (--no-agent): keep the daemon running yourself:"
         if asked
@@ -205,7 +204,6 @@ def _no_agent_note(asked: bool) -> None:
 
 
 def _homebrew_note(own_agent: bool) -> None:
-
     note = f"Homebrew's mpsd: run `{homebrew.START}` to start its daemon (the brew service)."
     if own_agent:
         note = (
@@ -222,7 +220,6 @@ COMPINIT_WORDS = (b"compinit", b"oh-my-zsh", b"prezto", b"zinit", b"zimfw", b"an
 
 
 def _compinit_note(shells: tuple[str, ...], brewed: bool) -> None:
-
     zshrc = rcfile.rc_files("zsh", installer.home())
     texts = [rcfile.remove(rcfile.read(rc) or b"", rc) for rc in zshrc]  # the user's lines
     if "zsh" not in shells or any(word in text for text in texts for word in COMPINIT_WORDS):

@@ -12,6 +12,7 @@ import sys
 
 from mpsd.env import optin, pyhooks
 from mpsd.env.exports import exports_here, hook_copy_command, hook_here
+from mpsd.env.project_python import given
 from mpsd.env.pyhooks import Target, env_python, environments_of, tear_down, tear_down_python
 from mpsd.errors import EXIT_USAGE, MpsdError
 from mpsd.health import findings
@@ -161,8 +162,6 @@ def run_disable(args: argparse.Namespace) -> int:
 
 
 def _python_only(project: str, pythons: list[str]) -> int:
-    from mpsd.env.project_python import given
-
     own = [env_python(env) for env in environments_of(project)]
     for python in pythons:
         for entry, outcome in tear_down_python(project, given(python)):

@@ -15,6 +15,7 @@ from mpsd.env import watermarks
 from mpsd.env.exports import hook_copy_command
 from mpsd.health.chain import Chain
 from mpsd.setup import homebrew
+from mpsd.setup.script import command
 from mpsd.sizes import format_gib
 
 OK, PROBLEM, WARNING, SKIPPED = "ok", "problem", "warning", "skipped"
@@ -36,8 +37,6 @@ class Finding:
 
 def default_start() -> str:
     """How to start the daemon without asking launchd (status's start-up has no room for it)."""
-    from mpsd.setup.script import command
-
     return f"start it with `{homebrew.START if homebrew.runs_agent() else command() + ' daemon'}`"
 
 

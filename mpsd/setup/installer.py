@@ -10,6 +10,7 @@ import argparse
 import contextlib
 import difflib
 import fnmatch
+import hashlib
 import os
 import shutil
 from collections.abc import Callable, Iterable
@@ -20,6 +21,7 @@ from pathlib import Path
 from mpsd import paths
 from mpsd.atomic import write_atomic
 from mpsd.config import default_config_text
+from mpsd.env import pyhooks
 from mpsd.errors import EXIT_USAGE, MpsdError
 from mpsd.paths import in_the_way_sentence
 from mpsd.setup import completion, homebrew, launchd, rcfile, script
@@ -235,8 +237,6 @@ def _mpsd_file(path: Path, header: bytes) -> bytes | None:
 
 def signed(header: bytes, body: bytes) -> bytes:
     """``header``, a line with the digest of ``body``, then ``body``: a user's edit shows."""
-    import hashlib
-
     return header + b"# sha256 " + hashlib.sha256(body).hexdigest().encode() + b"\n" + body
 
 
@@ -316,8 +316,6 @@ def install_plan(
 def hook_refreshes() -> list[FileChange]:
     """The start-up hook copies ``enable`` listed, brought up to this mpsd's files (an upgrade
     asks for ``mpsd install``): each copy still there (a lost one is ``enable``'s to put back)."""
-    from mpsd.env import pyhooks
-
     listed = dict.fromkeys(entry.site for entry in pyhooks.record())
     sites = [site for site in listed if pyhooks.check_copy(site) == "outdated"]
     files = [(Path(site, name), data) for site in sites for name, data in pyhooks.copy_contents()]
@@ -336,8 +334,6 @@ def rc_candidates() -> list[Path]:
 
 def uninstall_plan() -> Plan:
     """Take out exactly what install put in, and the start-up hooks ``enable`` listed."""
-    from mpsd.env import pyhooks
-
     plan = Plan()
     for rc in rc_candidates():
         try:
