@@ -15,6 +15,7 @@ from pathlib import Path
 
 from mpsd import limits, paths
 from mpsd.commands import full_parser
+from mpsd.config import Config
 from mpsd.env import pyhooks
 from mpsd.errors import EXIT_OK, MpsdError
 from mpsd.files import ensure_dir
@@ -170,21 +171,11 @@ def _bin(program: str) -> str:
 def _daemon_runs_older_code() -> bool:
     """The daemon's last decision was made by other files of mpsd than this command runs: it
     started before an upgrade or a reinstall, which leave the agent's plist as it was."""
-    from mpsd.daemon.history import Store, code_stamp
+    from mpsd.daemon.history import code_stamp  # sqlite3: only where install needs it
+    from mpsd.health.chain import read_history
 
-    path = paths.history_file()
-    if paths.untrusted_home(path):  # the trust rule, as status reads the history
-        return False
-    try:
-        store = Store.open_readonly(path)
-        if store is None:
-            return False
-        with store:
-            decision = store.get_meta("decision")
-    except Exception:  # a damaged history is for doctor to report
-        return False
-    code = decision.get("code") if isinstance(decision, dict) else None
-    return isinstance(code, str) and code != code_stamp()
+    ran = read_history(time.time(), Config()).decided_by
+    return isinstance(ran, str) and ran != code_stamp()
 
 
 def _hooks_changed(files: list[FileChange]) -> bool:

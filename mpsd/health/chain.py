@@ -50,6 +50,7 @@ class History:
     decided_at: str | None = None
     decided_baseline: int | None = None
     decided_config: dict[str, Any] | None = None
+    decided_by: str | None = None  # the files of mpsd the daemon ran (``history.code_stamp``)
     reasons: list[str] = field(default_factory=list)
     next_job: NextJob | None = None
 
@@ -107,7 +108,7 @@ def read(environ: Mapping[str, str] | None = None, every_project: bool = False) 
     read_limits = limits.read_file() if trusted else limits.LimitsFile(found=False)
     current = read_limits.limits
     running, pid, state_problem = _daemon()
-    history = _history(now, config)
+    history = read_history(now, config)
     # What the next job really gets is what limits.toml holds (the hooks export it); with no
     # ratio there, it gets nothing, and the limits line says why.
     next_job = None
@@ -174,7 +175,8 @@ def _daemon() -> tuple[bool, int | None, str | None]:
     return running, lock.holder() if running else None, None
 
 
-def _history(now: float, config: Config) -> History:
+def read_history(now: float, config: Config) -> History:
+    """What the history holds (read under the trust rule; a damaged one: one sentence)."""
     path = paths.history_file()
     if paths.untrusted_home(path):  # a planted history is not read (the warning says why)
         return History(str(path))
@@ -206,6 +208,7 @@ def _history(now: float, config: Config) -> History:
         decided_at=iso(float(decision.get("t", 0))) if decision else None,
         decided_baseline=decision.get("baseline_free_bytes"),
         decided_config=used if isinstance(used, dict) else None,
+        decided_by=decision.get("code"),
         reasons=list(decision.get("reasons", [])),
         next_job=_next_job(decision, now),
     )
