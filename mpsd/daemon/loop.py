@@ -31,7 +31,7 @@ from typing import Any
 from mpsd import limits as limits_mod
 from mpsd import paths
 from mpsd.config import Config, ConfigError, load_config, policy_values
-from mpsd.daemon import jobs, policy
+from mpsd.daemon import jobs, notices, policy
 from mpsd.daemon.history import HistoryError, LimitsWritten, Store, code_stamp
 from mpsd.daemon.schedule import Schedule
 from mpsd.errors import EXIT_ABSENT, MpsdError
@@ -207,6 +207,8 @@ class Daemon:
     clock_jumped = False  # the last tick found the wall clock away from the monotonic one
     _untrusted: list[str] = field(default_factory=list)  # the trust problem last said
     tracker: jobs.Tracker | None = None  # the job records (None until the first sample)
+    episodes: notices.Episodes = field(default_factory=notices.Episodes)
+    notifier: notices.Notifier | None = None  # made at the first notice with notify = true
     _queue: queue.SimpleQueue[tuple[str, Any]] = field(default_factory=queue.SimpleQueue)
 
     # -- config -----------------------------------------------------------------------
@@ -281,14 +283,13 @@ class Daemon:
             log.warning("sample skipped: %s", exc)
             return None
         self.total_bytes = sample.total_bytes
-        notices: list[tuple[str, jobs.Job]] = []
         try:
             store = self.open_store()
             if self.tracker is None:
                 store.end_open_jobs()
                 self.tracker = jobs.Tracker()
             store.add(sample)
-            changed, notices = self.tracker.update(
+            changed = self.tracker.update(
                 sample, lambda pid: jobs.describe(pid, limits_mod.read(), self.projects())
             )
             for job in changed:
@@ -298,10 +299,13 @@ class Daemon:
             self._drop_store()
             for run in self.tracker.open.values() if self.tracker else ():
                 run.stored = None  # written again at the next sample
-        for kind, job in notices:
-            text = jobs.notice_text(kind, job)
-            way = jobs.notify(text) if self.config.notify else None
-            log.warning("%s%s", text, f" (notified by {way})" if way else "")
+        running = [run.job.command for run in self.tracker.open.values()] if self.tracker else []
+        for text in self.episodes.update(sample.t, sample.pressure, sample.swapouts, running):
+            if self.config.notify:
+                self.notifier = self.notifier or notices.Notifier(notices.find_way())
+                self.notifier.hand(text)
+            else:
+                log.warning("%s", text)
         if self.window is not None:
             self.window.append(sample)
         return sample
