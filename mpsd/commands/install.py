@@ -86,7 +86,8 @@ def run(args: argparse.Namespace) -> int:
     plan = installer.install_plan(
         shells, own_agent, python, parser=None if brewed else full_parser()
     )
-    report, warnings = _Report(), []  # type: ignore[var-annotated]
+    report = _Report()
+    warnings: list[str] = []
     steps = installer.file_steps(plan.files)
     made = {change.path.parent for change in plan.changed if change.old is None}
     for directory in (paths.config_dir(), paths.state_dir()):
@@ -104,10 +105,9 @@ def run(args: argparse.Namespace) -> int:
             steps.append(Step(says, lambda: None))  # ensure_loaded boots it out
     if args.dry_run:
         planned = launchd.planned_commands(agent.path, agent.new or b"", outdated) if agent else []
-        said = [step.says for step in steps] + [f"run: {command}" for command in planned]
-        said[len(steps) : len(steps)] = (
-            [installer.describe(agent)] if agent and agent.changed else []
-        )
+        said = [step.says for step in steps]
+        said += [installer.describe(agent)] if agent and agent.changed else []
+        said += [f"run: {command}" for command in planned]
         if limits.read() is None:  # taken at the end, by the agent or by `daemon --once`
             said.append("run: mpsd daemon --once (limits.toml does not exist yet)")
         shown = [
