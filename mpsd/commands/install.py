@@ -104,10 +104,10 @@ def run(args: argparse.Namespace) -> int:
             says = f"replace the agent of another install of mpsd ({before[0]})"
             steps.append(Step(says, lambda: None))  # ensure_loaded boots it out
     if args.dry_run:
-        planned = launchd.planned_commands(agent.path, agent.new or b"", outdated) if agent else []
         said = [step.says for step in steps]
-        said += [installer.describe(agent)] if agent and agent.changed else []
-        said += [f"run: {command}" for command in planned]
+        if agent is not None:
+            said += [installer.describe(agent)] if agent.changed else []
+            launchd.ensure_loaded(agent.path, agent.new or b"", said.append, outdated, dry=True)
         if limits.read() is None:  # taken at the end, by the agent or by `daemon --once`
             said.append("run: mpsd daemon --once (limits.toml does not exist yet)")
         shown = [
