@@ -12,13 +12,7 @@ from mpsd.daemon.history import Store
 from mpsd.daemon.jobs import PRESSURES, Job, daemon_running
 from mpsd.durations import format_duration
 from mpsd.errors import EXIT_ABSENT, EXIT_USAGE, MpsdError
-from mpsd.sizes import format_gib
-
-
-def gib(size: float) -> str:
-    """``21.3 GiB``; ``212.00 MiB`` below a GiB."""
-    return f"{size / (1 << 30):.1f} GiB" if size >= 1 << 30 else format_gib(size)
-
+from mpsd.sizes import gib
 
 NOTE = "The footprint counts the job's CPU-side memory too; the cap counts MPS memory only."
 CHART_WIDTH = 60

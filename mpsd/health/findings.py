@@ -16,7 +16,7 @@ from mpsd.env.exports import hook_copy_command
 from mpsd.health.chain import Chain
 from mpsd.setup import homebrew
 from mpsd.setup.script import command
-from mpsd.sizes import format_gib
+from mpsd.sizes import gib
 
 OK, PROBLEM, WARNING, SKIPPED = "ok", "problem", "warning", "skipped"
 HOOK = "start-up hook"
@@ -117,7 +117,7 @@ def _limits(chain: Chain) -> Finding:
             "limits", PROBLEM, f"{problem}: {gets}", fix, f"unreadable ({problem}); {REWRITE}"
         )
     high, low = current.high_watermark_ratio, current.low_watermark_ratio
-    detail = f"{format_gib(current.limit_bytes)} of {format_gib(current.recommended_max_bytes)}"
+    detail = f"{gib(current.limit_bytes, 2)} of {gib(current.recommended_max_bytes, 2)}"
     return Finding(
         "limits", OK, f"high {high}, low {low} ({detail} recommended max, {source_words(current)})"
     )

@@ -90,7 +90,7 @@ def test_bad_input_gets_one_sentence_and_exit_1_or_2() -> None:
         assert done.returncode == code and words in done.stderr
         assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
     assert "invalid choice: 'list'" in run_mpsd("jobs", "list").stderr
-    assert "Peaked at 0.00 MiB; no swap." in run_mpsd("jobs", "show", "1").stdout
+    assert "Peaked at 0.0 MiB; no swap." in run_mpsd("jobs", "show", "1").stdout
 
 
 def test_no_history_and_no_daemon_are_said() -> None:
