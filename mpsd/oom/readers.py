@@ -13,7 +13,6 @@ from dataclasses import dataclass, replace
 from typing import Optional
 
 from mpsd.oom import finding as fk
-from mpsd.oom import frameworks, kills
 from mpsd.oom.finding import Finding
 from mpsd.oom.normalize import compiled
 
@@ -240,6 +239,19 @@ TF_WORDS = ("tensorflow/core", "tensorflow/python", "common_runtime", "keras", "
 WINDOWS = r"[a-z]:\\[\w$.~-]{1,64}\\"  # "C:\Users\", "PS C:\Users\me>"
 
 
+# The BFC allocator's "Stats:" (before or after the error): bytes, or sizes with a unit.
+_STATS = r"(?<!max)(?<!_)(limit|inuse):(\d+(?:\.\d+)?)(b|[kmgt]ib)?(?![\d.])"
+
+
+def stats(found: Finding, near: str) -> None:
+    """``found``'s limit and memory in use from the BFC allocator's stats in ``near``."""
+    for name, number, unit in compiled(_STATS).findall(near):
+        n = int(number) if not unit else (to_bytes(number, unit) or (0, 0))[0]
+        key = "limit_bytes" if name == "limit" else "in_use_bytes"
+        if n and getattr(found, key) is None:
+            setattr(found, key, n)
+
+
 def around(found: Finding, near: str) -> Finding:
     """``found`` with what squeezed ``near`` (its lines and the traceback before) tells: its
     ``context`` (also "windows" or "r": the user's shell), the framework of an MPS error
@@ -257,7 +269,7 @@ def around(found: Finding, near: str) -> Finding:
         tf = found.detail in ("tensor", "cuda_driver") or any(map(near.__contains__, TF_WORDS))
         jax = "jax" in near or "xla/python" in near
         kind, framework = (fk.TF_OOM, "tensorflow") if tf else (fk.XLA_OOM, "jax" if jax else "xla")
-        frameworks.stats(found, near)
+        stats(found, near)
     elif kind == fk.CUDA_OOM and "ggml" in near:  # llama.cpp's CUDA errors
         kind, framework = fk.GGML_OOM, "ggml"
         device = compiled(r"currentdevice:(\d{1,2})").search(near)
@@ -307,9 +319,6 @@ HEADS: tuple[Head, ...] = (
     Head("default cpu allocator", _CPU, 400),
     Head("you tried to allocate", _CPU, 300, lookback=120, after=r":?\d"),
     Head("posix_memalign", _plain(fk.CPU_OOM, "posix_memalign"), 80, after=r"\([^)]{0,80}\)==0"),
-    Head(
-        "unable to allocate", frameworks.numpy, 200, after=r"[\d.,]{1,30}(?:bytes?|[kmgtp]i?b)foran"
-    ),
     Head("std::bad_alloc", _plain(fk.CPU_OOM, "bad_alloc"), 40),
     Head("[metal::malloc]", _mlx, 200),
     Head("attempting to allocate", _mlx, 200, lookback=40, after=SIZE + "whichisgreater"),
@@ -320,5 +329,4 @@ HEADS: tuple[Head, ...] = (
     Head("cuda error 2 at", _cuda("runtime"), 200),  # ggml's CUDA before 2024
     Head("no available memory for the cache blocks", _plain(fk.CUDA_OOM, "vllm_cache"), 60),
     Head("thcudacheck fail", _cuda("runtime"), 300, after=r"[^:]{0,200}error=2:outofmem"),
-    *(Head(*head) for head in (*kills.HEADS, *frameworks.HEADS)),
 )
