@@ -9,7 +9,7 @@ from math import prod
 from mpsd.oom import finding as fk
 from mpsd.oom.finding import Finding
 from mpsd.oom.normalize import compiled
-from mpsd.oom.readers import CPU_LABELS, Extract, Head, read_sizes
+from mpsd.oom.readers import CPU_LABELS, Extract, Head, plain, read_sizes
 
 # XLA prints exact bytes ("285212672 bytes"), its BFC allocator "34.10MiB (rounded to N)".
 _EXACT = (
@@ -89,10 +89,6 @@ def _ggml(seg: str) -> Finding:
     return found
 
 
-def _sigkill(detail: str) -> Extract:
-    return lambda seg: Finding(fk.SIGKILL, detail)
-
-
 HEADS = (
     Head("unable to allocate", numpy, 200, after=r"[\d.,]{1,30}(?:bytes?|[kmgtp]i?b)foran"),
     Head("out of memory while trying to allocate", _xla(fk.XLA_OOM, "resource_exhausted"), 200),
@@ -106,7 +102,7 @@ HEADS = (
     Head("cudamalloc failed", _ggml, 400, 200),
     Head("failed to allocate", _ggml, 300, 200, r"(?:cuda|rocm|vulkan|sycl)\d*bufferofsize"),
     Head("unable to allocate", _ggml, 100, after=r"(?:cuda|rocm|vulkan|sycl)\d*buffer"),
-    Head("killed: 9", _sigkill("killed"), 20),
-    Head("zsh: killed", _sigkill("killed"), 20),
-    Head("exit code", _sigkill("exit_code"), 20, after=r"(?:137|-9)(?!\d)"),
+    Head("killed: 9", plain(fk.SIGKILL, "killed"), 20),
+    Head("zsh: killed", plain(fk.SIGKILL, "killed"), 20),
+    Head("exit code", plain(fk.SIGKILL, "exit_code"), 20, after=r"(?:137|-9)(?!\d)"),
 )

@@ -136,7 +136,7 @@ def _watermark(seg: str) -> Finding:
     return found
 
 
-def _plain(kind: str, detail: str, labels: Labels | None = None, within: int = 0) -> Extract:
+def plain(kind: str, detail: str, labels: Labels | None = None, within: int = 0) -> Extract:
     """A reader of the sizes ``labels`` names (in the first ``within`` characters if given)."""
 
     def extract(seg: str) -> Finding:
@@ -287,20 +287,20 @@ def _status5(seg: str) -> Finding:
     return Finding(fk.MPS_OTHER, "command_buffer_oom" if oom else "status_5")
 
 
-_CPU = _plain(fk.CPU_OOM, "cpu_allocator", CPU_LABELS)
-_XPU = _plain(fk.XPU_SIZE, "size_limit", CUDA_LABELS, 120)
+_CPU = plain(fk.CPU_OOM, "cpu_allocator", CPU_LABELS)
+_XPU = plain(fk.XPU_SIZE, "size_limit", CUDA_LABELS, 120)
 HEADS: tuple[Head, ...] = (
     Head("mps backend out", _mps_oom, 900),
     Head("mps allocated", _mps_oom, 900, lookback=120, after=r":?\d"),
     Head("invalid low water", _watermark, 60),
     Head("invalid high water", _watermark, 60),
-    Head("invalid buffer size", _plain(fk.MPS_OTHER, "invalid_buffer_size", BUFFER_LABELS, 40), 80),
-    Head("bytes of ndarray", _plain(fk.MPS_OTHER, "ndarray_too_large"), 60),
-    Head("ndarray dimension", _plain(fk.MPS_OTHER, "dimension_too_large"), 60),
-    Head("tensor dims larger", _plain(fk.MPS_OTHER, "dimension_too_large"), 60),
-    Head("product of dimension", _plain(fk.MPS_OTHER, "dimension_too_large"), 60),
-    Head("callback error out of", _plain(fk.MPS_OTHER, "command_buffer_oom"), 60, lookback=60),
-    Head("insufficient memory", _plain(fk.MPS_OTHER, "command_buffer_oom"), 60, 100, r"\(0*8"),
+    Head("invalid buffer size", plain(fk.MPS_OTHER, "invalid_buffer_size", BUFFER_LABELS, 40), 80),
+    Head("bytes of ndarray", plain(fk.MPS_OTHER, "ndarray_too_large"), 60),
+    Head("ndarray dimension", plain(fk.MPS_OTHER, "dimension_too_large"), 60),
+    Head("tensor dims larger", plain(fk.MPS_OTHER, "dimension_too_large"), 60),
+    Head("product of dimension", plain(fk.MPS_OTHER, "dimension_too_large"), 60),
+    Head("callback error out of", plain(fk.MPS_OTHER, "command_buffer_oom"), 60, lookback=60),
+    Head("insufficient memory", plain(fk.MPS_OTHER, "command_buffer_oom"), 60, 100, r"\(0*8"),
     # ggml's Metal: "command buffer 0 failed with status 5" (an error; the reason may follow)
     Head("command buffer", _status5, 200, after=r"\d{1,4}failedwithstatus5"),
     Head("internal assert", _mps_assert, 600),
@@ -318,15 +318,15 @@ HEADS: tuple[Head, ...] = (
     Head("allocation on device", _cuda("allocation_on_device"), 700),
     Head("default cpu allocator", _CPU, 400),
     Head("you tried to allocate", _CPU, 300, lookback=120, after=r":?\d"),
-    Head("posix_memalign", _plain(fk.CPU_OOM, "posix_memalign"), 80, after=r"\([^)]{0,80}\)==0"),
-    Head("std::bad_alloc", _plain(fk.CPU_OOM, "bad_alloc"), 40),
+    Head("posix_memalign", plain(fk.CPU_OOM, "posix_memalign"), 80, after=r"\([^)]{0,80}\)==0"),
+    Head("std::bad_alloc", plain(fk.CPU_OOM, "bad_alloc"), 40),
     Head("[metal::malloc]", _mlx, 200),
     Head("attempting to allocate", _mlx, 200, lookback=40, after=SIZE + "whichisgreater"),
     Head("resource limit (", _mlx, 60, lookback=40, after=r"\d+\)exceeded"),
     Head("can not allocate memory block with size larger", _XPU, 140),
-    Head("[malloc_or_wait]", _plain(fk.MLX_OOM, "malloc_or_wait", CPU_LABELS), 100),
+    Head("[malloc_or_wait]", plain(fk.MLX_OOM, "malloc_or_wait", CPU_LABELS), 100),
     Head("error 2: out of mem", _cuda("init"), 60),  # cudaGetDeviceCount() (WSL2)
     Head("cuda error 2 at", _cuda("runtime"), 200),  # ggml's CUDA before 2024
-    Head("no available memory for the cache blocks", _plain(fk.CUDA_OOM, "vllm_cache"), 60),
+    Head("no available memory for the cache blocks", plain(fk.CUDA_OOM, "vllm_cache"), 60),
     Head("thcudacheck fail", _cuda("runtime"), 300, after=r"[^:]{0,200}error=2:outofmem"),
 )

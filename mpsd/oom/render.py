@@ -359,9 +359,8 @@ class Renderer:
             title = "Metal out of memory" if f.detail[0] == "c" else "Metal error"
             title += names.get(f.framework or "", "")
         if f.kill is not None:
-            system = "Linux" if f.kill.os == "linux" else "macOS"
-            title += f" ({f.kill.reason})" if "Linux" in f.kill.reason else f" by {system}"
-            title += "" if "Linux" in f.kill.reason else f" ({f.kill.reason})"
+            by = "" if "Linux" in f.kill.reason else f" by {OS_NAMES[f.kill.os]}"
+            title += f"{by} ({f.kill.reason})"
         if f.count > 1:
             title += f" (seen {f.count} times)"
         body = kind.body(self, f)
@@ -736,6 +735,7 @@ NAMES: dict[str | None, str] = {"torch": "PyTorch's CPU allocator", "numpy": "Nu
 NAMES |= {"jax": "JAX", "xla": "its program not named"}
 NAMES |= {"tensorflow": "TensorFlow", "mlx": "MLX", "ggml": "llama.cpp", None: "not known"}
 BACKENDS = {"cuda": "CUDA", "rocm": "ROCm", "hip": "HIP", "xpu": "XPU"}
+OS_NAMES = {"linux": "Linux", "macos": "macOS"}
 XLA_ROWS = (
     "requested|requested|the allocation that failed",
     "limit|limit|what the allocator may use on the device",
@@ -807,15 +807,11 @@ KINDS: dict[str, Kind] = {  # rows: "label|field (less _bytes)|meaning"
 WIDTH = 88
 
 
-def _visible(line: str) -> str:
-    return compiled(r"\x1b\[[\d;]*m").sub("", line) if "\x1b" in line else line
-
-
 def _wrap(line: str) -> list[str]:
     """Long prose lines wrapped at WIDTH, continuing at their indent (plus the width of a
     leading "Note: "), a size kept with its unit; colour codes take no width. Table rows
     (columns apart by two spaces) stay whole."""
-    shown = _visible(line)
+    shown = compiled(r"\x1b\[[\d;]*m").sub("", line) if "\x1b" in line else line
     body = shown.strip()
     if len(shown) <= WIDTH or "  " in body:
         return [line]
