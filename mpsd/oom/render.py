@@ -198,6 +198,7 @@ SAY = {
     "copy of what the dataset keeps in memory, and pin_memory=True pins host memory too: "
     "fewer workers, or pin_memory=False.",
     "xla_asked": "{who} asked for {request}{free}.",
+    "cuda_reported": ", while CUDA reported {free} free of {total}",
     "xla_in_use": "The allocator held {in_use} of its {limit} limit.",
     "bfc_warning": "TensorFlow's allocator says this is not a failure: it retries, and the job "
     "goes on unless an error follows.",
@@ -637,10 +638,8 @@ class Renderer:
         else:
             out = [say("short", request=req, free=free, short=req - free)]
         if unused and free is not None and free < req:  # (no line for an empty cache)
-            enough = unused + free >= req
-            out.append(
-                say("fragmented" if enough else "too_little", unused=unused, both=free + unused)
-            )
+            name = "fragmented" if unused + free >= req else "too_little"
+            out.append(say(name, unused=unused, both=free + unused))
         elif unused:
             out.append(say("cached", unused=unused))
         return out
@@ -680,11 +679,7 @@ class Renderer:
         elif f.detail == "arguments" and req and limit:
             why.append(say("arguments", request=req, limit=limit))
         elif req:
-            of = (
-                f", while CUDA reported {size(free)} free of {size(total)}"
-                if free and total
-                else ""
-            )
+            of = say("cuda_reported", free=free, total=total) if free and total else ""
             who = "TensorFlow" if f.kind == fk.TF_OOM else "XLA"
             why.append(say("xla_asked", who=who, request=req, free=of))
             if in_use and limit:
@@ -716,12 +711,9 @@ class Renderer:
         if k.bytes is not None and k.bytes_are:
             rows.append((k.bytes_are.replace("_", "-"), size(k.bytes), kills.MEANS[k.bytes_are]))
         rows += [(name, size(n), "") for name, n in k.sizes if name != "anon-rss"]
-        why = {kills.LINUX_OOM: "oom_killer", kills.CGROUP: "cgroup", kills.SWAP: "swap_out"}
-        out = [say(why.get(k.reason, "jetsam"), reason=k.reason)]
-        if k.reason == kills.JETSAM:
-            out = [say("jetsam_cut", largest=k.name or "not known")]
+        why = say(KILL_WHY.get(k.reason, "jetsam"), reason=k.reason, largest=k.name or "not known")
         fix = self.section("Fix", [say("kill_fix")])
-        return self.aligned(rows) + self.section("Why it failed", out) + fix
+        return self.aligned(rows) + self.section("Why it failed", [why]) + fix
 
 
 def unallocated(f: Finding) -> int | None:
@@ -736,6 +728,8 @@ NAMES |= {"jax": "JAX", "xla": "its program not named"}
 NAMES |= {"tensorflow": "TensorFlow", "mlx": "MLX", "ggml": "llama.cpp", None: "not known"}
 BACKENDS = {"cuda": "CUDA", "rocm": "ROCm", "hip": "HIP", "xpu": "XPU"}
 OS_NAMES = {"linux": "Linux", "macos": "macOS"}
+KILL_WHY = {kills.LINUX_OOM: "oom_killer", kills.CGROUP: "cgroup", kills.SWAP: "swap_out"}
+KILL_WHY[kills.JETSAM] = "jetsam_cut"  # (any other reason is macOS's own: "jetsam")
 XLA_ROWS = (
     "requested|requested|the allocation that failed",
     "limit|limit|what the allocator may use on the device",
