@@ -153,7 +153,6 @@ def find_errors(text: str) -> list[Finding]:
 
 
 def read_kills(text: str) -> list[Kill]:
-    """The processes the operating system killed for memory, as its log lines in ``text``
-    say (Linux's OOM killer, macOS's memorystatus and JetsamEvent reports), each once, in
-    order. Pure, never raises."""
+    """The processes the system killed for memory, as the kill lines in ``text`` say
+    (``kills``), each once, in order. Never raises."""
     return [f.kill for f in find_errors(text) if f.kill is not None]

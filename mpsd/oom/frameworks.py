@@ -46,7 +46,7 @@ def _xla(kind: str, detail: str) -> Extract:
         if exact:
             found.requested_bytes = int(exact[1] or exact[2] or exact[3])
         elif detail == "bfc":
-            read_sizes(seg[:120], {"requested_bytes": (("tryingtoallocate",), ())}, found)
+            read_sizes(seg[:120], {"requested_bytes": ("tryingtoallocate", "")}, found)
         if detail == "bfc" and "notafailure" in seg[:400]:
             found.detail = "bfc_warning"
         m = compiled(_FREE_TOTAL).search(seg, 0, 400)
@@ -83,7 +83,7 @@ def _ggml(seg: str) -> Finding:
     if exact:
         found.requested_bytes = int(exact[3])
     else:
-        read_sizes(seg[:100], {"requested_bytes": (("allocating",), ())}, found)
+        read_sizes(seg[:100], {"requested_bytes": ("allocating", "")}, found)
     device = compiled(_GGML_DEVICE).search(seg, 0, 300)
     found.device = int(device[1]) if device else None
     return found

@@ -101,10 +101,8 @@ def ratio_behind(cap: int, slack: int, recommended_max: int) -> float | None:
 
 
 def guesses(max_allowed: int, slack: int = GIB // 200, limit: int = 3) -> list[Guess]:
-    """The likely (ratio, Mac) pairs behind a cap, most likely first: PyTorch's default
-    ratio first, then round ratios. Each one gives the printed cap (``gives``: within
-    ``slack`` bytes, half its last printed digit; the default is a cap printed as
-    "x.xx GiB"), so "cap = ratio x working set" holds at the precision printed."""
+    """The likely (ratio, Mac) pairs behind a cap, most likely first: PyTorch's default ratio,
+    then round ratios; each gives the printed cap (``gives``), at the precision printed."""
     found: list[tuple[int, int, Guess]] = []
     seen: set[tuple[float, int]] = set()
     if max_allowed <= 0:

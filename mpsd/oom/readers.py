@@ -44,15 +44,15 @@ def to_bytes(number: str, unit: str) -> tuple[int, int] | None:
     return round(value * scale), half
 
 
-# field -> (labels just before the number, labels just after it)
-Labels = dict[str, tuple[tuple[str, ...], tuple[str, ...]]]
+# field -> (labels just before the number, labels just after it), each a string of words
+Labels = dict[str, tuple[str, str]]
 CONTEXT = 48  # how far a label may be from its number
 _SEPARATORS = ",;()[]{}.!?|"  # a label never spans one of these
 
 
-def _longest(context: str, labels: tuple[str, ...], at_end: bool) -> int:
+def _longest(context: str, labels: str, at_end: bool) -> int:
     test = context.endswith if at_end else context.startswith
-    return max((len(label) for label in labels if test(label)), default=0)
+    return max((len(label) for label in labels.split() if test(label)), default=0)
 
 
 def read_sizes(seg: str, labels: Labels, found: Finding) -> dict[str, int]:
@@ -104,13 +104,13 @@ class Head:
 
 
 MPS_LABELS: Labels = {
-    "allocated_bytes": (("mpsallocated", "currentlyallocated"), ()),
-    "other_bytes": (("otherallocations",), ()),
-    "max_allowed_bytes": (("maxallowed",), ()),
-    "requested_bytes": (("triedtoallocate",), ()),
+    "allocated_bytes": ("mpsallocated currentlyallocated", ""),
+    "other_bytes": ("otherallocations", ""),
+    "max_allowed_bytes": ("maxallowed", ""),
+    "requested_bytes": ("triedtoallocate", ""),
 }
-BUFFER_LABELS: Labels = {"requested_bytes": (("buffersize",), ())}
-CPU_LABELS: Labels = {"requested_bytes": (("youtriedtoallocate", "unabletoallocate"), ())}
+BUFFER_LABELS: Labels = {"requested_bytes": ("buffersize", "")}
+CPU_LABELS: Labels = {"requested_bytes": ("youtriedtoallocate unabletoallocate", "")}
 
 
 def _mps_oom(seg: str) -> Finding:
@@ -155,23 +155,20 @@ def _mps_assert(seg: str) -> Finding | None:
 
 # --- CUDA / HIP --------------------------------------------------------------------
 CUDA_LABELS: Labels = {
-    "requested_bytes": (("triedtoallocate", "requested"), ()),
+    "requested_bytes": ("triedtoallocate requested", ""),
     # "capacty": PyTorch's own typo in some versions.
-    "total_bytes": (
-        ("totalcapacityof", "totalcapactyof", "devicelimit"),
-        ("totalcapacity", "totalcapacty"),
-    ),
-    "free_bytes": (("ofwhich", "accordingtocuda"), ("free", "isfree")),
+    "total_bytes": ("totalcapacityof totalcapactyof devicelimit", "totalcapacity totalcapacty"),
+    "free_bytes": ("ofwhich accordingtocuda", "free isfree"),
     "allocated_bytes": (
-        ("oftheallocatedmemory", "currentlyallocated"),
-        ("alreadyallocated", "isallocatedbypytorch"),
+        "oftheallocatedmemory currentlyallocated",
+        "alreadyallocated isallocatedbypytorch",
     ),
     # "cached" (up to 1.3): cached but unallocated, as the newer "reserved but unallocated".
-    "_unallocated": ((), ("isreservedbypytorchbutunallocated", "cached")),
-    "reserved_bytes": ((), ("reservedintotalbypytorch",)),
-    "in_use_bytes": (("thisprocesshas",), ()),  # "Process N has X" is another process
-    "allowed_bytes": ((), ("allowed",)),
-    "private_pool_bytes": ((), ("allocatedinprivatepools",)),
+    "_unallocated": ("", "isreservedbypytorchbutunallocated cached"),
+    "reserved_bytes": ("", "reservedintotalbypytorch"),
+    "in_use_bytes": ("thisprocesshas", ""),  # "Process N has X" is another process
+    "allowed_bytes": ("", "allowed"),
+    "private_pool_bytes": ("", "allocatedinprivatepools"),
 }
 _PROCESS = r"process(\d{1,10})has" + SIZE
 _DEVICE = r"(?:gpu|device)~?(\d{1,3})(?![\d.,])"  # "GPU 0"
@@ -205,8 +202,8 @@ def _cuda(detail: str) -> Extract:
 
 # --- MLX (backend/metal/allocator.cpp), Intel's extension for PyTorch ---------------
 MLX_LABELS: Labels = {
-    "requested_bytes": (("attemptingtoallocate",), ()),
-    "max_buffer_bytes": (("maximumallowedbuffersizeof",), ()),
+    "requested_bytes": ("attemptingtoallocate", ""),
+    "max_buffer_bytes": ("maximumallowedbuffersizeof", ""),
 }
 
 
