@@ -398,7 +398,6 @@ class Renderer:
     def fix_lines(self, ratio_hint: str = "", first: str = "") -> list[str]:
         """The fix: both variables, mpsd's value (then ``ratio_hint``), opting the project in;
         ``first`` comes before everything (what matters more)."""
-        s = self.style
         if self.limits is not None:
             high, low = self.limits.high_watermark_ratio, self.limits.low_watermark_ratio
             rm = self.limits.recommended_max_bytes
@@ -415,7 +414,7 @@ class Renderer:
             why,
             *([ratio_hint] if ratio_hint else []),
             *SAY["set_both"].split("\n"),
-            say("let_mpsd", enable=s.cmd("mpsd enable")),
+            say("let_mpsd", enable=self.style.cmd("mpsd enable")),
         ]
 
     def mps_oom(self, f: Finding) -> list[str]:
