@@ -467,7 +467,7 @@ class Renderer:
             notes.append(SAY["outside_fills"])
         elif other is not None and alloc is not None and other > alloc and other > (cap or 0) * 0.3:
             notes.append(SAY["outside_exceeds"])
-        return self.notes(notes + [TRACEBACK[c] for c in sorted(f.context)])
+        return self.notes(notes + [TRACEBACK[c] for c in sorted(f.context) if c in TRACEBACK])
 
     def ratio_lines(self, f: Finding) -> list[str]:
         cap = f.max_allowed_bytes
