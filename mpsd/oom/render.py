@@ -8,7 +8,6 @@ print them "GB"/"MB"/"KB"); the first table that needs it says so, once.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from itertools import islice
 from typing import TYPE_CHECKING
 
@@ -307,16 +306,6 @@ FIXES: dict[str | None, list[str]] = {
 }
 
 
-@dataclass(frozen=True)
-class Kind:
-    """How a kind of finding reads: its title, the table of its numbers (a row whose number
-    the message lacks is left out), and the Renderer method that writes the rest."""
-
-    title: str
-    body: Callable[[Renderer, Finding], list[str]]
-    rows: tuple[str, ...] = ()
-
-
 def indent(lines: list[str]) -> list[str]:
     return [f"  {line}" for line in lines]
 
@@ -350,9 +339,10 @@ class Renderer:
         return [s.format(**{k: self.setenv(v) for k, v in cmds.items()}) for s in FIXES[framework]]
 
     def finding(self, f: Finding) -> list[str]:
-        kind, self.context = KINDS[f.kind], f.context
+        title, body = KINDS[f.kind]
+        self.context = f.context
         backend = BACKENDS.get(f.backend or "", "GPU")
-        title = kind.title.format(backend=backend, framework=NAMES[f.framework])
+        title = title.format(backend=backend, framework=NAMES[f.framework])
         if f.kind == fk.CUDA_OOM and f.backend and f.backend != "cuda":
             title = f"{f.backend.upper()} out of memory"
         if f.detail in ("command_buffer_oom", "status_5") and f.framework != "torch":
@@ -364,10 +354,10 @@ class Renderer:
             title += f"{by} ({f.kill.reason})"
         if f.count > 1:
             title += f" (seen {f.count} times)"
-        body = kind.body(self, f)
+        lines = body(self, f)
         if "dataloader" in f.context and f.kind != fk.MPS_OOM:
-            body += ["", *self.notes([SAY["dataloader"]])]
-        return [self.style.title(title), *self.table(kind.rows, f), *body]
+            lines += ["", *self.notes([SAY["dataloader"]])]
+        return [self.style.title(title), *self.table(ROWS.get(f.kind, ()), f), *lines]
 
     def table(self, rows: tuple[str, ...], f: Finding) -> list[str]:
         """The rows with a number, aligned; under the first table that spelt "GB", UNITS."""
@@ -729,73 +719,58 @@ BACKENDS = {"cuda": "CUDA", "rocm": "ROCm", "hip": "HIP", "xpu": "XPU"}
 OS_NAMES = {"linux": "Linux", "macos": "macOS"}
 KILL_WHY = {kills.LINUX_OOM: "oom_killer", kills.CGROUP: "cgroup", kills.SWAP: "swap_out"}
 KILL_WHY[kills.JETSAM] = "jetsam_cut"  # (any other reason is macOS's own: "jetsam")
-XLA_ROWS = (
-    "requested|requested|the allocation that failed",
-    "limit|limit|what the allocator may use on the device",
-    "in use|in_use|what it held then",
-    "free|free|free on the GPU, as CUDA said",
-    "total|total|the device's memory",
-)
-KINDS: dict[str, Kind] = {  # rows: "label|field (less _bytes)|meaning"
-    fk.MPS_OOM: Kind(
-        "MPS out of memory (PyTorch on Apple Silicon)",
-        Renderer.mps_oom,
-        (
-            "MPS allocated|allocated|PyTorch's MPS allocator: Metal heaps, cache included",
-            "other allocations|other|other GPU memory of this process, outside that allocator",
-            "requested|requested|the allocation that failed{pool}",
-            "max allowed|max_allowed|the cap: watermark ratio x the Mac's recommended max",
-        ),
-    ),
-    fk.MPS_INVALID_LOW: Kind("Invalid low watermark ratio (PyTorch MPS)", Renderer.watermark),
-    fk.MPS_INVALID_HIGH: Kind("Invalid high watermark ratio (PyTorch MPS)", Renderer.watermark),
-    fk.MPS_OTHER: Kind(
-        "MPS memory error",
-        Renderer.mps_other,
-        ("buffer size|requested|the one tensor Metal was asked for",),
-    ),
-    fk.CUDA_OOM: Kind(
-        "CUDA out of memory",
-        Renderer.cuda,
-        (
-            "requested|requested|the allocation that failed",
-            "total|total|the GPU's memory",
-            "free|free|free on the GPU at that moment",
-            "allocated|allocated|held by PyTorch's tensors",
-            "reserved|reserved|PyTorch's total: tensors + its cache of freed blocks",
-            "in use|in_use|this process's total, PyTorch or not",
-            "allowed|allowed|this process's cap (set_per_process_memory_fraction)",
-            "private pools|private_pool|of allocated, in CUDA Graphs' pools",
-        ),
-    ),
-    fk.MLX_OOM: Kind(
-        "MLX out of memory (Metal)",
-        Renderer.mps_other,
-        (
-            "requested|requested|the one buffer MLX asked Metal for",
-            "max buffer|max_buffer|the largest buffer Metal allows",
-        ),
-    ),
-    fk.XPU_SIZE: Kind(
-        "XPU allocation over 4 GiB (Intel's extension for PyTorch)",
-        Renderer.mps_other,
-        ("requested|requested|the allocation refused",),
-    ),
-    fk.OS_KILL: Kind("Killed for memory", Renderer.kill),
-    fk.SIGKILL: Kind("Killed (SIGKILL)", Renderer.sigkill),
-    fk.XLA_OOM: Kind("Out of memory in XLA ({framework})", Renderer.xla, XLA_ROWS),
-    fk.TF_OOM: Kind("Out of memory in TensorFlow", Renderer.xla, XLA_ROWS),
-    fk.GGML_OOM: Kind(
-        "llama.cpp (ggml) out of memory on {backend}",
-        Renderer.ggml,
-        ("requested|requested|the buffer the driver refused",),
-    ),
-    fk.CPU_OOM: Kind(
-        "Out of main memory ({framework})",
-        Renderer.cpu,
-        ("requested|requested|the allocation of main memory that failed",),
-    ),
+# Each kind's title, and the Renderer method that writes what follows its table of numbers.
+KINDS: dict[str, tuple[str, Callable[[Renderer, Finding], list[str]]]] = {
+    fk.MPS_OOM: ("MPS out of memory (PyTorch on Apple Silicon)", Renderer.mps_oom),
+    fk.MPS_INVALID_LOW: ("Invalid low watermark ratio (PyTorch MPS)", Renderer.watermark),
+    fk.MPS_INVALID_HIGH: ("Invalid high watermark ratio (PyTorch MPS)", Renderer.watermark),
+    fk.MPS_OTHER: ("MPS memory error", Renderer.mps_other),
+    fk.CUDA_OOM: ("CUDA out of memory", Renderer.cuda),
+    fk.MLX_OOM: ("MLX out of memory (Metal)", Renderer.mps_other),
+    fk.XPU_SIZE: ("XPU allocation over 4 GiB (Intel's extension for PyTorch)", Renderer.mps_other),
+    fk.OS_KILL: ("Killed for memory", Renderer.kill),
+    fk.SIGKILL: ("Killed (SIGKILL)", Renderer.sigkill),
+    fk.XLA_OOM: ("Out of memory in XLA ({framework})", Renderer.xla),
+    fk.TF_OOM: ("Out of memory in TensorFlow", Renderer.xla),
+    fk.GGML_OOM: ("llama.cpp (ggml) out of memory on {backend}", Renderer.ggml),
+    fk.CPU_OOM: ("Out of main memory ({framework})", Renderer.cpu),
 }
+# The table of each kind's numbers: "label|field (less _bytes)|meaning", a row whose number
+# the message lacks left out.
+ROWS: dict[str, tuple[str, ...]] = {
+    fk.MPS_OOM: (
+        "MPS allocated|allocated|PyTorch's MPS allocator: Metal heaps, cache included",
+        "other allocations|other|other GPU memory of this process, outside that allocator",
+        "requested|requested|the allocation that failed{pool}",
+        "max allowed|max_allowed|the cap: watermark ratio x the Mac's recommended max",
+    ),
+    fk.MPS_OTHER: ("buffer size|requested|the one tensor Metal was asked for",),
+    fk.CUDA_OOM: (
+        "requested|requested|the allocation that failed",
+        "total|total|the GPU's memory",
+        "free|free|free on the GPU at that moment",
+        "allocated|allocated|held by PyTorch's tensors",
+        "reserved|reserved|PyTorch's total: tensors + its cache of freed blocks",
+        "in use|in_use|this process's total, PyTorch or not",
+        "allowed|allowed|this process's cap (set_per_process_memory_fraction)",
+        "private pools|private_pool|of allocated, in CUDA Graphs' pools",
+    ),
+    fk.MLX_OOM: (
+        "requested|requested|the one buffer MLX asked Metal for",
+        "max buffer|max_buffer|the largest buffer Metal allows",
+    ),
+    fk.XPU_SIZE: ("requested|requested|the allocation refused",),
+    fk.XLA_OOM: (
+        "requested|requested|the allocation that failed",
+        "limit|limit|what the allocator may use on the device",
+        "in use|in_use|what it held then",
+        "free|free|free on the GPU, as CUDA said",
+        "total|total|the device's memory",
+    ),
+    fk.GGML_OOM: ("requested|requested|the buffer the driver refused",),
+    fk.CPU_OOM: ("requested|requested|the allocation of main memory that failed",),
+}
+ROWS[fk.TF_OOM] = ROWS[fk.XLA_OOM]
 
 WIDTH = 88
 
