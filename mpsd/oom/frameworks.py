@@ -54,9 +54,7 @@ def _xla(kind: str, detail: str) -> Extract:
             found.free_bytes, found.total_bytes = int(m[1]), int(m[2])
         m = compiled(_TPU).search(seg, 0, 200)
         if m:
-            found.in_use_bytes, found.total_bytes = (
-                round(float(g) * (1 << 30)) for g in m.groups()
-            )
+            found.in_use_bytes, found.total_bytes = (round(float(g) * 2**30) for g in m.groups())
         m = compiled(_ARGUMENTS).search(seg, 0, 200)
         if m:
             found.requested_bytes, found.limit_bytes = int(m[1]), int(m[2])

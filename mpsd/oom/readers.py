@@ -173,6 +173,7 @@ CUDA_LABELS: Labels = {
 _PROCESS = r"process(\d{1,10})has" + SIZE
 _DEVICE = r"(?:gpu|device)~?(\d{1,3})(?![\d.,])"  # "GPU 0"
 _BACKEND = r"cuda|hip|xpu"
+ALLOC_CONFS = ("expandable_segments", "max_split_size_mb")  # the settings a message suggests
 
 
 def _cuda(detail: str) -> Extract:
@@ -192,9 +193,7 @@ def _cuda(detail: str) -> Extract:
             others = [(int(m[1]), to_bytes(m[2], m[3])) for m in compiled(_PROCESS).finditer(seg)]
             if others or found.in_use_bytes is not None:  # a form that lists processes
                 found.other_processes = tuple((pid, n[0]) for pid, n in others if n)
-            found.alloc_conf = next(
-                (s for s in ("expandable_segments", "max_split_size_mb") if s in seg), None
-            )
+            found.alloc_conf = next((s for s in ALLOC_CONFS if s in seg), None)
         return found
 
     return extract
