@@ -590,10 +590,8 @@ class Renderer:
         busy = total is not None and free is not None and free < total * 0.1
         if others:
             listed = ", ".join(f"process {pid}: {size(n)}" for pid, n in others[:4])
-            if in_use is not None:
-                notes.append(say("others", held=sum(n for _, n in others), listed=listed))
-            else:
-                notes.append(say("container", listed=listed))
+            said = "others" if in_use is not None else "container"  # (no process is this one)
+            notes.append(say(said, held=sum(n for _, n in others), listed=listed))
         elif busy and total is not None and res is not None and res < total * 0.5:
             if in_use is not None and in_use > total * 0.5:
                 notes.append(say("outside", in_use=in_use))
