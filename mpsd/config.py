@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from mpsd._toml import tomllib
-from mpsd.durations import parse_duration
+from mpsd.durations import format_duration, parse_duration
 from mpsd.errors import MpsdError
 
 Check = Callable[[object], Any]
@@ -61,8 +61,6 @@ def _number(low: float, high: float, low_open: bool, high_open: bool) -> tuple[C
 
 
 def _duration(minimum: float, maximum: float) -> tuple[Check, str]:
-    from mpsd.durations import format_duration
-
     def check(value: object) -> float:
         seconds = parse_duration(value)
         if not math.isfinite(seconds) or seconds < minimum:
@@ -206,8 +204,7 @@ def validate(data: dict[str, Any], path: Path) -> Config:
 
 
 def _unknown_keys(unknown: list[str]) -> str:
-    """``unknown key 'headrom' (did you mean 'headroom'?)``; the known keys listed when a name
-    is like none of them."""
+    """``unknown key 'headrom' (did you mean 'headroom'?)``, or the known keys."""
     from difflib import get_close_matches  # only for a file with a mistake in it
 
     shown = []
@@ -275,7 +272,6 @@ def policy_values(config: Config) -> dict[str, float]:
 def changed_values(used: dict[str, object], config: Config) -> list[str]:
     """``headroom 0.8 -> 0.7``: each value of ``config`` that differs from ``used`` (as
     ``policy_values`` wrote it; a key it lacks is not compared)."""
-    from mpsd.durations import format_duration
 
     def shown(name: str, value: object) -> str:
         if isinstance(value, (int, float)) and not isinstance(value, bool):
