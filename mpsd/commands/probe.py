@@ -124,7 +124,6 @@ def run(args: argparse.Namespace) -> int:
         raise MpsdError("--yes goes with --calibrate (a plain probe asks nothing).", EXIT_USAGE)
     ratio = _ratio(args.ratio) if args.ratio is not None else None
     step = _step(args.step)
-    # Unless given, the python this shell would run here (where the project's torch is).
     if args.python is not None:
         python, how = project_python.given(args.python), "--python"
     else:
@@ -238,8 +237,8 @@ def _calibrate(args: argparse.Namespace, ratio: float | None, current: Limits, p
 
 
 def set_headroom(path: Path, headroom: float) -> None:
-    """Set ``headroom`` in config.toml at ``path`` (created if missing), keeping its comments and
-    layout (tomlkit); ``ConfigError`` (nothing written) when that cannot make a valid config."""
+    """Set ``headroom`` in config.toml, keeping its comments and layout; ``ConfigError``
+    (nothing written) when that cannot make a valid config."""
     import tomlkit
     import tomlkit.exceptions
 
