@@ -271,8 +271,6 @@ def next_job_share(baseline_bytes: int, held_bytes: int, headroom: float, factor
 
 def clamp_ratio(share_bytes: int, recommended_max_bytes: int, config: Config) -> Ratio:
     """Step 5: share / recommended max, rounded down, within [min_ratio, max_ratio]."""
-    if recommended_max_bytes <= 0:
-        raise ValueError("recommended_max_bytes must be positive")
     low_bound, high_bound = _bounds(config)
     high = ratio.high_ratio(share_bytes, recommended_max_bytes, low_bound, high_bound)
     raw = ratio.floor2(share_bytes / recommended_max_bytes)

@@ -139,8 +139,7 @@ def read_cache(path: Path) -> Cached | None:
 
 
 def recommended_max(total_ram: int, *, refresh: bool = False) -> tuple[int, str]:
-    """(bytes, source) of this Mac's recommended max working set, cached in the state dir;
-    ``refresh`` (``mpsd install``) probes again whatever the cache says."""
+    """(bytes, source), cached; ``refresh`` (``mpsd install``) probes again regardless."""
     path = paths.recommended_max_cache()
     limit = wired_limit_bytes()
     now = Cached(
