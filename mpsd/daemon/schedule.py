@@ -53,15 +53,13 @@ class Schedule:
     # -- config.toml ---------------------------------------------------------------------------
     def reload_due(self, now: float) -> bool:
         """Whether to re-read config.toml now (a debounced event, a SIGHUP or the backstop)."""
-        due = False
-        if self.reload_at is not None and now >= self.reload_at:
+        asked = self.reload_at is not None and now >= self.reload_at
+        if asked:
             self.reload_at = None
-            self.next_check = now + CONFIG_BACKSTOP
-            due = True
-        if now >= self.next_check:
-            self.next_check = now + CONFIG_BACKSTOP
-            due = True
-        return due
+        if not asked and now < self.next_check:
+            return False
+        self.next_check = now + CONFIG_BACKSTOP
+        return True
 
     def config_changed(self, interval: float, last_tick: float | None, now: float) -> None:
         """The config changed: run the policy; a shorter interval counts from the last tick."""
