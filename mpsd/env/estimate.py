@@ -45,4 +45,5 @@ def current_limits(config: Config, projects: Iterable[str]) -> Limits:
         projects=tuple(projects),
         baseline_source="estimate",
         sample_count=0,
+        mlx_limit=config.mlx_limit,
     )

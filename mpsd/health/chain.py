@@ -13,6 +13,7 @@ from typing import Any
 from mpsd import limits, paths
 from mpsd.config import Config, ConfigError, changed_values, load_config
 from mpsd.daemon.history import HistoryError, Store
+from mpsd.env.decision import Exports
 from mpsd.env.exports import Optin, exports_here, optin
 from mpsd.env.pyhooks import facts_for, record
 from mpsd.errors import MpsdError
@@ -119,12 +120,18 @@ def read(environ: Mapping[str, str] | None = None) -> Chain:
     if config_problem is None and current is not None and history.decided_config is not None:
         changed = changed_values(history.decided_config, config)
     try:
-        here: Optin | None = optin(exports_here(None, env, limits_file=read_limits), env)
+        decision: Exports | None = exports_here(None, env, limits_file=read_limits)
     except MpsdError:  # the current directory was removed under us
-        here = None
+        decision = None
+    mine = facts_for(decision.project) if decision is not None else []  # read once: optin too
+    here = optin(decision, env, mine) if decision is not None else None
     projects = [here.project] if here is not None and here.project is not None else []
     projects += [entry.project for entry in record()]
-    hooks = [fact for project in dict.fromkeys(projects) for fact in facts_for(project)]
+    hooks = [
+        fact
+        for project in dict.fromkeys(projects)
+        for fact in (mine if decision and project == decision.project else facts_for(project))
+    ]
     decided = history.decided_at is not None
     return Chain(
         now=now,
