@@ -92,7 +92,10 @@ class PidLock:
         except FileNotFoundError:
             return False
         try:
-            return not _try_lock(fd, fcntl.LOCK_SH)  # the lock taken here goes with the close
+            if not _try_lock(fd, fcntl.LOCK_SH):
+                return True
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            return False
         finally:
             os.close(fd)
 
