@@ -3,8 +3,10 @@ in, remove it, and keep the list of every copy mpsd installed.
 
 A copy is three files in an environment's site-packages: ``_mpsd_startup.py`` (a byte-for-byte
 copy of ``mpsd/env/startup_hook.py``: the environment has no mpsd), ``_mpsd_startup.pth`` (one
-guarded line that imports it) and ``_mpsd_startup.start`` (its PEP 829 entry point, 3.15+).
-Writing one clears macOS's hidden flag, which 3.13+ obeys. The list (``python-hooks.tsv``)
+guarded line that imports it) and ``_mpsd_startup.start`` (its PEP 829 entry point, 3.15+);
+for 3.15 and newer, only the module and the ``.start`` (from 3.20 a ``.pth`` import line warns
+even beside one). Writing one clears macOS's hidden flag, which Python obeys for ``.pth`` files
+since 3.13.0 and the January 2024 releases of 3.8-3.12. The list (``python-hooks.tsv``)
 holds project, interpreter, site-packages per copy, so ``disable`` and ``uninstall`` remove
 what it lists and ``status`` tells a lost copy from one never asked for. What ``status`` calls
 imports nothing beyond ``os`` (its start-up is a contract).
@@ -32,7 +34,10 @@ START_FILE = MODULE + ".start"
 START_TEXT = f"{MODULE}:start\n"  # PEP 829: one `module:function` entry point a line
 COPY_FILES = (MODULE_FILE, PTH_FILE, START_FILE)
 UF_HIDDEN = 0x8000  # stat.UF_HIDDEN
-HIDDEN = "macOS's hidden flag (set by iCloud Drive's sync inside .venv) makes Python 3.13+ skip it"
+HIDDEN = (
+    "macOS's hidden flag (set by iCloud Drive's sync inside .venv) makes Python skip it "
+    "(3.13+, and 3.8-3.12 since their January 2024 releases)"
+)
 ENV_DIRS = (".venv", "venv", "env")
 RECORD_NAME = "python-hooks.tsv"
 _HEADER = "# mpsd: every start-up hook copy it installed (project, python, site-packages)\n"
@@ -53,10 +58,21 @@ class Entry:
     site: str
 
 
-def copy_contents() -> list[tuple[str, bytes]]:
-    """Each file of a copy and the bytes it must hold (the module: this package's hook)."""
+def start_only(site: str, version: str | None = None) -> bool:
+    """Python ``version`` (else the ``pythonX.Y`` of the site-packages path) is 3.15 or newer,
+    so the copy has no ``.pth``; where neither says, the ``.pth`` stays (read up to 3.19)."""
+    if version is None:
+        names = [part[6:] for part in Path(site).parts if part.startswith("python")]
+        version = names[-1] if names else ""
+    major, _, minor = version.rstrip("t").partition(".")  # python3.15t: free-threaded
+    return major.isdigit() and minor.isdigit() and (int(major), int(minor)) >= (3, 15)
+
+
+def copy_contents(site: str, version: str | None = None) -> list[tuple[str, bytes | None]]:
+    """Each file of the copy in ``site`` and the bytes it must hold (None: absent)."""
     module = Path(__file__).with_name("startup_hook.py").read_bytes()
-    return list(zip(COPY_FILES, (module, PTH_TEXT.encode(), START_TEXT.encode())))
+    pth = None if start_only(site, version) else PTH_TEXT.encode()
+    return list(zip(COPY_FILES, (module, pth, START_TEXT.encode())))
 
 
 def file_flags(path: str) -> int:
@@ -69,7 +85,7 @@ def set_file_flags(path: str, flags: int) -> None:
 
 
 def hidden_files(site: str) -> list[str]:
-    """The files of the copy in ``site`` that carry the hidden flag (Python 3.13+ skips them)."""
+    """The files of the copy in ``site`` that carry the hidden flag (``HIDDEN``)."""
     found = [os.path.join(site, name) for name in COPY_FILES]
     return [path for path in found if os.path.exists(path) and file_flags(path) & UF_HIDDEN]
 
@@ -134,9 +150,8 @@ def env_python(env: str) -> str:
 
 
 def has_copy(site: str) -> bool:
-    return os.path.isfile(os.path.join(site, MODULE_FILE)) and os.path.isfile(
-        os.path.join(site, PTH_FILE)
-    )
+    module, pth, start = (os.path.isfile(os.path.join(site, name)) for name in COPY_FILES)
+    return module and (pth or start)
 
 
 def env_copy_site(env: str) -> str | None:
@@ -250,14 +265,21 @@ def inspect_interpreter(python: str) -> Target:
 # -- writing copies, removing them ----------------------------------------------------
 
 
-def write_copy(site: str, python: str | None = None) -> bool:
-    """Write the files into ``site`` and clear their hidden flag; True when something changed.
-    With ``python``, also its bytecode: a python that writes none (a read-only venv) would
-    compile the hook at every start, 5 ms instead of a fraction of one."""
+def write_copy(site: str, python: str | None = None, version: str | None = None) -> bool:
+    """Write the files for Python ``version`` into ``site`` (and remove one it does without),
+    clear their hidden flag; True when something changed. With ``python``, also its bytecode:
+    a python that writes none (a read-only venv) would compile the hook at every start, 5 ms
+    instead of a fraction of one."""
     from mpsd.atomic import write_atomic
 
     try:
-        changed = [write_atomic(Path(site, name), data) for name, data in copy_contents()]
+        changed = []
+        for name, data in copy_contents(site, version):
+            if data is not None:
+                changed.append(write_atomic(Path(site, name), data))
+            elif os.path.exists(path := os.path.join(site, name)):
+                os.unlink(path)
+                changed.append(True)
         for path in hidden_files(site):
             set_file_flags(path, file_flags(path) & ~UF_HIDDEN)
             changed.append(True)
@@ -348,7 +370,7 @@ def set_up(project: str, explicit: Iterable[Target] = ()) -> SetUp:
         redone = {*result.dropped, *targets}
         entries = [e for e in record() if not (e.project == project and e.python in redone)]
         for target in targets.values():
-            result.done.append((target, write_copy(target.site, target.python)))
+            result.done.append((target, write_copy(target.site, target.python, target.version)))
             entries.append(Entry(project, target.python, target.site))
         _write_record(entries)
     return result
@@ -432,8 +454,13 @@ def check_copy(site: str) -> str:
     """``current``, ``outdated`` (another mpsd's files, or one missing) or ``missing``."""
     if not has_copy(site):
         return "missing"
+
+    def holds(name: str) -> bytes | None:
+        path = Path(site, name)
+        return path.read_bytes() if path.exists() else None
+
     try:
-        same = all(Path(site, name).read_bytes() == data for name, data in copy_contents())
+        same = all(holds(name) == data for name, data in copy_contents(site))
     except OSError:
         same = False
     return "current" if same else "outdated"

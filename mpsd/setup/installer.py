@@ -285,7 +285,7 @@ def hook_refreshes() -> list[FileChange]:
 
     listed = dict.fromkeys(entry.site for entry in pyhooks.record())
     sites = [site for site in listed if pyhooks.check_copy(site) == "outdated"]
-    files = [(Path(site, name), data) for site in sites for name, data in pyhooks.copy_contents()]
+    files = [(Path(site, n), data) for site in sites for n, data in pyhooks.copy_contents(site)]
     return [FileChange(p, rcfile.read(p), data, "python start-up hook") for p, data in files]
 
 
