@@ -165,6 +165,22 @@ def test_the_service_restarts_and_yields_as_mpsds_own_launchd_agent() -> None:
     assert "LowPriorityIO has no key in the service DSL" in FORMULA.read_text()
 
 
+def test_the_systemd_unit_in_the_docs_restarts_and_yields_as_the_launchd_agent() -> None:
+    """docs/install.md's `systemd --user` example for Linux: Restart=on-failure is launchd's
+    SuccessfulExit false, RestartSec its ThrottleInterval, IOSchedulingClass=idle LowPriorityIO."""
+    import configparser
+
+    page = (ROOT / "docs" / "install.md").read_text(encoding="utf-8")
+    unit = configparser.ConfigParser(interpolation=None)
+    unit.read_string(page.split("```ini\n")[1].split("```")[0])
+    service, plist = unit["Service"], plistlib.loads(PLIST.read_bytes())
+    assert plist["KeepAlive"] == {"SuccessfulExit": False} and service["Restart"] == "on-failure"
+    assert int(service["RestartSec"]) == plist["ThrottleInterval"]
+    assert int(service["Nice"]) == plist["Nice"]
+    assert plist["LowPriorityIO"] and service["IOSchedulingClass"] == "idle"
+    assert service["ExecStart"].endswith("/mpsd daemon") and service["ExecStart"].startswith("%h/")
+
+
 # -- `brew audit --strict`: the rules the formula is known to meet (Homebrew's rubocops) -------
 
 
