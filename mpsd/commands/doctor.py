@@ -65,7 +65,7 @@ def checks(python: tuple[str, str]) -> list[Finding]:
     agent, start = system.agent()
     found = findings.read(chain.read(), os.environ, start)
     at = next(i for i, f in enumerate(found) if f.name == "daemon")
-    found[at:at] = agent
+    found[at:at] = [*agent, *system.services()]
     at = next(
         i for i, f in enumerate(found) if f.name == "start-up hook" or f.name == "hook active"
     )
