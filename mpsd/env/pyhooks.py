@@ -58,21 +58,13 @@ class Entry:
     site: str
 
 
-def start_only(site: str, version: str | None = None) -> bool:
-    """Python ``version`` (else the ``pythonX.Y`` of the site-packages path) is 3.15 or newer,
-    so the copy has no ``.pth``; where neither says, the ``.pth`` stays (read up to 3.19)."""
-    if version is None:
-        names = [part[6:] for part in Path(site).parts if part.startswith("python")]
-        version = names[-1] if names else ""
-    major, _, minor = version.rstrip("t").partition(".")  # python3.15t: free-threaded
-    return major.isdigit() and minor.isdigit() and (int(major), int(minor)) >= (3, 15)
-
-
-def copy_contents(site: str, version: str | None = None) -> list[tuple[str, bytes | None]]:
-    """Each file of the copy in ``site`` and the bytes it must hold (None: absent)."""
+def copy_contents(site: str) -> list[tuple[str, bytes | None]]:
+    """Each file of the copy in ``site`` and the bytes it must hold (None: absent). The ``.pth``
+    is absent from a 3.15+ site-packages (its ``lib/python3.X``, as CPython lays them out)."""
     module = Path(__file__).with_name("startup_hook.py").read_bytes()
-    pth = None if start_only(site, version) else PTH_TEXT.encode()
-    return list(zip(COPY_FILES, (module, pth, START_TEXT.encode())))
+    minors = [part[8:].rstrip("t") for part in Path(site).parts if part.startswith("python3.")]
+    new = bool(minors) and minors[-1].isdigit() and int(minors[-1]) >= 15  # 3.15t: free-threaded
+    return list(zip(COPY_FILES, (module, None if new else PTH_TEXT.encode(), START_TEXT.encode())))
 
 
 def file_flags(path: str) -> int:
@@ -265,16 +257,16 @@ def inspect_interpreter(python: str) -> Target:
 # -- writing copies, removing them ----------------------------------------------------
 
 
-def write_copy(site: str, python: str | None = None, version: str | None = None) -> bool:
-    """Write the files for Python ``version`` into ``site`` (and remove one it does without),
-    clear their hidden flag; True when something changed. With ``python``, also its bytecode:
-    a python that writes none (a read-only venv) would compile the hook at every start, 5 ms
-    instead of a fraction of one."""
+def write_copy(site: str, python: str | None = None) -> bool:
+    """Write the files into ``site`` (and remove one its Python does without), clear their
+    hidden flag; True when something changed. With ``python``, also its bytecode: a python that
+    writes none (a read-only venv) would compile the hook at every start, 5 ms instead of a
+    fraction of one."""
     from mpsd.atomic import write_atomic
 
     try:
         changed = []
-        for name, data in copy_contents(site, version):
+        for name, data in copy_contents(site):
             if data is not None:
                 changed.append(write_atomic(Path(site, name), data))
             elif os.path.exists(path := os.path.join(site, name)):
@@ -370,7 +362,7 @@ def set_up(project: str, explicit: Iterable[Target] = ()) -> SetUp:
         redone = {*result.dropped, *targets}
         entries = [e for e in record() if not (e.project == project and e.python in redone)]
         for target in targets.values():
-            result.done.append((target, write_copy(target.site, target.python, target.version)))
+            result.done.append((target, write_copy(target.site, target.python)))
             entries.append(Entry(project, target.python, target.site))
         _write_record(entries)
     return result
@@ -466,13 +458,11 @@ def check_copy(site: str) -> str:
     """``current``, ``outdated`` (another mpsd's files, or one missing) or ``missing``."""
     if not has_copy(site):
         return "missing"
-
-    def holds(name: str) -> bytes | None:
-        path = Path(site, name)
-        return path.read_bytes() if path.exists() else None
-
     try:
-        same = all(holds(name) == data for name, data in copy_contents(site))
+        same = all(
+            Path(site, name).read_bytes() == data if data else not Path(site, name).exists()
+            for name, data in copy_contents(site)
+        )
     except OSError:
         same = False
     return "current" if same else "outdated"

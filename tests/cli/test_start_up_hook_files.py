@@ -199,9 +199,10 @@ def test_a_hidden_hook_file_is_reported_by_status_and_doctor_and_enable_clears_t
 def test_python_3_15_gets_the_module_and_its_start_file_only_and_3_14_keeps_the_pth(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """From 3.20 a .pth import line warns even beside its .start: for 3.15+ enable writes none
-    (a stand-in interpreter reports the version: no 3.15 is installed here), and drops the one
-    an older mpsd wrote; install's refresh does the same from the site-packages' python3.15."""
+    """From 3.20 a .pth import line warns even beside its .start: for 3.15+ enable writes none,
+    and install's refresh drops the one an older mpsd wrote. A stand-in interpreter answers as
+    3.15 would (no 3.15 is installed here): its site-packages is lib/python3.15/site-packages,
+    the version mpsd goes by (CPython's layout), so install's refresh needs no python to run."""
     from tests.cli.test_enable_python import standin_python
 
     project = Path(os.path.realpath(tmp_path)) / "proj"
