@@ -352,6 +352,7 @@ MPSD_FILES = (
     "recommended_max.json",
     "python-hooks.tsv",
     "free-memory.json",
+    "created-dirs",
     ".*.tmp",
 )
 
@@ -374,3 +375,32 @@ def purge_dirs() -> list[Path]:
         if absolute.is_dir() and not (absolute == home() or absolute in home().parents):
             result.append(absolute)
     return result
+
+
+def missing_dirs(targets: Iterable[Path]) -> list[Path]:
+    """The dirs below HOME that are not there yet among ``targets`` and their parents."""
+    found: list[Path] = []
+    for directory in (Path(os.path.abspath(target)) for target in targets):
+        while home() in directory.parents and not directory.exists():
+            found.append(directory)
+            directory = directory.parent
+    return found
+
+
+def note_created(made: Iterable[Path]) -> None:
+    """Add those of ``made`` that install created (they exist now) to the state dir's list."""
+    listed = dict.fromkeys([*created_dirs(), *(d for d in made if d.is_dir())])
+    if listed:
+        write_atomic(paths.state_dir() / "created-dirs", "".join(f"{d}\n" for d in listed).encode())
+
+
+def created_dirs() -> list[Path]:
+    """The dirs install created, deepest first (below HOME only: nothing else is ever taken)."""
+    from mpsd.files import read_bytes
+
+    try:
+        text = read_bytes(paths.state_dir() / "created-dirs", limit=1 << 16).decode()
+    except (OSError, UnicodeDecodeError):
+        return []
+    found = [Path(line) for line in text.splitlines() if home() in Path(line).parents]
+    return sorted(dict.fromkeys(found), key=lambda d: len(d.parts), reverse=True)
