@@ -268,7 +268,7 @@ def render(
     lines = [line for label, text in rows for line in _lines(label, text, width)]
     reasons = list(history.reasons)
     if reasons and current is not None:
-        reasons.extend(_reconcile(chain, current))
+        reasons.append(_limit_words(current))
     for reason in reasons:
         lines.extend(wrap(reason, width, "  why: ", " " * 7))
     problems = [*chain.untrusted, chain.config_problem, chain.state_problem]
@@ -328,23 +328,13 @@ def _pairs(values: dict[str, str | None]) -> str:
     return ", ".join(f"{k}={'(unset)' if v is None else v}" for k, v in values.items())
 
 
-def _reconcile(chain: Chain, current: limits.Limits) -> list[str]:
-    """Why the limit shown differs from the figure in the daemon's reasons: the ratio is
-    rounded down to two decimals, and limits.toml keeps its ratio through small moves."""
+def _limit_words(current: limits.Limits) -> str:
+    """The limit shown against the figure in the daemon's reasons: the ratio is rounded down."""
     high = current.high_watermark_ratio
-    lines = []
-    decided = chain.history.decided_ratio
-    if isinstance(decided, (int, float)) and abs(decided - high) > 1e-9:
-        lines.append(
-            f"the daemon's latest figure is {decided:.2f}; limits.toml keeps {high:.2f}, as it "
-            "is rewritten only when the ratio moves by more than 0.015 (so that a running "
-            "job's neighbours see no churn)"
-        )
-    lines.append(
+    return (
         f"limit = ratio {high:.2f} x recommended max {gib(current.recommended_max_bytes, 2)} = "
         f"{gib(current.limit_bytes, 2)} (the ratio is rounded down to two decimals)"
     )
-    return lines
 
 
 def _styled(line: str, style: Style) -> str:
