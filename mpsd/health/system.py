@@ -6,7 +6,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import plistlib
 import subprocess
 import sys
 from collections.abc import Mapping
@@ -87,35 +86,18 @@ def agent() -> tuple[list[Finding], str]:
 
 
 def services() -> list[Finding]:
-    """A root LaunchDaemon that `sudo brew services` made; an agent whose daemon uses other dirs
-    than this mpsd: launchd gives it its plist's variables and never the shell's (a brew service
-    gets no MPSD_* or XDG_*, so it runs with the default dirs)."""
+    """A root LaunchDaemon that `sudo brew services` made; a brew service, whose daemon gets no
+    MPSD_* or XDG_*, beside an mpsd whose dirs they move (it writes where no one reads)."""
     found, root = [], homebrew.ROOT_SERVICE
     if root.exists():
         detail = f"{root} (`sudo brew services start mpsd` made it) runs the daemon as root, "
         fix = f"run `sudo brew services stop mpsd`, then `{homebrew.START}` without sudo"
         found.append(Finding("root service", PROBLEM, detail + "with root's home and dirs", fix))
-    home = os.environ.get("HOME") or os.path.expanduser("~")
-    ours = {"CONFIG": paths.config_dir(), "STATE": paths.state_dir(), "DATA": paths.data_dir()}
-    default = {"CONFIG": ".config", "STATE": ".local/state", "DATA": ".local/share"}
-    for label in (paths.LABEL, homebrew.LABEL):
-        try:
-            plist = plistlib.loads(launchd.agent_file(label).read_bytes())
-            env = dict(plist.get("EnvironmentVariables") or {})
-        except (OSError, ValueError, AttributeError, TypeError):  # agent() says what is wrong
-            continue
-        differ = []
-        for kind, path in ours.items():
-            theirs = os.path.abspath(env.get(f"MPSD_{kind}_DIR") or f"{home}/{default[kind]}/mps")
-            if theirs != os.path.abspath(path):
-                differ.append(f"{theirs} (this mpsd: {path})")
-        if differ:
-            detail = f"the daemon of {label} uses {', '.join(differ)}, not this mpsd's dirs"
-            fix = "run `mpsd install` in a shell with the dirs you want: the agent gets them"
-            if label == homebrew.LABEL:
-                fix = "run `brew services stop mpsd`, then `mpsd install`: with your MPSD_* or "
-                fix += "XDG_* dirs, mpsd's own agent runs the daemon and carries them"
-            found.append(Finding("daemon dirs", PROBLEM, detail, fix))
+    if launchd.agent_file(homebrew.LABEL).exists() and (moved := homebrew.moved_dirs()):
+        detail = "the brew service's daemon uses the default dirs (it gets none of your MPSD_* "
+        detail += f"or XDG_* variables), not {', '.join(moved)}, which this mpsd uses"
+        fix = "run `brew services stop mpsd`, then `mpsd install`: mpsd's own agent carries them"
+        found.append(Finding("daemon dirs", PROBLEM, detail, fix))
     return found
 
 
