@@ -341,6 +341,7 @@ def uninstall_plan() -> Plan:
     return plan
 
 
+CREATED = "created-dirs"  # in the state dir: each dir install created, for `uninstall --purge`
 # What mpsd writes into its config and state dirs: ``--purge`` removes a dir whole only
 # when it holds nothing else (MPSD_STATE_DIR may point at a directory shared with other things).
 MPSD_FILES = (
@@ -352,7 +353,7 @@ MPSD_FILES = (
     "recommended_max.json",
     "python-hooks.tsv",
     "free-memory.json",
-    "created-dirs",
+    CREATED,
     ".*.tmp",
 )
 
@@ -378,29 +379,28 @@ def purge_dirs() -> list[Path]:
 
 
 def missing_dirs(targets: Iterable[Path]) -> list[Path]:
-    """The dirs below HOME that are not there yet among ``targets`` and their parents."""
+    """Those of ``targets`` and their parents that are not there yet: what install creates."""
     found: list[Path] = []
     for directory in (Path(os.path.abspath(target)) for target in targets):
-        while home() in directory.parents and not directory.exists():
+        while not directory.exists():
             found.append(directory)
             directory = directory.parent
     return found
 
 
-def note_created(made: Iterable[Path]) -> None:
-    """Add those of ``made`` that install created (they exist now) to the state dir's list."""
-    listed = dict.fromkeys([*created_dirs(), *(d for d in made if d.is_dir())])
-    if listed:
-        write_atomic(paths.state_dir() / "created-dirs", "".join(f"{d}\n" for d in listed).encode())
+def note_created(made: list[Path]) -> None:
+    """Add those of ``made`` that are there now to the state dir's record of them."""
+    with open(paths.state_dir() / CREATED, "a", encoding="utf-8") as record:
+        record.writelines(f"{directory}\n" for directory in made if directory.is_dir())
 
 
 def created_dirs() -> list[Path]:
-    """The dirs install created, deepest first (below HOME only: nothing else is ever taken)."""
+    """The dirs install created, deepest first (never HOME or above it)."""
     from mpsd.files import read_bytes
 
     try:
-        text = read_bytes(paths.state_dir() / "created-dirs", limit=1 << 16).decode()
+        lines = read_bytes(paths.state_dir() / CREATED, limit=1 << 20).decode().splitlines()
     except (OSError, UnicodeDecodeError):
         return []
-    found = [Path(line) for line in text.splitlines() if home() in Path(line).parents]
-    return sorted(dict.fromkeys(found), key=lambda d: len(d.parts), reverse=True)
+    found = {Path(line) for line in lines if line.startswith("/")} - {home(), *home().parents}
+    return sorted(found, key=lambda directory: len(directory.parts), reverse=True)
