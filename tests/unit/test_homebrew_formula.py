@@ -162,6 +162,10 @@ def test_the_service_restarts_and_yields_as_mpsds_own_launchd_agent() -> None:
     assert int(value("nice")) == plist["Nice"]
     assert value("process_type") == ":" + plist["ProcessType"].lower()
     assert plist["LowPriorityIO"] is True
+    assert (
+        value("environment_variables") == 'LC_ALL: "C"'
+        and plist["EnvironmentVariables"]["LC_ALL"] == "C"
+    )
     assert "LowPriorityIO has no key in the service DSL" in FORMULA.read_text()
 
 
