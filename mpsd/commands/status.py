@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import re
 import sys
@@ -13,7 +14,10 @@ from dataclasses import asdict, fields
 from typing import Any
 
 from mpsd import limits, paths
-from mpsd.durations import format_duration
+from mpsd.durations import format_duration, parse_duration
+from mpsd.env.exports import hook_copy_command
+from mpsd.errors import MpsdError
+from mpsd.files import read_bytes
 from mpsd.health import findings
 from mpsd.health.chain import Chain, NextJob, iso, read
 from mpsd.health.findings import OK, Finding
@@ -37,8 +41,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def _period(text: str) -> float:
-    from mpsd.durations import parse_duration
-
     with contextlib.suppress(ValueError):
         if 0.1 <= (seconds := parse_duration(text)) <= 3600:
             return seconds
@@ -49,15 +51,11 @@ def run(args: argparse.Namespace) -> int:
     if args.watch:
         return watch(args.every or 1.0, args.json)
     if args.every is not None:
-        from mpsd.errors import MpsdError
-
         raise MpsdError(
             "--every sets the period of --watch: give both (`mpsd status --watch --every 2s`)"
         )
     chain = read()
     if args.json:
-        import json
-
         json.dump(to_json(chain), sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
@@ -69,7 +67,6 @@ def run(args: argparse.Namespace) -> int:
 def watch(every: float, as_json: bool) -> int:
     """The live view: a sample of its own every ``every`` seconds (the daemon's sampler, in
     this process), one JSON line a period with ``as_json``; ``q`` or Ctrl-C ends it."""
-    import json
     import select
     import termios
     import time
@@ -176,10 +173,6 @@ def to_json(chain: Chain) -> dict[str, Any]:
 
 def _free_memory() -> dict[str, Any] | None:
     """The last sample's free memory and its parts (the daemon's ``free-memory.json``), or None."""
-    import json
-
-    from mpsd.files import read_bytes
-
     try:
         data = json.loads(read_bytes(paths.free_memory_file(), limit=64 * 1024))
     except (OSError, ValueError, RecursionError):
@@ -196,7 +189,7 @@ def next_job_words(job: NextJob, interval: float) -> str:
     once they end``, and whether the floor (min_ratio), not free memory, set the ratio."""
     held, count = job.jobs_hold_bytes, job.jobs_running
     when = "now"
-    if job.age_seconds > 3 * interval + 10:
+    if findings.stale(job.age_seconds, interval):
         when = f"at the last decision, {_ago(job.age_seconds)}"
     gets = f"the next job gets {gib(job.limit_bytes)} (ratio {job.ratio:.2f})"
     if held > 0:
@@ -283,8 +276,6 @@ def render(
 
 
 def _here_rows(chain: Chain, found: list[Finding]) -> list[tuple[str, str]]:
-    from mpsd.env.exports import hook_copy_command
-
     here = chain.here
     assert here is not None
     missing = here.not_in_limits
@@ -311,6 +302,7 @@ def _here_rows(chain: Chain, found: list[Finding]) -> list[tuple[str, str]]:
     else:
         rows.append(("python here", "gets neither variable (PyTorch's defaults)"))
     rows += [("start-up hook", f.short) for f in found if f.name == "start-up hook" and f.short]
+    rows.append(("mlx job here", "gets " + findings.pick(found, "mlx").short))
     if here.hand_set:
         names = " and ".join(here.hand_set)
         rows.append(("set by hand", f"{names}; your values win and the hook leaves both alone"))

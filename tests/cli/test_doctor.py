@@ -11,6 +11,7 @@ import sys
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -19,7 +20,7 @@ from mpsd.cli import main
 from mpsd.health import chain
 from mpsd.health import system as doctor
 from mpsd.locks import PidLock
-from mpsd.setup import launchd
+from mpsd.setup import launchd, script
 from tests.installkit import (  # noqa: F401  (fixtures)
     hook_sources_fixture,
     launchctl_fixture,
@@ -318,7 +319,7 @@ def test_without_launchd_doctor_says_so_and_checks_the_rest(
     out = capsys.readouterr().out
     assert code == 1
     assert "no launchd here" in out
-    assert "-m mpsd daemon" in out
+    assert f"keep `{script.command()} daemon` running yourself" in " ".join(out.split())
     assert "hook block   no mpsd block in any shell rc file" in out
     assert "fix: run `mpsd install`" in out
 
@@ -454,6 +455,9 @@ def test_a_stopped_daemon_of_an_agent_in_the_user_domain_is_kicked_there(
     assert code == 1
     fix = _by_name(data)["daemon"]["fix"]
     assert fix == f"run `launchctl kickstart -k user/{os.getuid()}/{launchd.LABEL}`"
+    notices = _by_name(data)["notices"]  # and, there, macOS very likely shows no notice
+    assert notices["status"] == "warning" and "very likely shows none" in notices["detail"]
+    assert "desktop session" in notices["fix"]
 
 
 @pytest.mark.usefixtures("isolated_dirs")
@@ -563,3 +567,20 @@ def test_a_second_agent_running_mpsds_daemon_is_a_problem_even_beside_a_broken_p
     assert isinstance(checks, list)
     details = [c["detail"] for c in checks if c["name"] == "agent" and c["status"] == "problem"]
     assert any(f"a second agent, {homebrew.LABEL}" in detail for detail in details), details
+
+
+def test_doctor_calls_it_a_problem_when_the_projects_mlx_disagrees_with_limits_toml() -> None:
+    from types import SimpleNamespace
+
+    from mpsd.env.decision import MlxGets
+    from mpsd.health.findings import mlx
+
+    here = SimpleNamespace(mlx=MlxGets(3 << 30, "set by the start-up hook"), project="/p")
+    chain: Any = SimpleNamespace(here=here)
+    assert mlx(chain, "/p/.venv/bin/python", {"limit_bytes": 3 << 30}).level == "ok"
+    found = mlx(chain, "/p/.venv/bin/python", {"limit_bytes": 5 << 30})
+    assert found.level == "problem" and found.fix == "run `mpsd enable` (the current start-up hook)"
+    assert "gives MLX 5.00 GiB, not the 3.00 GiB of limits.toml" in found.detail
+    unsure = mlx(chain, "/p/.venv/bin/python", {"error": "Metal is not available"})
+    assert unsure.level == "ok" and "could not tell (Metal is not available)" in unsure.detail
+    assert "mlx is not installed for" in mlx(chain, "/p/.venv/bin/python", None).detail

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 from dataclasses import replace
 
@@ -207,6 +208,16 @@ def test_projects_from_config_are_mirrored_into_limits() -> None:
     paths.config_file().write_text('projects = ["/a/b", "/c"]\n')
     make(Machine(), Clock()).run_once()
     assert limits.read().projects == ("/a/b", "/c")  # type: ignore[union-attr]
+
+
+def test_the_mlx_switch_is_copied_into_limits_as_the_start_up_hook_reads_it() -> None:
+    make(Machine(), Clock()).run_once()
+    assert b"\nmlx_limit = true\n" in paths.limits_file().read_bytes()
+    paths.config_dir().mkdir(parents=True, exist_ok=True)
+    paths.config_file().write_text("mlx_limit = false\n")
+    make(Machine(), Clock()).run_once()  # only the switch changed: rewritten all the same
+    assert paths.limits_file().read_bytes().endswith(b"\nmlx_limit = false\n")
+    assert limits.read().mlx_limit is False  # type: ignore[union-attr]
 
 
 def test_wall_clock_jumps_are_logged_and_samples_keep_their_stamps(
@@ -508,6 +519,26 @@ def test_the_decision_recorded_is_the_one_in_limits_toml_and_each_write_is_kept(
         assert store.limits_at(written_at).high_watermark_ratio == 0.66  # type: ignore[union-attr]
         assert store.limits_at(clock.wall()).high_watermark_ratio == 0.33  # type: ignore[union-attr]
         assert "limits.toml keeps" not in store.get_meta("decision")["reasons"][-1]
+
+
+def test_limits_written_by_another_hand_are_kept_from_their_time_on() -> None:
+    """`enable`'s first estimate (here, limits.write) before the daemon's first sample: the
+    history says it was in force from when it was written, then the daemon's value."""
+    import os
+
+    clock = Clock()
+    limits.write(limits.Limits(0.5, 0.5, RECMAX // 2, RECMAX, "estimate", 0, 0.8, clock_utc(clock)))
+    written = clock.wall() - 3600
+    os.utime(paths.limits_file(), (written, written))
+    make(Machine(20), clock).run_once()
+    with Store.open(paths.history_file()) as store:
+        assert store.limits_at(written - 1) is None
+        assert store.limits_at(written).high_watermark_ratio == 0.5  # type: ignore[union-attr]
+        assert store.limits_at(clock.wall()).high_watermark_ratio == 0.66  # type: ignore[union-attr]
+
+
+def clock_utc(clock: Clock) -> dt.datetime:
+    return dt.datetime.fromtimestamp(int(clock.wall()), dt.timezone.utc)
 
 
 def test_a_state_dir_writable_by_others_stops_sampling_until_fixed(
