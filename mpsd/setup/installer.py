@@ -421,8 +421,9 @@ def missing_dirs(targets: Iterable[Path]) -> list[Path]:
 
 def note_created(made: list[Path]) -> None:
     """Add those of ``made`` that are there now to the state dir's record of them."""
-    with open(paths.state_dir() / CREATED, "a", encoding="utf-8") as record:
-        record.writelines(f"{directory}\n" for directory in made if directory.is_dir())
+    if made := [directory for directory in made if directory.is_dir()]:
+        with open(paths.state_dir() / CREATED, "a", encoding="utf-8") as record:
+            record.writelines(f"{directory}\n" for directory in made)
 
 
 def created_dirs() -> list[Path]:
