@@ -10,7 +10,7 @@ import sys
 from dataclasses import asdict, fields
 from typing import Any
 
-from mpsd import limits, paths
+from mpsd import limits, paths, term
 from mpsd.config import WHILE_INVALID
 from mpsd.durations import format_duration
 from mpsd.env.decision import VARIABLES
@@ -69,56 +69,43 @@ def watch(every: float, as_json: bool) -> int:
     this process), one JSON line a period with ``as_json``; ``q`` or Ctrl-C ends it."""
     import json
     import os
-    import select
-    import termios
     import time
-    import tty
 
     from mpsd.daemon.jobs import daemon_running, describe
     from mpsd.machine.mljobs import ProcessScanner
     from mpsd.machine.sampler import SampleError, take_sample
 
     scanner, seen, first = ProcessScanner(), {}, None
-    fd = sys.stdin.fileno()
-    saved = None if as_json or not os.isatty(fd) else termios.tcgetattr(fd)
     try:
-        if saved:
-            tty.setcbreak(fd)
-            sys.stdout.write("\033[?25l")
-        while True:
-            view: dict[str, Any] = {"t": time.time(), "daemon_running": daemon_running()}
-            try:
-                sample, _ = take_sample(scanner=scanner)
-            except SampleError as exc:
-                view["problem"] = str(exc)
-            else:
-                first = sample.swapouts if first is None else first
-                swapped = None if first is None else (sample.swapouts or first) - first
-                current = limits.read()
-                view.update(available_bytes=sample.available_bytes, total_bytes=sample.total_bytes)
-                page = os.sysconf("SC_PAGE_SIZE")
-                view.update(swapped_bytes=swapped and swapped * page, pressure=sample.pressure)
-                view["jobs"] = []
-                for p in sample.processes:
-                    if p.pid not in seen:
-                        seen[p.pid] = describe(p.pid, current, current.projects if current else ())
-                    view["jobs"].append({"pid": p.pid, "bytes": p.bytes, **seen[p.pid]})
-            if as_json:
-                print(json.dumps(view), flush=True)
-            else:
-                sys.stdout.write("\033[H\033[J" + "\n".join(live_lines(view, every)) + "\n")
-                sys.stdout.flush()
-            if not saved:
-                time.sleep(every)
-            elif select.select([fd], [], [], every)[0] and os.read(fd, 1) in (b"q", b"Q"):
-                return 0
+        with contextlib.nullcontext(None) if as_json else term.Live() as live:
+            while True:
+                view: dict[str, Any] = {"t": time.time(), "daemon_running": daemon_running()}
+                try:
+                    sample, _ = take_sample(scanner=scanner)
+                except SampleError as exc:
+                    view["problem"] = str(exc)
+                else:
+                    first = sample.swapouts if first is None else first
+                    swapped = None if first is None else (sample.swapouts or first) - first
+                    current = limits.read()
+                    view.update(available_bytes=sample.available_bytes)
+                    view.update(total_bytes=sample.total_bytes, pressure=sample.pressure)
+                    view["swapped_bytes"] = swapped and swapped * os.sysconf("SC_PAGE_SIZE")
+                    view["jobs"] = []
+                    for p in sample.processes:
+                        if p.pid not in seen:
+                            projects = current.projects if current else ()
+                            seen[p.pid] = describe(p.pid, current, projects)
+                        view["jobs"].append({"pid": p.pid, "bytes": p.bytes, **seen[p.pid]})
+                if live is None:
+                    print(json.dumps(view), flush=True)
+                    time.sleep(every)
+                    continue
+                live.draw([term.visible(line) for line in live_lines(view, every)])
+                if not live.wait(every):
+                    return 0
     except KeyboardInterrupt:
         return 0
-    finally:
-        if saved:
-            termios.tcsetattr(fd, termios.TCSADRAIN, saved)
-            sys.stdout.write("\033[?25h")
-            sys.stdout.flush()
 
 
 def live_lines(view: dict[str, Any], every: float) -> list[str]:
