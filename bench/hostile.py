@@ -1129,8 +1129,8 @@ def _history_rows(rows: list[tuple[object, ...]]) -> Callable[[Sandbox], None]:
     def damage(sb: Sandbox) -> None:
         with sqlite3.connect(sb.history) as db:
             db.executemany(
-                "INSERT INTO samples (t, available, total, ml, swapouts, pressure, source) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO samples (t, available_bytes, total_bytes, ml_bytes, swapouts, "
+                "pressure, source, ml_jobs) VALUES (?, ?, ?, ?, ?, ?, ?, 0)",
                 rows,
             )
 

@@ -1,21 +1,22 @@
 """``mpsd status [--json]``: the daemon, the limits in force, this directory, free memory over
-the window: the short view of ``mpsd.setup.chain``'s model (``--json`` prints all of it)."""
+the window: the short form of ``mpsd.health``'s findings, beside the chain's values (``--json``
+prints the whole chain)."""
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import re
 import sys
 from dataclasses import asdict, fields
 from typing import Any
 
 from mpsd import limits, paths, term
-from mpsd.config import WHILE_INVALID
 from mpsd.durations import format_duration
-from mpsd.env.decision import VARIABLES
-from mpsd.paths import file_in_the_way
-from mpsd.setup.chain import Chain, NextJob, iso, read
+from mpsd.health import findings
+from mpsd.health.chain import Chain, NextJob, iso, read
+from mpsd.health.findings import OK, Finding
 from mpsd.sizes import gib
 from mpsd.term import Style, columns, plural, use_color, wrap
 from mpsd.term import chart as term_chart
@@ -60,7 +61,8 @@ def run(args: argparse.Namespace) -> int:
         json.dump(to_json(chain), sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
-        sys.stdout.write(render(chain, color=use_color(sys.stdout)))
+        found = findings.read(chain, os.environ)
+        sys.stdout.write(render(chain, found, color=use_color(sys.stdout)))
     return 0
 
 
@@ -217,37 +219,24 @@ def _lines(label: str, text: str, width: int) -> list[str]:
     return [lead + text] if len(lead + text) <= width else wrap(text, width, lead, " " * LABEL)
 
 
-def render(chain: Chain, width: int | None = None, color: bool = False) -> str:
+def render(
+    chain: Chain, found: list[Finding], width: int | None = None, color: bool = False
+) -> str:
     """The short view, wrapped to ``width`` (default: the terminal's), styled when ``color``."""
     width = columns() - 1 if width is None else width
-    history, current, pid = chain.history, chain.limits, chain.daemon_pid
-    if chain.daemon_running:
-        rows = [("daemon", f"running{f' (pid {pid})' if pid else ''}")]
-    else:
-        from mpsd.setup.homebrew import START, runs_agent
-
-        start = START if runs_agent() else "mpsd daemon"  # Homebrew's: its brew service
-        rows = [("daemon", f"not running (start it with `{start}`)")]
+    history, current = chain.history, chain.limits
+    short = {finding.name: finding.short for finding in found}
+    rows = [("daemon", short["daemon"])]
     last, age = history.last_sample, history.age_seconds
     if last is None:
         rows.append(("last sample", "none yet"))
     else:
         free = gib(last.available_bytes + last.ml_bytes)
         rows.append(("last sample", f"{iso(last.t)}, {_ago(age)} (free {free})"))
-        if chain.daemon_running and age > 3 * chain.interval_seconds + 10:
-            stuck = f"(older than 3 intervals: the daemon may be stuck; see {chain.log_file})"
-            rows.append(("", stuck))
-    if current is None or chain.limits_problem:
-        if chain.limits_problem and file_in_the_way(chain.limits_file):
-            said = chain.limits_problem
-        elif chain.limits_problem:
-            said = f"unreadable ({chain.limits_problem}); run `mpsd daemon --once` to rewrite it"
-        elif not chain.config_trusted:
-            said = "not read: the config dir is not trusted (see below)"
-        else:
-            said = f"none yet ({chain.limits_file} does not exist: the daemon writes it at its "
-            said += "first sample, or run `mpsd daemon --once`)"
-        rows.append(("limits", said))
+        if short["sampling"]:
+            rows.append(("", short["sampling"]))
+    if findings.pick(found, "limits").level != OK or current is None:
+        rows.append(("limits", short["limits"]))
     else:
         samples = plural(history.samples_in_window, "sample")
         baseline = _gib(chain.baseline_free_bytes)
@@ -255,21 +244,19 @@ def render(chain: Chain, width: int | None = None, color: bool = False) -> str:
         high, low = current.high_watermark_ratio, current.low_watermark_ratio
         rows.append(("ratio", f"high {high:.2f}, low {low:.2f}"))
         rows.append(("limit", gib(current.limit_bytes, 2)))
-        source = current.recommended_max_source
-        if source == "estimate":  # errs high on purpose: docs/macos-and-pytorch.md
-            source = "an estimate: 0.85 x RAM, nothing real was readable"
+        source = findings.source_words(current)
         rows.append(("recommended max", f"{gib(current.recommended_max_bytes, 2)} ({source})"))
-    if config_line := _config_line(chain):
-        rows.append(("config", config_line))
+    if short["config"]:
+        rows.append(("config", short["config"]))
     job = chain.next_job
     if job is not None and (job.jobs_hold_bytes > 0 or job.floored):
         rows.append(("next job", next_job_words(job, chain.interval_seconds)))
     if chain.here is not None:
-        rows.extend(_here_rows(chain))
+        rows.extend(_here_rows(chain, found))
     lines = [line for label, text in rows for line in _lines(label, text, width)]
     reasons = list(history.reasons)
     if reasons and current is not None:
-        reasons.extend(_reconcile(chain, current))
+        reasons.append(_limit_words(current))
     for reason in reasons:
         lines.extend(wrap(reason, width, "  why: ", " " * 7))
     problems = [*chain.untrusted, chain.config_problem, chain.state_problem]
@@ -283,30 +270,7 @@ def render(chain: Chain, width: int | None = None, color: bool = False) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _config_line(chain: Chain) -> str | None:
-    """Why the limits shown do not follow config.toml as it is now (invalid, or edited since)."""
-    if chain.config_problem:
-        return f"config.toml is invalid (the problem is below): until it is fixed, {WHILE_INVALID}"
-    if not chain.config_changed:
-        return None
-    line = (
-        f"config.toml was edited since these limits were worked out "
-        f"({', '.join(chain.config_changed)}): the daemon applies the new values at its next "
-        "sample"
-    )
-    if not chain.daemon_running:
-        line += "; no daemon is running: `mpsd daemon --once` applies them now"
-    return line
-
-
-_HOOK_WORDS = {
-    "installed": "in",
-    "lost": "LOST (a recreated environment? `mpsd enable` puts it back) in",
-    "none": "none (`mpsd enable` adds it) in",
-}
-
-
-def _here_rows(chain: Chain) -> list[tuple[str, str]]:
+def _here_rows(chain: Chain, found: list[Finding]) -> list[tuple[str, str]]:
     from mpsd.env.exports import hook_copy_command
 
     here = chain.here
@@ -334,12 +298,7 @@ def _here_rows(chain: Chain) -> list[tuple[str, str]]:
         )
     else:
         rows.append(("python here", "gets neither variable (PyTorch's defaults)"))
-    for env in chain.start_up_hooks:
-        rows.append(("start-up hook", f"{_HOOK_WORDS[env['state']]} {env['environment']}"))
-        if env.get("hidden"):
-            from mpsd.env.pyhooks import HIDDEN, unhide_command
-
-            rows.append(("PROBLEM", f"{HIDDEN}: run `{unhide_command(env['hidden'])}`"))
+    rows += [("start-up hook", f.short) for f in found if f.name == "start-up hook" and f.short]
     if here.hand_set:
         names = " and ".join(here.hand_set)
         rows.append(("set by hand", f"{names}; your values win and the hook leaves both alone"))
@@ -347,8 +306,7 @@ def _here_rows(chain: Chain) -> list[tuple[str, str]]:
         rows.append(
             (
                 "PROBLEM",
-                f"PyTorch will refuse this pair: {'; '.join(here.problems)}. "
-                f"Unset both (`unset {' '.join(VARIABLES)}`) and let the hook set them.",
+                f"PyTorch will refuse this pair: {'; '.join(here.problems)}; {findings.UNSET}.",
             )
         )
     return rows
@@ -358,23 +316,13 @@ def _pairs(values: dict[str, str | None]) -> str:
     return ", ".join(f"{k}={'(unset)' if v is None else v}" for k, v in values.items())
 
 
-def _reconcile(chain: Chain, current: limits.Limits) -> list[str]:
-    """Why the limit shown differs from the figure in the daemon's reasons: the ratio is
-    rounded down to two decimals, and limits.toml keeps its ratio through small moves."""
+def _limit_words(current: limits.Limits) -> str:
+    """The limit shown against the figure in the daemon's reasons: the ratio is rounded down."""
     high = current.high_watermark_ratio
-    lines = []
-    decided = chain.history.decided_ratio
-    if isinstance(decided, (int, float)) and abs(decided - high) > 1e-9:
-        lines.append(
-            f"the daemon's latest figure is {decided:.2f}; limits.toml keeps {high:.2f}, as it "
-            "is rewritten only when the ratio moves by more than 0.015 (so that a running "
-            "job's neighbours see no churn)"
-        )
-    lines.append(
+    return (
         f"limit = ratio {high:.2f} x recommended max {gib(current.recommended_max_bytes, 2)} = "
         f"{gib(current.limit_bytes, 2)} (the ratio is rounded down to two decimals)"
     )
-    return lines
 
 
 def _styled(line: str, style: Style) -> str:

@@ -1,121 +1,114 @@
-"""The sample history: SQLite in the state dir, WAL mode, schema migrations.
+"""The sample history: SQLite in the state dir, WAL mode, one schema.
 
 WAL with ``synchronous=NORMAL`` survives a kill -9 at any moment: a transaction
 is either in the database or not, and ``PRAGMA integrity_check`` passes. Every
 query the daemon and ``mpsd status`` run goes through the index on ``t``, so a
 year of samples (about a million rows) keeps them fast.
+
+No history was released with another schema, so there are no migrations: ``SCHEMA`` is
+edited in place until 0.1.0, and a history whose tables are not exactly ``SCHEMA``'s (another
+version's, or damaged) is moved aside by the daemon, which starts a new one.
 """
 
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import os
 import sqlite3
+import zlib
 from collections.abc import Iterator
+from dataclasses import astuple, dataclass, fields
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 from mpsd.errors import MpsdError
 from mpsd.machine.sample import Sample
 
-# One entry per schema version: MIGRATIONS[n] takes version n to n + 1.
-# Never edit a released entry; append a new one.
-MIGRATIONS: tuple[str, ...] = (
-    # 0 -> 1: the samples.
-    """
-    CREATE TABLE samples (
-        t REAL NOT NULL,
-        available INTEGER NOT NULL,
-        total INTEGER NOT NULL,
-        ml INTEGER NOT NULL DEFAULT 0,
-        swapouts INTEGER,
-        pressure INTEGER,
-        source TEXT NOT NULL DEFAULT 'psutil'
-    );
-    CREATE INDEX samples_by_t ON samples (t);
-    """,
-    # 1 -> 2: small facts the daemon keeps for `mpsd status` (its last decision).
-    """
-    CREATE TABLE meta (
-        key TEXT PRIMARY KEY,
-        value TEXT NOT NULL
-    );
-    """,
-    # 2 -> 3: how many PyTorch jobs held ``ml`` (0: not known, as in older rows).
-    """
-    ALTER TABLE samples ADD COLUMN jobs INTEGER NOT NULL DEFAULT 0;
-    """,
-    # 3 -> 4: one record per ML job the daemon saw (mpsd.daemon.jobs.Job's fields).
-    """
-    CREATE TABLE jobs (
-        id INTEGER PRIMARY KEY,
-        pid INTEGER NOT NULL,
-        command TEXT NOT NULL,
-        started REAL NOT NULL,
-        project TEXT,
-        ratio REAL,
-        ratio_from TEXT,
-        cap INTEGER,
-        free_at_start INTEGER,
-        peak INTEGER NOT NULL DEFAULT 0,
-        peak_at REAL,
-        swapouts INTEGER NOT NULL DEFAULT 0,
-        swap_from REAL,
-        swap_to REAL,
-        pressure INTEGER,
-        growth INTEGER,
-        ended REAL
-    );
-    """,
-)
-MAX_JOBS = 10_000  # job records kept at most (the oldest go first), beside the retention
-SCHEMA_VERSION = len(MIGRATIONS)
+# A sample's stored fields, in order: the samples table's columns and a ``Row``'s fields.
+STORED = tuple(f.name for f in fields(Sample) if f.compare)
+_SQL_TYPES = {"float": "REAL NOT NULL", "int": "INTEGER NOT NULL", "str": "TEXT NOT NULL"}
 
-_COLUMNS = "t, available, total, ml, swapouts, pressure, source, jobs"
-_INSERT = f"INSERT INTO samples ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+# The history's tables. Add a table or a column here, and only here: the fingerprint a
+# history is checked against is this text's.
+# samples: Sample's stored fields; meta: small facts the daemon keeps for `mpsd status` (the
+# decision in force); limits: each value the daemon wrote to limits.toml, in force from its
+# ``t`` on (``limits_at``); jobs: one record per ML job the daemon saw (daemon.jobs.Job's fields).
+_SAMPLE_COLUMNS = ", ".join(
+    f"{f.name} {_SQL_TYPES.get(str(f.type), 'INTEGER')}" for f in fields(Sample) if f.compare
+)
+SCHEMA = f"""
+CREATE TABLE samples ({_SAMPLE_COLUMNS});
+CREATE INDEX samples_by_t ON samples (t);
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE limits (
+    t REAL NOT NULL,
+    high_watermark_ratio REAL NOT NULL,
+    low_watermark_ratio REAL NOT NULL,
+    limit_bytes INTEGER NOT NULL,
+    recommended_max_bytes INTEGER NOT NULL
+);
+CREATE INDEX limits_by_t ON limits (t);
+CREATE TABLE jobs (
+    id INTEGER PRIMARY KEY,
+    pid INTEGER NOT NULL,
+    command TEXT NOT NULL,
+    started REAL NOT NULL,
+    project TEXT,
+    ratio REAL,
+    ratio_from TEXT,
+    cap INTEGER,
+    free_at_start INTEGER,
+    peak INTEGER NOT NULL DEFAULT 0,
+    peak_at REAL,
+    swapouts INTEGER NOT NULL DEFAULT 0,
+    swap_from REAL,
+    swap_to REAL,
+    pressure INTEGER,
+    growth INTEGER,
+    ended REAL
+);
+"""
+MAX_JOBS = 10_000  # job records kept at most (the oldest go first), beside the retention
+_COLUMNS = ", ".join(STORED)
+_INSERT = f"INSERT INTO samples ({_COLUMNS}) VALUES ({', '.join('?' * len(STORED))})"
+_LIMITS = "t, high_watermark_ratio, low_watermark_ratio, limit_bytes, recommended_max_bytes"
 # Rows every reader skips (a stamp outside 1970-9999 or not a number, sizes not integers): one
 # bad row must not make the history unreadable.
 _VALID = (
     "typeof(t) IN ('integer', 'real') AND t >= 0 AND t <= 253402300799 "
-    "AND typeof(available) = 'integer' AND typeof(total) = 'integer' "
-    "AND typeof(ml) = 'integer'"
+    "AND typeof(available_bytes) = 'integer' AND typeof(total_bytes) = 'integer' "
+    "AND typeof(ml_bytes) = 'integer'"
 )
 
 
+def fingerprint(statements: Iterator[str]) -> int:
+    """A schema's fingerprint: its statements as SQLite keeps them, blanks and order aside."""
+    return zlib.crc32("\n".join(sorted(" ".join(s.split()) for s in statements)).encode())
+
+
+FINGERPRINT = fingerprint(s for s in SCHEMA.split(";") if s.strip())
+
+
 class HistoryError(MpsdError):
-    """The history file cannot be used: ``corrupt`` (not a database), or written by a newer mpsd."""
+    """The history file cannot be used; ``corrupt``: it is damaged or not this version's (the
+    daemon moves it aside), else it may be fine (busy, unreadable for now)."""
 
     def __init__(self, message: str, corrupt: bool = False) -> None:
         super().__init__(message)
         self.corrupt = corrupt
 
 
-class Row(NamedTuple):
-    """A stored sample as the policy reads it: ``Sample``'s fields, built at C speed."""
+@dataclass(frozen=True)
+class LimitsWritten:
+    """A value the daemon wrote to limits.toml, in force from ``t`` until the next one."""
 
     t: float
-    available_bytes: int
-    total_bytes: int
-    ml_bytes: int
-    swapouts: int | None
-    pressure: int | None
-    source: str
-    ml_jobs: int
-
-
-def _values(sample: Sample) -> tuple[Any, ...]:
-    """A sample's fields in ``_COLUMNS`` order: what is stored, and a ``Row``'s fields."""
-    return (
-        sample.t,
-        sample.available_bytes,
-        sample.total_bytes,
-        sample.ml_bytes,
-        sample.swapouts,
-        sample.pressure,
-        sample.source,
-        sample.ml_jobs,
-    )
+    high_watermark_ratio: float
+    low_watermark_ratio: float
+    limit_bytes: int
+    recommended_max_bytes: int
 
 
 def code_stamp() -> str:
@@ -126,11 +119,6 @@ def code_stamp() -> str:
 
     st = os.stat(mpsd.__file__)
     return f"{mpsd.__version__} {st.st_ino}.{st.st_mtime_ns}"
-
-
-def row_of(sample: Sample) -> Row:
-    """``sample`` as the store hands it back to the policy."""
-    return Row._make(_values(sample))
 
 
 def _checked(path: Path, create: bool = False) -> None:
@@ -149,7 +137,8 @@ def _checked(path: Path, create: bool = False) -> None:
 
 
 class Store:
-    """The history in one SQLite file: ``open`` (read-write, migrates) or ``open_readonly``."""
+    """The history in one SQLite file: ``open`` (read-write, creates the schema) or
+    ``open_readonly``."""
 
     def __init__(self, connection: sqlite3.Connection, path: Path) -> None:
         self._db = connection
@@ -158,7 +147,7 @@ class Store:
     # -- opening -------------------------------------------------------------------
     @classmethod
     def open(cls, path: Path) -> Store:
-        """Open (creating if needed) and migrate to the current schema."""
+        """Open (creating the file and its tables if needed)."""
         from mpsd.files import ensure_dir
 
         ensure_dir(path.parent)
@@ -168,8 +157,10 @@ class Store:
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")
             store = cls(db, path)
-            store._migrate()
-            store._check_tables(store.version)
+            with store._transaction():
+                if not store._check_schema():
+                    for statement in SCHEMA.split(";")[:-1]:
+                        db.execute(statement)
         except sqlite3.DatabaseError as exc:
             # OperationalError is "locked", "unable to open", I/O: the file may be fine.
             raise HistoryError(
@@ -180,35 +171,36 @@ class Store:
 
     @classmethod
     def open_readonly(cls, path: Path) -> Store | None:
-        """The history for reading only; None when there is none yet."""
+        """The history for reading only; None when there is none yet (or it has no tables yet)."""
         if not os.path.lexists(path):
             return None
         uri = f"{Path(os.path.abspath(path)).as_uri()}?mode=ro"
         try:
             _checked(path)
             store = cls(sqlite3.connect(uri, uri=True, timeout=5.0), path)
-            version = store.version
-            if 0 < version <= SCHEMA_VERSION:
-                store._check_tables(version)
+            if store._check_schema():
                 return store
             store.close()
+        except HistoryError:
+            store.close()
+            raise
         except sqlite3.DatabaseError as exc:  # dropped with the error, the connection closes
             raise HistoryError(f"the history {path} cannot be read ({exc}).") from None
-        if version:
-            raise HistoryError(_newer(path, version))
         return None
 
-    def _check_tables(self, version: int) -> None:
-        """sqlite3.DatabaseError (damaged, not busy) when a table ``version`` promises is gone.
-
-        ``version`` is read before the tables: the daemon may migrate in between, and a table
-        only ever comes with the version that promises it, so the tables read later hold at
-        least what ``version`` promises."""
-        names = {row[0] for row in self._db.execute("SELECT name FROM sqlite_master")}
-        promised = {"samples": 1, "meta": 2, "jobs": 4}  # table: the version that adds it
-        missing = [n for n, since in promised.items() if version >= since and n not in names]
-        if missing:
-            raise sqlite3.DatabaseError(f"schema version {version} but no {', '.join(missing)}")
+    def _check_schema(self) -> bool:
+        """True when the file holds ``SCHEMA``'s tables, False when it holds none (new);
+        HistoryError (``corrupt``) when it holds others."""
+        found = [row[0] for row in self._db.execute("SELECT sql FROM sqlite_master")]
+        if not found:
+            return False
+        if fingerprint(s for s in found if s) != FINGERPRINT:
+            raise HistoryError(
+                f"the history {self.path} holds other tables than this version of mpsd keeps "
+                "(another version's, or damaged); the daemon moves it aside and starts a new one.",
+                corrupt=True,
+            )
+        return True
 
     def close(self) -> None:
         self._db.close()
@@ -218,21 +210,6 @@ class Store:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-    @property
-    def version(self) -> int:
-        return int(self._db.execute("PRAGMA user_version").fetchone()[0])
-
-    def _migrate(self) -> None:
-        version = self.version
-        if version > SCHEMA_VERSION:
-            raise HistoryError(_newer(self.path, version))
-        for number in range(version, SCHEMA_VERSION):
-            with self._transaction():
-                for statement in MIGRATIONS[number].split(";"):
-                    if statement.strip():
-                        self._db.execute(statement)
-                self._db.execute(f"PRAGMA user_version = {number + 1}")
 
     @contextlib.contextmanager
     def _transaction(self) -> Iterator[None]:
@@ -252,9 +229,14 @@ class Store:
         with self._transaction():
             self._db.executemany(_INSERT, map(_values, samples))
 
+    def add_limits(self, written: LimitsWritten) -> None:
+        """Record a value written to limits.toml (``limits_at`` reads it back)."""
+        self._db.execute(f"INSERT INTO limits ({_LIMITS}) VALUES (?, ?, ?, ?, ?)", astuple(written))
+
     def prune(self, before: float, limit: int) -> int:
         """Delete at most ``limit`` samples older than ``before`` (a big cut never blocks long),
-        and the jobs beyond the retention or ``MAX_JOBS``; the number of samples deleted."""
+        the jobs beyond the retention or ``MAX_JOBS``, and the limits.toml values superseded
+        before ``before``; the number of samples deleted."""
         cursor = self._db.execute(
             "DELETE FROM samples WHERE rowid IN "
             "(SELECT rowid FROM samples WHERE t < ? ORDER BY t LIMIT ?)",
@@ -266,20 +248,23 @@ class Store:
             "(SELECT id FROM jobs ORDER BY id DESC LIMIT 1 OFFSET ?)",
             (before, MAX_JOBS),
         )
+        self._db.execute(
+            "DELETE FROM limits WHERE t < (SELECT MAX(t) FROM limits WHERE t < ?)", (before,)
+        )
         return removed
 
     def save_job(self, values: dict[str, Any]) -> int:
         """Insert a job record (``id`` None) or update its row; its id."""
-        fields = [name for name in values if name != "id"]
+        names = [name for name in values if name != "id"]
         if values.get("id") is None:
             cursor = self._db.execute(
-                f"INSERT INTO jobs ({', '.join(fields)}) VALUES ({', '.join('?' * len(fields))})",
-                [values[name] for name in fields],
+                f"INSERT INTO jobs ({', '.join(names)}) VALUES ({', '.join('?' * len(names))})",
+                [values[name] for name in names],
             )
             return int(cursor.lastrowid or 0)
-        assignments = ", ".join(f"{name} = ?" for name in fields)
+        assignments = ", ".join(f"{name} = ?" for name in names)
         self._db.execute(
-            f"UPDATE jobs SET {assignments} WHERE id = ?", [*map(values.get, fields), values["id"]]
+            f"UPDATE jobs SET {assignments} WHERE id = ?", [*map(values.get, names), values["id"]]
         )
         return int(values["id"])
 
@@ -302,10 +287,16 @@ class Store:
         row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return None if row is None else json.loads(row[0])
 
+    def limits_at(self, t: float) -> LimitsWritten | None:
+        """The value the daemon had written to limits.toml at time ``t`` (its last write at or
+        before ``t``); None when it had written none by then."""
+        row = self._db.execute(
+            f"SELECT {_LIMITS} FROM limits WHERE t <= ? ORDER BY t DESC LIMIT 1", (t,)
+        ).fetchone()
+        return None if row is None else LimitsWritten(*row)
+
     def jobs(self, job_id: int | None = None, limit: int = 50) -> list[dict[str, Any]]:
         """The latest job records, newest first (``job_id``: that one)."""
-        if self.version < 4:
-            return []
         where = "" if job_id is None else f"WHERE id = {int(job_id)} "
         cursor = self._db.execute(f"SELECT * FROM jobs {where}ORDER BY id DESC LIMIT {limit}")
         names = [column[0] for column in cursor.description]
@@ -325,7 +316,7 @@ class Store:
         ).fetchone()
         return None if row is None else Sample(*row)
 
-    def samples(self, since: float, until: float, max_rows: int = 25_000) -> list[Row]:
+    def samples(self, since: float, until: float, max_rows: int = 25_000) -> list[Sample]:
         """The samples in [since, until], oldest first. Beyond ``max_rows``, each of ``max_rows``
         equal buckets gives its sample with the least free memory (available + ml): the
         policy reads low percentiles, so the lows must survive."""
@@ -336,16 +327,15 @@ class Store:
                 f"SELECT {_COLUMNS} FROM samples WHERE t >= ? AND t <= ? AND {_VALID} ORDER BY t",
                 (since, until),
             ).fetchall()
-            return list(map(Row._make, rows))
+            return list(itertools.starmap(Sample, rows))
         width = max((until - since) / max_rows, 1e-6)
         # SQLite: with a single MIN() aggregate, the bare columns come from that row.
         rows = self._db.execute(
-            f"SELECT {_COLUMNS}, "
-            f"MIN(available + ml) FROM samples WHERE t >= ? AND t <= ? AND {_VALID} "
-            "GROUP BY CAST((t - ?) / ? AS INTEGER) ORDER BY t",
+            f"SELECT {_COLUMNS}, MIN(available_bytes + ml_bytes) FROM samples WHERE t >= ? "
+            f"AND t <= ? AND {_VALID} GROUP BY CAST((t - ?) / ? AS INTEGER) ORDER BY t",
             (since, until, since, width),
         ).fetchall()
-        return [Row._make(row[:8]) for row in rows]
+        return [Sample(*row[: len(STORED)]) for row in rows]
 
     def window(self, since: float, until: float, buckets: int) -> tuple[int, list[int | None]]:
         """How many samples in [since, until], and the lowest free memory (available + ml) in
@@ -354,7 +344,9 @@ class Store:
         width = (until - since) / buckets
         if width <= 0:
             return 0, []
-        query = "SELECT MIN(available + ml), COUNT(*) FROM samples WHERE t >= ? AND t {} ?"
+        query = (
+            "SELECT MIN(available_bytes + ml_bytes), COUNT(*) FROM samples WHERE t >= ? AND t {} ?"
+        )
         rows = [
             self._db.execute(
                 query.format("<" if i < buckets - 1 else "<="),
@@ -366,8 +358,6 @@ class Store:
         return sum(count for _, count in rows), lowest
 
 
-def _newer(path: Path, version: int) -> str:
-    return (
-        f"the history {path} has schema version {version}, newer than this mpsd knows "
-        f"({SCHEMA_VERSION}); upgrade mpsd."
-    )
+def _values(sample: Sample) -> tuple[Any, ...]:
+    """A sample's stored fields, in ``STORED`` order."""
+    return tuple(getattr(sample, name) for name in STORED)

@@ -32,8 +32,8 @@ from mpsd import limits as limits_mod
 from mpsd import paths
 from mpsd.config import Config, ConfigError, load_config, policy_values
 from mpsd.daemon import jobs, policy
-from mpsd.daemon.history import HistoryError, Row, Store, code_stamp, row_of
-from mpsd.daemon.schedule import POLICY_EVERY, Schedule
+from mpsd.daemon.history import HistoryError, LimitsWritten, Store, code_stamp
+from mpsd.daemon.schedule import Schedule
 from mpsd.errors import EXIT_ABSENT, MpsdError
 from mpsd.files import ensure_dir
 from mpsd.limits import Limits
@@ -202,7 +202,7 @@ class Daemon:
     ceiling: tuple[float, float] | None = None
     recommended: tuple[int, str] | None = None
     store: Store | None = None
-    window: list[Row] | None = None
+    window: list[Sample] | None = None
     _window_key: tuple[float, float] | None = None  # (loaded at, monotonic; window length)
     last_wall: float | None = None
     last_mono: float | None = None
@@ -212,9 +212,10 @@ class Daemon:
     # the limits.toml last written or kept.
     _jobs_seen: tuple[int, int] | None = None
     _jobs_written: tuple[bool, int] | None = None
-    _last: policy.Recommendation | None = None  # the last run, and its (config, max)
-    _last_key: tuple[Config, tuple[int, str]] | None = None
-    _last_at: float | None = None  # the wall time of the last whole run of the policy
+    # The whole policy's last run (steps 1 to 6), until the schedule calls for the next.
+    whole: policy.Recommendation | None = None
+    # limits.toml as this daemon last wrote or read it, and the file's signature then.
+    _written: tuple[Limits | None, tuple[int, int, int] | None] | None = None
     clock_jumped = False  # the last tick found the wall clock away from the monotonic one
     _untrusted: list[str] = field(default_factory=list)  # the trust problem last said
     tracker: jobs.Tracker | None = None  # the job records (None until the first sample)
@@ -258,7 +259,7 @@ class Daemon:
             kept = self.open_store().get_meta("decision").get("ceiling")
             if kept is not None:
                 return (float(kept[0]), float(kept[1]))
-        current = limits_mod.read_file()
+        current = limits_mod.read_file()  # as the hooks see it, a hand-edited file too
         if current.high is None or current.low is None:
             return None
         return (float(current.high), float(current.low))
@@ -273,7 +274,7 @@ class Daemon:
                 if not exc.corrupt:
                     raise
                 aside = path.with_name(f"{path.name}.corrupt-{int(self.wall())}")
-                log.error("%s Moving it to %s and starting a new one", exc, aside)
+                log.error("%s It is now %s.", exc, aside)
                 for suffix in ("", "-wal", "-shm"):
                     with contextlib.suppress(FileNotFoundError):
                         os.replace(f"{path}{suffix}", f"{aside}{suffix}")
@@ -314,10 +315,10 @@ class Daemon:
             way = jobs.notify(text) if self.config.notify else None
             log.warning("%s%s", text, f" (notified by {way})" if way else "")
         if self.window is not None:
-            self.window.append(row_of(sample))
+            self.window.append(sample)
         return sample
 
-    def policy_window(self, now: float) -> list[Row]:
+    def policy_window(self, now: float) -> list[Sample]:
         """The samples of the window ending at ``now``: kept in memory, reloaded now and then."""
         since = now - self.config.window
         mono = self.mono()
@@ -386,42 +387,93 @@ class Daemon:
         """What running PyTorch jobs hold differs from what the policy last saw."""
         return sample is not None and (sample.ml_bytes, sample.ml_jobs) != self._jobs_seen
 
-    def evaluate(self, jobs: Sample | None = None) -> Limits | None:
-        """Run the policy and write limits.toml if a value changed; the limits in force, or None.
+    def in_force(self) -> Limits | None:
+        """What limits.toml holds: what this daemon last wrote, unless another hand wrote it
+        since (``enable``, a user), then read."""
+        if self._written is None or _signature(paths.limits_file()) != self._written[1]:
+            self._written = (limits_mod.read(), _signature(paths.limits_file()))
+        return self._written[0]
 
-        With ``jobs`` (only the running jobs changed), only the next job's share on the last
-        run's baseline (``policy.for_next_job``) while it is fresh and for the same config."""
+    def evaluate(self, again: bool = True) -> Limits | None:
+        """The next job's value for the jobs of the last sample, on the whole policy's run
+        (``again``: run now; else its last run, at a sample where only the jobs changed). The
+        decision in force (the one recorded) is that, unless a ratio moved by one step
+        only (churn: limits.toml keeps its ratios) or a ceiling holds it down; limits.toml is
+        written when it differs from what the file holds. The limits in force, or None."""
         if self.recommended is None:
             return None
         now = self.wall()
         try:
             store = self.open_store()
-            key = (self.config, self.recommended)
-            # The last baseline is for the hours of the day it was worked out at.
-            fresh = self._last_at is not None and 0 <= now - self._last_at <= POLICY_EVERY
-            decision: policy.Recommendation | None
-            quick = jobs is not None and self._last is not None and self._last_key == key
-            if quick and fresh:
-                assert jobs is not None and self._last is not None
-                decision = policy.for_next_job(self._last, jobs.ml_bytes, jobs.ml_jobs, self.config)
-            else:
-                samples = self.policy_window(now)
-                decision = policy.recommend(samples, self.config, self.recommended[0], now=now)
+            window = self.policy_window(now)
+            if again or self.whole is None:
+                self.whole = policy.recommend(window, self.config, self.recommended[0], now=now)
         except Exception as exc:
             log.error("cannot read the history: %s", exc)
             self._drop_store()
             return None
-        if decision is None:
+        if self.whole is None or not window:
             return None
-        self._last, self._last_key = decision, key
-        if not (quick and fresh):  # the quick step keeps the time of the run it reuses
-            self._last_at = now
+        last = window[-1]
+        decision = policy.for_next_job(self.whole, last.ml_bytes, last.ml_jobs, self.config)
         self._jobs_seen = (decision.held_bytes, decision.jobs)
         jobs_now = (decision.held_bytes > 0, decision.jobs)
         if self.ceiling is not None:
             decision = _under(decision, self.ceiling)
-        max_bytes, source = self.recommended
-        new = Limits(
+        current = self.in_force()
+        new = self._limits(decision, now)
+        # Jobs started or ended, or running ones took more: the next job's value exactly,
+        # not within the churn tolerance.
+        exact = jobs_now != self._jobs_written or (
+            decision.held_bytes > 0
+            and current is not None
+            and new.high_watermark_ratio < current.high_watermark_ratio
+        )
+        if current is not None and not exact and new.same_values(current, CHURN_TOLERANCE):
+            decision = _kept(decision, current)
+            new = self._limits(decision, now)
+        with contextlib.suppress(Exception):
+            # The decision in force, for `mpsd status` (it tells an edit of config.toml since)
+            # and for a restart while config.toml is invalid (the ceiling).
+            record = dataclasses.asdict(decision)
+            record.update(
+                t=now, min_ratio=self.config.min_ratio, ceiling=self.ceiling, code=RUNNING_CODE
+            )
+            store.set_meta("decision", {**record, "config": policy_values(self.config)})
+        self._jobs_written = jobs_now
+        if current is not None and new.same_values(current, EXACT):
+            return current
+        try:
+            limits_mod.write(new)
+        except (OSError, MpsdError) as exc:
+            log.error("cannot write %s: %s", paths.limits_file(), exc)
+            self._written = None
+            return None
+        self._written = (new, _signature(paths.limits_file()))
+        with contextlib.suppress(Exception):
+            store.add_limits(
+                LimitsWritten(
+                    now,
+                    new.high_watermark_ratio,
+                    new.low_watermark_ratio,
+                    new.limit_bytes,
+                    new.recommended_max_bytes,
+                )
+            )
+        old = f"{current.high_watermark_ratio:.2f}" if current else "none"
+        log.info(
+            "limits.toml: high %s -> %.2f, low %.2f (%s)",
+            old,
+            new.high_watermark_ratio,
+            new.low_watermark_ratio,
+            "; ".join(decision.reasons),
+        )
+        return new
+
+    def _limits(self, decision: policy.Recommendation, now: float) -> Limits:
+        """limits.toml's values for ``decision``."""
+        max_bytes, source = self.recommended or (decision.recommended_max_bytes, "estimate")
+        return Limits(
             high_watermark_ratio=decision.high_watermark_ratio,
             low_watermark_ratio=decision.low_watermark_ratio,
             limit_bytes=decision.limit_bytes,
@@ -433,40 +485,6 @@ class Daemon:
             projects=self.projects(),
             sample_count=decision.sample_count,
         )
-        with contextlib.suppress(Exception):
-            # What the limits were worked out with, for `mpsd status` (it tells an edit
-            # since) and for a restart while config.toml is invalid (the ceiling).
-            record = dataclasses.asdict(decision)
-            record.update(
-                t=now, min_ratio=self.config.min_ratio, ceiling=self.ceiling, code=RUNNING_CODE
-            )
-            store.set_meta("decision", {**record, "config": policy_values(self.config)})
-        current = limits_mod.read()
-        # Jobs started or ended, or running ones took more: the next job's value exactly,
-        # not within the churn tolerance.
-        exact = jobs_now != self._jobs_written or (
-            decision.held_bytes > 0
-            and current is not None
-            and new.high_watermark_ratio < current.high_watermark_ratio
-        )
-        if current is not None and new.same_values(current, EXACT if exact else CHURN_TOLERANCE):
-            self._jobs_written = jobs_now
-            return current
-        try:
-            limits_mod.write(new)
-        except (OSError, MpsdError) as exc:
-            log.error("cannot write %s: %s", paths.limits_file(), exc)
-            return None
-        self._jobs_written = jobs_now
-        old = f"{current.high_watermark_ratio:.2f}" if current else "none"
-        log.info(
-            "limits.toml: high %s -> %.2f, low %.2f (%s)",
-            old,
-            new.high_watermark_ratio,
-            new.low_watermark_ratio,
-            "; ".join(decision.reasons),
-        )
-        return new
 
     def set_recommended(self, value: tuple[int, str]) -> bool:
         changed = value != self.recommended
@@ -537,7 +555,6 @@ class Daemon:
             return
         if schedule.reload_due(now) and self.reload_config():
             schedule.config_changed(self.config.interval, self.last_mono, now)
-        moved = None  # a sample where only the running PyTorch jobs changed
         if schedule.tick_due(now):
             sample = self.tick()
             if sample is not None and self.recommended is None and not schedule.probing:
@@ -546,17 +563,15 @@ class Daemon:
             schedule.ticked(now)
             if self.clock_jumped:  # after sleep the hours of the day moved on: run it again
                 schedule.run_policy(now)
-            if not schedule.pending and self.jobs_changed(sample):
-                moved = sample
         if schedule.probe_due(now):
             schedule.probe_started(now)
             self._start_probe()
         if schedule.prune_due(now):
             schedule.pruned(now, more=self.prune())
-        if moved is not None:
-            self.evaluate(jobs=moved)  # a failure is logged; the next run retries
         if schedule.evaluate_due(now, have_max=self.recommended is not None):
             schedule.evaluated(now, ok=self.evaluate() is not None)
+        elif self.jobs_changed(self.window[-1] if self.window else None):
+            self.evaluate(again=False)  # a failure is logged; the next run retries
 
     def run_once(self, attempts: int = 3) -> Limits:
         """One sample, one update of limits.toml."""
@@ -601,6 +616,27 @@ def _under(decision: policy.Recommendation, ceiling: tuple[float, float]) -> pol
             *decision.reasons,
             f"config.toml is invalid: at most high {ceiling[0]:.2f}, what limits.toml held "
             "when it went bad",
+        ),
+    )
+
+
+def _kept(decision: policy.Recommendation, current: Limits) -> policy.Recommendation:
+    """``decision`` with the ratios limits.toml holds, a step away (churn), and why."""
+    if (decision.high_watermark_ratio, decision.low_watermark_ratio) == (
+        current.high_watermark_ratio,
+        current.low_watermark_ratio,
+    ):
+        return decision
+    return dataclasses.replace(
+        decision,
+        high_watermark_ratio=current.high_watermark_ratio,
+        low_watermark_ratio=current.low_watermark_ratio,
+        limit_bytes=current.limit_bytes,
+        reasons=(
+            *decision.reasons,
+            f"limits.toml keeps {current.high_watermark_ratio:.2f}: it is rewritten only when "
+            f"the ratio moves by more than {CHURN_TOLERANCE} (so that a running job's "
+            "neighbours see no churn)",
         ),
     )
 

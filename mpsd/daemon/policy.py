@@ -26,12 +26,12 @@ import math
 import operator
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 from mpsd import ratio
 from mpsd.daemon.schedule import POLICY_EVERY
 from mpsd.durations import format_duration
-from mpsd.machine.sample import PRESSURE_WARN
+from mpsd.machine.sample import PRESSURE_WARN, Sample
 from mpsd.sizes import gib, plural
 
 if TYPE_CHECKING:  # the settings' shape only: mpsd.config also loads the file (I/O)
@@ -51,21 +51,6 @@ HOURS_DAYS = 2.0
 # Swap-outs a job must see before it counts as a job that swapped (pages: 32 MiB of
 # Apple Silicon's 16 KiB pages): macOS swaps a few pages out now and then regardless.
 SWAP_PAGES_MIN = 2048
-
-
-class SampleLike(Protocol):
-    """What the policy reads of a sample: ``mpsd.machine.sample.Sample`` or the store's rows."""
-
-    @property
-    def t(self) -> float: ...
-    @property
-    def available_bytes(self) -> int: ...
-    @property
-    def ml_bytes(self) -> int: ...
-    @property
-    def swapouts(self) -> int | None: ...
-    @property
-    def pressure(self) -> int | None: ...
 
 
 @dataclass(frozen=True)
@@ -184,7 +169,7 @@ def weighted_percentile(pairs: list[tuple[int, float]], pct: float) -> int:
 
 
 # -- the steps ---------------------------------------------------------------------------
-def window_of(samples: Sequence[SampleLike], window: float, now: float | None) -> list[SampleLike]:
+def window_of(samples: Sequence[Sample], window: float, now: float | None) -> list[Sample]:
     """The samples stamped in [now - window, now], oldest first (``now``: the last one's)."""
     ordered = list(samples)
     stamps = [s.t for s in ordered]
@@ -197,7 +182,7 @@ def window_of(samples: Sequence[SampleLike], window: float, now: float | None) -
     return ordered[bisect.bisect_left(stamps, end - window) : bisect.bisect_right(stamps, end)]
 
 
-def read_window(window: Sequence[SampleLike], interval: float) -> Timeline:
+def read_window(window: Sequence[Sample], interval: float) -> Timeline:
     """Step 1 for ``window`` (oldest first, non-empty). A sample weighs the time since the one
     before, in full up to 3 sampling steps (a longer gap, sleep, counts as 3): percentiles are
     shares of time, so thinned history, missed samples and sleep do not skew them. A sample
@@ -236,7 +221,7 @@ def read_window(window: Sequence[SampleLike], interval: float) -> Timeline:
         runs[-1].ongoing = True
     timeline.held_bytes = max(0, window[-1].ml_bytes)
     if timeline.held_bytes:
-        timeline.job_count = int(getattr(window[-1], "ml_jobs", 0) or 0)
+        timeline.job_count = window[-1].ml_jobs
     return timeline
 
 
@@ -453,7 +438,7 @@ def next_job(
 
 
 def recommend(
-    samples: Sequence[SampleLike],
+    samples: Sequence[Sample],
     config: Config,
     recommended_max_bytes: int,
     now: float | None = None,

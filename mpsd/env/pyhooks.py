@@ -426,8 +426,9 @@ def tear_down_python(project: str, python: str) -> list[tuple[Entry, str]]:
 
 
 def facts_for(project: str | None) -> list[dict[str, Any]]:
-    """The environments of ``project`` (found or listed) and their hook, JSON-ready: ``state``
-    ``installed``, ``lost`` (listed, gone: a recreated environment) or ``none``."""
+    """The environments of ``project`` (found or listed) and their hook, JSON-ready, ``state``
+    one of: ``current``, ``outdated`` (another mpsd's copy), ``lost`` (listed, gone: a recreated
+    environment), ``gone`` (listed, its python no longer exists) or ``none``."""
     if project is None:
         return []
     listed = [entry for entry in record() if entry.project == project]
@@ -438,9 +439,20 @@ def facts_for(project: str | None) -> list[dict[str, Any]]:
     for where, python in rows:
         entry = next((e for e in listed if e.python == python), None)
         site = entry.site if entry is not None and has_copy(entry.site) else env_copy_site(where)
-        state = "installed" if site else "lost" if entry is not None else "none"
-        hidden = hidden_files(site) if site else []
-        facts.append({"environment": where, "python": python, "state": state, "hidden": hidden})
+        if site:
+            state = check_copy(site)
+        else:
+            state = "none" if entry is None else "lost" if os.path.exists(python) else "gone"
+        facts.append(
+            {
+                "project": project,
+                "environment": where,
+                "python": python,
+                "site": site or (entry.site if entry else None),
+                "state": state,
+                "hidden": hidden_files(site) if site else [],
+            }
+        )
     return facts
 
 

@@ -11,9 +11,8 @@ ratios, it sets PYTORCH_MPS_HIGH_WATERMARK_RATIO and PYTORCH_MPS_LOW_WATERMARK_R
 ``_MPSD_EXPORTED_*`` records the hooks keep, so a hooked shell started below can tell them from
 the user's). limits.toml is read as the hooks read it: one ``key = value`` a line, ratios as plain
 decimals in (0, 2] with low <= high, the projects as ``    "/path",`` lines (sorted, and searched
-by bisection; scanned only where that finds none); a file over
-256 KiB is ignored, and so is everything when mpsd's config or data dir fails the trust rule
-(``mpsd.paths.untrusted``: owned by the user, writable by nobody else).
+by bisection); a file over 256 KiB is ignored, and so is everything when mpsd's config or data
+dir fails the trust rule (``mpsd.paths.untrusted``: owned by the user, writable by nobody else).
 
 The rules it must keep, because it runs in environments that are not mpsd's:
 - standard library only, Python 3.8 to 3.14, and only what start-up has already imported
@@ -90,9 +89,7 @@ def covered(data: "bytes | bytearray", directory: str) -> bool:
     between a newline first and one last): whether it or an ancestor is a ``    "/path",`` line
     of the ``projects = [`` array. mpsd writes that array sorted (``projects.for_limits``), so
     the lines are searched by bisection (``deepest``): its cost grows with the logarithm of the
-    number of projects. Only where that finds none are the lines scanned (``shallowest``): an
-    older mpsd wrote them in the config's order, and a daemon started before an upgrade still
-    does."""
+    number of projects."""
     first = data.find(b"\nprojects = [\n") + 13  # at the "\n" that ends that line
     if first < 13:
         return False
@@ -105,8 +102,6 @@ def covered(data: "bytes | bytearray", directory: str) -> bool:
         at = data.find(b"]", at + 1)
     last = at - 1 if at >= 0 else len(data) - 1  # at the "\n" that ends its last line
     name = deepest(data, first, last, path)
-    if name is None:
-        name = shallowest(data, first, last, path)
     if name is None:
         return False
     refused = ('"', "\\", "\x7f")  # with control characters: a line the hooks refuse
@@ -147,20 +142,6 @@ def before(data: "bytes | bytearray", low: int, high: int, path: bytes) -> "byte
         else:
             high = start
     return found
-
-
-def shallowest(data: "bytes | bytearray", first: int, last: int, path: bytes) -> "bytes | None":
-    """The first of "/", then each ancestor of ``path`` down to itself, that is a line between
-    the newlines at ``first`` and ``last``, in any order; None when none is."""
-    ancestors, end = [b"/"], 0
-    while end + 1 < len(path):
-        end = path.find(b"/", end + 1)
-        end = end if end > 0 else len(path)
-        ancestors.append(path[:end])
-    for ancestor in ancestors:
-        if data.find(b'\n    "' + ancestor + b'",\n', first, last + 1) >= 0:
-            return ancestor
-    return None
 
 
 def read_limits(path: str) -> "bytearray | None":

@@ -8,7 +8,6 @@ import json
 from pathlib import Path
 
 from mpsd import limits, paths
-from mpsd.daemon.history import Store
 from mpsd.env.decision import HIGH_VAR, LOW_VAR
 from tests.conftest import run_mpsd
 
@@ -76,17 +75,6 @@ def test_status_says_when_config_toml_was_edited_since_the_last_decision() -> No
     once()
     assert "config:" not in run_mpsd("status").stdout
     assert json.loads(run_mpsd("status", "--json").stdout)["config_changed"] == []
-
-
-def test_an_edit_is_told_from_limits_toml_headroom_after_an_older_daemon() -> None:
-    once()
-    with Store.open(paths.history_file()) as store:  # an mpsd that did not record its config
-        decision = store.get_meta("decision")
-        assert isinstance(decision, dict)
-        decision.pop("config")
-        store.set_meta("decision", decision)
-    write_config("headroom = 0.6\n")
-    assert "(headroom 0.8 -> 0.6)" in status_line("config:")
 
 
 def opted_in_by_config(tmp_path: Path) -> Path:

@@ -16,9 +16,10 @@ import pytest
 
 from mpsd import limits, paths
 from mpsd.cli import main
-from mpsd.commands import doctor
+from mpsd.health import chain
+from mpsd.health import system as doctor
 from mpsd.locks import PidLock
-from mpsd.setup import chain, launchd
+from mpsd.setup import launchd
 from tests.installkit import (  # noqa: F401  (fixtures)
     hook_sources_fixture,
     launchctl_fixture,
@@ -334,11 +335,11 @@ def test_the_torch_check_runs_torch_in_a_subprocess_only() -> None:
     except ValueError:
         has_torch = False
     if not has_torch:
-        assert check.status == "skipped"
+        assert check.level == "skipped"
         return
     assert check.detail.startswith("torch ")
     if sys.platform != "darwin":
-        assert check.status == "skipped" and "no MPS here" in check.detail
+        assert check.level == "skipped" and "no MPS here" in check.detail
 
 
 def test_without_torch_the_advice_is_pip_in_a_venv_and_a_new_venv_for_any_other_python(
@@ -358,7 +359,7 @@ def test_without_torch_the_advice_is_pip_in_a_venv_and_a_new_venv_for_any_other_
 def test_torch_without_mps_on_a_mac_is_a_problem() -> None:
     info = {"version": "2.13.0", "built": False, "available": False}
     check = doctor.check_torch((sys.executable, "mpsd's own python"), info, platform="darwin")
-    assert check.status == "problem"
+    assert check.level == "problem"
     assert "arm64 Python" in check.fix
 
 
@@ -524,6 +525,18 @@ def test_an_untrusted_config_dir_is_a_problem_and_nothing_in_it_is_trusted() -> 
     check = _by_name(json.loads(done.stdout))["trust"]
     assert check["status"] == "problem" and f"{config} is writable by others" in check["detail"]
     assert check["fix"] == f"run `chmod go-w {config}`"
+
+
+def test_a_stale_sample_is_one_finding_status_says_it_short_and_doctor_in_full(
+    healthy: PidLock, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with sqlite3.connect(paths.history_file()) as db:  # a running daemon's last sample, 1h ago
+        db.execute("UPDATE samples SET t = t - 3600")
+    main(["status"])
+    assert "the daemon may be stuck; see" in " ".join(capsys.readouterr().out.split())
+    code, data = _doctor(capsys)
+    check = _by_name(data)["sampling"]
+    assert code == 1 and check["status"] == "problem" and "old (expected every" in check["detail"]
 
 
 @pytest.mark.usefixtures("healthy")

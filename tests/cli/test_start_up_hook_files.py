@@ -174,10 +174,10 @@ def test_a_hidden_hook_file_is_reported_by_status_and_doctor_and_enable_clears_t
     project = Path(os.path.realpath(tmp_path))
     pyhooks._write_record([pyhooks.Entry(str(project), sys.executable, str(site))])
     monkeypatch.chdir(project)
-    monkeypatch.setattr("mpsd.commands.doctor.torch_info", lambda *_: None)
+    monkeypatch.setattr("mpsd.health.system.torch_info", lambda *_: None)
     main(["doctor", "--json"])
     checks = json.loads(capsys.readouterr().out)["checks"]
-    (check,) = [c for c in checks if c["name"] == "python hook"]
+    (check,) = [c for c in checks if c["name"] == "start-up hook"]
     assert check["status"] == "problem" and "Python 3.13+ skip it" in check["detail"]
     assert check["fix"] == f"run `chflags nohidden {pth}`"
     main(["status"])

@@ -145,7 +145,7 @@ def test_an_interpreter_elsewhere_named_with_python_counts_in_the_project_only(
     assert report(conda_like, project / "src", env)["high"] == "0.77"
     assert report(conda_like, tmp_path, env)["high"] is None
     listed = json.loads(run_mpsd("projects", "--json").stdout)["projects"][0]["python_hooks"]
-    assert [(e["python"], e["state"]) for e in listed] == [(conda_like, "installed")]
+    assert [(e["python"], e["state"]) for e in listed] == [(conda_like, "current")]
 
 
 def test_values_the_user_set_win_even_one_of_them(
@@ -240,7 +240,7 @@ def test_a_recreated_venv_loses_the_hook_status_and_doctor_say_so_and_enable_put
     assert "Set up the start-up hook in .venv/" in again.stdout
     assert report(venv_python, project, env)["high"] is not None  # and the hook ran from it
     assert "start-up hook:   in " in run_mpsd("status", cwd=project).stdout
-    assert "python hook  current in" in run_mpsd("doctor", cwd=project).stdout
+    assert "start-up hook  current in" in run_mpsd("doctor", cwd=project).stdout
 
 
 def test_doctor_names_a_copy_from_another_mpsd(project: Path, home_config: Path) -> None:
@@ -312,6 +312,9 @@ def test_no_python_hook_and_no_venv(project: Path, home_config: Path) -> None:
     assert done.returncode == 0 and "start-up hook" not in done.stdout
     assert pyhooks.record() == [] and pyhooks.env_copy_site(str(project / ".venv")) is None
     assert "start-up hook:   none" in run_mpsd("status", cwd=project).stdout
+    checks = json.loads(run_mpsd("doctor", "--json", cwd=project).stdout)["checks"]
+    (hook,) = [check for check in checks if check["name"] == "start-up hook"]
+    assert hook["status"] == "skipped" and f"mpsd enable {project}" in hook["fix"]
     bare = project / "src"
     done = run_mpsd("enable", str(bare))
     assert "No virtual environment in" in done.stdout and "--python PATH" in done.stdout

@@ -64,7 +64,11 @@ def _store_with(tmp_path: Path, rows: list[tuple[object, ...]]) -> Path:
     with Store.open(path) as store:
         store.add(Sample(t=time.time(), available_bytes=1, total_bytes=2))
     with sqlite3.connect(path) as db:
-        db.executemany("INSERT INTO samples (t, available, total, ml) VALUES (?, ?, ?, ?)", rows)
+        db.executemany(
+            "INSERT INTO samples (t, available_bytes, total_bytes, ml_bytes, source, ml_jobs) "
+            "VALUES (?, ?, ?, ?, 'x', 0)",
+            rows,
+        )
     return path
 
 

@@ -3,7 +3,6 @@ on bad input, and the daemon's notices through stand-ins on PATH."""
 
 from __future__ import annotations
 
-import sqlite3
 import stat
 from dataclasses import asdict
 from pathlib import Path
@@ -12,7 +11,7 @@ import pytest
 
 from mpsd import paths
 from mpsd.config import load_config
-from mpsd.daemon.history import MIGRATIONS, Store
+from mpsd.daemon.history import Store
 from mpsd.daemon.jobs import Job, Tracker
 from mpsd.daemon.loop import Daemon
 from mpsd.machine.mljobs import MLProcess
@@ -75,12 +74,8 @@ def test_a_growing_footprint_is_told_from_a_steady_one() -> None:
         assert job.growing() is growing
 
 
-def test_a_version_3_history_migrates_and_keeps_bounded_job_records(tmp_path: Path) -> None:
-    path = tmp_path / "h.sqlite3"
-    db = sqlite3.connect(path)
-    db.executescript(MIGRATIONS[0] + MIGRATIONS[1] + MIGRATIONS[2] + "PRAGMA user_version = 3;")
-    db.close()
-    with Store.open(path) as store:
+def test_the_history_keeps_bounded_job_records(tmp_path: Path) -> None:
+    with Store.open(tmp_path / "h.sqlite3") as store:
         first = store.save_job(asdict(Job(pid=1, command="a", started=10.0, ended=20.0)))
         second = store.save_job(asdict(Job(pid=2, command="b", started=30.0)))
         store.save_job({**asdict(Job(pid=2, command="b", started=30.0, peak=GIB)), "id": second})

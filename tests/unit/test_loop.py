@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 
@@ -136,7 +135,9 @@ def test_a_bad_edit_keeps_the_config_in_use_under_the_ratios_limits_held_until_f
     assert held.high_watermark_ratio <= first.high_watermark_ratio
     machine.held_gib, machine.jobs = 10.0, 1  # a job starts: the next job's share still falls
     clock.advance(30)
-    assert daemon.evaluate(jobs=daemon.tick()).high_watermark_ratio < held.high_watermark_ratio
+    daemon.tick()
+    fallen = daemon.evaluate()
+    assert fallen is not None and fallen.high_watermark_ratio < held.high_watermark_ratio
     write_config("headroom = 0.9\n")
     assert daemon.reload_config(force=True)
     machine.held_gib, machine.jobs = 0.0, 0
@@ -226,13 +227,25 @@ def test_wall_clock_jumps_are_logged_and_samples_keep_their_stamps(
     assert daemon.evaluate() is not None
 
 
-def test_a_corrupt_history_is_moved_aside_and_a_new_one_started(tmp_path: Path) -> None:
+@pytest.mark.parametrize("other_tables", [False, True])
+def test_a_corrupt_history_or_another_versions_is_moved_aside_and_a_new_one_started(
+    other_tables: bool,
+) -> None:
+    import sqlite3
+
     paths.state_dir().mkdir(parents=True, exist_ok=True)
-    paths.history_file().write_bytes(b"garbage" * 1000)
+    if other_tables:  # an unreleased layout: the samples' columns named otherwise
+        with sqlite3.connect(paths.history_file()) as db:
+            db.execute("CREATE TABLE samples (t REAL, available INTEGER)")
+    else:
+        paths.history_file().write_bytes(b"garbage" * 1000)
+    before = paths.history_file().read_bytes()
     make(Machine(), Clock()).run_once()
-    aside = list(paths.state_dir().glob("history.sqlite3.corrupt-*"))
+    aside = list(paths.state_dir().glob("history.sqlite3.corrupt-*[0-9]"))  # not its -wal
     assert len(aside) == 1
-    assert aside[0].read_bytes() == b"garbage" * 1000
+    assert aside[0].read_bytes()[:16] == before[:16]  # (opening it set WAL mode)
+    with Store.open(paths.history_file()) as store:
+        assert store.count() == 1
 
 
 def test_the_daemon_lock_names_the_holder() -> None:
@@ -374,16 +387,6 @@ def test_the_next_jobs_value_falls_when_a_job_starts_and_comes_back_one_sample_a
         return machine.sample(now)
 
     monkeypatch.setattr(signal, "signal", lambda *args: None)
-    from mpsd.daemon import policy
-
-    whole_runs: list[float] = []
-    recommend = policy.recommend
-
-    def counted(*args: object, **kwargs: object) -> object:
-        whole_runs.append(clock.t)
-        return recommend(*args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(policy, "recommend", counted)
     daemon = Daemon(
         sample_source=sample,
         recommended_source=lambda total: (RECMAX, "estimate"),
@@ -399,8 +402,6 @@ def test_the_next_jobs_value_falls_when_a_job_starts_and_comes_back_one_sample_a
     assert seen[1:6] == [0.66] * 5
     assert seen[6:10] == [0.33] * 4
     assert seen[10:14] == [0.66] * 4  # (the stop waits behind the wake-ups)
-    # Between the 10-minute runs of the whole policy, only the next-job step ran.
-    assert [t for t in whole_runs if t < whole_runs[0] + 600] == whole_runs[:1]
     with Store.open(paths.history_file()) as store:
         decision = store.get_meta("decision")
     assert decision["jobs"] == 0 and decision["held_bytes"] == 0
@@ -479,31 +480,34 @@ def test_after_the_mac_slept_the_next_tick_runs_the_whole_policy_at_once() -> No
     evaluated_before = schedule.last_eval
     daemon._due(schedule, clock.mono())
     assert schedule.last_eval != evaluated_before  # the policy ran in that same pass
-    assert daemon._last_at == clock.wall()
 
 
-def test_a_job_that_starts_after_the_last_run_went_stale_gets_the_whole_policy() -> None:
-    """Within 10 minutes of the last whole run, a job that starts gets the quick step on
-    that run's baseline; later (the daemon failed, or slept), the whole policy runs."""
-    machine, clock = JobsMachine(), Clock()
+def test_the_decision_recorded_is_the_one_in_limits_toml_and_each_write_is_kept() -> None:
+    """A ratio one step away is churn: limits.toml keeps its value, and so does the decision
+    `mpsd status` reads, with the reason; each value written is kept with its time."""
+    machine, clock = Machine(20), Clock()
     daemon = make(machine, clock)
-    daemon.sample_source = machine.sample
-    daemon.run_once()
-    daemon.set_recommended((RECMAX, "estimate"))
-    machine.held_gib, machine.jobs = 2.0, 1
-    clock.advance(30)
-    sample = daemon.tick()
-    daemon.evaluate(jobs=sample)  # fresh: the step keeps the last run's sample count
-    assert limits.read().sample_count == 1  # type: ignore[union-attr]
-    machine.held_gib, machine.jobs = 0.0, 0
-    for _ in range(25):  # 12.5 minutes of ticks and no whole run (it kept failing, say)
-        clock.advance(30)
+    daemon.run_once()  # 0.66
+    written_at = clock.wall()
+    machine.free_gib = 19.7  # 0.8 x 19.7 / 24 = 0.656 -> 0.65: one step
+    clock.advance(60)
+    daemon.tick()
+    daemon.evaluate()
+    with Store.open(paths.history_file()) as store:
+        decision = store.get_meta("decision")
+        assert decision["high_watermark_ratio"] == 0.66
+        assert decision["limit_bytes"] == limits.read().limit_bytes  # type: ignore[union-attr]
+        assert decision["reasons"][-1].startswith("limits.toml keeps 0.66: it is rewritten only")
+        assert store.limits_at(clock.wall()).high_watermark_ratio == 0.66  # type: ignore[union-attr]
+    machine.free_gib = 10
+    for _ in range(200):  # a lasting drop: written, and kept from its time on
+        clock.advance(60)
         daemon.tick()
-    machine.held_gib, machine.jobs = 3.0, 1
-    clock.advance(30)
-    sample = daemon.tick()
-    daemon.evaluate(jobs=sample)
-    assert limits.read().sample_count == 28  # type: ignore[union-attr]
+    daemon.evaluate()
+    with Store.open(paths.history_file()) as store:
+        assert store.limits_at(written_at).high_watermark_ratio == 0.66  # type: ignore[union-attr]
+        assert store.limits_at(clock.wall()).high_watermark_ratio == 0.33  # type: ignore[union-attr]
+        assert "limits.toml keeps" not in store.get_meta("decision")["reasons"][-1]
 
 
 def test_a_state_dir_writable_by_others_stops_sampling_until_fixed(

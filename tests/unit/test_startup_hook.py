@@ -6,7 +6,6 @@ from __future__ import annotations
 import ast
 import itertools
 import os
-import random
 import tempfile
 from pathlib import Path
 
@@ -117,16 +116,6 @@ def test_the_hook_finds_each_of_a_thousand_projects_and_nothing_beside_them() ->
         assert startup_hook.covered(data, project + "/src/pkg")
     for outside in ("/Users/me/code", "/Users/me/code/p0001x", "/Users/me/code/p1000", "/Zed"):
         assert not startup_hook.covered(data, outside), outside
-
-
-@given(st.lists(PROJECT_LINES, unique=True, max_size=6), st.randoms())
-@settings(deadline=None, max_examples=300)
-def test_an_older_mpsds_order_is_read_right_too(projects: list[str], rng: random.Random) -> None:
-    # A daemon started before an upgrade writes the array in config.toml's order.
-    rng.shuffle(projects)
-    text = "\n".join(["projects = [", *(f'    "{p}",' for p in projects), "]"]) + "\n"
-    for hooked, wanted, covered, inside in _hook_and_shared(text):
-        assert hooked == wanted and covered == inside
 
 
 def test_a_limits_file_with_a_nul_byte_is_ignored_as_the_other_readers_ignore_it(

@@ -8,12 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from mpsd.daemon.history import (
-    MIGRATIONS,
-    SCHEMA_VERSION,
-    HistoryError,
-    Store,
-)
+from mpsd.daemon.history import HistoryError, LimitsWritten, Store
 from mpsd.machine.sample import Sample
 
 GIB = 1 << 30
@@ -31,10 +26,11 @@ def sample(t: float, free_gib: float = 10, ml_gib: float = 0) -> Sample:
     )
 
 
-def test_a_new_history_is_in_wal_mode_at_the_current_schema(tmp_path: Path) -> None:
+def test_a_new_history_is_in_wal_mode_with_the_schema(tmp_path: Path) -> None:
     with Store.open(tmp_path / "h.sqlite3") as store:
-        assert store.version == SCHEMA_VERSION
         store.add(sample(1.0))
+        assert store.last() == sample(1.0)
+    with Store.open(tmp_path / "h.sqlite3") as store:  # opened again: the same tables
         assert store.last() == sample(1.0)
     db = sqlite3.connect(tmp_path / "h.sqlite3")
     assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
@@ -42,34 +38,26 @@ def test_a_new_history_is_in_wal_mode_at_the_current_schema(tmp_path: Path) -> N
     assert "samples_by_t" in indexes
 
 
-def test_a_version_1_history_is_migrated_keeping_its_samples(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "change",
+    [
+        "ALTER TABLE samples ADD COLUMN extra INTEGER",  # another version's column
+        "DROP TABLE jobs",  # a table gone
+        "CREATE TABLE other (x)",  # a table this version does not keep
+    ],
+)
+def test_a_history_whose_tables_are_not_this_versions_is_refused_as_damaged(
+    tmp_path: Path, change: str
+) -> None:
     path = tmp_path / "h.sqlite3"
-    db = sqlite3.connect(path)
-    db.executescript(MIGRATIONS[0])
-    db.execute(
-        "INSERT INTO samples (t, available, total, ml, swapouts, pressure, source) "
-        "VALUES (5, 100, 200, 0, NULL, NULL, 'psutil')"
-    )
-    db.execute("PRAGMA user_version = 1")
-    db.commit()
-    db.close()
     with Store.open(path) as store:
-        assert store.version == SCHEMA_VERSION
-        last = store.last()
-        assert last is not None
-        assert (last.t, last.available_bytes, last.swapouts) == (5.0, 100, None)
-        store.set_meta("decision", {"a": 1})
-        assert store.get_meta("decision") == {"a": 1}
-
-
-def test_a_history_from_a_newer_mpsd_is_refused_with_a_clear_message(tmp_path: Path) -> None:
-    path = tmp_path / "h.sqlite3"
-    db = sqlite3.connect(path)
-    db.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
-    db.close()
-    with pytest.raises(HistoryError, match="newer than this mpsd knows"):
+        store.add(sample(1.0))
+    with sqlite3.connect(path) as db:
+        db.execute(change)
+    with pytest.raises(HistoryError) as info:
         Store.open(path)
-    with pytest.raises(HistoryError, match="upgrade mpsd"):
+    assert info.value.corrupt  # the daemon moves it aside (test_loop)
+    with pytest.raises(HistoryError, match="holds other tables than this version of mpsd keeps"):
         Store.open_readonly(path)
 
 
@@ -81,21 +69,25 @@ def test_a_file_that_is_not_a_database_is_reported_as_corrupt(tmp_path: Path) ->
     assert info.value.corrupt
 
 
-@pytest.mark.parametrize("version", range(1, SCHEMA_VERSION + 1))
-def test_a_history_caught_between_two_migrations_reads_as_its_version(
-    tmp_path: Path, version: int
-) -> None:
-    """`mpsd status` while the daemon migrates: each step commits its tables with its version."""
+def test_a_history_with_no_tables_yet_reads_as_none(tmp_path: Path) -> None:
+    """`mpsd status` while the daemon creates it: the tables come in one transaction."""
     path = tmp_path / "h.sqlite3"
-    db = sqlite3.connect(path, isolation_level=None)
-    for number in range(version):
-        db.executescript(MIGRATIONS[number])
-        db.execute(f"PRAGMA user_version = {number + 1}")
-    db.close()
-    store = Store.open_readonly(path)
-    assert store is not None
-    with store:
-        assert store.version == version
+    sqlite3.connect(path).close()
+    path.write_bytes(b"")
+    assert Store.open_readonly(path) is None
+
+
+def test_limits_at_gives_the_value_limits_toml_held_at_a_time(tmp_path: Path) -> None:
+    first = LimitsWritten(100.0, 0.66, 0.59, 16 * GIB, 24 * GIB)
+    second = LimitsWritten(200.0, 0.33, 0.29, 8 * GIB, 24 * GIB)
+    with Store.open(tmp_path / "h.sqlite3") as store:
+        store.add_limits(first)
+        store.add_limits(second)
+        assert store.limits_at(99.0) is None
+        assert store.limits_at(100.0) == store.limits_at(199.9) == first
+        assert store.limits_at(1e9) == second
+        store.prune(before=250.0, limit=10)  # the value still in force is kept
+        assert store.limits_at(150.0) is None and store.limits_at(250.0) == second
 
 
 def test_readonly_open_of_a_missing_history_creates_nothing(tmp_path: Path) -> None:
@@ -178,25 +170,3 @@ def test_samples_keep_how_many_pytorch_jobs_held_their_memory(tmp_path: Path) ->
         assert [row.ml_jobs for row in store.samples(0, 2)] == [0, 2]
         # Thinned to one bucket: its lowest-free sample (the one with the jobs), count kept.
         assert [row.ml_jobs for row in store.samples(0, 2, max_rows=1)] == [2]
-
-
-def _version_2_history(path: Path) -> None:
-    db = sqlite3.connect(path)
-    db.executescript(MIGRATIONS[0] + MIGRATIONS[1])
-    db.execute(
-        "INSERT INTO samples (t, available, total, ml, swapouts, pressure, source) "
-        "VALUES (5, 100, 200, 50, NULL, NULL, 'psutil'), (6, 900, 200, 0, NULL, NULL, 'psutil')"
-    )
-    db.execute("PRAGMA user_version = 2")
-    db.commit()
-    db.close()
-
-
-def test_a_version_2_history_migrates_with_jobs_not_known(tmp_path: Path) -> None:
-    path = tmp_path / "h.sqlite3"
-    _version_2_history(path)
-    with Store.open(path) as store:
-        assert store.version == SCHEMA_VERSION
-        assert [row.ml_jobs for row in store.samples(0, 10)] == [0, 0]
-        store.add(replace(sample(7.0, ml_gib=1), ml_jobs=1))
-        assert store.last().ml_jobs == 1  # type: ignore[union-attr]

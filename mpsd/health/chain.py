@@ -1,6 +1,5 @@
-"""The state of the chain mpsd keeps, read once into a ``Chain`` (``mpsd status`` renders it
-short, ``mpsd doctor`` in full). A dir failing the trust rule is read as if empty.
-"""
+"""The state of the chain mpsd keeps, read once into a ``Chain``: the read model that
+``mpsd.health.findings`` judges. A dir failing the trust rule is read as if empty."""
 
 from __future__ import annotations
 
@@ -15,6 +14,7 @@ from mpsd import limits, paths
 from mpsd.config import Config, ConfigError, changed_values, load_config
 from mpsd.daemon.history import HistoryError, Store
 from mpsd.env.exports import Optin, exports_here, optin
+from mpsd.env.pyhooks import facts_for, record
 from mpsd.errors import MpsdError
 from mpsd.locks import PidLock
 from mpsd.machine.sample import Sample
@@ -85,7 +85,7 @@ class Chain:
     config_changed: list[str]
     next_job: NextJob | None
     here: Optin | None
-    start_up_hooks: list[dict[str, Any]]
+    start_up_hooks: list[dict[str, Any]]  # the project here's, then every listed one's
 
 
 def read(environ: Mapping[str, str] | None = None) -> Chain:
@@ -117,20 +117,15 @@ def read(environ: Mapping[str, str] | None = None) -> Chain:
             history.next_job, limit_bytes=current.limit_bytes, ratio=current.high_watermark_ratio
         )
     changed: list[str] = []
-    if config_problem is None and current is not None:
-        if history.decided_config is not None:
-            changed = changed_values(history.decided_config, config)
-        elif current.headroom != config.headroom:  # a daemon that did not record its config
-            changed = [f"headroom {current.headroom:g} -> {config.headroom:g}"]
+    if config_problem is None and current is not None and history.decided_config is not None:
+        changed = changed_values(history.decided_config, config)
     try:
         here: Optin | None = optin(exports_here(None, env, limits_file=read_limits), env)
     except MpsdError:  # the current directory was removed under us
         here = None
-    hooks: list[dict[str, Any]] = []
-    if here is not None and here.project is not None:
-        from mpsd.env.pyhooks import facts_for
-
-        hooks = facts_for(here.project)
+    projects = [here.project] if here is not None and here.project is not None else []
+    projects += [entry.project for entry in record()]
+    hooks = [fact for project in dict.fromkeys(projects) for fact in facts_for(project)]
     decided = history.decided_at is not None
     return Chain(
         now=now,
@@ -215,8 +210,8 @@ def _history(now: float, config: Config) -> History:
 
 
 def _next_job(decision: dict[str, Any], now: float) -> NextJob | None:
-    """As the daemon's last decision saw it; None from a daemon that did not record it."""
-    if "held_bytes" not in decision:
+    """As the daemon's last decision saw it; None when there is none."""
+    if not decision:
         return None
     try:
         return NextJob(
