@@ -48,10 +48,12 @@ class Job:
         job = cls(**row)
         for f in dataclasses.fields(cls):
             value, kind = getattr(job, f.name), str(f.type)
-            if not (value is None and "None" in kind) and not (
-                isinstance(value, {"int": int, "str": str}.get(kind.split()[0], (int, float)))
-                and (isinstance(value, str) or 0 <= value < 1e18)  # finite, not negative
-            ):
+            wanted = {"int": int, "str": str}.get(kind.split()[0], (int, float))
+            number = value if isinstance(value, (int, float)) else 0
+            ok = (value is None and "None" in kind) or (
+                isinstance(value, wanted) and 0 <= number < 1e18  # finite, not negative
+            )
+            if not ok:
                 raise MpsdError(f"job {job.id}'s record is damaged ({f.name} is {value!r}).", 1)
         return job
 

@@ -75,7 +75,7 @@ class _Visible(logging.Formatter):
     """Messages with control characters made visible (``term.visible``): a job's command line
     in the log cannot rewrite a terminal that shows it (``tail -f``, ``less -R``)."""
 
-    def formatMessage(self, record: logging.LogRecord) -> str:  # noqa: N802 (logging's name)
+    def formatMessage(self, record: logging.LogRecord) -> str:
         record.message = visible(record.message)
         return super().formatMessage(record)
 

@@ -108,7 +108,7 @@ def test_a_job_whose_ratio_is_no_finite_number_in_range_has_a_cap_not_known(
 
 
 def test_a_command_line_that_is_not_utf8_is_stored(child: object) -> None:
-    proc = child([b"sleep", b"30", b"\xff\xfe-not-utf8"], {})  # type: ignore[operator]
+    proc = child([b"sh", b"-c", b"sleep 30", b"\xff\xfe-not-utf8"], {})  # type: ignore[operator]
     found = describe(proc.pid, None, ())
     assert "\ufffd" in found["command"]
     _store(asdict(Job(pid=proc.pid, started=1.0, command=found["command"])))

@@ -5,7 +5,6 @@ limits.toml that is not the user's. "Another user" is `nobody`, through setpriv.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import stat
