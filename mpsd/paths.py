@@ -39,6 +39,18 @@ def data_dir() -> Path:
     return _dir("MPSD_DATA_DIR", "XDG_DATA_HOME", (".local", "share"))
 
 
+def program(name: str) -> str | None:
+    """The program ``name`` as the shell finds it on ``PATH``, by its absolute path, or None; the
+    one resolver of every program mpsd runs (launchctl, vm_stat, lsof, pbpaste, osascript...).
+    Empty and relative entries are skipped: they mean the working directory, and a checkout's
+    ``./launchctl`` must never run."""
+    for entry in os.environ.get("PATH", os.defpath).split(os.pathsep):
+        full = os.path.join(entry, name)
+        if os.path.isabs(entry) and os.path.isfile(full) and os.access(full, os.X_OK):
+            return full
+    return None
+
+
 def free_memory_file() -> Path:
     """The last sample's free-memory sum and its parts (``mpsd status --json`` shows them)."""
     return state_dir() / "free-memory.json"

@@ -185,22 +185,25 @@ def daemon_running() -> bool:
 
 def way() -> str | None:
     """How a notice is sent here: ``osascript`` (macOS), ``notify-send``, or None."""
-    import shutil
+    from mpsd.paths import program
 
-    return next((name for name in ("osascript", "notify-send") if shutil.which(name)), None)
+    return next((name for name in ("osascript", "notify-send") if program(name)), None)
 
 
 def notify(text: str) -> str | None:
     """Send ``text`` as a notification; the way it went, or None (none, or it failed)."""
     import subprocess
 
+    from mpsd.paths import program
+
     name = way()
-    if name is None:
+    path = name and program(name)
+    if name is None or path is None:
         return None
     quoted = '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
-    argv = [name, "-e", f'display notification {quoted} with title "mpsd"']
+    argv = [path, "-e", f'display notification {quoted} with title "mpsd"']
     if name == "notify-send":
-        argv = [name, "mpsd", text]
+        argv = [path, "mpsd", text]
     try:
         done = subprocess.run(argv, capture_output=True, timeout=10, close_fds=False)
     except (OSError, subprocess.SubprocessError):

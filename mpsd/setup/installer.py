@@ -10,7 +10,6 @@ import contextlib
 import difflib
 import fnmatch
 import os
-import shutil
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -140,8 +139,8 @@ def default_shells() -> tuple[str, ...]:
     found = tuple(
         shell
         for shell in rcfile.SHELLS
-        if shutil.which(shell) or any(rc.exists() for rc in rcfile.rc_files(shell, home()))
-    ) + (("fish",) if shutil.which("fish") else ())
+        if paths.program(shell) or any(rc.exists() for rc in rcfile.rc_files(shell, home()))
+    ) + (("fish",) if paths.program("fish") else ())
     if not found:
         raise MpsdError(
             "neither zsh, bash nor fish is on PATH here, so there is no shell to hook; "
