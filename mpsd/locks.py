@@ -83,6 +83,28 @@ class PidLock:
             os.close(self._fd)
             self._fd = None
 
+    def keep(self) -> bool:
+        """Still the one holder: when the lock file was removed or replaced (``rm -rf`` of the
+        state dir), take a new one at the path, so that a second daemon cannot start beside
+        this one; False when another process took the new one first."""
+        if self._fd is None:
+            return True
+        try:
+            st, mine = os.stat(self.path), os.fstat(self._fd)
+            if (st.st_dev, st.st_ino) == (mine.st_dev, mine.st_ino):
+                return True
+        except OSError:
+            pass
+        new = PidLock(self.path)
+        try:
+            if not new.acquire():
+                return False
+        except OSError:
+            return True  # cannot be made now (the trust rule, a full disk): tried again later
+        os.close(self._fd)
+        self._fd = new._fd
+        return True
+
     def is_held_elsewhere(self) -> bool:
         """True when some other process holds the lock right now."""
         if self._fd is not None:

@@ -219,6 +219,7 @@ class Daemon:
     clock_jumped = False  # the last tick found the wall clock away from the monotonic one
     _untrusted: list[str] = field(default_factory=list)  # the trust problem last said
     tracker: jobs.Tracker | None = None  # the job records (None until the first sample)
+    lock: PidLock | None = None  # the daemon lock, kept at each step (``PidLock.keep``)
     _queue: queue.SimpleQueue[tuple[str, Any]] = field(default_factory=queue.SimpleQueue)
 
     # -- config -----------------------------------------------------------------------
@@ -541,6 +542,9 @@ class Daemon:
                 elif kind == "recommended-failed":
                     schedule.probe_finished()
                     log.error("cannot find the recommended max: %s", value)
+                if self.lock is not None and not self.lock.keep():
+                    log.error("the daemon lock was removed and another daemon took it; stopping")
+                    return 1
                 self._due(schedule, self.mono())
         finally:
             watcher.stop()
