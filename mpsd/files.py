@@ -196,8 +196,11 @@ def untrusted(directory: str | Path) -> str | None:
         import shlex
 
         files = " ".join(shlex.quote(p) for p in planted)
-        said = f"{sentence}, then" if sentence else f"{directory} holds files mpsd did not write"
-        sentence = f"{said} remove what others could write there (never read): `rm -r {files}`"
+        if sentence:
+            sentence += f", then `rm -r {files}` (files others could write there, never read)"
+        else:
+            said = f"{directory} holds files others could write, which mpsd never reads"
+            sentence = f"{said}: run `rm -r {files}`"
     return sentence or None
 
 

@@ -276,13 +276,19 @@ def _here_rows(chain: Chain, found: list[Finding]) -> list[tuple[str, str]]:
     here = chain.here
     assert here is not None
     missing = here.not_in_limits
+    if not chain.config_trusted:  # the list cannot be read: the trust finding has the fix
+        said = "not known while the config dir is not trusted (the fix is below)"
+        return [("this directory", said), ("python here", "gets neither variable meanwhile")]
     if missing:
         rows = [("this directory", f"opted in (project {here.project}, listed in config.toml)")]
     elif here.opted_in:
         rows = [("this directory", f"opted in (project {here.project})")]
     else:
         rows = [("this directory", "not opted in (run `mpsd enable` to opt it in)")]
-    if here.hook_here is False:
+    if here.start_up_hook:  # a venv activated outside its project: its start-up hook applies
+        gets = f"gets {_pairs(here.python_gets)}"
+        rows.append(("python here", f"{gets} ({here.start_up_hook}: mpsd's start-up hook)"))
+    elif here.hook_here is False:
         # Nothing from this very shell: say so, and what a new terminal (with the hook) gives.
         rows.append(
             ("python here", "gets neither variable from this shell: it has no mpsd hook yet")

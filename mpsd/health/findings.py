@@ -55,7 +55,7 @@ def read(chain: Chain, env: Mapping[str, str], start: str | None = None) -> list
         found.append(Finding("trust", PROBLEM, detail, f"run {fix}" if fix else ""))
     found += [_config(chain), _limits(chain), *_daemon(chain, start)]
     found += [_hook(chain, hook) for hook in chain.start_up_hooks]
-    return [*found, _hook_active(chain, env), _variables(env)]
+    return [*found, _hook_active(chain, env), _variables(env, chain)]
 
 
 def pick(found: list[Finding], name: str) -> Finding:
@@ -216,12 +216,17 @@ def _hook_active(chain: Chain, env: Mapping[str, str]) -> Finding:
     return Finding("hook active", PROBLEM, detail + "variables are not set)", fix)
 
 
-def _variables(env: Mapping[str, str]) -> Finding:
+def _variables(env: Mapping[str, str], chain: Chain) -> Finding:
     found = watermarks.problems(env)
     if found:
         fix = f"{UNSET}, or set both to the value `mpsd status` recommends"
         return Finding("variables", PROBLEM, "; ".join(found), fix)
     high = env.get(watermarks.HIGH)
+    via = chain.here.start_up_hook if chain.here is not None else None
+    if high is None and via and chain.here is not None:
+        gets = chain.here.python_gets
+        said = f"high {gets[watermarks.HIGH]}, low {gets[watermarks.LOW]}"
+        return Finding("variables", OK, f"not set in this shell; {via} gets {said} (start-up hook)")
     if high is None:
         return Finding("variables", OK, "not set here (PyTorch's defaults apply in this directory)")
     return Finding("variables", OK, f"high {high}, low {env.get(watermarks.LOW)}")
