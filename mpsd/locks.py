@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from mpsd.errors import MpsdError
-from mpsd.files import UnsafeFileError, ensure_dir, read_bytes
+from mpsd.files import UnsafeFileError, ensure_dir, open_checked, read_bytes
 
 
 @contextlib.contextmanager
@@ -52,7 +52,7 @@ def _open_lock(path: str | Path) -> int:
 
 def _open(path: str | Path) -> int:
     ensure_dir(os.path.dirname(os.fspath(path)))
-    return os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
+    return open_checked(path, os.O_RDWR | os.O_CREAT, 0o600)
 
 
 class PidLock:
@@ -110,7 +110,7 @@ class PidLock:
         if self._fd is not None:
             return False
         try:
-            fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+            fd = open_checked(self.path)
         except FileNotFoundError:
             return False
         try:

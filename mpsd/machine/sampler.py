@@ -240,14 +240,15 @@ def write_parts(parts: Mapping[str, object], path: Path) -> None:
     import json
 
     from mpsd.atomic import clean_stale_temps
-    from mpsd.files import ensure_dir
+    from mpsd.files import ensure_dir, open_checked
 
     directory, name = os.path.split(path)
     tmp = os.path.join(directory, f".{name}.{os.getpid()}.tmp")
     try:
         ensure_dir(directory or ".")
         clean_stale_temps(Path(path))  # a killed daemon's (named by its pid)
-        with open(tmp, "w", encoding="utf-8") as handle:
+        fd = open_checked(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)  # no link followed
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(json.dumps(dict(parts), indent=2) + "\n")
         os.chmod(tmp, 0o644)  # whatever the umask: never writable by others
         os.replace(tmp, path)
