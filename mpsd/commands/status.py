@@ -261,6 +261,7 @@ def render(
         lines.extend(wrap(reason, width, "  why: ", " " * 7))
     problems = [*chain.untrusted, chain.config_problem, chain.state_problem]
     lines.extend(f"problem: {p}" for p in [*problems, history.history_problem] if p)
+    lines = [term.visible(line) for line in lines]  # paths and values: shown, never acted on
     if color:
         lines = [_styled(line, Style(color)) for line in lines]
     if history.chart is not None:

@@ -229,3 +229,13 @@ def test_the_live_view_writes_only_text_to_a_pipe_or_a_dumb_terminal(where: str)
         view.expect(pexpect.EOF)
         out = _written(view)
     assert "\x1b" not in out and ("free:" in out or "problem:" in out), repr(out)
+
+
+@pytest.mark.parametrize("command", ["status", "doctor"])
+def test_a_path_with_control_characters_in_it_is_shown_escaped(
+    command: str, tmp_path: Path
+) -> None:
+    config = Path(os.path.realpath(tmp_path)) / "conf\x1b]0;pwned\x07"
+    done = run_mpsd(command, env={"MPSD_CONFIG_DIR": str(config)})
+    assert "\x1b]0;" not in done.stdout + done.stderr, done.stdout
+    assert "\\e]0;pwned\\x07" in done.stdout + done.stderr
