@@ -1642,6 +1642,10 @@ def _explain_inputs(size: int) -> dict[str, Callable[[], bytes]]:
             + b" GB on private pool.\n"
         ),
         "one line, no newline": lambda: repeat(b"Tried to allocate "),
+        "kill lines cut": lambda: repeat(
+            b"memorystatus: killing_top_process pid 1 [" + b"x" * 70 + b" Killed process 2 ("
+        ),
+        "bare kills": lambda: repeat(b"Killed\n12 Killed  x\nKilled: 9\nexit code 137\n"),
         "OOM messages": lambda: repeat(OOM),
     }
 

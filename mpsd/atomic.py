@@ -19,7 +19,12 @@ STALE_TEMP_SECONDS = 10.0
 
 
 def write_atomic(
-    path: Path, data: bytes, mode: int | None = None, *, follow_links: bool = False
+    path: Path,
+    data: bytes,
+    mode: int | None = None,
+    *,
+    follow_links: bool = False,
+    sync: bool = True,
 ) -> bool:
     """Replace ``path`` with ``data``: temp file in the same directory, fsync, rename.
 
@@ -27,7 +32,8 @@ def write_atomic(
     else 0o644. A non-regular file in its place, or a dir failing the trust rule, is refused.
     ``follow_links`` is for the user's own files (rc files, a linked config.toml): the link's
     target is replaced and keeps its group, xattrs and ACLs (as editors do); a hard-linked file
-    is rewritten in place so its twins keep seeing it.
+    is rewritten in place so its twins keep seeing it. ``sync=False``: for a file rewritten
+    every few seconds that no one misses after a crash (renamed over, not synced).
     """
     refuse_untrusted(path)
     target = Path(os.path.realpath(path)) if follow_links else Path(path)
@@ -55,7 +61,8 @@ def write_atomic(
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
-            os.fsync(handle.fileno())
+            if sync:
+                os.fsync(handle.fileno())
         os.chmod(tmp, mode)
         if follow_links and st is not None:
             _carry_attributes(target, tmp, st)
@@ -64,7 +71,8 @@ def write_atomic(
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
-    _fsync_dir(target.parent)
+    if sync:
+        _fsync_dir(target.parent)
     return True
 
 

@@ -13,6 +13,8 @@ from mpsd._toml import tomllib
 from mpsd.durations import parse_duration
 from mpsd.errors import MpsdError
 
+Check = Callable[[object], Any]
+
 
 @dataclass(frozen=True)
 class Key:
@@ -21,7 +23,8 @@ class Key:
     name: str
     help: str
     default: float | str | list[str]
-    check: Callable[[object], Any]
+    check: Check
+    allowed: str  # the values ``check`` takes, in words: docs/file-formats.md's table
 
     @property
     def default_text(self) -> str:
@@ -35,10 +38,9 @@ class Key:
         return self.check(self.default)
 
 
-def _number(low: float, high: float, low_open: bool, high_open: bool) -> Callable[[object], float]:
-    left = "(" if low_open else "["
-    right = ")" if high_open else "]"
-    allowed = f"a number in {left}{low:g}, {high:g}{right}"
+def _number(low: float, high: float, low_open: bool, high_open: bool) -> tuple[Check, str]:
+    interval = f"{'(' if low_open else '['}{low:g}, {high:g}{')' if high_open else ']'}"
+    allowed = f"a number in {interval}"
 
     def check(value: object) -> float:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -55,10 +57,10 @@ def _number(low: float, high: float, low_open: bool, high_open: bool) -> Callabl
             raise ValueError(f"must be {allowed}, not {value}")
         return number
 
-    return check
+    return check, interval
 
 
-def _duration(minimum: float, maximum: float) -> Callable[[object], float]:
+def _duration(minimum: float, maximum: float) -> tuple[Check, str]:
     from mpsd.durations import format_duration
 
     def check(value: object) -> float:
@@ -71,7 +73,7 @@ def _duration(minimum: float, maximum: float) -> Callable[[object], float]:
             raise ValueError(f"must be at most {format_duration(maximum)}, not {value!r}")
         return seconds
 
-    return check
+    return check, f"{format_duration(minimum)} to {format_duration(maximum)}"
 
 
 def _projects(value: object) -> tuple[str, ...]:
@@ -91,39 +93,41 @@ YEAR = 365 * DAY
 
 SHARE = _number(0, 1, low_open=True, high_open=False)  # (0, 1]
 RATIO = _number(0, 2, low_open=True, high_open=False)  # (0, 2]
+PROJECTS = (_projects, "a list of directory paths")
+BOOL = (_bool, "true or false")
 
 SCHEMA: tuple[Key, ...] = (
-    Key("headroom", "share of the baseline free memory given to MPS", 0.8, SHARE),
-    Key("interval", 'seconds between memory samples (or "30s", "1m")', 30, _duration(1, DAY)),
-    Key("window", 'how far back the baseline looks ("7d")', "7d", _duration(60, 10 * YEAR)),
-    Key("retention", 'how long samples are kept ("90d")', "90d", _duration(3600, 10 * YEAR)),
-    Key("low_ratio", "low watermark = low_ratio x high watermark", 1.0, SHARE),
-    Key("projects", "opted-in directories (use `mpsd enable`/`mpsd disable`)", [], _projects),
+    Key("headroom", "share of the baseline free memory given to MPS", 0.8, *SHARE),
+    Key("interval", 'seconds between memory samples (or "30s", "1m")', 30, *_duration(1, DAY)),
+    Key("window", 'how far back the baseline looks ("7d")', "7d", *_duration(60, 10 * YEAR)),
+    Key("retention", 'how long samples are kept ("90d")', "90d", *_duration(3600, 10 * YEAR)),
+    Key("low_ratio", "low watermark = low_ratio x high watermark", 1.0, *SHARE),
+    Key("projects", "opted-in directories (use `mpsd enable`/`mpsd disable`)", [], *PROJECTS),
     Key(
         "baseline_percentile",
         "percentile of free-memory samples taken as the baseline",
         5,
-        _number(0, 50, low_open=False, high_open=False),
+        *_number(0, 50, low_open=False, high_open=False),
     ),
-    Key("min_ratio", "the ratio never goes below this", 0.1, RATIO),
-    Key("max_ratio", "the ratio never goes above this", 2.0, RATIO),
+    Key("min_ratio", "the ratio never goes below this", 0.1, *RATIO),
+    Key("max_ratio", "the ratio never goes above this", 2.0, *RATIO),
     Key(
         "swap_penalty",
         "factor on the limit after swap-outs grew during a PyTorch job (1 turns it off)",
         0.8,
-        SHARE,
+        *SHARE,
     ),
     Key(
         "swap_recovery",
         'how long the limit takes to climb back after a swap penalty ("3d")',
         "3d",
-        _duration(0, YEAR),
+        *_duration(0, YEAR),
     ),
     Key(
         "notify",
-        "a notification when pressure reaches warning or swap begins during a job",
+        "a notice once per episode: swap or pressure warning during a job, a kill for memory",
         False,
-        _bool,
+        *BOOL,
     ),
 )
 KEYS = {key.name: key for key in SCHEMA}

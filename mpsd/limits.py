@@ -20,7 +20,10 @@ from typing import Any
 from mpsd import paths
 from mpsd.errors import MpsdError
 
-SOURCES = ("torch", "metal", "iogpu", "estimate")
+# Where the recommended max came from, best first (mpsd.machine.recommended): measured by torch
+# or Metal, the wired-limit override, an estimate.
+MEASURED = ("torch", "metal")
+SOURCES = (*MEASURED, "iogpu", "estimate")
 
 # mpsd never writes a file this large; the hooks ignore a larger one at builtin cost.
 MAX_BYTES = 256 * 1024

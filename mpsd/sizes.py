@@ -23,15 +23,15 @@ def parse_size(text: str) -> int:
 
 
 def gib(size: float, decimals: int = 1) -> str:
-    """Bytes as GiB, always, with one decimal ("23.3 GiB") or ``decimals``."""
-    return f"{size / (1 << 30):.{decimals}f} GiB"
-
-
-def format_gib(size: int | float) -> str:
-    """Bytes as GiB with two decimals ("18.72 GiB"), or MiB below 1 GiB ("20.00 MiB")."""
+    """Bytes as GiB ("23.3 GiB"), as MiB below 1 GiB ("212.0 MiB"), with ``decimals``: mpsd's
+    one way to print a size (``explain`` and the probe's child print PyTorch's their own way)."""
     if abs(size) >= 1 << 30:
-        return f"{size / (1 << 30):.2f} GiB"
-    return f"{size / (1 << 20):.2f} MiB"
+        return f"{size / (1 << 30):.{decimals}f} GiB"
+    return f"{size / (1 << 20):.{decimals}f} MiB"
+
+
+def format_gib(size: float) -> str:  # doctor's name for gib(size, 2), until its findings land
+    return gib(size, 2)
 
 
 def plural(count: int, word: str, many: str | None = None) -> str:

@@ -15,6 +15,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+# This environment's console script, normalised as mpsd writes it: `sys.executable` may be spelt
+# with `..` in it (a python started as `../.venv/bin/python`), and no test depends on that.
+THIS_MPSD = os.path.join(os.path.dirname(os.path.normpath(sys.executable)), "mpsd")
 
 # Subprocesses (`python -m mpsd`, shells calling mpsd) import this checkout's mpsd.
 os.environ["PYTHONPATH"] = os.pathsep.join(

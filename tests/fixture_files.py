@@ -17,6 +17,8 @@ OOM_CLASSES = FIXTURES / "oom-classes.jsonl"
 CONSOLE_LOGGERS = FIXTURES / "console-loggers.jsonl"
 COMMAND_OUTPUTS = FIXTURES / "macos" / "command-outputs.jsonl"
 HOSTILE_COMMAND_LINES = FIXTURES / "hostile-command-lines.jsonl"
+OOM_FRAMEWORKS = FIXTURES / "oom-frameworks-dev.jsonl"
+KILL_LINES = FIXTURES / "macos" / "memorystatus-kill-lines.jsonl"
 
 
 def _jsonl(path: Path) -> tuple[dict[str, Any], ...]:
@@ -34,6 +36,19 @@ def oom_messages() -> tuple[dict[str, Any], ...]:
 def oom_classes() -> tuple[dict[str, Any], ...]:
     """One case of each class of message explain once got wrong, written from the public formats."""
     return _jsonl(OOM_CLASSES)
+
+
+@cache
+def oom_frameworks() -> dict[str, dict[str, Any]]:
+    """Other frameworks' errors and the systems' kills as users pasted them, by id, with the
+    numbers each paste states."""
+    return {row["id"]: row for row in _jsonl(OOM_FRAMEWORKS)}
+
+
+@cache
+def kill_lines() -> dict[str, dict[str, Any]]:
+    """macOS's memorystatus kill lines (xnu's formats, and as logs quoted them), by id."""
+    return {row["id"]: row for row in _jsonl(KILL_LINES)}
 
 
 @cache

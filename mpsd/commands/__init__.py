@@ -33,7 +33,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "daemon": ("daemon", "run the daemon in the foreground (--once: one update, then exit)"),
     "status": ("status", "is the daemon alive, the limits in force, free memory over the window"),
     "jobs": ("jobs", "the ML jobs the daemon saw; `jobs show [ID|last]`: one job's report"),
-    "notify": ("jobs", "send one test notification the way the daemon would"),
+    "notify": ("notify", "hand over one test notice the way the daemon would; did it show?"),
     "probe": (
         "probe",
         "fill MPS with random tensors under the limit: does PyTorch stop cleanly before swap?",

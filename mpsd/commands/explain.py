@@ -41,13 +41,15 @@ def _open(name: str) -> TextIO:
 
 
 def _parts(handle: TextIO, name: str) -> Iterator[str]:
-    """The text of ``handle`` in parts of PART characters, up to MAX_CHARS in all."""
+    """The text of ``handle`` in parts of PART characters, up to MAX_CHARS in all. A short
+    part was read up to the end: a terminal's one Ctrl-D ends the input."""
     try:
         for _ in range(MAX_CHARS // PART):
             part = handle.read(PART)
-            if not part:
+            if part:
+                yield part
+            if len(part) < PART:
                 return
-            yield part
     except OSError as exc:
         raise MpsdError(f"cannot read {name} ({exc.strerror}); give a FILE instead.") from None
 
@@ -74,7 +76,10 @@ def _clipboard() -> str:
 
 def _stdin() -> TextIO:
     if sys.stdin.isatty():
-        sys.stderr.write("Paste the error, then press Ctrl-D (or give a FILE):\n")
+        sys.stderr.write(
+            "Paste the error, then press Ctrl-D on an empty line. A terminal cuts long lines: "
+            "`mpsd explain --paste` reads the clipboard whole (or: pbpaste | mpsd explain).\n"
+        )
     return open(sys.stdin.fileno(), encoding="utf-8", errors="replace", closefd=False)
 
 
@@ -98,23 +103,31 @@ def run(args: argparse.Namespace) -> int:
                 f"mpsd: {found.more} more errors after these {len(findings)} were counted, "
                 "not listed.\n"
             )
-        sys.stdout.write(json.dumps({"findings": [f.to_json() for f in findings]}, indent=2))
+        out: dict[str, object] = {"findings": [f.to_json() for f in findings]}
+        if not findings:  # what mpsd saw but does not read
+            out["seen"] = found.seen
+        sys.stdout.write(json.dumps(out, indent=2))
         sys.stdout.write("\n")
         return EXIT_OK if findings else EXIT_ABSENT
     if not findings:
         where = "the clipboard" if args.paste else (args.file or "the input")
-        sys.stderr.write(
-            f"mpsd: no PyTorch out-of-memory error found in {where}; paste the whole error "
-            "message (the traceback's last lines).\n"
-        )
+        if found.seen:
+            said = f"saw {' and '.join(found.seen)} in {where}: mpsd does not read its numbers"
+        elif found.cut:
+            said = f"no out-of-memory error in {where}: it ends in a traceback without its "
+            said += "error line; paste the whole error message"
+        else:
+            said = f"no out-of-memory error mpsd knows in {where} (it reads PyTorch's, MLX's, "
+            said += "JAX's, TensorFlow's and llama.cpp's, and the system's kill lines)"
+        sys.stderr.write(f"mpsd: {said}.\n")
         return EXIT_ABSENT
 
-    from mpsd.oom.finding import CPU_OOM, CUDA_OOM
+    from mpsd.oom.finding import MPS_KINDS
     from mpsd.oom.render import render
     from mpsd.term import use_color
 
     limits = None
-    if any(f.kind not in (CUDA_OOM, CPU_OOM) for f in findings):  # the MPS ones use it
+    if any(f.kind in MPS_KINDS for f in findings):  # the MPS ones use it
         from mpsd import limits as limits_toml
 
         limits = limits_toml.read()

@@ -123,7 +123,8 @@ def run(args: argparse.Namespace) -> int:
         agent = plan.agent
         before, now = (launchd.program_arguments(p or b"") for p in (agent.old, agent.new))
         # Another bin/ is another install (this one's python -m mpsd before is its mpsd now).
-        if before and now and os.path.dirname(before[0]) != os.path.dirname(now[0]):
+        # Compared normalised: one venv spelt two ways (`.venv/../.venv/bin`) is one install.
+        if before and now and _bin(before[0]) != _bin(now[0]):
             report(f"replacing the agent of another install of mpsd ({before[0]})")
         try:
             outcome = launchd.ensure_loaded(
@@ -231,6 +232,10 @@ def _no_agent_note(asked: bool) -> None:
     )
     print(fill(why))
     print(f"    {opt_path(sys.executable)} -m mpsd daemon")
+
+
+def _bin(program: str) -> str:
+    return os.path.dirname(os.path.normpath(program))
 
 
 def _remove_agent(label: str, report: Callable[[str], None], warnings: list[str]) -> None:

@@ -1,5 +1,5 @@
 """``mpsd jobs [--json]``, ``mpsd jobs show [ID|last]``: the ML jobs the daemon recorded, and
-one job's report; ``mpsd notify``: one test notification, the way the daemon sends them."""
+one job's report."""
 
 from __future__ import annotations
 
@@ -11,32 +11,22 @@ import sys
 
 from mpsd import paths, term
 from mpsd.daemon.history import Store
-from mpsd.daemon.jobs import PRESSURES, Job, daemon_running, notify, way
+from mpsd.daemon.jobs import PRESSURES, Job, daemon_running
 from mpsd.durations import format_duration
 from mpsd.errors import EXIT_ABSENT, EXIT_USAGE, MpsdError
-from mpsd.sizes import format_gib
-
-
-def gib(size: float) -> str:
-    """``21.3 GiB``; ``212.00 MiB`` below a GiB."""
-    return f"{size / (1 << 30):.1f} GiB" if size >= 1 << 30 else format_gib(size)
-
+from mpsd.sizes import gib
 
 NOTE = "The footprint counts the job's CPU-side memory too; the cap counts MPS memory only."
 CHART_WIDTH = 60
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    if parser.prog.split()[-1] == "notify":
-        return
     parser.add_argument("action", nargs="?", choices=["show"], help="show: one job's report")
     parser.add_argument("job", nargs="?", default="last", metavar="ID|last", help="default: last")
     parser.add_argument("--json", action="store_true", help="print the records as JSON")
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.command == "notify":
-        return _notify()
     if not (args.job == "last" or re.fullmatch("[0-9]{1,18}", args.job)):  # ASCII digits only
         said = term.visible(args.job)
         raise MpsdError(f"'{said}' is not a job id (a number from `mpsd jobs`).", EXIT_USAGE)
@@ -154,20 +144,3 @@ def chart(samples: list[tuple[int, int]], cap: int | None) -> list[str]:
     out.append(f"{'0 GiB':>10}└{'─' * len(held)}")
     out.append(f"{'':>11}█ footprint of the ML jobs running  • free memory")
     return out
-
-
-def _notify() -> int:
-    name = way()
-    if name is None:
-        raise MpsdError(
-            "there is no way to notify here (no osascript, no notify-send on PATH): the daemon's "
-            f"notices go to its log, {paths.log_file()}.",
-            EXIT_ABSENT,
-        )
-    if notify("a test notice: this is how mpsd tells you about swap during a job") is None:
-        raise MpsdError(f"{name} could not send the test notice.", EXIT_ABSENT)
-    where = ""
-    if name == "osascript":
-        where = " If none appeared, allow them in System Settings > Notifications > Script Editor."
-    print(f"Sent a test notice through {name}.{where}")
-    return 0

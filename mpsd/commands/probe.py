@@ -14,7 +14,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from mpsd.env import project_python
 from mpsd.errors import EXIT_ABSENT, EXIT_OK, EXIT_USAGE, MpsdError
-from mpsd.sizes import format_gib, parse_size
+from mpsd.sizes import gib, parse_size
 
 if TYPE_CHECKING:  # imported for real inside run(): start-up stays fast
     from mpsd.limits import Limits
@@ -99,8 +99,8 @@ class Progress:
         if tenth <= self.shown_tenth:
             return
         self.shown_tenth = tenth
-        text = f"{format_gib(allocated)} of " + (
-            f"{format_gib(limit)} max allowed" if limit else "an unknown max allowed"
+        text = f"{gib(allocated, 2)} of " + (
+            f"{gib(limit, 2)} max allowed" if limit else "an unknown max allowed"
         )
         unwatched = ", swap not watched" if result.swapouts_before is None else ""
         self.stream.write(f"probe: {text}{unwatched}\n")
@@ -147,8 +147,7 @@ def run(args: argparse.Namespace) -> int:
     def probe(high: float, low: float) -> ProbeResult:
         if sys.stderr.isatty():  # importing torch takes seconds: say what is happening
             sys.stderr.write(
-                f"probe: ratio {high:.2f}, steps of {format_gib(step)}; "
-                f"starting torch in {python}\n"
+                f"probe: ratio {high:.2f}, steps of {gib(step, 2)}; starting torch in {python}\n"
             )
         try:
             return run_probe(ProbeSpec(python, high, low, step), watch, Progress(sys.stderr))
@@ -195,7 +194,7 @@ def _calibrate(args: argparse.Namespace, ratio: float | None, current: Limits, p
     def run(ratio: float) -> ProbeResult:
         result = probe(ratio, ratio)
         what = "clean error" if result.verdict == CLEAN else result.verdict.replace("_", " ")
-        at = format_gib(result.error_at_bytes or result.allocated_bytes)
+        at = gib(result.error_at_bytes or result.allocated_bytes, 2)
         sys.stderr.write(f"calibrate: ratio {ratio:.2f}: {what} at {at}\n")
         return result
 

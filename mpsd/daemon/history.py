@@ -15,9 +15,9 @@ from __future__ import annotations
 import contextlib
 import itertools
 import json
+import operator
 import os
 import sqlite3
-import zlib
 from collections.abc import Iterator
 from dataclasses import astuple, dataclass, fields
 from pathlib import Path
@@ -26,29 +26,35 @@ from typing import Any
 from mpsd.errors import MpsdError
 from mpsd.machine.sample import Sample
 
-# A sample's stored fields, in order: the samples table's columns and a ``Row``'s fields.
-STORED = tuple(f.name for f in fields(Sample) if f.compare)
-_SQL_TYPES = {"float": "REAL NOT NULL", "int": "INTEGER NOT NULL", "str": "TEXT NOT NULL"}
+
+@dataclass(frozen=True)
+class LimitsWritten:
+    """A value the daemon wrote to limits.toml, in force from ``t`` until the next one."""
+
+    t: float
+    high_watermark_ratio: float
+    low_watermark_ratio: float
+    limit_bytes: int
+    recommended_max_bytes: int
+
+
+def _columns(record: type) -> str:
+    """A table's columns: a dataclass's compared fields, by name, as SQL types."""
+    types = {"float": "REAL NOT NULL", "int": "INTEGER NOT NULL", "str": "TEXT NOT NULL"}
+    kept = [f for f in fields(record) if f.compare]
+    return ", ".join(f"{f.name} {types.get(str(f.type), 'INTEGER')}" for f in kept)
+
 
 # The history's tables. Add a table or a column here, and only here: the fingerprint a
-# history is checked against is this text's.
-# samples: Sample's stored fields; meta: small facts the daemon keeps for `mpsd status` (the
-# decision in force); limits: each value the daemon wrote to limits.toml, in force from its
-# ``t`` on (``limits_at``); jobs: one record per ML job the daemon saw (daemon.jobs.Job's fields).
-_SAMPLE_COLUMNS = ", ".join(
-    f"{f.name} {_SQL_TYPES.get(str(f.type), 'INTEGER')}" for f in fields(Sample) if f.compare
-)
+# history is checked against is this text's. samples: Sample's stored fields; meta: small
+# facts the daemon keeps for `mpsd status` (the decision in force); limits: each value
+# limits.toml held, from its ``t`` on (``limits_at``); jobs: one record per ML job the daemon
+# saw (daemon.jobs.Job's fields).
 SCHEMA = f"""
-CREATE TABLE samples ({_SAMPLE_COLUMNS});
+CREATE TABLE samples ({_columns(Sample)});
 CREATE INDEX samples_by_t ON samples (t);
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE limits (
-    t REAL NOT NULL,
-    high_watermark_ratio REAL NOT NULL,
-    low_watermark_ratio REAL NOT NULL,
-    limit_bytes INTEGER NOT NULL,
-    recommended_max_bytes INTEGER NOT NULL
-);
+CREATE TABLE limits ({_columns(LimitsWritten)});
 CREATE INDEX limits_by_t ON limits (t);
 CREATE TABLE jobs (
     id INTEGER PRIMARY KEY,
@@ -71,9 +77,11 @@ CREATE TABLE jobs (
 );
 """
 MAX_JOBS = 10_000  # job records kept at most (the oldest go first), beside the retention
+STORED = tuple(f.name for f in fields(Sample) if f.compare)  # in the samples table's order
 _COLUMNS = ", ".join(STORED)
+_values = operator.attrgetter(*STORED)  # a sample's stored fields, in that order
 _INSERT = f"INSERT INTO samples ({_COLUMNS}) VALUES ({', '.join('?' * len(STORED))})"
-_LIMITS = "t, high_watermark_ratio, low_watermark_ratio, limit_bytes, recommended_max_bytes"
+_LIMITS = ", ".join(f.name for f in fields(LimitsWritten))
 # Rows every reader skips (a stamp outside 1970-9999 or not a number, sizes not integers): one
 # bad row must not make the history unreadable.
 _VALID = (
@@ -83,9 +91,9 @@ _VALID = (
 )
 
 
-def fingerprint(statements: Iterator[str]) -> int:
+def fingerprint(statements: Iterator[str]) -> str:
     """A schema's fingerprint: its statements as SQLite keeps them, blanks and order aside."""
-    return zlib.crc32("\n".join(sorted(" ".join(s.split()) for s in statements)).encode())
+    return "\n".join(sorted(" ".join(s.split()) for s in statements))
 
 
 FINGERPRINT = fingerprint(s for s in SCHEMA.split(";") if s.strip())
@@ -98,17 +106,6 @@ class HistoryError(MpsdError):
     def __init__(self, message: str, corrupt: bool = False) -> None:
         super().__init__(message)
         self.corrupt = corrupt
-
-
-@dataclass(frozen=True)
-class LimitsWritten:
-    """A value the daemon wrote to limits.toml, in force from ``t`` until the next one."""
-
-    t: float
-    high_watermark_ratio: float
-    low_watermark_ratio: float
-    limit_bytes: int
-    recommended_max_bytes: int
 
 
 def code_stamp() -> str:
@@ -356,8 +353,3 @@ class Store:
         ]
         lowest = [None if low is None else int(low) for low, _ in rows]
         return sum(count for _, count in rows), lowest
-
-
-def _values(sample: Sample) -> tuple[Any, ...]:
-    """A sample's stored fields, in ``STORED`` order."""
-    return tuple(getattr(sample, name) for name in STORED)

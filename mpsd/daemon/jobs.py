@@ -1,6 +1,5 @@
-"""A record per ML job the daemon sees, and the notices (``notify = true``) when pressure
-reaches warning or swap begins during a job. ``Tracker.update`` is pure: it takes each sample
-and a ``describe`` for a new pid, and returns only the records whose values changed.
+"""A record per ML job the daemon sees. ``Tracker.update`` is pure: it takes each sample and a
+``describe`` for a new pid, and returns only the records whose values changed.
 """
 
 from __future__ import annotations
@@ -11,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mpsd.errors import MpsdError
-from mpsd.machine.sample import PRESSURE_WARN, Sample
+from mpsd.machine.sample import Sample
 
 PYTORCH_DEFAULT_RATIO = 1.7  # PyTorch's high watermark on MPS when the variable is unset
 SERIES = 128  # footprints kept per running job (every other one dropped when full)
@@ -66,7 +65,6 @@ class _Open:
     job: Job
     swap0: int | None
     series: list[int] = field(default_factory=list)
-    said: set[str] = field(default_factory=set)
     stored: dict[str, Any] | None = None
 
 
@@ -84,16 +82,13 @@ class Tracker:
         self.open: dict[int, _Open] = {}
         self.last: Sample | None = None
 
-    def update(
-        self, sample: Sample, describe: Callable[[int], dict[str, Any]]
-    ) -> tuple[list[Job], list[tuple[str, Job]]]:
-        """The records to store after ``sample``; the notices due ("pressure" or "swap", job)."""
+    def update(self, sample: Sample, describe: Callable[[int], dict[str, Any]]) -> list[Job]:
+        """The records to store after ``sample``."""
         seen = {p.pid: p for p in sample.processes}
         ended = [self.open.pop(pid) for pid in list(self.open) if pid not in seen]
         for gone in ended:
             gone.job.ended = sample.t
             gone.job.growth = growth(gone.series)
-        notices = []
         for pid, process in seen.items():
             run = self.open.get(pid)
             if run is None:
@@ -114,13 +109,6 @@ class Tracker:
             run.series.append(process.bytes)
             if len(run.series) > SERIES:
                 del run.series[::2]
-            for kind, due in (
-                ("pressure", (job.pressure or 0) >= PRESSURE_WARN),
-                ("swap", job.swapouts > 0),
-            ):
-                if due and kind not in run.said:
-                    run.said.add(kind)
-                    notices.append((kind, job))
         self.last = sample
         changed = []
         for run in [*ended, *self.open.values()]:
@@ -128,7 +116,7 @@ class Tracker:
             if values != run.stored:
                 run.stored = values
                 changed.append(run.job)
-        return changed, notices
+        return changed
 
 
 def describe(pid: int, limits: Any, projects: tuple[str, ...]) -> dict[str, Any]:
@@ -162,17 +150,6 @@ def describe(pid: int, limits: Any, projects: tuple[str, ...]) -> dict[str, Any]
     return found
 
 
-NOTICES = {
-    "pressure": "memory pressure reached warning: the Mac is about to compress, then swap; "
-    "close something",
-    "swap": "the Mac began to swap",
-}
-
-
-def notice_text(kind: str, job: Job) -> str:
-    return f"{NOTICES[kind]} (job {job.id}: {job.command})"
-
-
 def daemon_running() -> bool:
     from mpsd import paths
     from mpsd.locks import PidLock
@@ -181,31 +158,3 @@ def daemon_running() -> bool:
         return PidLock(paths.daemon_lock_file()).is_held_elsewhere()
     except OSError:
         return False
-
-
-def way() -> str | None:
-    """How a notice is sent here: ``osascript`` (macOS), ``notify-send``, or None."""
-    from mpsd.paths import program
-
-    return next((name for name in ("osascript", "notify-send") if program(name)), None)
-
-
-def notify(text: str) -> str | None:
-    """Send ``text`` as a notification; the way it went, or None (none, or it failed)."""
-    import subprocess
-
-    from mpsd.paths import program
-
-    name = way()
-    path = name and program(name)
-    if name is None or path is None:
-        return None
-    quoted = '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
-    argv = [path, "-e", f'display notification {quoted} with title "mpsd"']
-    if name == "notify-send":
-        argv = [path, "mpsd", text]
-    try:
-        done = subprocess.run(argv, capture_output=True, timeout=10, close_fds=False)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return name if done.returncode == 0 else None

@@ -23,7 +23,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import astuple, dataclass, field
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -31,7 +31,7 @@ from typing import Any
 from mpsd import limits as limits_mod
 from mpsd import paths
 from mpsd.config import Config, ConfigError, load_config, policy_values
-from mpsd.daemon import jobs, policy
+from mpsd.daemon import jobs, notices, policy
 from mpsd.daemon.history import HistoryError, LimitsWritten, Store, code_stamp
 from mpsd.daemon.schedule import Schedule
 from mpsd.errors import EXIT_ABSENT, MpsdError
@@ -139,47 +139,66 @@ def _signature(path: Path) -> tuple[int, int, int] | None:
 
 
 class ConfigWatcher:
-    """Calls ``notify()`` (from watchdog's thread) whenever ``path`` may have changed: watches
-    its directory (editors and atomic writes replace the file). watchdog is imported only here,
-    so only the running daemon pays for it."""
+    """Calls ``notify()`` (from watchdog's thread) whenever ``path`` may have changed. It watches
+    the file's directory (editors and atomic writes replace the file) and the one above, so that
+    the config dir is watched again when it is created or re-created (where neither exists yet:
+    the nearest directory that does). watchdog is imported only here: only the daemon pays."""
 
     def __init__(self, path: Path, notify: Callable[[], None]) -> None:
-        self.path = path
-        self._target = os.path.realpath(path)
+        self.path = Path(os.path.abspath(path))
         self._notify = notify
         self._observer: Any = None
-
-    def matches(self, event: Any) -> bool:
-        paths = (getattr(event, "src_path", ""), getattr(event, "dest_path", ""))
-        return any(p and os.path.realpath(os.fsdecode(p)) == self._target for p in paths)
+        self._target = self._dir = ""
 
     def start(self) -> bool:
-        """Start watching; False (logged) when watchdog cannot watch the directory."""
+        """Start watching; False (logged) when watchdog cannot (the schedule's backstop still
+        re-reads the file now and then)."""
+        from watchdog.observers import Observer
+
         try:
-            from watchdog.events import FileSystemEventHandler
-            from watchdog.observers import Observer
-        except ImportError as exc:  # the periodic mtime check still covers edits
-            log.warning("watchdog unavailable (%s); config edits are seen by polling", exc)
+            self._observer = Observer()
+            self._observer.daemon = True
+            self._observer.start()
+        except Exception as exc:  # out of inotify instances, say
+            log.warning("cannot watch config.toml (%s); edits are seen later", exc)
             return False
+        return self._arm()
+
+    def _arm(self) -> bool:
+        from watchdog.events import FileSystemEventHandler
+
         watcher = self
 
         class _Handler(FileSystemEventHandler):
             def on_any_event(self, event: Any) -> None:
-                if watcher.matches(event):
-                    watcher._notify()
+                watcher._seen(event)
 
-        directory = self.path.parent
+        self._target = os.path.realpath(self.path)
+        self._dir = os.path.dirname(self._target)
+        nearest = self.path.parent
+        while not nearest.is_dir() and nearest != nearest.parent:
+            nearest = nearest.parent
+        watched = {nearest, nearest.parent}
         try:
-            ensure_dir(directory)
-            observer = Observer()
-            observer.daemon = True
-            observer.schedule(_Handler(), str(directory), recursive=False)
-            observer.start()
+            self._observer.unschedule_all()
+            for directory in watched:
+                self._observer.schedule(_Handler(), str(directory), recursive=False)
         except Exception as exc:
-            log.warning("cannot watch %s (%s); config edits are seen by polling", directory, exc)
+            log.warning("cannot watch %s (%s); config edits are seen later", watched, exc)
             return False
-        self._observer = observer
         return True
+
+    def _seen(self, event: Any) -> None:
+        if event.event_type in ("opened", "closed_no_write"):
+            return  # a read
+        for name in (event.src_path, getattr(event, "dest_path", "")):
+            found = os.path.realpath(os.fsdecode(name)) if name else ""
+            above = found and (self._dir + os.sep).startswith(found + os.sep)
+            if above and event.is_directory and event.event_type != "modified":
+                self._arm()  # the config dir or one above it came, went or moved
+                self._notify()
+            elif found == self._target:
+                self._notify()
 
     def stop(self) -> None:
         if self._observer is not None:
@@ -203,7 +222,7 @@ class Daemon:
     recommended: tuple[int, str] | None = None
     store: Store | None = None
     window: list[Sample] | None = None
-    _window_key: tuple[float, float] | None = None  # (loaded at, monotonic; window length)
+    _window_key: tuple[float, float] | None = None  # (reload at, monotonic; window length)
     last_wall: float | None = None
     last_mono: float | None = None
     total_bytes: int | None = None
@@ -220,6 +239,8 @@ class Daemon:
     _untrusted: list[str] = field(default_factory=list)  # the trust problem last said
     tracker: jobs.Tracker | None = None  # the job records (None until the first sample)
     lock: PidLock | None = None  # the daemon lock, kept at each step (``PidLock.keep``)
+    episodes: notices.Episodes = field(default_factory=notices.Episodes)
+    notifier: notices.Notifier | None = None  # made at the first notice with notify = true
     _queue: queue.SimpleQueue[tuple[str, Any]] = field(default_factory=queue.SimpleQueue)
 
     # -- config -----------------------------------------------------------------------
@@ -294,15 +315,14 @@ class Daemon:
             log.warning("sample skipped: %s", exc)
             return None
         self.total_bytes = sample.total_bytes
-        notices: list[tuple[str, jobs.Job]] = []
         try:
             store = self.open_store()
             if self.tracker is None:
                 store.end_open_jobs()
                 self.tracker = jobs.Tracker()
             store.add(sample)
-            changed, notices = self.tracker.update(
-                sample, lambda pid: jobs.describe(pid, limits_mod.read(), self.projects())
+            changed = self.tracker.update(
+                sample, lambda pid: jobs.describe(pid, self.in_force(), self.projects())
             )
             for job in changed:
                 job.id = store.save_job(vars(job))
@@ -311,27 +331,24 @@ class Daemon:
             self._drop_store()
             for run in self.tracker.open.values() if self.tracker else ():
                 run.stored = None  # written again at the next sample
-        for kind, job in notices:
-            text = jobs.notice_text(kind, job)
-            way = jobs.notify(text) if self.config.notify else None
-            log.warning("%s%s", text, f" (notified by {way})" if way else "")
+        running = [run.job.command for run in self.tracker.open.values()] if self.tracker else []
+        for text in self.episodes.update(sample.t, sample.pressure, sample.swapouts, running):
+            if self.config.notify:
+                self.notifier = self.notifier or notices.Notifier(notices.find_way())
+                self.notifier.hand(text)
+            else:
+                log.warning("%s", text)
         if self.window is not None:
             self.window.append(sample)
         return sample
 
     def policy_window(self, now: float) -> list[Sample]:
         """The samples of the window ending at ``now``: kept in memory, reloaded now and then."""
-        since = now - self.config.window
-        mono = self.mono()
+        since, mono = now - self.config.window, self.mono()
         key = self._window_key
-        if (
-            self.window is None
-            or key is None
-            or key[1] != self.config.window
-            or mono - key[0] >= WINDOW_RELOAD
-        ):
+        if self.window is None or key is None or key[1] != self.config.window or mono >= key[0]:
             self.window = self.open_store().samples(since, now, max_rows=POLICY_ROWS)
-            self._window_key = (mono, self.config.window)
+            self._window_key = (mono + WINDOW_RELOAD, self.config.window)
         else:
             cut = 0
             while cut < len(self.window) and self.window[cut].t < since:
@@ -390,10 +407,24 @@ class Daemon:
 
     def in_force(self) -> Limits | None:
         """What limits.toml holds: what this daemon last wrote, unless another hand wrote it
-        since (``enable``, a user), then read."""
-        if self._written is None or _signature(paths.limits_file()) != self._written[1]:
-            self._written = (limits_mod.read(), _signature(paths.limits_file()))
+        since (``enable``, a user): then read, and kept in the history from its mtime on."""
+        sig = _signature(paths.limits_file())
+        if self._written is None or sig != self._written[1]:
+            self._written = (limits_mod.read(), sig)
+            if self._written[0] is not None and sig is not None:
+                self._keep(self._written[0], sig[0] / 1e9)
         return self._written[0]
+
+    def _keep(self, limits: Limits, t: float) -> None:
+        """Keep ``limits`` in the history as limits.toml's value from ``t`` on, unless the
+        latest value kept is the same (``Store.limits_at`` reads them)."""
+        values = (limits.high_watermark_ratio, limits.low_watermark_ratio, limits.limit_bytes)
+        with contextlib.suppress(Exception):
+            store = self.open_store()
+            last = store.limits_at(float("inf"))
+            if last is None or (*values, limits.recommended_max_bytes) != astuple(last)[1:]:
+                t = min(t, self.wall()) if last is None else max(min(t, self.wall()), last.t)
+                store.add_limits(LimitsWritten(t, *values, limits.recommended_max_bytes))
 
     def evaluate(self, again: bool = True) -> Limits | None:
         """The next job's value for the jobs of the last sample, on the whole policy's run
@@ -419,10 +450,25 @@ class Daemon:
         decision = policy.for_next_job(self.whole, last.ml_bytes, last.ml_jobs, self.config)
         self._jobs_seen = (decision.held_bytes, decision.jobs)
         jobs_now = (decision.held_bytes > 0, decision.jobs)
-        if self.ceiling is not None:
-            decision = _under(decision, self.ceiling)
+        if self.ceiling is not None:  # config.toml is invalid
+            most, least = self.ceiling
+            high = min(decision.high_watermark_ratio, most)
+            low = min(decision.low_watermark_ratio, least, high)
+            why = f"config.toml is invalid: at most high {most:.2f}, what limits.toml held when "
+            decision = _with_ratios(decision, high, low, why + "it went bad", most)
         current = self.in_force()
-        new = self._limits(decision, now)
+        new = Limits(
+            high_watermark_ratio=decision.high_watermark_ratio,
+            low_watermark_ratio=decision.low_watermark_ratio,
+            limit_bytes=decision.limit_bytes,
+            recommended_max_bytes=decision.recommended_max_bytes,
+            recommended_max_source=self.recommended[1],
+            baseline_free_bytes=decision.baseline_free_bytes,
+            headroom=self.config.headroom,
+            updated_at=dt.datetime.fromtimestamp(int(now), dt.timezone.utc),
+            projects=self.projects(),
+            sample_count=decision.sample_count,
+        )
         # Jobs started or ended, or running ones took more: the next job's value exactly,
         # not within the churn tolerance.
         exact = jobs_now != self._jobs_written or (
@@ -430,9 +476,12 @@ class Daemon:
             and current is not None
             and new.high_watermark_ratio < current.high_watermark_ratio
         )
-        if current is not None and not exact and new.same_values(current, CHURN_TOLERANCE):
-            decision = _kept(decision, current)
-            new = self._limits(decision, now)
+        kept = current is not None and not exact and new.same_values(current, CHURN_TOLERANCE)
+        if kept and current is not None:
+            high, low = current.high_watermark_ratio, current.low_watermark_ratio
+            why = f"limits.toml keeps {high:.2f}: it is rewritten only when the ratio moves by "
+            why += f"more than {CHURN_TOLERANCE} (so that a running job's neighbours see no churn)"
+            decision = _with_ratios(decision, high, low, why)
         with contextlib.suppress(Exception):
             # The decision in force, for `mpsd status` (it tells an edit of config.toml since)
             # and for a restart while config.toml is invalid (the ceiling).
@@ -441,8 +490,8 @@ class Daemon:
                 t=now, min_ratio=self.config.min_ratio, ceiling=self.ceiling, code=RUNNING_CODE
             )
             store.set_meta("decision", {**record, "config": policy_values(self.config)})
-        self._jobs_written = jobs_now
-        if current is not None and new.same_values(current, EXACT):
+        if current is not None and (kept or new.same_values(current, EXACT)):
+            self._jobs_written = jobs_now
             return current
         try:
             limits_mod.write(new)
@@ -450,17 +499,8 @@ class Daemon:
             log.error("cannot write %s: %s", paths.limits_file(), exc)
             self._written = None
             return None
-        self._written = (new, _signature(paths.limits_file()))
-        with contextlib.suppress(Exception):
-            store.add_limits(
-                LimitsWritten(
-                    now,
-                    new.high_watermark_ratio,
-                    new.low_watermark_ratio,
-                    new.limit_bytes,
-                    new.recommended_max_bytes,
-                )
-            )
+        self._written, self._jobs_written = (new, _signature(paths.limits_file())), jobs_now
+        self._keep(new, now)
         old = f"{current.high_watermark_ratio:.2f}" if current else "none"
         log.info(
             "limits.toml: high %s -> %.2f, low %.2f (%s)",
@@ -470,22 +510,6 @@ class Daemon:
             "; ".join(decision.reasons),
         )
         return new
-
-    def _limits(self, decision: policy.Recommendation, now: float) -> Limits:
-        """limits.toml's values for ``decision``."""
-        max_bytes, source = self.recommended or (decision.recommended_max_bytes, "estimate")
-        return Limits(
-            high_watermark_ratio=decision.high_watermark_ratio,
-            low_watermark_ratio=decision.low_watermark_ratio,
-            limit_bytes=decision.limit_bytes,
-            recommended_max_bytes=max_bytes,
-            recommended_max_source=source,
-            baseline_free_bytes=decision.baseline_free_bytes,
-            headroom=self.config.headroom,
-            updated_at=dt.datetime.fromtimestamp(int(now), dt.timezone.utc),
-            projects=self.projects(),
-            sample_count=decision.sample_count,
-        )
 
     def set_recommended(self, value: tuple[int, str]) -> bool:
         changed = value != self.recommended
@@ -574,7 +598,7 @@ class Daemon:
             schedule.pruned(now, more=self.prune())
         if schedule.evaluate_due(now, have_max=self.recommended is not None):
             schedule.evaluated(now, ok=self.evaluate() is not None)
-        elif self.jobs_changed(self.window[-1] if self.window else None):
+        elif not schedule.pending and self.jobs_changed(self.window[-1] if self.window else None):
             self.evaluate(again=False)  # a failure is logged; the next run retries
 
     def run_once(self, attempts: int = 3) -> Limits:
@@ -605,43 +629,23 @@ class Daemon:
         return result
 
 
-def _under(decision: policy.Recommendation, ceiling: tuple[float, float]) -> policy.Recommendation:
-    """``decision`` with its ratios at most ``ceiling`` (config.toml is invalid), and why."""
-    high = min(decision.high_watermark_ratio, ceiling[0])
-    max_bytes = decision.recommended_max_bytes
-    return dataclasses.replace(
-        decision,
-        high_watermark_ratio=high,
-        low_watermark_ratio=min(decision.low_watermark_ratio, ceiling[1], high),
-        limit_bytes=int(high * max_bytes),
-        ratio_once_they_end=min(decision.ratio_once_they_end, ceiling[0]),
-        limit_once_they_end_bytes=int(min(decision.ratio_once_they_end, ceiling[0]) * max_bytes),
-        reasons=(
-            *decision.reasons,
-            f"config.toml is invalid: at most high {ceiling[0]:.2f}, what limits.toml held "
-            "when it went bad",
-        ),
-    )
-
-
-def _kept(decision: policy.Recommendation, current: Limits) -> policy.Recommendation:
-    """``decision`` with the ratios limits.toml holds, a step away (churn), and why."""
-    if (decision.high_watermark_ratio, decision.low_watermark_ratio) == (
-        current.high_watermark_ratio,
-        current.low_watermark_ratio,
-    ):
+def _with_ratios(
+    decision: policy.Recommendation, high: float, low: float, why: str, most: float = 2.0
+) -> policy.Recommendation:
+    """``decision`` with these ratios (under a ceiling ``most``, or limits.toml's kept), and
+    why; itself when they are its own."""
+    once = min(decision.ratio_once_they_end, most)
+    old = (decision.high_watermark_ratio, decision.low_watermark_ratio)
+    if (high, low, once) == (*old, decision.ratio_once_they_end):
         return decision
     return dataclasses.replace(
         decision,
-        high_watermark_ratio=current.high_watermark_ratio,
-        low_watermark_ratio=current.low_watermark_ratio,
-        limit_bytes=current.limit_bytes,
-        reasons=(
-            *decision.reasons,
-            f"limits.toml keeps {current.high_watermark_ratio:.2f}: it is rewritten only when "
-            f"the ratio moves by more than {CHURN_TOLERANCE} (so that a running job's "
-            "neighbours see no churn)",
-        ),
+        high_watermark_ratio=high,
+        low_watermark_ratio=low,
+        limit_bytes=int(high * decision.recommended_max_bytes),
+        ratio_once_they_end=once,
+        limit_once_they_end_bytes=int(once * decision.recommended_max_bytes),
+        reasons=(*decision.reasons, why),
     )
 
 

@@ -11,7 +11,7 @@ POLICY_EVERY = 600.0  # seconds between policy runs (also after a config change 
 PRUNE_EVERY = 3600.0
 PRUNE_AGAIN = 1.0  # while a prune left rows to delete
 RECOMMENDED_EVERY = 3600.0  # re-ask (cheap when cached; re-probes after an OS update)
-CONFIG_POLL = 5.0  # the mtime backstop behind the directory watch
+CONFIG_BACKSTOP = 600.0  # config.toml re-checked this often, in case the watch missed an edit
 DEBOUNCE = 0.2
 
 
@@ -21,7 +21,7 @@ class Schedule:
     def __init__(self, interval: float, now: float) -> None:
         self.interval = interval
         self.next_tick = now
-        self.next_poll = now + CONFIG_POLL
+        self.next_check = now + CONFIG_BACKSTOP
         self.next_prune = now
         self.next_probe: float | None = None
         self.probing = False
@@ -32,7 +32,7 @@ class Schedule:
 
     def timeout(self, now: float) -> float:
         """How long the loop may wait for an event before something is due."""
-        deadlines = [self.next_tick, self.next_poll]
+        deadlines = [self.next_tick, self.next_check]
         if self.reload_at is not None:
             deadlines.append(self.reload_at)
         return max(0.0, min(deadlines) - now)
@@ -58,14 +58,14 @@ class Schedule:
 
     # -- config.toml ---------------------------------------------------------------------------
     def reload_due(self, now: float) -> bool:
-        """Whether to re-read config.toml now (a debounced event, a SIGHUP or the poll)."""
+        """Whether to re-read config.toml now (a debounced event, a SIGHUP or the backstop)."""
         due = False
         if self.reload_at is not None and now >= self.reload_at:
             self.reload_at = None
-            self.next_poll = now + CONFIG_POLL
+            self.next_check = now + CONFIG_BACKSTOP
             due = True
-        if now >= self.next_poll:
-            self.next_poll = now + CONFIG_POLL
+        if now >= self.next_check:
+            self.next_check = now + CONFIG_BACKSTOP
             due = True
         return due
 

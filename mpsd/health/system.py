@@ -75,6 +75,9 @@ def agent() -> tuple[list[Finding], str]:
         found.append(Finding("agent", WARNING, f"{detail}{plist} says", install))
     else:
         found.append(Finding("agent", OK, f"{label} loaded in {job.domain}"))
+    if job is not None and job.domain.startswith("user/"):
+        hidden = launchd.HIDDEN_NOTICES.format(job.domain)
+        found.append(Finding("notices", WARNING, hidden, launchd.REINSTALL_IN_DESKTOP))
     disabled = launchd.launchctl("print-disabled", gui)
     if disabled.ok and launchd.parse_disabled(disabled.stdout, label):
         detail = "launchd lists the agent as disabled (the 'Allow in the Background' switch)"

@@ -26,11 +26,11 @@ from typing import Any
 from mpsd import paths
 from mpsd.atomic import write_atomic
 from mpsd.files import read_bytes
+from mpsd.limits import MEASURED, SOURCES
 from mpsd.machine import metal, sysctl
 from mpsd.ratio import estimate_recommended_max
 
 MIB = 1 << 20
-SOURCES = ("torch", "metal", "iogpu", "estimate")
 PROBE_TIMEOUT = 120.0  # a first `import torch` on a cold disk takes a while
 ESTIMATE_TTL = 24 * 3600.0
 
@@ -67,7 +67,7 @@ def probe_subprocess(
     except (ValueError, TypeError, KeyError, IndexError):
         return None
     ok = done.returncode == 0 and isinstance(value, int) and value > 0
-    return (value, str(source)) if ok and source in ("torch", "metal") else None
+    return (value, str(source)) if ok and source in MEASURED else None
 
 
 # --- the seams the cache checks (tests replace them) -----------------------------------------
@@ -164,8 +164,7 @@ def recommended_max(total_ram: int, *, refresh: bool = False) -> tuple[int, str]
     if cached is not None and not refresh and cached.still_true(now):
         return cached.bytes, cached.source
     value, source = probe(total_ram, limit)
-    real = ("metal", "torch")
-    if cached and cached.source in real and source not in real and cached.same_machine(now):
+    if cached and cached.source in MEASURED and source not in MEASURED and cached.same_machine(now):
         return cached.bytes, cached.source
     fresh = replace(now, bytes=value, source=source)
     # A state dir we cannot write costs a probe next time, nothing else.

@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from mpsd.machine.mljobs import MLProcess
 
 PRESSURE_NORMAL = 1
@@ -18,7 +20,8 @@ class Sample:
     """What the machine looked like at one moment. ``available_bytes``: free memory as sampled,
     nothing added back; ``ml_bytes``: what running PyTorch jobs hold (the policy adds it back
     to the baseline), ``ml_jobs`` of them (0: not known); ``swapouts``: the cumulative counter;
-    ``pressure``: 1, 2 or 4 (None: unknown); ``processes``: the jobs (not stored)."""
+    ``pressure``: 1, 2 or 4 (None: unknown); ``processes``: the jobs, ``parts``: the figures
+    ``available_bytes`` was summed from (``status --json``), neither stored."""
 
     t: float
     available_bytes: int
@@ -29,3 +32,4 @@ class Sample:
     source: str = "psutil"
     ml_jobs: int = 0
     processes: tuple[MLProcess, ...] = field(default=(), compare=False, repr=False)
+    parts: Mapping[str, int] | None = field(default=None, compare=False, repr=False)

@@ -10,13 +10,12 @@ fails intermittently on macOS 26): the loop logs it and skips the sample.
 from __future__ import annotations
 
 import contextlib
-import os
 import re
 import subprocess
 import sys
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Protocol
 
@@ -33,22 +32,9 @@ class SampleError(Exception):
     """This sample could not be taken; the next one may be. Never fatal."""
 
 
-@dataclass(frozen=True)
-class Memory:
-    """What a source read: the machine-wide part of a ``Sample``; ``parts``: the figures
-    ``available_bytes`` was summed from (``status --json``)."""
-
-    available_bytes: int
-    total_bytes: int
-    swapouts: int | None
-    pressure: int | None
-    source: str
-    parts: Mapping[str, int] = field(default_factory=dict)
-
-
 class Source(Protocol):
-    def read(self) -> Memory:
-        """Read the machine now; raise ``SampleError`` when it cannot."""
+    def read(self) -> Sample:
+        """Read the machine now (no time, no jobs); raise ``SampleError`` when it cannot."""
         ...
 
 
@@ -93,12 +79,12 @@ class PsutilSource:
     def __init__(self, proc: str = "/proc") -> None:
         self.proc = proc
 
-    def read(self) -> Memory:
+    def read(self) -> Sample:
         available, total = _psutil_memory()
         psi = _read_text(f"{self.proc}/pressure/memory")
         pressure = None if psi is None else pressure_from_psi(psi)
         parts = {"psutil_available": available}
-        return Memory(available, total, self._swapouts(), pressure, "psutil", parts)
+        return Sample(0.0, available, total, 0, self._swapouts(), pressure, "psutil", parts=parts)
 
     def _swapouts(self) -> int | None:
         """Pages swapped out since boot."""
@@ -151,7 +137,7 @@ class DarwinSource:
         self.vm_stat = vm_stat
         self.fallback = fallback
 
-    def read(self) -> Memory:
+    def read(self) -> Sample:
         level = self.sysctl(PRESSURE_LEVEL)
         pressure = level if level in (PRESSURE_NORMAL, PRESSURE_WARN, PRESSURE_CRITICAL) else None
         text = self.vm_stat()
@@ -164,10 +150,12 @@ class DarwinSource:
         }
         if total and parts.get("page_size") and len(parts) == len(PAGE_COUNTERS):
             pages = parts["free_pages"] + parts["file_backed_pages"] + parts["purgeable_pages"]
-            return Memory(pages * parts["page_size"], total, swapouts, pressure, "sysctl", parts)
+            available = pages * parts["page_size"]
+            return Sample(0.0, available, total, 0, swapouts, pressure, "sysctl", parts=parts)
         from_psutil, psutil_total = self.fallback()
         parts = {"psutil_available": from_psutil}
-        return Memory(from_psutil, total or psutil_total, swapouts, pressure, "psutil", parts)
+        total = total or psutil_total
+        return Sample(0.0, from_psutil, total, 0, swapouts, pressure, "psutil", parts=parts)
 
 
 def default_source() -> Source:
@@ -192,26 +180,20 @@ def take_sample(
             f"the memory counters made no sense (available {memory.available_bytes}, "
             f"total {memory.total_bytes})"
         )
-    capped = memory.available_bytes > memory.total_bytes
-    if capped:
-        # Counters are read one by one while pages move; never report more than the RAM.
-        memory = replace(memory, available_bytes=memory.total_bytes)
     try:
         jobs = (scanner or default_scanner()).scan()
     except (psutil.Error, OSError, RuntimeError) as err:
         raise SampleError(f"the process table could not be read ({err})") from err
-    sample = Sample(
+    sample = replace(
+        memory,
         t=t,
-        available_bytes=memory.available_bytes,
-        total_bytes=memory.total_bytes,
+        # Counters are read one by one while pages move; never report more than the RAM.
+        available_bytes=min(memory.available_bytes, memory.total_bytes),
         ml_bytes=sum(job.bytes for job in jobs),
-        swapouts=memory.swapouts,
-        pressure=memory.pressure,
-        source=memory.source,
         ml_jobs=len(jobs),
         processes=tuple(jobs),
     )
-    return sample, parts_of(t, memory, capped)
+    return sample, parts_of(sample, capped=memory.available_bytes > memory.total_bytes)
 
 
 SUMS = {
@@ -220,38 +202,27 @@ SUMS = {
 }
 
 
-def parts_of(t: float, memory: Memory, capped: bool = False) -> dict[str, object]:
+def parts_of(memory: Sample, capped: bool = False) -> dict[str, object]:
     """A sample's free memory for ``mpsd status --json``: the figure, its sum in words and its
     parts, for a user to redo; ``capped``: the sum came out above the RAM and was cut to it."""
     return {
-        "t": t,
+        "t": memory.t,
         "source": memory.source,
         "available_bytes": memory.available_bytes,
         "total_bytes": memory.total_bytes,
         "sum": SUMS.get(memory.source, ""),
-        **memory.parts,
+        **(memory.parts or {}),
         "capped_at_total": capped,
     }
 
 
 def write_parts(parts: Mapping[str, object], path: Path) -> None:
-    """Keep ``parts`` in ``path`` (JSON) for ``mpsd status``: renamed over, not synced (the next
-    sample rewrites it; a torn file reads as none). An unwritable state dir costs that view."""
+    """Keep ``parts`` in ``path`` (JSON) for ``mpsd status``, not synced (the next sample
+    rewrites it). An unwritable or untrusted state dir costs that view, nothing else."""
     import json
 
-    from mpsd.atomic import clean_stale_temps
-    from mpsd.files import ensure_dir, open_checked
+    from mpsd.atomic import write_atomic
 
-    directory, name = os.path.split(path)
-    tmp = os.path.join(directory, f".{name}.{os.getpid()}.tmp")
-    try:
-        ensure_dir(directory or ".")
-        clean_stale_temps(Path(path))  # a killed daemon's (named by its pid)
-        fd = open_checked(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)  # no link followed
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(json.dumps(dict(parts), indent=2) + "\n")
-        os.chmod(tmp, 0o644)  # whatever the umask: never writable by others
-        os.replace(tmp, path)
-    except OSError:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
+    with contextlib.suppress(OSError):
+        data = json.dumps(dict(parts), indent=2) + "\n"
+        write_atomic(path, data.encode(), mode=0o644, sync=False)

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from mpsd.oom.find import find_errors
-from mpsd.oom.finding import KINDS, Finding
+from mpsd.oom.find import find_errors, read_kills
+from mpsd.oom.finding import KINDS, Finding, Kill
 
-__all__ = ["KINDS", "Finding", "find_errors"]
+__all__ = ["KINDS", "Finding", "Kill", "find_errors", "read_kills"]

@@ -6,17 +6,25 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 
-from mpsd.oom.finding import Finding
+from mpsd.oom.finding import OS_KILL, SIGKILL, Finding, Kill
 from mpsd.oom.normalize import compiled, prepare
 from mpsd.oom.readers import HEADS, Head, around
 
 WINDOW = 1 << 20  # a text is read in windows of about this many characters
 TAIL = 8 * 1024  # with the characters after it that an error starting in it may run into
 # Every known error has one of these (most have several, so a wrap inside one leaves another).
-WORDS = ("memor", "alloc", "water", "invalid", "buffer", "ndarray", "dimen", "dims", "resource")
+WORDS = tuple("memor alloc water invalid buffer ndarray dimen dims resource kill".split())  # noqa: SIM905
 RECENT = 20  # a repeated or truncated copy comes soon after its error: look that far back
 MAX_FINDINGS = 1000  # distinct errors read; the errors after them are only counted
 MAX_READ = 10 * MAX_FINDINGS  # the texts of errors read, kept to count their repeats
+# Errors mpsd sees but does not read (squeezed words, all present): named, never explained.
+SEEN = (
+    (("numba", "cuda_error_out_of_memory"), "a numba CUDA out-of-memory error"),
+    (("cuda_error_out_of_memory",), "a CUDA driver out-of-memory error (CUDA_ERROR_OUT_OF_MEMORY)"),
+    (("memoryerror",), "a Python MemoryError"),
+    (("outofmemory",), "an out-of-memory message"),
+)
+_TRACEBACK = "traceback(mostrecentcalllast)"
 
 
 def windows(pieces: Iterable[str]) -> Iterator[tuple[str, str]]:
@@ -57,9 +65,12 @@ class Found:
 
     findings: list[Finding] = field(default_factory=list)
     more: int = 0
+    seen: list[str] = field(default_factory=list)  # what was seen but not read (SEEN)
+    cut: bool = False  # the text ends in a traceback without its error line
     _exact: dict[tuple[object, ...], Finding] = field(default_factory=dict)
     _recent: dict[tuple[str, str], list[int]] = field(default_factory=dict)
     _read: dict[tuple[Head, str], Finding | None] = field(default_factory=dict)
+    _near: dict[tuple[int, str], Finding] = field(default_factory=dict)
 
     def add(self, finding: Finding) -> None:
         if finding.key() in self._exact:
@@ -103,7 +114,13 @@ class Found:
                 if len(self._read) < MAX_READ:
                     self._read[key] = finding
             if finding is not None:  # with what the traceback before it and its lines tell
-                self.add(around(finding, text[anchors[i - 1][0] if i else 0 : end]))
+                near = (id(finding), text[anchors[i - 1][0] if i else 0 : end])
+                told = self._near.get(near) or around(finding, near[1])
+                # A log may repeat an error and its lines (kept short: memory stays flat);
+                # an id is kept while _read holds its finding.
+                if len(near[1]) < 4096 > len(self._near) and self._read.get(key) is finding:
+                    self._near[near] = told
+                self.add(told)
 
 
 def scan(pieces: Iterable[str]) -> Found:
@@ -117,6 +134,13 @@ def scan(pieces: Iterable[str]) -> Found:
                 continue
         squeezed = prepare(window)
         found.read(squeezed + prepare(tail), len(squeezed))
+        what = next((s for words, s in SEEN if all(w in squeezed for w in words)), None)
+        if what and what not in found.seen[:10]:
+            found.seen.append(what)
+        last = squeezed.rfind(_TRACEBACK)
+        found.cut = last >= 0 and not compiled(r"(?:error|exception):").search(squeezed, last)
+    if any(f.kind == OS_KILL for f in found.findings):  # the SIGKILL the log explains
+        found.findings = [f for f in found.findings if f.kind != SIGKILL]
     return found
 
 
@@ -124,3 +148,10 @@ def find_errors(text: str) -> list[Finding]:
     """The first MAX_FINDINGS PyTorch out-of-memory (and related) errors in ``text``, in
     order, each distinct one once (``count``: how often it was seen). Never raises."""
     return scan(text[i : i + WINDOW] for i in range(0, len(text), WINDOW)).findings
+
+
+def read_kills(text: str) -> list[Kill]:
+    """The processes the operating system killed for memory, as its log lines in ``text``
+    say (Linux's OOM killer, macOS's memorystatus and JetsamEvent reports), each once, in
+    order. Pure, never raises."""
+    return [f.kill for f in find_errors(text) if f.kill is not None]

@@ -16,6 +16,12 @@ CUDA_OOM = "cuda_oom"
 CPU_OOM = "cpu_oom"
 MLX_OOM = "mlx_oom"
 XPU_SIZE = "xpu_size_limit"
+OS_KILL = "os_kill"
+SIGKILL = "sigkill"
+XLA_OOM = "xla_oom"
+TF_OOM = "tf_oom"
+GGML_OOM = "ggml_oom"
+_XLA = ("requested_bytes", "limit_bytes", "in_use_bytes", "free_bytes", "total_bytes")
 
 # The keys SPEC.md promises for each kind (null when the message lacks the number).
 KEYS: dict[str, tuple[str, ...]] = {
@@ -27,11 +33,34 @@ KEYS: dict[str, tuple[str, ...]] = {
         *("requested_bytes", "total_bytes", "free_bytes", "allocated_bytes", "reserved_bytes"),
         *("in_use_bytes", "other_processes", "allowed_bytes", "private_pool_bytes", "device"),
     ),
-    CPU_OOM: ("requested_bytes",),
+    CPU_OOM: ("requested_bytes", "framework"),
     MLX_OOM: ("requested_bytes", "max_buffer_bytes", "resource_limit", "framework"),
     XPU_SIZE: ("requested_bytes",),
+    OS_KILL: ("os", "pid", "process", "reason", "bytes", "bytes_are", "sizes"),
+    SIGKILL: (),
+    XLA_OOM: (*_XLA, "framework"),
+    TF_OOM: (*_XLA, "device", "framework"),
+    GGML_OOM: ("requested_bytes", "device", "framework"),
 }
 KINDS = tuple(KEYS)
+MPS_KINDS = (MPS_OOM, MPS_INVALID_HIGH, MPS_INVALID_LOW, MPS_OTHER, MLX_OOM)  # limits.toml's
+
+
+@dataclass(frozen=True)
+class Kill:
+    """One process the system killed for memory (read by ``kills``). ``reason``: Linux's OOM
+    killer, a memory cgroup's limit, "swap exhausted", "jetsam" or macOS's own cause
+    ("vm-pageshortage", "per-process-limit"...); ``name``: lower case; ``bytes``: the size the
+    line gives for the process (None: not given), ``bytes_are`` what it is (kills.MEANS);
+    ``sizes``: every size the line gives, by its own name ("total-vm", "anon-rss"...)."""
+
+    os: str  # "linux" or "macos"
+    reason: str
+    pid: int | None = None
+    name: str | None = None
+    bytes: int | None = None
+    bytes_are: str | None = None
+    sizes: tuple[tuple[str, int], ...] = ()
 
 
 @dataclass
@@ -59,10 +88,12 @@ class Finding:
     other_processes: tuple[tuple[int, int], ...] | None = None
     allowed_bytes: int | None = None
     private_pool_bytes: int | None = None
+    limit_bytes: int | None = None
     max_buffer_bytes: int | None = None
     resource_limit: int | None = None
     framework: str | None = None
     alloc_conf: str | None = None
+    kill: Kill | None = None
     count: int = field(default=1, compare=False)
     binary_units: bool = field(default=True, compare=False)
     rounding: dict[str, int] = field(default_factory=dict, compare=False)
@@ -81,7 +112,11 @@ class Finding:
     def to_json(self) -> dict[str, Any]:
         """The object ``mpsd explain --json`` prints for this finding (SPEC.md)."""
         out: dict[str, Any] = {"kind": self.kind}
-        for key in KEYS[self.kind]:
+        if self.kill is not None:
+            k = self.kill
+            out.update(os=k.os, pid=k.pid, process=k.name, reason=k.reason, bytes=k.bytes)
+            out.update(bytes_are=k.bytes_are, sizes=dict(k.sizes))
+        for key in KEYS[self.kind] if self.kill is None else ():
             out[key] = getattr(self, key)
         if self.ratio is not None and not math.isfinite(self.ratio):
             out["ratio"] = None

@@ -54,6 +54,7 @@ _PREFIX = r"""(?x)\n(?:
     | [-*+•](?=[ \t])                            # bullets
     | \[?\d{4}-\d\d-\d\d(?:[T\ ]\d\d:\d\d(?::\d\d)?(?:[.,]\d+)?)?(?:Z|[+-]\d\d:?\d\d)?\]?:?
     | \[?\d\d?:\d\d:\d\d(?:[.,]\d+)?\]?:?        # times
+    | \d{1,3}\.\d\d\.\d{3}\.\d{3}(?:[ \t]+[EWID](?=[ \t]))?   # llama.cpp's "1.06.520.077 E"
     | [A-Z][a-z]{2}[ \t]+\d{1,2}[ \t]\d\d:\d\d:\d\d     # syslog: "Nov 30 05:00:00 host proc[1]:"
       [ \t]+[^ \t\n]+[ \t]+[\w.\-/]+(?:\[\d+\])?:
     | \[(?!metal)[^\]\n]{1,48}\]:?                # [INFO] [rank0] [19:45:40.615], not MLX's
@@ -104,6 +105,11 @@ def squeeze(text: str) -> str:
     return "".join(text.translate(_QUOTES).split()).lower()
 
 
+# bash's "Killed" line (its "PID Killed   command" too) is macOS bash's "Killed: 9": SIGKILL.
+_KILLED = r"(?:(?<=\n)|(?<=\d[ \t])|^)Killed(?=[ \t]*(?:\n|$)|[ \t]{2})"
+
+
 def prepare(text: str) -> str:
     """clean, strip line prefixes, squeeze: the form every reader matches against."""
-    return squeeze(strip_prefixes(clean(text)))
+    text = strip_prefixes(clean(text))
+    return squeeze(compiled(_KILLED).sub("Killed: 9", text) if "Killed" in text else text)

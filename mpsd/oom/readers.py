@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from typing import Optional
 
 from mpsd.oom import finding as fk
+from mpsd.oom import frameworks, kills
 from mpsd.oom.finding import Finding
 from mpsd.oom.normalize import compiled
 
@@ -221,6 +222,7 @@ def _mlx(seg: str) -> Finding:
 
 # --- what the text around an error tells: the traceback, the program that raised it ---
 TRACEBACK = {  # a tag: the words that give it away
+    "vllm": "vllm enginecore",
     "dataloader": "dataloader pin_memory",
     "accelerate_finder": "find_executable_batch_size auto_find_batch_size accelerate/utils/memory",
     "lightning_finder": "batchsizefinder scale_batch_size batch_size_scaling",
@@ -233,17 +235,44 @@ def _tags(table: dict[str, str], near: str) -> list[str]:
     return [tag for tag, words in table.items() if any(map(near.__contains__, words.split()))]
 
 
+# The words that tell TensorFlow's logs (it vendors XLA as local_xla) and XLA's other users.
+TF_WORDS = ("tensorflow/core", "tensorflow/python", "common_runtime", "keras", "local_xla")
+WINDOWS = r"[a-z]:\\[\w$.~-]{1,64}\\"  # "C:\Users\", "PS C:\Users\me>"
+
+
 def around(found: Finding, near: str) -> Finding:
     """``found`` with what squeezed ``near`` (its lines and the traceback before) tells: its
-    ``context``, and the framework of an MPS error (Metal's command-buffer one: any program's)."""
-    context, framework = frozenset(_tags(TRACEBACK, near)), found.framework
-    if found.kind == fk.MPS_OTHER and found.detail != "command_buffer_oom":
+    ``context`` (also "windows" or "r": the user's shell), the framework of an MPS error
+    (Metal's command-buffer one: any program's) or of an XLA one, the BFC allocator's stats."""
+    context, framework, kind = set(_tags(TRACEBACK, near)), found.framework, found.kind
+    if compiled(r"errore?in\(function\(").search(near):
+        context.add("r")
+    elif compiled(WINDOWS).search(near):
+        context.add("windows")
+    if kind == fk.MPS_OTHER and found.detail not in ("command_buffer_oom", "status_5"):
         framework = "torch"
-    elif found.kind == fk.MPS_OTHER:
+    elif kind == fk.MPS_OTHER:
         framework = next(iter(_tags(FRAMEWORKS, near)), None)
-    if context or framework != found.framework:
-        return replace(found, context=context, framework=framework)
+    elif kind in (fk.XLA_OOM, fk.TF_OOM):  # JAX's, or another XLA user's (Julia's)
+        tf = found.detail in ("tensor", "cuda_driver") or any(map(near.__contains__, TF_WORDS))
+        jax = "jax" in near or "xla/python" in near
+        kind, framework = (fk.TF_OOM, "tensorflow") if tf else (fk.XLA_OOM, "jax" if jax else "xla")
+        frameworks.stats(found, near)
+    elif kind == fk.CUDA_OOM and "ggml" in near:  # llama.cpp's CUDA errors
+        kind, framework = fk.GGML_OOM, "ggml"
+        device = compiled(r"currentdevice:(\d{1,2})").search(near)
+        found.device = int(device[1]) if device else found.device
+    elif kind in (fk.CPU_OOM, fk.MLX_OOM) and framework is None:
+        framework = {"numpy": "numpy", "bad_alloc": None}.get(found.detail, "torch")
+        framework = "mlx" if kind == fk.MLX_OOM else framework
+    if context or (kind, framework) != (found.kind, found.framework):
+        return replace(found, kind=kind, context=frozenset(context), framework=framework)
     return found
+
+
+def _status5(seg: str) -> Finding:
+    oom = "insufficientmemory" in seg
+    return Finding(fk.MPS_OTHER, "command_buffer_oom" if oom else "status_5")
 
 
 _CPU = _plain(fk.CPU_OOM, "cpu_allocator", CPU_LABELS)
@@ -259,7 +288,9 @@ HEADS: tuple[Head, ...] = (
     Head("tensor dims larger", _plain(fk.MPS_OTHER, "dimension_too_large"), 60),
     Head("product of dimension", _plain(fk.MPS_OTHER, "dimension_too_large"), 60),
     Head("callback error out of", _plain(fk.MPS_OTHER, "command_buffer_oom"), 60, lookback=60),
-    Head("insufficient memory", _plain(fk.MPS_OTHER, "command_buffer_oom"), 60, after=r"\(0*8"),
+    Head("insufficient memory", _plain(fk.MPS_OTHER, "command_buffer_oom"), 60, 100, r"\(0*8"),
+    # ggml's Metal: "command buffer 0 failed with status 5" (an error; the reason may follow)
+    Head("command buffer", _status5, 200, after=r"\d{1,4}failedwithstatus5"),
     Head("internal assert", _mps_assert, 600),
     Head("cuda error: out of mem", _cuda("runtime"), 60),
     Head("hip error: out of mem", _cuda("runtime"), 60),
@@ -276,10 +307,18 @@ HEADS: tuple[Head, ...] = (
     Head("default cpu allocator", _CPU, 400),
     Head("you tried to allocate", _CPU, 300, lookback=120, after=r":?\d"),
     Head("posix_memalign", _plain(fk.CPU_OOM, "posix_memalign"), 80, after=r"\([^)]{0,80}\)==0"),
-    Head("unable to allocate", _plain(fk.CPU_OOM, "numpy", CPU_LABELS), 200, after=SIZE + "foran"),
+    Head(
+        "unable to allocate", frameworks.numpy, 200, after=r"[\d.,]{1,30}(?:bytes?|[kmgtp]i?b)foran"
+    ),
     Head("std::bad_alloc", _plain(fk.CPU_OOM, "bad_alloc"), 40),
     Head("[metal::malloc]", _mlx, 200),
     Head("attempting to allocate", _mlx, 200, lookback=40, after=SIZE + "whichisgreater"),
     Head("resource limit (", _mlx, 60, lookback=40, after=r"\d+\)exceeded"),
     Head("can not allocate memory block with size larger", _XPU, 140),
+    Head("[malloc_or_wait]", _plain(fk.MLX_OOM, "malloc_or_wait", CPU_LABELS), 100),
+    Head("error 2: out of mem", _cuda("init"), 60),  # cudaGetDeviceCount() (WSL2)
+    Head("cuda error 2 at", _cuda("runtime"), 200),  # ggml's CUDA before 2024
+    Head("no available memory for the cache blocks", _plain(fk.CUDA_OOM, "vllm_cache"), 60),
+    Head("thcudacheck fail", _cuda("runtime"), 300, after=r"[^:]{0,200}error=2:outofmem"),
+    *(Head(*head) for head in (*kills.HEADS, *frameworks.HEADS)),
 )

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from mpsd import term
 from mpsd.oom import finding as fk
-from mpsd.oom import macs
+from mpsd.oom import kills, macs
 from mpsd.oom.finding import Finding
 from mpsd.oom.normalize import compiled
 from mpsd.ratio import HIGH_VAR as HIGH
@@ -156,10 +156,10 @@ SAY = {
     "values it read, so changing os.environ in the process that failed does nothing.",
     "raise_fraction": "Raise the fraction given to torch.cuda.set_per_process_memory_fraction (or "
     "drop the call) if the GPU is this job's; else make the job use less memory.",
-    "expandable": "{lead} {cmd} (before python starts): the allocator then grows its segments "
+    "expandable": "{lead} {cmd} (before {runtime}): the allocator then grows its segments "
     "instead of leaving cached pieces too small to reuse.{here}",
-    "max_split": "The message suggests max_split_size_mb: {cmd} (before python starts; 128 is an "
-    "example) keeps large cached blocks whole for large requests. On PyTorch 2.1 and later "
+    "max_split": "The message suggests max_split_size_mb: {cmd} (before {runtime}; 128 is "
+    "an example) keeps large cached blocks whole for large requests. On PyTorch 2.1 and later "
     "expandable_segments:True usually does better.{here}",
     "here_whole": " Here it may be the whole fix: the free and the cached memory together would "
     "hold the request.",
@@ -167,6 +167,46 @@ SAY = {
     "less than the request.",
     "usual": "Usual fixes: a smaller batch or resolution, float16/bfloat16, gradient "
     "checkpointing, offloading (lowvram modes), freeing other GPU users.",
+    # --- the operating system's kills
+    "oom_killer": "The machine ran out of RAM (and swap): the kernel killed the process it "
+    "scored worst, with SIGKILL, so the program printed no error of its own.",
+    "cgroup": "A memory cgroup's limit was reached (a container's, a pod's limits.memory, "
+    "Slurm's --mem), not the machine's RAM: raise that limit, or use less ({LESS}).",
+    "swap_out": "macOS ran out of swap space (no paging space: the disk was nearly full, or "
+    "swap hit its limit) and killed the process holding the most compressed memory.",
+    "jetsam": "macOS's memory-pressure handler (jetsam) killed it ({reason}).",
+    "jetsam_cut": "The report was cut before its list of processes: the killed one is the one "
+    'with a "reason"; "largestProcess" ({largest}) is only the largest.',
+    "kill_fix": "Use less memory ({LESS}), fewer DataLoader workers, close other programs; a "
+    "SIGKILL leaves no traceback, so the log ends where the job was.",
+    "killed": "The job got SIGKILL (signal 9; exit code 137, or -9): most often the system "
+    "killing it for memory, but also a kill -9, a scheduler's limit or a watchdog. The system's "
+    "log says which: paste its kill line (Linux: dmesg; macOS: log show --last 1h --predicate "
+    "'eventMessage CONTAINS \"memorystatus\"'). `mpsd jobs` records such kills where its "
+    "daemon ran and could read the log.",
+    "more_than_free": "This job needed at least {floor}, more than the {free} usually free on "
+    "this Mac: a higher cap only trades the error for swap. Make it use less memory ({LESS}).",
+    "xpu_first": "The request, {request}, is over the 4 GiB that Intel's GPUs allow in one "
+    "allocation: that is why it failed first, whatever is free. Split the work (" + SPLIT + ").",
+    "init": "CUDA ran out of memory while starting, before any tensor: under WSL2 the "
+    "memory WSL may use (.wslconfig's memory=), else the driver; `wsl --shutdown`, then retry.",
+    "vllm": "vLLM takes --gpu-memory-utilization (0.9 by default) of the GPU for the weights and "
+    "its KV cache: lower it when something else uses the GPU, raise it when the cache has no "
+    "room; --max-model-len and --max-num-seqs shrink the cache it needs.",
+    "vllm_cache": "vLLM found no memory left for its KV cache after loading the model.",
+    "dataloader": "The traceback shows a DataLoader: each worker (num_workers) holds its own "
+    "copy of what the dataset keeps in memory, and pin_memory=True pins host memory too: "
+    "fewer workers, or pin_memory=False.",
+    "xla_asked": "{who} asked for {request}{free}.",
+    "xla_in_use": "The allocator held {in_use} of its {limit} limit.",
+    "bfc_warning": "TensorFlow's allocator says this is not a failure: it retries, and the job "
+    "goes on unless an error follows.",
+    "tpu_hbm": "The program needs {in_use} of TPU memory (HBM); the TPU has {total}: XLA "
+    "refused it when compiling.",
+    "arguments": "The program's inputs and outputs alone take {request}, over the {limit} XLA "
+    "allows on this GPU: XLA cannot schedule it.",
+    "ggml_asked": "llama.cpp asked the {backend} device for {request} (model weights, KV cache "
+    "or compute buffers) and the driver refused: not enough free memory on the GPU.",
     "out_of_ram": "The process ran out of main memory (RAM and swap, or the Windows page file). "
     "Use less ({LESS}), close other apps, or give the system more swap.",
     # --- notes without numbers
@@ -217,6 +257,10 @@ OTHER = {  # the MPS and Metal errors that are no lack of PyTorch's memory, by d
     "size_limit": "Intel's extension for PyTorch refuses any single allocation over 4 GiB on "
     "this GPU: a limit of the platform, not a lack of memory (what is free does not matter). "
     f"Split the work so no tensor needs more than 4 GiB: {SPLIT}.",
+    "status_5": "Metal reported command buffer status 5, an error, without its reason: most "
+    'often out of memory (newer builds print "Insufficient Memory").',
+    "malloc_or_wait": "MLX's allocator (before [metal::malloc]) could not get that buffer from "
+    "Metal: the Mac's memory was used up.",
     "internal_assert": "PyTorch's MPS allocator failed an internal check of its watermarks: the "
     "ratio variables are inconsistent. Set both, to the same plain decimal.",
 }
@@ -238,6 +282,21 @@ FIXES: dict[str | None, list[str]] = {
         "on the GPU (-ngl / --n-gpu-layers), a smaller batch (-b / -ub), a smaller quantisation "
         "(Q4_K_M rather than Q8_0); in Ollama, num_ctx and num_gpu.",
         WIRED,
+    ],
+    "jax": [
+        "JAX takes 75% of the GPU when it starts: {mem_fraction} (before python starts) lets it "
+        "take more; {preallocate} makes it allocate as needed (two processes on one GPU).",
+        "Usual fixes: a smaller batch, jax.checkpoint (rematerialisation), sharding over devices.",
+    ],
+    "xla": [
+        "The paste does not say which program drove XLA. In JAX: {mem_fraction} or "
+        "{preallocate}; in any: a smaller batch or model, or sharding over more devices.",
+    ],
+    "tensorflow": [
+        "tf.config.experimental.set_memory_growth(gpu, True) for each GPU, before any op runs: "
+        "TensorFlow then takes memory as it needs it, not nearly all at start (needed when "
+        "another process shares the GPU). For fragmentation: {tf_allocator}.",
+        "Usual fixes: a smaller batch or input, mixed precision (float16), a smaller model.",
     ],
     None: [
         "The paste does not say which program raised it. Close other apps, use a smaller model "
@@ -270,18 +329,45 @@ class Renderer:
         self.estimated = limits is not None and limits.recommended_max_source == "estimate"
         self.style = style
         self.units_said = False
+        self.context: frozenset[str] = frozenset()
+
+    def setenv(self, pairs: str) -> str:
+        """``"A=1 B=2"`` set in the user's shell: export, cmd's set and PowerShell, R."""
+        items = [pair.split("=", 1) for pair in pairs.split()]
+        if "r" in self.context:
+            return self.style.cmd("Sys.setenv(" + ", ".join(f'{k} = "{v}"' for k, v in items) + ")")
+        if "windows" in self.context:
+            cmd = " & ".join(f"set {k}={v}" for k, v in items)
+            ps = "; ".join(f'$env:{k}="{v}"' for k, v in items)
+            return f"{self.style.cmd(cmd)} (cmd), {self.style.cmd(ps)} (PowerShell)"
+        return self.style.cmd(f"export {pairs}")
+
+    def fixes(self, framework: str | None) -> list[str]:
+        cmds = {"mem_fraction": "XLA_PYTHON_CLIENT_MEM_FRACTION=.90"}
+        cmds |= {"preallocate": "XLA_PYTHON_CLIENT_PREALLOCATE=false"}
+        cmds |= {"tf_allocator": "TF_GPU_ALLOCATOR=cuda_malloc_async"}
+        return [s.format(**{k: self.setenv(v) for k, v in cmds.items()}) for s in FIXES[framework]]
 
     def finding(self, f: Finding) -> list[str]:
-        kind = KINDS[f.kind]
-        title = kind.title
+        kind, self.context = KINDS[f.kind], f.context
+        backend = BACKENDS.get(f.backend or "", "GPU")
+        title = kind.title.format(backend=backend, framework=NAMES[f.framework])
         if f.kind == fk.CUDA_OOM and f.backend and f.backend != "cuda":
             title = f"{f.backend.upper()} out of memory"
-        if f.detail == "command_buffer_oom" and f.framework != "torch":
+        if f.detail in ("command_buffer_oom", "status_5") and f.framework != "torch":
             names = {"mlx": " (MLX)", "ggml": " (llama.cpp, ggml)"}
-            title = "Metal out of memory" + names.get(f.framework or "", "")
+            title = "Metal out of memory" if f.detail[0] == "c" else "Metal error"
+            title += names.get(f.framework or "", "")
+        if f.kill is not None:
+            system = "Linux" if f.kill.os == "linux" else "macOS"
+            title += f" ({f.kill.reason})" if "Linux" in f.kill.reason else f" by {system}"
+            title += "" if "Linux" in f.kill.reason else f" ({f.kill.reason})"
         if f.count > 1:
             title += f" (seen {f.count} times)"
-        return [self.style.title(title), *self.table(kind.rows, f), *kind.body(self, f)]
+        body = kind.body(self, f)
+        if "dataloader" in f.context and f.kind != fk.MPS_OOM:
+            body += ["", *self.notes([SAY["dataloader"]])]
+        return [self.style.title(title), *self.table(kind.rows, f), *body]
 
     def table(self, rows: tuple[str, ...], f: Finding) -> list[str]:
         """The rows with a number, aligned; under the first table that spelt "GB", UNITS."""
@@ -292,15 +378,16 @@ class Renderer:
             for label, key, meaning in cells
             if getattr(f, f"{key}_bytes") is not None
         ]
-        if not shown:
-            return []
-        wl = max(len(r[0]) for r in shown)
-        wv = max(len(r[1]) for r in shown)
-        out = [f"  {lab:<{wl}}  {val:>{wv}}  {self.style.dim(mean)}" for lab, val, mean in shown]
-        if not f.binary_units and not self.units_said:
+        out = self.aligned(shown)
+        if out and not f.binary_units and not self.units_said:
             self.units_said = True
             out.append(self.style.dim(UNITS))
         return out
+
+    def aligned(self, rows: list[tuple[str, str, str]]) -> list[str]:
+        """Rows of (label, number, meaning) in aligned columns."""
+        wl, wv = (max((len(row[i]) for row in rows), default=0) for i in (0, 1))
+        return [f"  {a:<{wl}}  {b:>{wv}}  {self.style.dim(c)}".rstrip() for a, b, c in rows]
 
     def section(self, head: str, lines: list[str]) -> list[str]:
         return ["", self.style.head(head), *indent(lines)]
@@ -324,7 +411,7 @@ class Renderer:
             why = say("safe_start", high=high)
         return [
             *([first] if first else []),
-            s.cmd(f"export {HIGH}={ratio_text(high)} {LOW}={ratio_text(low)}"),
+            self.setenv(f"{HIGH}={ratio_text(high)} {LOW}={ratio_text(low)}"),
             why,
             *([ratio_hint] if ratio_hint else []),
             *SAY["set_both"].split("\n"),
@@ -473,6 +560,8 @@ class Renderer:
         floor = max(need, cap or 0)  # what the job needed, at least
         if safe <= floor:
             return say("less_than", lead=lead, floor=floor)
+        if self.limits is not None and floor > self.limits.baseline_free_bytes:
+            return say("more_than_free", floor=floor, free=self.limits.baseline_free_bytes)
         if cap is None:
             return say("no_cap", lead=lead, need=need)
         hint = say("fits_if", lead=lead, cap=cap, room=safe - cap)
@@ -493,8 +582,10 @@ class Renderer:
 
     def mps_other(self, f: Finding) -> list[str]:
         out = [f"  {OTHER.get(f.detail, 'An MPS memory error.').format(f=f)}"]
-        if f.detail == "command_buffer_oom" and f.framework != "torch":
-            return out + self.section("Fix", FIXES[f.framework])
+        if f.detail in ("command_buffer_oom", "status_5") and f.framework != "torch":
+            return out + self.section("Fix", self.fixes(f.framework))
+        if f.detail == "malloc_or_wait":
+            return out + self.section("Fix", self.fixes("mlx"))
         if f.detail in ("command_buffer_oom", "internal_assert"):
             stop = "A lower ratio makes PyTorch stop first." if f.detail[0] == "c" else ""
             out += self.section("Fix", self.fix_lines("", stop))
@@ -502,6 +593,7 @@ class Renderer:
 
     def cuda(self, f: Finding) -> list[str]:
         notes = [SAY["cuda_runtime"]] if f.detail in ("runtime", "library_alloc_failed") else []
+        notes += [SAY[f.detail]] if f.detail in ("init", "vllm_cache") else []
         total, alloc, res = f.total_bytes, f.allocated_bytes, f.reserved_bytes
         if total is not None and alloc is not None and alloc > total:
             notes.append(SAY["sysmem"])
@@ -532,6 +624,8 @@ class Renderer:
             return []
         if total is not None and req > total:
             return [say("whole_gpu", request=req, total=total)]
+        if f.backend == "xpu" and req > 4 << 30:
+            return [say("xpu_first", request=req)]
         held = f.reserved_bytes or f.allocated_bytes
         if f.allowed_bytes is not None and held is not None and held + req > f.allowed_bytes:
             room = f", while the GPU had {size(free)} free" if free is not None else ""
@@ -562,24 +656,73 @@ class Renderer:
         here = ""
         if unused is not None and free is not None and req is not None and free < req:
             here = say("here_whole" if free + unused >= req else "here_short")
-        cmd = self.style.cmd
+        runtime = "library(torch)" if "r" in f.context else "python starts"
         held = (f.reserved_bytes or f.allocated_bytes or 0) + (req or 0)
         if f.allowed_bytes and f.allowed_bytes < held:
             out.append(SAY["raise_fraction"])
         elif conf == "expandable_segments" or (fragmented and conf is None):
             lead = "The message suggests" if conf else "Try"
-            cmd_ = cmd("export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True")
-            out.append(say("expandable", lead=lead, cmd=cmd_, here=here))
+            cmd_ = self.setenv("PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True")
+            out.append(say("expandable", lead=lead, cmd=cmd_, here=here, runtime=runtime))
         elif conf == "max_split_size_mb":
-            cmd_ = cmd("export PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:128")
-            out.append(say("max_split", cmd=cmd_, here=here))
-        out.append(SAY["usual"])
+            cmd_ = self.setenv("PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:128")
+            out.append(say("max_split", cmd=cmd_, here=here, runtime=runtime))
+        out.append(SAY["vllm"] if "vllm" in f.context else SAY["usual"])
         return out
+
+    def xla(self, f: Finding) -> list[str]:
+        req, free, total = f.requested_bytes, f.free_bytes, f.total_bytes
+        in_use, limit = f.in_use_bytes, f.limit_bytes
+        if f.detail == "cpu":
+            return indent([say("out_of_ram")])
+        why = []
+        if f.detail == "tpu_hbm" and in_use and total:
+            why.append(say("tpu_hbm", in_use=in_use, total=total))
+        elif f.detail == "arguments" and req and limit:
+            why.append(say("arguments", request=req, limit=limit))
+        elif req:
+            of = (
+                f", while CUDA reported {size(free)} free of {size(total)}"
+                if free and total
+                else ""
+            )
+            who = "TensorFlow" if f.kind == fk.TF_OOM else "XLA"
+            why.append(say("xla_asked", who=who, request=req, free=of))
+            if in_use and limit:
+                why.append(say("xla_in_use", in_use=in_use, limit=limit))
+        if f.detail == "bfc_warning":
+            why.append(SAY["bfc_warning"])
+        fix = self.section("Fix", self.fixes(f.framework))
+        return (self.section("Why it failed", why) if why else []) + fix
+
+    def ggml(self, f: Finding) -> list[str]:
+        backend = BACKENDS.get(f.backend or "", "GPU")
+        req = f.requested_bytes
+        why = say("ggml_asked", backend=backend, request=req) if req else SAY["cuda_runtime"]
+        return self.section("Why it failed", [why]) + self.section("Fix", self.fixes("ggml")[:1])
+
+    def sigkill(self, f: Finding) -> list[str]:
+        return indent([SAY["killed"]])
 
     def cpu(self, f: Finding) -> list[str]:
         huge = (f.requested_bytes or 0) > macs.LARGEST_MAC
         wrong = "more than any computer's memory: a wrong shape or size, most likely."
         return indent([*self.notes([wrong] if huge else []), say("out_of_ram")])
+
+    def kill(self, f: Finding) -> list[str]:
+        k = f.kill
+        assert k is not None
+        rows = [("process", f"{k.name or 'not known'} [{k.pid or 'pid not known'}]", "")]
+        rows = rows if k.name or k.pid else []
+        if k.bytes is not None and k.bytes_are:
+            rows.append((k.bytes_are.replace("_", "-"), size(k.bytes), kills.MEANS[k.bytes_are]))
+        rows += [(name, size(n), "") for name, n in k.sizes if name != "anon-rss"]
+        why = {kills.LINUX_OOM: "oom_killer", kills.CGROUP: "cgroup", kills.SWAP: "swap_out"}
+        out = [say(why.get(k.reason, "jetsam"), reason=k.reason)]
+        if k.reason == kills.JETSAM:
+            out = [say("jetsam_cut", largest=k.name or "not known")]
+        fix = self.section("Fix", [say("kill_fix")])
+        return self.aligned(rows) + self.section("Why it failed", out) + fix
 
 
 def unallocated(f: Finding) -> int | None:
@@ -589,6 +732,17 @@ def unallocated(f: Finding) -> int | None:
     return max(0, f.reserved_bytes - f.allocated_bytes)
 
 
+NAMES: dict[str | None, str] = {"torch": "PyTorch's CPU allocator", "numpy": "NumPy"}
+NAMES |= {"jax": "JAX", "xla": "its program not named"}
+NAMES |= {"tensorflow": "TensorFlow", "mlx": "MLX", "ggml": "llama.cpp", None: "not known"}
+BACKENDS = {"cuda": "CUDA", "rocm": "ROCm", "hip": "HIP", "xpu": "XPU"}
+XLA_ROWS = (
+    "requested|requested|the allocation that failed",
+    "limit|limit|what the allocator may use on the device",
+    "in use|in_use|what it held then",
+    "free|free|free on the GPU, as CUDA said",
+    "total|total|the device's memory",
+)
 KINDS: dict[str, Kind] = {  # rows: "label|field (less _bytes)|meaning"
     fk.MPS_OOM: Kind(
         "MPS out of memory (PyTorch on Apple Silicon)",
@@ -634,8 +788,17 @@ KINDS: dict[str, Kind] = {  # rows: "label|field (less _bytes)|meaning"
         Renderer.mps_other,
         ("requested|requested|the allocation refused",),
     ),
+    fk.OS_KILL: Kind("Killed for memory", Renderer.kill),
+    fk.SIGKILL: Kind("Killed (SIGKILL)", Renderer.sigkill),
+    fk.XLA_OOM: Kind("Out of memory in XLA ({framework})", Renderer.xla, XLA_ROWS),
+    fk.TF_OOM: Kind("Out of memory in TensorFlow", Renderer.xla, XLA_ROWS),
+    fk.GGML_OOM: Kind(
+        "llama.cpp (ggml) out of memory on {backend}",
+        Renderer.ggml,
+        ("requested|requested|the buffer the driver refused",),
+    ),
     fk.CPU_OOM: Kind(
-        "Out of main memory (PyTorch's CPU allocator)",
+        "Out of main memory ({framework})",
         Renderer.cpu,
         ("requested|requested|the allocation of main memory that failed",),
     ),

@@ -28,7 +28,7 @@ from mpsd.errors import EXIT_ABSENT, EXIT_USAGE, MpsdError
 from mpsd.machine.sample import PRESSURE_WARN
 from mpsd.probe.verdict import NEVER_REACHED, PRESSURE, PRESSURE_NAMES, SWAPPED, ProbeResult
 from mpsd.ratio import HIGH_VAR, LOW_VAR, ratio_text
-from mpsd.sizes import format_gib, plural
+from mpsd.sizes import gib, plural
 
 CHILD_SOURCE = Path(__file__).with_name("child.py")
 # (swap-outs, pressure) now. Optional: an alias is evaluated at run time (3.9 has no `|`).
@@ -255,9 +255,7 @@ def _child_failed(
             how = f"killed by signal {-returncode}"
     else:
         how = f"exited with status {returncode}"
-    where = (
-        f" after {plural(result.steps, 'step')} ({format_gib(result.allocated_bytes)} allocated)"
-    )
+    where = f" after {plural(result.steps, 'step')} ({gib(result.allocated_bytes, 2)} allocated)"
     detail = f"; its last words: {stderr_tail}" if stderr_tail else ""
     raise MpsdError(
         f"the probe's child ({python}) {how}{where} without PyTorch's error, so there is no "

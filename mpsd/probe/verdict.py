@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from mpsd.machine.sample import PRESSURE_WARN
 from mpsd.ratio import floor2, ratio_text
-from mpsd.sizes import format_gib, plural
+from mpsd.sizes import gib, plural
 
 if TYPE_CHECKING:
     from mpsd.limits import Limits
@@ -170,7 +170,7 @@ def advise(result: ProbeResult, current: Limits | None) -> Advice:
     verdict = result.verdict
     if verdict == CLEAN and result.steps == 0:
         return Advice(
-            f"PyTorch refused the very first step of {format_gib(result.step_bytes)}, so swap "
+            f"PyTorch refused the very first step of {gib(result.step_bytes, 2)}, so swap "
             "was not tested: run again with a smaller `--step`."
         )
     if verdict == CLEAN and result.swapouts is None:
@@ -226,16 +226,15 @@ def report_lines(result: ProbeResult, advice: Advice) -> list[str]:
     """The human report, one fact a line."""
     torch = f" (torch {result.torch})" if result.torch else ""
     limit = result.max_allowed_bytes
-    limit_text = "max allowed " + (format_gib(limit) if limit is not None else "unknown")
+    limit_text = "max allowed " + (gib(limit, 2) if limit is not None else "unknown")
     if result.recommended_max_bytes and limit is not None:
         limit_text += (
-            f" ({ratio_text(result.high)} x {format_gib(result.recommended_max_bytes)} "
-            "recommended max)"
+            f" ({ratio_text(result.high)} x {gib(result.recommended_max_bytes, 2)} recommended max)"
         )
-    held = format_gib(result.allocated_bytes)
+    held = gib(result.allocated_bytes, 2)
     if result.outcome == OOM:
         end = (
-            f"Clean error at {format_gib(result.error_at_bytes or 0)} held, {limit_text}, "
+            f"Clean error at {gib(result.error_at_bytes or 0, 2)} held, {limit_text}, "
             f"after {plural(result.steps, 'step')}."
         )
     elif result.outcome in (SWAPPED, PRESSURE):
@@ -254,7 +253,7 @@ def report_lines(result: ProbeResult, advice: Advice) -> list[str]:
     )
     return [
         f"Probe: ratio {ratio_text(result.high)} (low {ratio_text(result.low)}), steps of "
-        f"{format_gib(result.step_bytes)} of torch.rand on {result.device}{torch}.",
+        f"{gib(result.step_bytes, 2)} of torch.rand on {result.device}{torch}.",
         end,
         f"Swap-outs during the run: {swap}",
         f"Verdict: {result.verdict.replace('_', ' ')}.",

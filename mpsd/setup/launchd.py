@@ -205,6 +205,24 @@ def loaded(label: str = LABEL) -> LoadedAgent | None:
     return None
 
 
+HIDDEN_NOTICES = (
+    "the daemon runs in launchd's {} domain (loaded without a desktop session), where macOS very "
+    "likely shows none of its notices"
+)
+REINSTALL_IN_DESKTOP = "run `mpsd install` again from a logged-in desktop session"
+
+
+def notices_hidden() -> str | None:
+    """Why the daemon's notices will not show, when its agent runs in the ``user/`` domain."""
+    if not available():
+        return None
+    for label in (LABEL, "homebrew.mxcl.mpsd"):
+        agent = loaded(label)
+        if agent is not None and agent.domain.startswith("user/"):
+            return HIDDEN_NOTICES.format(agent.domain)
+    return None
+
+
 # -- load / unload ----------------------------------------------------------------------
 
 # The user/$UID domain is a Background session: launchd loads an agent there only when the

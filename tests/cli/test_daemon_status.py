@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from mpsd import paths
@@ -78,7 +79,7 @@ def test_status_json_shows_a_macs_page_counts_so_the_sum_can_be_redone() -> None
     names = ("vm.page_free_count", "vm.page_pageable_external_count", "vm.page_purgeable_count")
     sysctls = dict(zip((*names, "vm.pagesize", "hw.memsize"), counters))
     memory = DarwinSource(read=sysctls.get, vm_stat=lambda: text).read()
-    write_parts(parts_of(1_800_000_000.0, memory), paths.free_memory_file())
+    write_parts(parts_of(replace(memory, t=1_800_000_000.0)), paths.free_memory_file())
     free = json.loads(run_mpsd("status", "--json").stdout)["free_memory"]
     assert free["time"] == "2027-01-15T08:00:00+00:00"
     pages = free["free_pages"] + free["file_backed_pages"] + free["purgeable_pages"]

@@ -454,6 +454,9 @@ def test_a_stopped_daemon_of_an_agent_in_the_user_domain_is_kicked_there(
     assert code == 1
     fix = _by_name(data)["daemon"]["fix"]
     assert fix == f"run `launchctl kickstart -k user/{os.getuid()}/{launchd.LABEL}`"
+    notices = _by_name(data)["notices"]  # and, there, macOS very likely shows no notice
+    assert notices["status"] == "warning" and "very likely shows none" in notices["detail"]
+    assert "desktop session" in notices["fix"]
 
 
 @pytest.mark.usefixtures("isolated_dirs")

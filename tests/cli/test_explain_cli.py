@@ -18,6 +18,7 @@ from mpsd import limits
 from mpsd.oom.finding import KEYS
 from tests.conftest import ROOT, run_mpsd
 from tests.explain_support import by_id, has_match
+from tests.fixture_files import oom_frameworks
 
 EXAMPLE = ROOT / "examples" / "oom.txt"
 ANSI = re.compile(r"\x1b\[")
@@ -84,7 +85,46 @@ def test_nothing_recognised_exits_1_with_one_sentence(text: str) -> None:
     assert done.stderr.count("\n") == 1 and done.stderr.startswith("mpsd: ")
     as_json = run_mpsd("explain", "--json", input=text)
     assert as_json.returncode == 1
-    assert json.loads(as_json.stdout) == {"findings": []}
+    assert json.loads(as_json.stdout) == {"findings": [], "seen": []}
+    assert "paste the whole" not in done.stderr  # nothing looks cut
+
+
+def test_an_error_seen_but_not_read_is_named_not_asked_for_again() -> None:
+    numba = oom_frameworks()["numba-wsl-cuinit-oom-title"]["text"]
+    done = run_mpsd("explain", input=numba)
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr == (
+        "mpsd: saw a numba CUDA out-of-memory error in the input: mpsd does not read its numbers.\n"
+    )
+    as_json = run_mpsd("explain", "--json", input=numba)
+    assert json.loads(as_json.stdout) == {
+        "findings": [],
+        "seen": ["a numba CUDA out-of-memory error"],
+    }
+
+
+def test_paste_the_whole_error_only_when_the_paste_looks_cut() -> None:
+    cut = 'Traceback (most recent call last):\n  File "train.py", line 3, in <module>\n'
+    done = run_mpsd("explain", input=cut)
+    assert done.returncode == 1 and "paste the whole error message" in done.stderr
+    whole = cut + "ValueError: bad shape\n"
+    assert "paste the whole" not in run_mpsd("explain", input=whole).stderr
+
+
+def test_from_a_terminal_one_ctrl_d_ends_the_paste_and_the_prompt_points_to_paste() -> None:
+    pexpect = pytest.importorskip("pexpect")
+    child = pexpect.spawn(
+        sys.executable, ["-m", "mpsd", "explain"], cwd=str(ROOT), encoding="utf-8", timeout=60
+    )
+    child.expect("Ctrl-D")
+    child.expect("--paste")
+    for line in oom_frameworks()["os-linux-memcg-oom-uwsgi"]["text"].splitlines()[:2]:
+        child.sendline(line)
+    child.sendeof()  # once
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+    assert "uwsgi [63214]" in child.before and "cgroup" in child.before
 
 
 def test_usage_errors_exit_2_with_one_sentence(tmp_path: Path) -> None:

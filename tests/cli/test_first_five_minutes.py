@@ -200,12 +200,23 @@ def test_without_zsh_install_creates_no_zshrc(
 # -- §5 the project's python -------------------------------------------------------------
 
 
-def _project_venv(root: Path, target: str = sys.executable) -> Path:
-    """``root/.venv/bin/python``: an interpreter that runs ``target``."""
+def _project_venv(root: Path, target: str = sys.executable, *, fake_torch: bool = False) -> Path:
+    """``root/.venv/bin/python``: an interpreter that runs ``target``; with ``fake_torch``, one
+    whose ``import torch`` finds a stand-in of torch 2.5.0 with MPS (a real import costs
+    seconds, and what a test of which python is asked needs is an answer)."""
     bin_dir = root / ".venv" / "bin"
     bin_dir.mkdir(parents=True)
     python = bin_dir / "python"
-    python.write_text(f'#!/bin/sh\nexec "{target}" "$@"\n')
+    path = ""
+    if fake_torch:
+        (root / ".venv" / "fake" / "torch").mkdir(parents=True)
+        (root / ".venv" / "fake" / "torch" / "__init__.py").write_text(
+            '__version__ = "2.5.0"\n'
+            "class _MPS:\n    is_built = is_available = staticmethod(lambda: True)\n"
+            "class backends:\n    mps = _MPS\n"
+        )
+        path = f'PYTHONPATH="{root / ".venv" / "fake"}:$PYTHONPATH" '
+    python.write_text(f'#!/bin/sh\n{path}exec "{target}" "$@"\n')
     python.chmod(0o755)
     return python
 
@@ -225,8 +236,6 @@ def _no_venv_env(tmp_path: Path) -> dict[str, str]:
 
 
 def test_doctor_checks_torch_in_the_projects_python_not_mpsds(tmp_path: Path) -> None:
-    import importlib.util
-
     env = {**_no_venv_env(tmp_path), **WIDE}
     plain = tmp_path / "plain"
     plain.mkdir()
@@ -234,17 +243,15 @@ def test_doctor_checks_torch_in_the_projects_python_not_mpsds(tmp_path: Path) ->
     assert f"torch is not installed for {tmp_path}/system-bin/python3 (python3 on PATH)" in (
         done.stdout
     )
-    if importlib.util.find_spec("torch") is None:
-        return
     project = tmp_path / "project"
-    python = _project_venv(project)
+    python = _project_venv(project, fake_torch=True)
     (project / "src").mkdir()
     # Not opted in: its python is not run, and doctor says how to let it (issue 19).
     unvetted = run_mpsd("doctor", cwd=project / "src", env=env)
     assert "torch 2" not in unvetted.stdout and "mpsd enable" in unvetted.stdout
     assert run_mpsd("enable", cwd=project, env=env).returncode == 0
     done = run_mpsd("doctor", cwd=project / "src", env=env)
-    assert "torch 2" in done.stdout and f"in {python} (the project's .venv)" in done.stdout
+    assert "torch 2.5.0" in done.stdout and f"in {python} (the project's .venv)" in done.stdout
     # The active venv comes first; --python chooses.
     active = run_mpsd("doctor", cwd=plain, env={**env, "VIRTUAL_ENV": str(project / ".venv")})
     assert f"in {python} (the active venv)" in active.stdout

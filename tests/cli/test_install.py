@@ -17,7 +17,7 @@ import pytest
 from mpsd import limits, paths
 from mpsd.cli import main
 from mpsd.setup import launchd, rcfile
-from tests.conftest import wait_for
+from tests.conftest import THIS_MPSD, wait_for
 from tests.installkit import (  # noqa: F401  (fixtures)
     hook_sources_fixture,
     launchctl_fixture,
@@ -318,7 +318,7 @@ def test_install_writes_the_plist_and_bootstraps_it_into_the_gui_domain(
     assert isinstance(args, list)
     assert os.access(args[0], os.X_OK), "the plist's program exists"
     # the environment's console script, so that Login Items names the agent "mpsd"
-    assert args == [os.path.join(os.path.dirname(sys.executable), "mpsd"), "daemon"]
+    assert [os.path.normpath(args[0]), args[1]] == [THIS_MPSD, "daemon"]
     agent = str(launchd.agent_file())
     assert launchctl.calls() == [
         ["print", f"gui/{UID}/{LABEL}"],
@@ -651,15 +651,18 @@ def test_an_agent_of_an_older_mpsd_in_this_venv_becomes_its_mpsd_script(
     launchctl: StandinLaunchctl, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Before this round the agent ran `python -m mpsd daemon`: an upgrade's install moves it to
-    the venv's `mpsd` script (Login Items' name) without calling it another install."""
+    the venv's `mpsd` script (Login Items' name) without calling it another install, however
+    the venv's path was spelt (`bin/../bin/python`)."""
     assert _install(capsys)[0] == 0
     plist = _plist()
-    plist["ProgramArguments"] = [sys.executable, "-m", "mpsd", "daemon"]
+    folder, python = os.path.split(sys.executable)
+    spelt = os.path.join(folder, "..", os.path.basename(folder), python)
+    plist["ProgramArguments"] = [spelt, "-m", "mpsd", "daemon"]
     launchd.agent_file().write_bytes(plistlib.dumps(plist))
     code, out, err = _install(capsys)
     assert code == 0, err
     assert "another install" not in out
-    assert _plist()["ProgramArguments"][0] == os.path.join(os.path.dirname(sys.executable), "mpsd")
+    assert os.path.normpath(_plist()["ProgramArguments"][0]) == THIS_MPSD
 
 
 @pytest.mark.usefixtures("hook_sources")

@@ -15,6 +15,7 @@ import pytest
 from mpsd import paths
 from mpsd.cli import main
 from mpsd.setup import homebrew, launchd
+from tests.conftest import THIS_MPSD
 from tests.installkit import (  # noqa: F401  (fixtures)
     hook_sources_fixture,
     launchctl_fixture,
@@ -183,8 +184,8 @@ def test_an_install_replaces_the_agent_of_another_venv_saying_so(
     assert code == 0, out
     assert f"replacing the agent of another install of mpsd ({ELSEWHERE})" in out
     loaded = launchctl.loaded()
-    mpsd = os.path.join(os.path.dirname(sys.executable), "mpsd")  # this venv's console script
-    assert loaded is not None and loaded["arguments"] == [mpsd, "daemon"]
+    assert loaded is not None and loaded["arguments"][1:] == ["daemon"]
+    assert os.path.normpath(loaded["arguments"][0]) == THIS_MPSD
 
 
 @pytest.mark.usefixtures("hook_sources", "no_launchctl")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 
@@ -12,6 +13,13 @@ import pexpect
 import pytest
 
 from tests.conftest import ROOT
+
+
+def _default_sigint() -> None:
+    # A pytest started in the background (`cmd &` in a script, `trap '' INT`) passes on an
+    # ignored SIGINT, which a shell cannot trap and a Python keeps ignoring: the view as a user
+    # starts it, in the foreground of a terminal, has the default.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def spawn(*args: str) -> pexpect.spawn:
@@ -25,7 +33,8 @@ def spawn(*args: str) -> pexpect.spawn:
         cwd=str(ROOT),
         env=dict(os.environ),
         encoding="utf-8",
-        timeout=30,
+        timeout=60,  # each step, on a loaded machine
+        preexec_fn=_default_sigint,
     )
 
 

@@ -77,7 +77,8 @@ WORDINGS = [
     (
         "numpy.core._exceptions._ArrayMemoryError: Unable to allocate 1.45 GiB for an array "
         "with shape (10000, 19500) and data type float64",
-        {"kind": "cpu_oom", "requested_bytes": round(1.45 * GIB)},
+        # The shape and type give the exact size that "1.45 GiB" rounds.
+        {"kind": "cpu_oom", "requested_bytes": 10000 * 19500 * 8, "framework": "numpy"},
     ),
     (
         "RuntimeError: CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`",

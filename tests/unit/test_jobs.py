@@ -3,17 +3,12 @@ on bad input, and the daemon's notices through stand-ins on PATH."""
 
 from __future__ import annotations
 
-import stat
 from dataclasses import asdict
 from pathlib import Path
 
-import pytest
-
 from mpsd import paths
-from mpsd.config import load_config
 from mpsd.daemon.history import Store
 from mpsd.daemon.jobs import Job, Tracker
-from mpsd.daemon.loop import Daemon
 from mpsd.machine.mljobs import MLProcess
 from mpsd.machine.sample import Sample
 from tests.conftest import run_mpsd
@@ -40,27 +35,24 @@ def sample(t: float, *held: int, swapouts: int = 100, pressure: int = 1) -> Samp
 
 def test_a_job_is_recorded_from_start_to_end_and_stored_only_when_it_changes() -> None:
     tracker = Tracker()
-    assert tracker.update(sample(0), lambda pid: INFO) == ([], [])
-    changed, _ = tracker.update(sample(1, 2 * GIB), lambda pid: INFO)
+    assert tracker.update(sample(0), lambda pid: INFO) == []
+    changed = tracker.update(sample(1, 2 * GIB), lambda pid: INFO)
     (job,) = changed
     job.id = 7  # as the store numbers it: no change to write again
     assert (job.pid, job.started, job.peak, job.free_at_start) == (1000, 1, 2 * GIB, 20 * GIB)
     assert (job.command, job.cap) == ("python train.py", 12 * GIB)
-    assert tracker.update(sample(2, 2 * GIB), lambda pid: INFO)[0] == []  # nothing new
-    assert tracker.update(sample(3, 5 * GIB), lambda pid: INFO)[0][0].peak_at == 3
-    assert tracker.update(sample(4, 1 * GIB), lambda pid: INFO)[0] == []
-    (done,), _ = tracker.update(sample(5), lambda pid: INFO)
+    assert tracker.update(sample(2, 2 * GIB), lambda pid: INFO) == []  # nothing new
+    assert tracker.update(sample(3, 5 * GIB), lambda pid: INFO)[0].peak_at == 3
+    assert tracker.update(sample(4, 1 * GIB), lambda pid: INFO) == []
+    (done,) = tracker.update(sample(5), lambda pid: INFO)
     assert (done.ended, done.peak) == (5, 5 * GIB)
 
 
-def test_notices_come_once_per_kind_and_job_as_pressure_and_swap_outs_rise() -> None:
+def test_pressure_and_swap_outs_during_a_job_are_kept_in_its_record() -> None:
     tracker = Tracker()
-    kinds = []
     steps = [(100, 1), (100, 2), (100, 2), (140, 2), (180, 4), (200, 1)]
     for t, (swapouts, pressure) in enumerate(steps):
-        _, notices = tracker.update(sample(t, GIB, swapouts=swapouts, pressure=pressure), NOTHING)
-        kinds += [kind for kind, _ in notices]
-    assert kinds == ["pressure", "swap"]
+        tracker.update(sample(t, GIB, swapouts=swapouts, pressure=pressure), NOTHING)
     job = tracker.open[1000].job
     assert (job.swapouts, job.swap_from, job.swap_to, job.pressure) == (100, 3, 5, 4)
 
@@ -70,7 +62,7 @@ def test_a_growing_footprint_is_told_from_a_steady_one() -> None:
         tracker = Tracker()
         for t in range(40):
             tracker.update(sample(t, 4 * GIB + t * step), NOTHING)
-        (job,), _ = tracker.update(sample(40), NOTHING)
+        (job,) = tracker.update(sample(40), NOTHING)
         assert job.growing() is growing
 
 
@@ -98,56 +90,10 @@ def test_bad_input_gets_one_sentence_and_exit_1_or_2() -> None:
         assert done.returncode == code and words in done.stderr
         assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
     assert "invalid choice: 'list'" in run_mpsd("jobs", "list").stderr
-    assert "Peaked at 0.00 MiB; no swap." in run_mpsd("jobs", "show", "1").stdout
+    assert "Peaked at 0.0 MiB; no swap." in run_mpsd("jobs", "show", "1").stdout
 
 
 def test_no_history_and_no_daemon_are_said() -> None:
     done = run_mpsd("jobs")
     assert done.returncode == 0
     assert "daemon is not running" in done.stdout and "No ML job recorded yet" in done.stdout
-
-
-def _stand_in(directory: Path, name: str, log: Path) -> None:
-    script = directory / name
-    script.write_text(f'#!/bin/sh\nprintf "%s|" "$@" >> {log}\necho >> {log}\n')
-    script.chmod(script.stat().st_mode | stat.S_IXUSR)
-
-
-@pytest.mark.parametrize(
-    ("name", "says"), [("osascript", "Script Editor"), ("notify-send", "notify-send")]
-)
-def test_mpsd_notify_says_which_way(tmp_path: Path, name: str, says: str) -> None:
-    _stand_in(tmp_path, name, tmp_path / "log")
-    done = run_mpsd("notify", env={"PATH": str(tmp_path)})
-    assert done.returncode == 0 and says in done.stdout
-    assert "test notice" in (tmp_path / "log").read_text()
-
-
-def test_mpsd_notify_without_a_way_exits_1(tmp_path: Path) -> None:
-    done = run_mpsd("notify", env={"PATH": str(tmp_path)})
-    assert done.returncode == 1 and "no way to notify" in done.stderr
-
-
-def test_the_daemon_notifies_once_per_kind_when_notify_is_on(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    log = tmp_path / "log"
-    _stand_in(tmp_path, "notify-send", log)
-    monkeypatch.setenv("PATH", str(tmp_path))
-    steps = iter([])
-
-    def source(now: float) -> Sample:
-        swapouts, pressure = next(steps)
-        return sample(now, GIB, swapouts=swapouts, pressure=pressure)
-
-    for notify in (False, True):
-        paths.config_file().parent.mkdir(parents=True, exist_ok=True)
-        paths.config_file().write_text(f"notify = {str(notify).lower()}\n")
-        daemon = Daemon(sample_source=source, recommended_source=lambda total: (GIB, "x"))
-        daemon.config = load_config(paths.config_file())
-        steps = iter([(100, 1), (100, 2), (120, 2), (150, 4), (150, 1)])
-        for _ in range(5):
-            daemon.tick()
-        daemon._drop_store()
-    lines = log.read_text().splitlines()
-    assert len(lines) == 2 and "pressure reached warning" in lines[0] and "swap" in lines[1]

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from mpsd.setup import launchd
+from tests.conftest import THIS_MPSD
 from tests.fixture_files import outputs_of
 
 
@@ -30,14 +31,15 @@ def test_the_plist_runs_the_environments_mpsd_script_so_login_items_says_mpsd(
     """macOS names an unsigned agent after its program: the console script, as given."""
     plist = _render(sys.executable, tmp_path)
     assert plist["Label"] == "io.github.mpsd.daemon"
-    script = os.path.join(os.path.dirname(sys.executable), "mpsd")
-    assert plist["ProgramArguments"] == [script, "daemon"]
+    assert plist["ProgramArguments"][1:] == ["daemon"]
+    assert os.path.normpath(plist["ProgramArguments"][0]) == THIS_MPSD
     assert os.path.basename(plist["ProgramArguments"][0]) == "mpsd"
-    assert launchd.agent_python([script, "daemon"]) in (sys.executable, *_pythons_beside())
+    python = os.path.normpath(launchd.agent_python([THIS_MPSD, "daemon"]))
+    assert python in _pythons_beside()
 
 
 def _pythons_beside() -> list[str]:
-    folder = os.path.dirname(sys.executable)
+    folder = os.path.dirname(THIS_MPSD)
     return [os.path.join(folder, name) for name in os.listdir(folder) if name.startswith("py")]
 
 

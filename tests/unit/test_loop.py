@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 from dataclasses import replace
 
@@ -508,6 +509,26 @@ def test_the_decision_recorded_is_the_one_in_limits_toml_and_each_write_is_kept(
         assert store.limits_at(written_at).high_watermark_ratio == 0.66  # type: ignore[union-attr]
         assert store.limits_at(clock.wall()).high_watermark_ratio == 0.33  # type: ignore[union-attr]
         assert "limits.toml keeps" not in store.get_meta("decision")["reasons"][-1]
+
+
+def test_limits_written_by_another_hand_are_kept_from_their_time_on() -> None:
+    """`enable`'s first estimate (here, limits.write) before the daemon's first sample: the
+    history says it was in force from when it was written, then the daemon's value."""
+    import os
+
+    clock = Clock()
+    limits.write(limits.Limits(0.5, 0.5, RECMAX // 2, RECMAX, "estimate", 0, 0.8, clock_utc(clock)))
+    written = clock.wall() - 3600
+    os.utime(paths.limits_file(), (written, written))
+    make(Machine(20), clock).run_once()
+    with Store.open(paths.history_file()) as store:
+        assert store.limits_at(written - 1) is None
+        assert store.limits_at(written).high_watermark_ratio == 0.5  # type: ignore[union-attr]
+        assert store.limits_at(clock.wall()).high_watermark_ratio == 0.66  # type: ignore[union-attr]
+
+
+def clock_utc(clock: Clock) -> dt.datetime:
+    return dt.datetime.fromtimestamp(int(clock.wall()), dt.timezone.utc)
 
 
 def test_a_state_dir_writable_by_others_stops_sampling_until_fixed(

@@ -14,7 +14,7 @@ import pytest
 from mpsd.machine import sampler, sysctl
 from mpsd.machine.mljobs import MLProcess, ProcessScanner
 from mpsd.machine.sample import Sample
-from mpsd.machine.sampler import DarwinSource, Memory, PsutilSource, SampleError, take_sample
+from mpsd.machine.sampler import DarwinSource, PsutilSource, SampleError, take_sample
 from tests.fixture_files import command_outputs
 
 RECORDS = {row["id"]: row["text"] for row in command_outputs()}
@@ -54,11 +54,17 @@ class FixedJobs(ProcessScanner):
         return [MLProcess(1000 + i, "python", "env", s) for i, s in enumerate(self.sizes)]
 
 
+def Memory(
+    available: int, total: int, swapouts: int | None, pressure: int | None, source: str
+) -> Sample:
+    return Sample(0.0, available, total, 0, swapouts, pressure, source)
+
+
 class Fixed:
-    def __init__(self, memory: Memory) -> None:
+    def __init__(self, memory: Sample) -> None:
         self.memory = memory
 
-    def read(self) -> Memory:
+    def read(self) -> Sample:
         return self.memory
 
 
@@ -186,7 +192,8 @@ def nothing(name: str) -> int | None:
 def test_macos_sample_counts_free_file_backed_and_purgeable_pages_not_speculative() -> None:
     source = DarwinSource(read=M1PRO_SYSCTLS.get, vm_stat=lambda: VM_STAT_M1PRO)
     memory = source.read()
-    assert memory == Memory(M1PRO_AVAILABLE, 34359738368, 437651, 2, "sysctl", M1PRO_PARTS)
+    assert memory == Memory(M1PRO_AVAILABLE, 34359738368, 437651, 2, "sysctl")
+    assert memory.parts == M1PRO_PARTS
 
 
 def test_macos_without_every_page_counter_uses_psutil_but_keeps_swapouts_and_pressure() -> None:
@@ -195,9 +202,8 @@ def test_macos_without_every_page_counter_uses_psutil_but_keeps_swapouts_and_pre
     source = DarwinSource(
         read=partial.get, vm_stat=lambda: VM_STAT_M1PRO, fallback=lambda: (5 << 30, 32 << 30)
     )
-    assert source.read() == Memory(
-        5 << 30, 34359738368, 437651, 2, "psutil", {"psutil_available": 5 << 30}
-    )
+    assert source.read() == Memory(5 << 30, 34359738368, 437651, 2, "psutil")
+    assert source.read().parts == {"psutil_available": 5 << 30}
 
 
 def test_macos_with_nothing_readable_and_psutil_failing_skips_the_sample() -> None:

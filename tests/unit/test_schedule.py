@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from mpsd.daemon.schedule import (
-    CONFIG_POLL,
+    CONFIG_BACKSTOP,
     DEBOUNCE,
     POLICY_EVERY,
     PRUNE_AGAIN,
@@ -58,13 +58,17 @@ def test_the_first_tick_is_at_once_then_one_every_interval() -> None:
     assert loop.ticks == [START, START + 30, START + 60, START + 90]
 
 
-def test_the_loop_waits_for_the_next_tick_or_the_config_poll_whichever_is_sooner() -> None:
+def test_the_loop_waits_for_the_next_tick_or_the_config_backstop_whichever_is_sooner() -> None:
     schedule = Schedule(30, START)
     schedule.ticked(START)
-    assert schedule.timeout(START) == CONFIG_POLL
-    assert schedule.reload_due(START + 26)  # the poll: the next one at START + 31
-    assert schedule.timeout(START + 26) == 4  # the tick at START + 30 comes first
+    assert schedule.timeout(START) == 30  # the tick comes first
     assert schedule.timeout(START + 40) == 0  # overdue: at once
+    hourly = Schedule(3600, START)
+    hourly.ticked(START)
+    assert hourly.timeout(START) == CONFIG_BACKSTOP
+    assert not hourly.reload_due(START + CONFIG_BACKSTOP - 1)
+    assert hourly.reload_due(START + CONFIG_BACKSTOP)  # the next one a backstop later
+    assert hourly.timeout(START + CONFIG_BACKSTOP) == CONFIG_BACKSTOP
 
 
 def test_after_a_suspend_one_tick_is_taken_then_the_rhythm_resumes_without_a_burst() -> None:
@@ -138,10 +142,10 @@ def test_config_events_are_debounced_and_a_sighup_reloads_at_once() -> None:
     assert schedule.reload_due(START + 2)
 
 
-def test_config_toml_is_polled_every_config_poll_seconds_as_a_backstop() -> None:
+def test_config_toml_is_checked_every_config_backstop_seconds_behind_the_watch() -> None:
     loop = Loop(interval=3600)
-    loop.run_until(START + 4 * CONFIG_POLL + 1)
-    assert loop.reloads == [START + CONFIG_POLL * n for n in (1, 2, 3, 4)]
+    loop.run_until(START + 4 * CONFIG_BACKSTOP + 1)
+    assert loop.reloads == [START + CONFIG_BACKSTOP * n for n in (1, 2, 3, 4)]
 
 
 def test_the_recommended_max_is_asked_for_again_every_recommended_every() -> None:

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from mpsd.sizes import format_gib, parse_size
+from mpsd.sizes import gib, parse_size
 
 
 @pytest.mark.parametrize(
@@ -28,5 +28,7 @@ def test_a_bad_size_is_refused_with_examples(text: str) -> None:
 
 
 def test_sizes_print_in_gib_above_one_gib_and_mib_below() -> None:
-    assert format_gib(int(18.72 * (1 << 30))) == "18.72 GiB"
-    assert format_gib(20 << 20) == "20.00 MiB"
+    assert gib(int(18.72 * (1 << 30)), 2) == "18.72 GiB"
+    assert gib(20 << 20, 2) == "20.00 MiB"
+    assert gib(int(23.34 * (1 << 30))) == "23.3 GiB"
+    assert gib(512 << 20) == "512.0 MiB"

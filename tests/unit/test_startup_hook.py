@@ -141,21 +141,19 @@ SETTINGS = {
 }
 
 
-@pytest.mark.parametrize(
-    "combo", list(itertools.product(*SETTINGS.values())), ids=lambda c: repr(c)
-)
-@pytest.mark.parametrize("kind", ["CONFIG", "DATA"])
-def test_the_hook_finds_mpsd_dirs_where_mpsd_paths_does(
-    kind: str, combo: tuple[str | None, ...], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    for index, name in enumerate(SETTINGS):
-        value = combo[index]
-        if value is None:
-            monkeypatch.delenv(name.replace("CONFIG", kind), raising=False)
-        else:
-            monkeypatch.setenv(name.replace("CONFIG", kind), value)
-    wanted = paths.config_dir() if kind == "CONFIG" else paths.data_dir()
-    assert startup_hook.mpsd_dir(os.environ, kind) == str(wanted)
+def test_the_hook_finds_mpsd_dirs_where_mpsd_paths_does(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Every combination of the settings, for both dirs: one loop, each failure naming its case.
+    for kind, combo in itertools.product(("CONFIG", "DATA"), itertools.product(*SETTINGS.values())):
+        setting = {name.replace("CONFIG", kind): value for name, value in zip(SETTINGS, combo)}
+        with monkeypatch.context() as env:
+            for name, value in setting.items():
+                if value is None:
+                    env.delenv(name, raising=False)
+                else:
+                    env.setenv(name, value)
+            wanted = paths.config_dir() if kind == "CONFIG" else paths.data_dir()
+            found = startup_hook.mpsd_dir(os.environ, kind)
+            assert found == str(wanted), f"the {kind} dir with {setting} (None: unset)"
 
 
 @pytest.mark.parametrize("kind", ["CONFIG", "DATA"])

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from mpsd.machine.sample import Sample
 from mpsd.probe.runner import choose_watch
 
 
@@ -32,11 +33,11 @@ def test_the_memory_source_is_read_each_step_and_a_failed_read_is_no_reading(
     class Source:
         reads = 0
 
-        def read(self) -> sampler.Memory:
+        def read(self) -> Sample:
             Source.reads += 1
             if Source.reads > 1:
                 raise sampler.SampleError("host_statistics64 failed")
-            return sampler.Memory(1, 2, swapouts=3, pressure=1, source="test")
+            return Sample(0.0, 1, 2, swapouts=3, pressure=1, source="test")
 
     monkeypatch.setattr(sampler, "default_source", Source)
     monkeypatch.delenv("MPSD_PROBE_FAKE_SWAP", raising=False)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import threading
 import time
 from pathlib import Path
@@ -35,14 +36,23 @@ def test_an_atomic_replace_of_the_config_is_seen_within_a_second(tmp_path: Path)
         watcher.stop()
 
 
-def test_a_config_dir_that_does_not_exist_yet_is_created_and_watched(tmp_path: Path) -> None:
-    config = tmp_path / "new" / "config.toml"
+def test_a_config_dir_created_later_or_re_created_is_watched_again(tmp_path: Path) -> None:
+    """The watch is re-armed: the config dir may not exist when the daemon starts (nor the one
+    above it), and a user may remove it and make it again."""
+    config = tmp_path / "config" / "mps" / "config.toml"
     seen = threading.Event()
     watcher = ConfigWatcher(config, seen.set)
     assert watcher.start()
     try:
-        time.sleep(0.2)
-        config.write_text("interval = 1\n")
-        assert wait(seen, 5.0)
+        assert not config.parent.exists()  # the watch creates nothing
+        for _ in range(2):
+            time.sleep(0.2)
+            config.parent.mkdir(parents=True)
+            time.sleep(0.5)  # the re-arming's own notice
+            seen.clear()
+            config.write_text("interval = 1\n")
+            assert wait(seen, 5.0)
+            shutil.rmtree(config.parent)
+            assert wait(seen, 5.0)
     finally:
         watcher.stop()
