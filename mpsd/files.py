@@ -44,15 +44,28 @@ def refuse_untrusted(path: str | Path) -> None:
         raise _refused(path, sentence)
 
 
-def open_regular(path: str | Path, flags: int, mode: int = 0o600) -> int:
+def open_regular(
+    path: str | Path, flags: int, mode: int = 0o600, *, dir_fd: int | None = None
+) -> int:
     """``os.open`` that refuses what is not a regular file, without ever blocking on one; the
-    descriptor comes back in blocking mode."""
+    descriptor comes back in blocking mode. With ``dir_fd`` (``open_checked``): no link is
+    followed, and the file must pass the trust rule."""
     flags |= os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0)
-    fd = os.open(path, flags, mode)
+    if dir_fd is not None:
+        flags |= os.O_NOFOLLOW
+    try:
+        fd = os.open(os.path.basename(path) if dir_fd else path, flags, mode, dir_fd=dir_fd)
+    except OSError as exc:
+        if exc.errno != errno.ELOOP or dir_fd is None:
+            raise
+        raise _refused(path, f"{path} is a symbolic link, which mpsd does not follow") from None
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise not_regular(path, st.st_mode)
+        fault = _fault(st, True) if dir_fd is not None else None
+        if fault:
+            raise _refused(path, f"{path} {fault}, so mpsd does not read it: remove it")
         os.set_blocking(fd, True)
     except BaseException:
         os.close(fd)
@@ -90,7 +103,7 @@ def read_bytes(path: str | Path, *, limit: int | None = None) -> bytes:
 
 
 # -- the trust rule (SPEC: ssh's StrictModes, sudo's secure path) ---------------------------
-_NOFOLLOW = os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 
 
 def _fault(st: os.stat_result, own: bool) -> str | None:
@@ -112,14 +125,14 @@ def open_dir(directory: str | Path, top: str | Path | None = None) -> int:
     FileNotFoundError when it is absent; ``UnsafeFileError`` (EPERM) with the sentence."""
     real = os.path.realpath(directory)
     own_from = os.path.realpath(top if top is not None else directory)
-    fd = os.open("/", os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0))
+    fd = os.open("/", _DIR)
     here = "/"
     try:
         for name in [""] + [part for part in real.split("/") if part]:
             if name:
                 here = os.path.join(here, name)
                 try:
-                    new = os.open(name, os.O_RDONLY | os.O_DIRECTORY | _NOFOLLOW, dir_fd=fd)
+                    new = os.open(name, _DIR, dir_fd=fd)
                 except NotADirectoryError:
                     raise FileNotFoundError(errno.ENOENT, "absent", here) from None
                 except OSError as exc:
@@ -215,25 +228,9 @@ def open_checked(path: str | Path, flags: int = os.O_RDONLY, mode: int = 0o600) 
     full = os.path.abspath(path)
     dir_fd = open_dir(os.path.dirname(full), top)
     try:
-        fd = os.open(os.path.basename(full), flags | _NOFOLLOW | os.O_NOCTTY, mode, dir_fd=dir_fd)
-    except OSError as exc:
-        if exc.errno != errno.ELOOP:
-            raise
-        raise _refused(path, f"{full} is a symbolic link, which mpsd does not follow") from None
+        return open_regular(full, flags, mode, dir_fd=dir_fd)
     finally:
         os.close(dir_fd)
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise not_regular(path, st.st_mode)
-        fault = _fault(st, True)
-        if fault:
-            raise _refused(path, f"{full} {fault}, so mpsd does not read it: remove it")
-        os.set_blocking(fd, True)
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
 
 
 def check_files(path: str | Path, suffixes: tuple[str, ...] = ("",)) -> None:
