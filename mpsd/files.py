@@ -133,8 +133,6 @@ def open_dir(directory: str | Path, top: str | Path | None = None) -> int:
                 here = os.path.join(here, name)
                 try:
                     new = os.open(name, _DIR, dir_fd=fd)
-                except NotADirectoryError:
-                    raise FileNotFoundError(errno.ENOENT, "absent", here) from None
                 except OSError as exc:
                     if exc.errno != errno.ELOOP:
                         raise
@@ -196,7 +194,7 @@ def untrusted(directory: str | Path) -> str | None:
     parents and its files pass): the fix, and the files others wrote there, to remove."""
     try:
         os.close(open_dir(directory))
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):  # absent (a file in the way: told apart)
         return None
     except UnsafeFileError as exc:
         sentence = exc.strerror

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from mpsd.errors import MpsdError
-from mpsd.files import UnsafeFileError, ensure_dir, open_checked, read_bytes
+from mpsd.files import UnsafeFileError, ensure_dir, open_checked, open_regular, read_bytes
 
 
 @contextlib.contextmanager
@@ -111,6 +111,8 @@ class PidLock:
             return False
         try:
             fd = open_checked(self.path)
+        except UnsafeFileError:  # the trust rule's sentence is said elsewhere: only flocked here
+            fd = open_regular(self.path, os.O_RDONLY)
         except FileNotFoundError:
             return False
         try:
