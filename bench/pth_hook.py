@@ -16,7 +16,12 @@ interleaved in a shuffled order within each round, in four cases:
 - without the hook but with the .pth uv and virtualenv put into every venv they make
   (`import _virtualenv`, a module of functions): on 3.11+, whose `python -c pass` loads no
   bytecode at all (its standard library is frozen), the first function loaded from bytecode costs
-  about 0.35 ms once, which that .pth, `import torch` and the hook each pay when first.
+  about 0.35 ms once, which that .pth, `import torch` and the hook each pay when first;
+- with the hook in a venv of the project that has mlx (an empty `mlx` dir: the hook puts its
+  finder for `import mlx.core` on sys.meta_path);
+- with `--compare FILE`: the hook as FILE has it (an older `startup_hook.py`, e.g. from
+  `git show main:mpsd/env/startup_hook.py`), in a venv of the project: before and after in one
+  run (issue 32's bar: at most 0.05 ms over it).
 
 Most of the cost is any .pth file's: site.py imports a codec to read one (_bootlocale before
 3.10, encodings.utf_8_sig after), which a venv with any other .pth (setuptools', uv's
@@ -102,7 +107,36 @@ def importtime(python: str, cwd: str, env: dict[str, str]) -> tuple[int, int] | 
     return None
 
 
-def bench(python: str, runs: int, work: Path, counts: list[int]) -> None:
+# The module alone, in-process: unmarshal and run (start() included) of each hook's bytecode as
+# site.py would, median of N in a python started in the project; steadier than a whole start on a
+# busy machine. argv: config dir, then (label, module file, site dir) triples.
+IN_PROCESS = """
+import marshal, os, statistics, sys, time, types
+os.environ["MPSD_CONFIG_DIR"] = sys.argv[1]
+def once(data, site):
+    mod = types.ModuleType("_mpsd_startup")
+    mod.__file__ = site + "/_mpsd_startup.py"
+    sys.modules["_mpsd_startup"], saved = mod, list(sys.meta_path)
+    start = time.perf_counter()
+    exec(marshal.loads(data), mod.__dict__)
+    took = time.perf_counter() - start
+    sys.meta_path[:] = saved
+    for name in [n for n in os.environ if "WATERMARK" in n or n.startswith("_MPSD")]:
+        del os.environ[name]
+    return took
+cases = [sys.argv[i : i + 3] for i in range(2, len(sys.argv), 3)]
+codes = [(label, marshal.dumps(compile(open(f).read(), f, "exec")), site)
+         for label, f, site in cases]
+times = {label: [] for label, _, _ in codes}
+for _ in range(3000):
+    for label, data, site in codes:
+        times[label].append(once(data, site))
+for label, found in times.items():
+    print(label, statistics.median(found) * 1e6)
+"""
+
+
+def bench(python: str, runs: int, work: Path, counts: list[int], compare: Path | None) -> None:
     project = work / "project"
     outside = work / "outside"
     project.mkdir()
@@ -169,6 +203,23 @@ def bench(python: str, runs: int, work: Path, counts: list[int]) -> None:
         "hook, outside (other venv)": (other_python, outside, True, False),
     }
 
+    def project_venv(name: str, module: bytes | None = None) -> str:
+        """Another venv of the project with the hook: mlx in it (name "mlx"), or ``module``."""
+        subprocess.run([python, "-m", "venv", "--without-pip", str(project / name)], check=True)
+        python_ = str(project / name / "bin" / "python")
+        site_ = pyhooks.inspect_interpreter(python_).site
+        pyhooks.write_copy(site_)
+        if module is None:
+            Path(site_, "mlx").mkdir()
+        else:
+            Path(site_, pyhooks.MODULE_FILE).write_bytes(module)
+        return python_
+
+    cases["hook, mlx in the environment"] = (project_venv("mlx"), project, True, False)
+    if compare is not None:
+        older = project_venv("older", compare.read_bytes())
+        cases["hook before (--compare)"] = (older, project, True, False)
+
     def toggle(on: bool, on_path: Path, off_path: Path) -> None:
         if on and off_path.exists():
             off_path.rename(on_path)
@@ -207,8 +258,15 @@ def bench(python: str, runs: int, work: Path, counts: list[int]) -> None:
         toggle(True, pth, off)
         toggle(False, other_on, other_pth)
         toggle(False, uv_on, uv_pth)
-        times = [importtime(venv_python, str(project), env) for _ in range(max(21, runs // 10))]
-        found = [t for t in times if t is not None]
+        # The hook's own line of -X importtime in each venv of the project that has it,
+        # interleaved: the module's read, unmarshal and run, apart from the rest of start-up.
+        timed_here = [n for n in cases if n.startswith("hook") and cases[n][1] == project]
+        selfs: dict[str, list[tuple[int, int]]] = {name: [] for name in timed_here}
+        for _ in range(max(21, runs // 10)):
+            for name in timed_here:
+                got = importtime(cases[name][0], str(project), env)
+                if got is not None:
+                    selfs[name].append(got)
         size = limits.stat().st_size
         print(
             f"\nPython {version} ({python}), {count} projects ({size / 1024:.0f} KiB "
@@ -232,15 +290,41 @@ def bench(python: str, runs: int, work: Path, counts: list[int]) -> None:
                 f"{cpu * 1e3:>9.2f}{(cpu - base_cpu) * 1e3:>+8.2f}"
                 f"{over if name.startswith('hook') else '':}"
             )
-        if found:
-            self_us = statistics.median(t[0] for t in found)
-            cumulative = statistics.median(t[1] for t in found)
-            print(
-                f"-X importtime, {pyhooks.MODULE} (inside the project): self {self_us:.0f} µs, "
-                f"cumulative {cumulative:.0f} µs (median of {len(found)})"
+        before = "hook before (--compare)"
+        if compare is not None:
+            here = str(ROOT / "mpsd" / "env" / "startup_hook.py")
+            mlx_site = pyhooks.inspect_interpreter(cases["hook, mlx in the environment"][0]).site
+            args = [str(config), "before", str(compare), site, "now", here, site]
+            args += ["now,mlx", here, mlx_site]
+            done = subprocess.run(
+                [python, "-c", IN_PROCESS, *args],
+                cwd=project,
+                capture_output=True,
+                text=True,
+                check=True,
             )
-        else:
-            print(f"-X importtime did not list {pyhooks.MODULE}: the hook did not run")
+            us = {k: float(v) for k, v in (line.split() for line in done.stdout.splitlines())}
+            print(
+                f"in-process (unmarshal + run, median of 3000): the hook before {us['before']:.1f}"
+                f" µs, now {us['now']:.1f} µs ({us['now'] - us['before']:+.1f}), with mlx "
+                f"{us['now,mlx']:.1f} µs ({us['now,mlx'] - us['before']:+.1f}); bar: +50 µs"
+            )
+        for name in timed_here:
+            found = selfs[name]
+            if not found:
+                print(f"-X importtime did not list {pyhooks.MODULE} ({name}): the hook did not run")
+                continue
+            self_us = statistics.median(t[0] for t in found)
+            line = f"-X importtime, {pyhooks.MODULE} ({name}): self {self_us:.0f} µs"
+            if before in cases and name != before and selfs[before]:
+                over = self_us - statistics.median(t[0] for t in selfs[before])
+                wall, cpu = (statistics.median(t[name]) for t in (walls, cpus))
+                old_wall, old_cpu = (statistics.median(t[before]) for t in (walls, cpus))
+                line += (
+                    f", {over:+.0f} µs over the hook before (wall {(wall - old_wall) * 1e3:+.3f}"
+                    f" ms, cpu {(cpu - old_cpu) * 1e3:+.3f} ms; bar: +0.05 ms)"
+                )
+            print(f"{line} (median of {len(found)})")
 
 
 def default_counts(text: str) -> list[int]:
@@ -252,10 +336,11 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=200)
     parser.add_argument("--python", action="append", default=[])
     parser.add_argument("--projects", type=default_counts, default=[1, 100, 1000])
+    parser.add_argument("--compare", type=Path, metavar="FILE", help="an older startup_hook.py")
     args = parser.parse_args()
     for python in args.python or default_pythons():
         with tempfile.TemporaryDirectory(prefix="mpsd-pth-bench-") as tmp:
-            bench(python, args.runs, Path(tmp), args.projects)
+            bench(python, args.runs, Path(tmp), args.projects, args.compare)
 
 
 if __name__ == "__main__":

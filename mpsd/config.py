@@ -129,6 +129,12 @@ SCHEMA: tuple[Key, ...] = (
         False,
         *BOOL,
     ),
+    Key(
+        "mlx_limit",
+        "MLX jobs in opted-in projects get limit_bytes as their memory limit (start-up hook)",
+        True,
+        *BOOL,
+    ),
 )
 KEYS = {key.name: key for key in SCHEMA}
 
@@ -158,6 +164,7 @@ class Config:
     swap_penalty: float = _default("swap_penalty")
     swap_recovery: float = _default("swap_recovery")
     notify: bool = _default("notify")
+    mlx_limit: bool = _default("mlx_limit")
 
 
 class ConfigError(MpsdError):

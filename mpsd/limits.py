@@ -48,6 +48,7 @@ class Limits:
     projects: tuple[str, ...] = ()
     baseline_source: str = "samples"
     sample_count: int = 0
+    mlx_limit: bool = True  # config.toml's switch, for the start-up hook (MLX's limit)
 
     def same_values(self, other: Limits, tolerance: float = 0.01) -> bool:
         """True when writing ``self`` over ``other`` would be churn: ratios within
@@ -59,6 +60,7 @@ class Limits:
             and self.recommended_max_bytes == other.recommended_max_bytes
             and self.recommended_max_source == other.recommended_max_source
             and self.headroom == other.headroom
+            and self.mlx_limit == other.mlx_limit
         )
 
 
@@ -97,7 +99,8 @@ def render(limits: Limits) -> str:
             items = [f"    {_quoted(path)}," for path in value]
             lines += ["projects = [", *items, "]"] if items else ["projects = []"]
         else:
-            lines.append(f"{key} = {_quoted(value) if isinstance(value, str) else value}")
+            shown = str(value).lower() if isinstance(value, bool) else value
+            lines.append(f"{key} = {_quoted(value) if isinstance(value, str) else shown}")
     return "\n".join(lines) + "\n"
 
 
@@ -265,6 +268,7 @@ _READ: dict[str, Callable[[str], Any]] = {
     "int": int,
     "str": _unquoted,
     "dt.datetime": dt.datetime.fromisoformat,
+    "bool": {"true": True, "false": False}.__getitem__,
 }
 
 
@@ -283,7 +287,7 @@ def _strict(text: str, projects: tuple[str, ...]) -> Limits:
         where = f"line {first[field.name]} ({_shown(lines[first[field.name] - 1])})"
         try:
             value = _READ[str(field.type)](lines[first[field.name] - 1].partition(" = ")[2])
-        except (ValueError, OverflowError):
+        except (ValueError, OverflowError, KeyError):
             raise LimitsError(f"{where} is not as mpsd writes it") from None
         if isinstance(value, int) and not 0 <= value < 2**63:
             raise LimitsError(f"{where}: {field.name} is out of range")

@@ -30,10 +30,6 @@ def gib(size: float, decimals: int = 1) -> str:
     return f"{size / (1 << 20):.{decimals}f} MiB"
 
 
-def format_gib(size: float) -> str:  # doctor's name for gib(size, 2), until its findings land
-    return gib(size, 2)
-
-
 def plural(count: int, word: str, many: str | None = None) -> str:
     """``1 sample``, ``2 samples``, ``0 problems`` (``many`` for irregular plurals)."""
     return f"{count} {word if count == 1 else (many or word + 's')}"

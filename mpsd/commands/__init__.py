@@ -19,7 +19,7 @@ from mpsd.errors import EXIT_USAGE
 PROG = "mpsd"
 
 COMMANDS: dict[str, tuple[str, str]] = {
-    "explain": ("explain", "explain a pasted PyTorch out-of-memory message and how to fix it"),
+    "explain": ("explain", "explain a pasted out-of-memory error or kill and how to fix it"),
     "install": ("install", "set mpsd up for this user: config, shell hooks, the launchd agent"),
     "uninstall": ("install", "undo mpsd install (--purge: also config and history)"),
     "doctor": ("doctor", "check the whole chain and say what is wrong and how to fix it"),
@@ -27,7 +27,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "disable": ("projects", "take an opted-in directory out"),
     "projects": ("projects", "list the opted-in directories"),
     "env": ("env", "print the watermark exports that apply in a directory"),
-    "run": ("run", "run a command with the watermark variables applied"),
+    "run": (
+        "run",
+        "run a command with the watermark variables applied (MLX reads none: its limit comes "
+        "only through the start-up hook of an opted-in project's environment)",
+    ),
     "hook": ("completion", 'print the shell hook code (eval "$(mpsd hook zsh)")'),
     "completion": ("completion", "print tab completion for zsh, bash or fish"),
     "daemon": ("daemon", "run the daemon in the foreground (--once: one update, then exit)"),

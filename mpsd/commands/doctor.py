@@ -63,7 +63,8 @@ def run(args: argparse.Namespace) -> int:
 def checks(python: tuple[str, str]) -> list[Finding]:
     """Every finding, in the chain's order; torch's in ``python`` (a path and how it was found)."""
     agent, start = system.agent()
-    found = findings.read(chain.read(), os.environ, start)
+    here = chain.read()
+    found = findings.read(here, os.environ, start)
     at = next(i for i, f in enumerate(found) if f.name == "daemon")
     found[at:at] = agent
     at = next(
@@ -73,4 +74,9 @@ def checks(python: tuple[str, str]) -> list[Finding]:
     refused = project_python.unvetted(*python, "doctor")
     if refused:
         return [*found, Finding("torch", SKIPPED, *refused)]
+    own = python[1].startswith("the project's ") or python[1] == "--python"
+    if here.here is not None and here.here.in_limits and own:
+        # What an MLX job gets, asked of the opted-in project's own python.
+        answer = system.torch_info(python[0], 180.0, system.MLX_PROBE)
+        found = [findings.mlx(here, python[0], answer) if f.name == "mlx" else f for f in found]
     return [*found, system.check_torch(python, system.torch_info(python[0]))]

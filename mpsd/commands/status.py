@@ -306,6 +306,7 @@ def _here_rows(chain: Chain, found: list[Finding]) -> list[tuple[str, str]]:
     else:
         rows.append(("python here", "gets neither variable (PyTorch's defaults)"))
     rows += [("start-up hook", f.short) for f in found if f.name == "start-up hook" and f.short]
+    rows.append(("mlx job here", "gets " + findings.pick(found, "mlx").short))
     if here.hand_set:
         names = " and ".join(here.hand_set)
         rows.append(("set by hand", f"{names}; your values win and the hook leaves both alone"))

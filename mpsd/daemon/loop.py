@@ -468,6 +468,7 @@ class Daemon:
             updated_at=dt.datetime.fromtimestamp(int(now), dt.timezone.utc),
             projects=self.projects(),
             sample_count=decision.sample_count,
+            mlx_limit=self.config.mlx_limit,
         )
         # Jobs started or ended, or running ones took more: the next job's value exactly,
         # not within the churn tolerance.

@@ -46,6 +46,37 @@ def hand_set(environ: Mapping[str, str]) -> tuple[str, ...]:
 
 
 @dataclass(frozen=True)
+class MlxGets:
+    """What an MLX job started here gets (MLX reads no variable: only the start-up hook sets
+    it): ``limit_bytes``, else None (MLX's own default, or not known) and the ``fix``."""
+
+    limit_bytes: int | None
+    reason: str
+    fix: str | None = None
+
+
+MLX_OWN = "MLX's own default (up to 0.95 x RAM, a soft limit)"
+ENABLE = "run `mpsd enable`"
+NO_START_UP_HOOK = MlxGets(
+    None, f"{MLX_OWN}: no environment of this project has mpsd's current start-up hook", ENABLE
+)
+
+
+def mlx_gets(view: LimitsFile, project: str | None) -> MlxGets:
+    """``MlxGets`` in ``project`` (limits.toml's, or None) where an environment of it has the
+    start-up hook (``NO_START_UP_HOOK`` where none has)."""
+    current = view.limits
+    if project is None:
+        return MlxGets(None, f"{MLX_OWN}: not inside an opted-in project", ENABLE)
+    if current is None:
+        return MlxGets(None, "not known: limits.toml is not in mpsd's form", "see `mpsd doctor`")
+    if not current.mlx_limit:
+        off = "take `mlx_limit = false` out of config.toml"
+        return MlxGets(None, f"{MLX_OWN}: mlx_limit = false in config.toml", off)
+    return MlxGets(current.limit_bytes, "set by the start-up hook right after `import mlx.core`")
+
+
+@dataclass(frozen=True)
 class Exports:
     """What mpsd gives a ``python`` in ``directory`` (``wanted``) and the change to the
     environment it was decided for (``exports``/``unsets``); ``reason``: one sentence."""
@@ -60,6 +91,7 @@ class Exports:
     exports: dict[str, str]
     unsets: tuple[str, ...]
     reason: str
+    mlx: MlxGets
 
     def environment_after(
         self, environ: Mapping[str, str], *, marks: bool = True
@@ -128,4 +160,5 @@ def decide_exports(
         exports=exports,
         unsets=unsets,
         reason=reason,
+        mlx=mlx_gets(view, project),
     )

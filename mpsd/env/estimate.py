@@ -39,6 +39,7 @@ def estimated_limits(
         projects=tuple(projects),
         baseline_source="estimate",
         sample_count=0,
+        mlx_limit=config.mlx_limit,
     )
 
 

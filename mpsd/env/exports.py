@@ -7,10 +7,11 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from mpsd import limits, paths
 from mpsd.env import watermarks
-from mpsd.env.decision import MARKS, Exports, containing_project, decide_exports
+from mpsd.env.decision import MARKS, Exports, MlxGets, containing_project, decide_exports
 from mpsd.env.projects import current_directory, for_limits
 from mpsd.errors import MpsdError
 
@@ -90,6 +91,7 @@ class Optin:
     hook_here: bool | None
     new_shell_gets: dict[str, str | None]
     problems: list[str]
+    mlx: MlxGets
     start_up_hook: str | None = None  # the python on PATH, when its start-up hook gives the pair
 
 
@@ -117,10 +119,25 @@ def path_python_gets(environ: Mapping[str, str]) -> tuple[str, dict[str, str]] |
     return (python, pair) if pair else None
 
 
-def optin(decision: Exports, environ: Mapping[str, str]) -> Optin:
-    """``decision`` for a ``python`` started with ``environ``."""
+def optin(
+    decision: Exports, environ: Mapping[str, str], hooks: list[dict[str, Any]] | None = None
+) -> Optin:
+    """``decision`` for a ``python`` started with ``environ``; ``hooks``: the start-up hook's
+    copies in the decision's project (``pyhooks.facts_for``, read when not given)."""
     gets = decision.python_gets(environ)
+    mlx = decision.mlx
+    if mlx.limit_bytes is not None:
+        from mpsd.env.decision import NO_START_UP_HOOK
+        from mpsd.env.pyhooks import facts_for
+
+        hooks = facts_for(decision.project) if hooks is None else hooks
+        if not any(hook["state"] == "current" and not hook["hidden"] for hook in hooks):
+            mlx = NO_START_UP_HOOK
     pending = _not_in_limits(decision)
+    if pending is not None:
+        from mpsd.env.decision import MLX_OWN
+
+        mlx = MlxGets(None, f"{MLX_OWN} while {pending[1]['why']}", pending[1]["fix"])
     reason = decision.reason
     via = None if any(v is not None for v in gets.values()) else path_python_gets(environ)
     if via is not None:
@@ -149,6 +166,7 @@ def optin(decision: Exports, environ: Mapping[str, str]) -> Optin:
         hook_here=hook_here(decision, environ),
         new_shell_gets=decision.python_gets({}),
         problems=watermarks.problems({k: v for k, v in gets.items() if v is not None}),
+        mlx=mlx,
         start_up_hook=None if via is None else via[0],
     )
 

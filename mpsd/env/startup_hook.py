@@ -13,6 +13,8 @@ the user's). limits.toml is read as the hooks read it: one ``key = value`` a lin
 decimals in (0, 2] with low <= high, the projects as ``    "/path",`` lines (sorted, and searched
 by bisection); a file over 256 KiB is ignored, and so is everything when mpsd's config or data
 dir fails the trust rule (``mpsd.paths.untrusted``: owned by the user, writable by nobody else).
+Where the environment has mlx, it also sets MLX's memory limit to ``limit_bytes`` right after
+the first ``import mlx.core`` (the last section; docs/usage.md, "MLX").
 
 The rules it must keep, because it runs in environments that are not mpsd's:
 - standard library only, Python 3.8 to 3.14, and only what start-up has already imported
@@ -30,6 +32,7 @@ import sys
 TYPE_CHECKING = False  # not `typing`: this file may import only what start-up has (above)
 if TYPE_CHECKING:
     from collections.abc import Mapping, MutableMapping
+    from typing import Any
 
 HIGH_VAR = "PYTORCH_MPS_HIGH_WATERMARK_RATIO"
 LOW_VAR = "PYTORCH_MPS_LOW_WATERMARK_RATIO"
@@ -178,34 +181,107 @@ def decide(environ: "Mapping[str, str]", cwd: "str | None", prefix: str) -> "dic
     project), with ``environ``; empty when none."""
     if HIGH_VAR in environ or LOW_VAR in environ:
         return {}
-    config = mpsd_dir(environ, "CONFIG")
-    if not (trusted(config) and trusted(mpsd_dir(environ, "DATA"))):
-        return {}
-    data = read_limits(os.path.join(config, "limits.toml"))
+    data = limits_here(environ, cwd, prefix)
     if data is None:
         return {}
     high, low = setting(data, _HIGH), setting(data, _LOW)
     high_value, low_value = ratio(high), ratio(low)
     if not high_value or not low_value or low_value > high_value:
         return {}
+    return {HIGH_VAR: high, LOW_VAR: low, "_MPSD_EXPORTED_HIGH": high, "_MPSD_EXPORTED_LOW": low}
+
+
+def limits_here(environ: "Mapping[str, str]", cwd: "str | None", prefix: str) -> "bytearray | None":
+    """limits.toml's bytes (as ``read_limits`` gives them) when mpsd's dirs pass the trust rule
+    and ``cwd`` or the environment ``prefix`` lies in one of its projects; else None."""
+    config = mpsd_dir(environ, "CONFIG")
+    if not (trusted(config) and trusted(mpsd_dir(environ, "DATA"))):
+        return None
+    data = read_limits(os.path.join(config, "limits.toml"))
+    if data is None:
+        return None
     in_cwd = cwd is not None and covered(data, cwd)
     if not in_cwd and not covered(data, os.path.realpath(prefix)):
-        return {}
-    return {HIGH_VAR: high, LOW_VAR: low, "_MPSD_EXPORTED_HIGH": high, "_MPSD_EXPORTED_LOW": low}
+        return None
+    return data
+
+
+def here() -> "str | None":
+    """The working directory (physical: the kernel's path); None when it was removed."""
+    try:
+        return os.getcwd()
+    except OSError:
+        return None
 
 
 def apply(environ: "MutableMapping[str, str]") -> None:
     """Set the variables in ``environ`` (``os.environ``) as ``decide`` says. Never raises."""
     try:
-        # getcwd() is physical already (the kernel's path, symlinks resolved).
-        try:
-            cwd = os.getcwd()  # type: str | None
-        except OSError:  # the working directory was removed
-            cwd = None
-        for name, value in decide(environ, cwd, sys.prefix).items():
+        for name, value in decide(environ, here(), sys.prefix).items():
             environ[name] = value
     except BaseException:
         pass
+
+
+# -- MLX, which reads no variable. Where the environment has mlx (one stat), this module is first
+# on sys.meta_path: the finder every import passes (one comparison), and for the first `import
+# mlx.core` the loader: mlx.core's own runs, then MLX's limit is set from limits.toml as it is
+# then, its cache no larger (never the wired limit: the user's). Not a class: making one costs
+# every start more than this whole section.
+_MLX_SWITCH = b"mlx_limit = "
+_LIMIT_BYTES = b"limit_bytes = "
+_mlx_loader = []  # type: list[Any]  # mlx.core's own loader
+
+
+def set_mlx_limits(core: "Any") -> None:
+    """MLX's limit to limits.toml's ``limit_bytes`` where its ``mlx_limit = true`` and
+    ``limits_here`` finds a project, the cache no larger; else nothing. Never raises."""
+    try:
+        data = limits_here(os.environ, here(), sys.prefix)
+        text = setting(data, _LIMIT_BYTES) if data and setting(data, _MLX_SWITCH) == "true" else ""
+        digits = text and len(text) <= 18 and not text.strip("0123456789")  # below 2**63
+        limit = int(text) if digits else 0
+        if limit:
+            core.set_memory_limit(limit)
+            cache = core.set_cache_limit(limit)  # returns the one before
+            if cache < limit:  # no larger than it was either
+                core.set_cache_limit(cache)
+    except BaseException:
+        pass
+
+
+def find_spec(name: str, path: "Any" = None, target: "Any" = None) -> "Any":
+    if name != "mlx.core":
+        return None
+    me = sys.modules.get(__name__)
+    try:
+        for finder in sys.meta_path:  # the spec the finders after this one give
+            find = getattr(finder, "find_spec", None) if finder is not me else None
+            spec = find(name, path, target) if find is not None else None
+            if spec is not None:
+                if hasattr(spec.loader, "exec_module"):
+                    _mlx_loader[:] = [spec.loader]
+                    spec.loader = me
+                return spec
+    except BaseException:
+        pass
+    return None  # the import system asks the others itself
+
+
+def create_module(spec: "Any") -> "Any":
+    return _mlx_loader[0].create_module(spec)
+
+
+def exec_module(module: "Any") -> None:
+    loader = _mlx_loader[0]
+    try:
+        loader.exec_module(module)
+    finally:
+        if sys.modules.get(__name__) in sys.meta_path:
+            sys.meta_path.remove(sys.modules[__name__])
+        if getattr(module, "__spec__", None) is not None:
+            module.__loader__ = module.__spec__.loader = loader
+    set_mlx_limits(module)
 
 
 _started = []  # type: list[bool]
@@ -217,6 +293,11 @@ def start() -> None:
     if not _started:
         _started.append(True)
         apply(os.environ)
+        try:  # MLX: this module first on sys.meta_path where the environment has mlx (one stat)
+            if os.path.isdir(os.path.join(os.path.dirname(__file__), "mlx")):
+                sys.meta_path.insert(0, sys.modules[__name__])
+        except BaseException:
+            pass
 
 
 if __name__ == "_mpsd_startup":  # imported by its .pth line; as mpsd.env.startup_hook, inert

@@ -13,6 +13,7 @@ from typing import Any
 from mpsd import limits, paths
 from mpsd.config import Config, ConfigError, changed_values, load_config
 from mpsd.daemon.history import HistoryError, Store
+from mpsd.env.decision import Exports
 from mpsd.env.exports import Optin, exports_here, optin
 from mpsd.env.pyhooks import facts_for, record
 from mpsd.errors import MpsdError
@@ -49,7 +50,6 @@ class History:
     samples_in_window: int = 0
     chart: list[int | None] | None = None
     decided_at: str | None = None
-    decided_ratio: float | None = None
     decided_baseline: int | None = None
     decided_config: dict[str, Any] | None = None
     reasons: list[str] = field(default_factory=list)
@@ -120,12 +120,18 @@ def read(environ: Mapping[str, str] | None = None) -> Chain:
     if config_problem is None and current is not None and history.decided_config is not None:
         changed = changed_values(history.decided_config, config)
     try:
-        here: Optin | None = optin(exports_here(None, env, limits_file=read_limits), env)
+        decision: Exports | None = exports_here(None, env, limits_file=read_limits)
     except MpsdError:  # the current directory was removed under us
-        here = None
+        decision = None
+    mine = facts_for(decision.project) if decision is not None else []  # read once: optin too
+    here = optin(decision, env, mine) if decision is not None else None
     projects = [here.project] if here is not None and here.project is not None else []
     projects += [entry.project for entry in record()]
-    hooks = [fact for project in dict.fromkeys(projects) for fact in facts_for(project)]
+    hooks = [
+        fact
+        for project in dict.fromkeys(projects)
+        for fact in (mine if decision and project == decision.project else facts_for(project))
+    ]
     decided = history.decided_at is not None
     return Chain(
         now=now,
@@ -201,7 +207,6 @@ def _history(now: float, config: Config) -> History:
         samples_in_window=count,
         chart=lowest if any(value is not None for value in lowest) else None,
         decided_at=iso(float(decision.get("t", 0))) if decision else None,
-        decided_ratio=decision.get("high_watermark_ratio"),
         decided_baseline=decision.get("baseline_free_bytes"),
         decided_config=used if isinstance(used, dict) else None,
         reasons=list(decision.get("reasons", [])),

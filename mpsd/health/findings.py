@@ -12,10 +12,11 @@ from mpsd import limits, paths
 from mpsd.config import WHILE_INVALID
 from mpsd.durations import format_duration
 from mpsd.env import pyhooks, watermarks
+from mpsd.env.decision import ENABLE
 from mpsd.env.exports import hook_copy_command
 from mpsd.health.chain import Chain
 from mpsd.setup import homebrew
-from mpsd.sizes import format_gib
+from mpsd.sizes import gib
 
 OK, PROBLEM, WARNING, SKIPPED = "ok", "problem", "warning", "skipped"
 REWRITE = "run `mpsd daemon --once` to rewrite it"
@@ -55,7 +56,7 @@ def read(chain: Chain, env: Mapping[str, str], start: str | None = None) -> list
         found.append(Finding("trust", PROBLEM, detail, f"run {fix}" if fix else ""))
     found += [_config(chain), _limits(chain), *_daemon(chain, start)]
     found += [_hook(chain, hook) for hook in chain.start_up_hooks]
-    return [*found, _hook_active(chain, env), _variables(env, chain)]
+    return [*found, _hook_active(chain, env), _variables(env, chain), mlx(chain)]
 
 
 def pick(found: list[Finding], name: str) -> Finding:
@@ -109,7 +110,7 @@ def _limits(chain: Chain) -> Finding:
             "limits", PROBLEM, f"{problem}: {gets}", fix, f"unreadable ({problem}); {REWRITE}"
         )
     high, low = current.high_watermark_ratio, current.low_watermark_ratio
-    detail = f"{format_gib(current.limit_bytes)} of {format_gib(current.recommended_max_bytes)}"
+    detail = f"{gib(current.limit_bytes, 2)} of {gib(current.recommended_max_bytes, 2)}"
     return Finding(
         "limits", OK, f"high {high}, low {low} ({detail} recommended max, {source_words(current)})"
     )
@@ -214,6 +215,31 @@ def _hook_active(chain: Chain, env: Mapping[str, str]) -> Finding:
     detail = f"the hook is not active in this shell ({here.directory} is opted in, yet the "
     fix = f"open a new terminal{how} (after `mpsd install`)"
     return Finding("hook active", PROBLEM, detail + "variables are not set)", fix)
+
+
+def mlx(chain: Chain, python: str = "", answer: dict[str, Any] | None = None) -> Finding:
+    """What an MLX job started here gets (``Optin.mlx``); with ``python``, checked against what
+    its MLX says (``answer``: ``system.torch_info`` with ``MLX_PROBE``; None: no mlx there)."""
+    if chain.here is None:
+        return Finding("mlx", SKIPPED, "cannot be told here (the working directory is gone)")
+    got, says = chain.here.mlx, (answer or {}).get("limit_bytes")
+    checked = f"; mlx is not installed for {python}" if python and answer is None else ""
+    if says is not None:
+        checked = f"; {python}'s MLX says {gib(says, 2)}"
+        if got.limit_bytes is not None and says != got.limit_bytes:
+            detail = f"{python} gives MLX {gib(says, 2)}, not the {gib(got.limit_bytes, 2)}"
+            fix = f"{ENABLE} (the current start-up hook)"
+            return Finding("mlx", PROBLEM, f"{detail} of limits.toml", fix)
+    elif answer is not None:
+        checked = f"; {python} could not tell ({answer.get('error')})"
+    if got.limit_bytes is not None:
+        said = f"{gib(got.limit_bytes, 2)} ({got.reason})"
+        return Finding("mlx", OK, f"an MLX job started here gets {said}{checked}", short=said)
+    off = chain.here.project is None or "mlx_limit = false" in got.reason
+    detail = f"an MLX job started here gets {got.reason}{checked}"
+    return Finding(
+        "mlx", SKIPPED if off else WARNING, detail, got.fix or "", f"{got.reason} ({got.fix})"
+    )
 
 
 def _variables(env: Mapping[str, str], chain: Chain) -> Finding:

@@ -208,17 +208,28 @@ TORCH_PROBE = (
 )
 
 
-def torch_info(python: str = sys.executable, timeout: float = 180.0) -> dict[str, Any] | None:
-    """torch's version and MPS availability, from a subprocess; None: torch is not installed."""
-    if python == sys.executable and importlib.util.find_spec("torch") is None:
+MLX_PROBE = (
+    f"import importlib.util, json\nprint({PYTHON_MARK!r}, flush=True)\n"
+    "if importlib.util.find_spec('mlx') is None: print('null'); raise SystemExit(0)\n"
+    "import mlx.core as mx\nprint(json.dumps({'limit_bytes': mx.get_memory_limit()}))\n"
+)
+
+
+def torch_info(
+    python: str = sys.executable, timeout: float = 180.0, probe: str = TORCH_PROBE
+) -> dict[str, Any] | None:
+    """torch's version and MPS availability (or, with ``MLX_PROBE``, the limit an MLX job
+    gets), from a subprocess; None: the module is not installed."""
+    module = "torch" if probe == TORCH_PROBE else "mlx"
+    if python == sys.executable and importlib.util.find_spec(module) is None:
         return None
-    unreadable = {"error": "unreadable answer from torch"}
+    unreadable = {"error": f"unreadable answer from {module}"}
     try:
         done = subprocess.run(
-            [python, "-c", TORCH_PROBE], capture_output=True, text=True, timeout=timeout
+            [python, "-c", probe], capture_output=True, text=True, timeout=timeout
         )
     except subprocess.TimeoutExpired:
-        return {"error": f"importing torch took more than {timeout:g}s"}
+        return {"error": f"importing {module} took more than {timeout:g}s"}
     except OSError as exc:  # no such file, not executable: the interpreter, not torch
         missing = isinstance(exc, FileNotFoundError)
         return {"error": exc.strerror or str(exc), "unrunnable": "missing" if missing else "other"}

@@ -272,8 +272,11 @@ WIRED = (
 FIXES: dict[str | None, list[str]] = {
     "mlx": [
         "MLX reads no environment variable for its limits: set them in the program, before the "
-        "work: mx.set_memory_limit(bytes) (its default, 1.5 x Metal's recommended maximum, is "
-        "soft and lets the Mac swap) and mx.set_cache_limit(bytes).",
+        "work: mx.set_memory_limit(bytes) (its default, up to 1.5 x Metal's recommended maximum "
+        "and 0.95 x RAM, is soft and lets the Mac swap) and mx.set_cache_limit(bytes).",
+        "In a project opted in with `mpsd enable`, mpsd's start-up hook sets both for you right "
+        "after `import mlx.core`, to the limit `mpsd status` shows (not in apps that bundle "
+        "their own Python, such as LM Studio).",
         "Or a smaller or quantised model (4-bit), a shorter context, a smaller batch.",
         WIRED,
     ],

@@ -11,6 +11,7 @@ import sys
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -566,3 +567,20 @@ def test_a_second_agent_running_mpsds_daemon_is_a_problem_even_beside_a_broken_p
     assert isinstance(checks, list)
     details = [c["detail"] for c in checks if c["name"] == "agent" and c["status"] == "problem"]
     assert any(f"a second agent, {homebrew.LABEL}" in detail for detail in details), details
+
+
+def test_doctor_calls_it_a_problem_when_the_projects_mlx_disagrees_with_limits_toml() -> None:
+    from types import SimpleNamespace
+
+    from mpsd.env.decision import MlxGets
+    from mpsd.health.findings import mlx
+
+    here = SimpleNamespace(mlx=MlxGets(3 << 30, "set by the start-up hook"), project="/p")
+    chain: Any = SimpleNamespace(here=here)
+    assert mlx(chain, "/p/.venv/bin/python", {"limit_bytes": 3 << 30}).level == "ok"
+    found = mlx(chain, "/p/.venv/bin/python", {"limit_bytes": 5 << 30})
+    assert found.level == "problem" and found.fix == "run `mpsd enable` (the current start-up hook)"
+    assert "gives MLX 5.00 GiB, not the 3.00 GiB of limits.toml" in found.detail
+    unsure = mlx(chain, "/p/.venv/bin/python", {"error": "Metal is not available"})
+    assert unsure.level == "ok" and "could not tell (Metal is not available)" in unsure.detail
+    assert "mlx is not installed for" in mlx(chain, "/p/.venv/bin/python", None).detail

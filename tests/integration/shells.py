@@ -60,6 +60,7 @@ def limits_text(high: str = "0.77", low: str = "0.7", projects: tuple[str, ...] 
         lines.append("projects = []")
     lines.append('baseline_source = "samples"')
     lines.append("sample_count = 12")
+    lines.append("mlx_limit = true")
     return "\n".join(lines) + "\n"
 
 

@@ -210,6 +210,16 @@ def test_projects_from_config_are_mirrored_into_limits() -> None:
     assert limits.read().projects == ("/a/b", "/c")  # type: ignore[union-attr]
 
 
+def test_the_mlx_switch_is_copied_into_limits_as_the_start_up_hook_reads_it() -> None:
+    make(Machine(), Clock()).run_once()
+    assert b"\nmlx_limit = true\n" in paths.limits_file().read_bytes()
+    paths.config_dir().mkdir(parents=True, exist_ok=True)
+    paths.config_file().write_text("mlx_limit = false\n")
+    make(Machine(), Clock()).run_once()  # only the switch changed: rewritten all the same
+    assert paths.limits_file().read_bytes().endswith(b"\nmlx_limit = false\n")
+    assert limits.read().mlx_limit is False  # type: ignore[union-attr]
+
+
 def test_wall_clock_jumps_are_logged_and_samples_keep_their_stamps(
     caplog: pytest.LogCaptureFixture,
 ) -> None:

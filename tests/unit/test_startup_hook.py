@@ -4,8 +4,11 @@ exactly as the shared decision does, finds it where ``mpsd.paths`` does, and imp
 from __future__ import annotations
 
 import ast
+import importlib
+import importlib.util
 import itertools
 import os
+import sys
 import tempfile
 from pathlib import Path
 
@@ -182,9 +185,9 @@ def test_the_module_imports_only_what_python_start_up_already_has() -> None:
             imported.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
             imported.add(node.module or "")
-    # collections.abc only under `if TYPE_CHECKING:` (False at run time), for mypy; and no
-    # `from __future__`, which is a real import at run time.
-    assert imported == {"os", "sys", "collections.abc"}
+    # collections.abc and typing only under `if TYPE_CHECKING:` (False at run time), for mypy;
+    # and no `from __future__`, which is a real import at run time.
+    assert imported == {"os", "sys", "collections.abc", "typing"}
     guarded = [n for n in tree.body if isinstance(n, ast.If)]
     assert any(isinstance(n.test, ast.Name) and n.test.id == "TYPE_CHECKING" for n in guarded)
 
@@ -227,3 +230,118 @@ def test_apply_never_raises(monkeypatch: pytest.MonkeyPatch) -> None:
     environ: dict[str, str] = {}
     startup_hook.apply(environ)
     assert environ == {}
+
+
+# -- MLX (issue 32) --------------------------------------------------------------------------
+
+
+class FakeCore:
+    """mlx.core's calls, recorded; ``cache``: the cache limit before."""
+
+    def __init__(self, cache: int = 1 << 50) -> None:
+        self.calls: list[tuple[str, int]] = []
+        self.cache = cache
+
+    def set_memory_limit(self, value: int) -> int:
+        self.calls.append(("memory", value))
+        return 0
+
+    def set_cache_limit(self, value: int) -> int:
+        self.calls.append(("cache", value))
+        before, self.cache = self.cache, value
+        return before
+
+
+def _mlx_gets(
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    cwd: str = PROJECT,
+    prefix: str = "/x",
+    switch: str = "mlx_limit = true",
+    size: str = "30954687948",
+    cache: int = 1 << 50,
+) -> FakeCore:
+    """The calls ``set_mlx_limits`` makes for a python in ``cwd`` from ``prefix``."""
+    text = limits_text("0.77", "0.7", (PROJECT,)).replace("30954687948", size)
+    (tmp_path / "limits.toml").write_text(
+        text.replace("mlx_limit = true\n", switch + "\n" if switch else "")
+    )
+    monkeypatch.setenv("MPSD_CONFIG_DIR", str(tmp_path))
+    monkeypatch.setattr(startup_hook, "here", lambda: cwd)
+    monkeypatch.setattr(sys, "prefix", prefix)
+    core = FakeCore(cache)
+    startup_hook.set_mlx_limits(core)
+    return core
+
+
+def test_mlx_gets_limit_bytes_in_a_project_with_the_switch_on_and_nothing_else(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    limit = ("memory", 30954687948)
+    assert _mlx_gets(monkeypatch, tmp_path, PROJECT + "/src").calls[0] == limit
+    assert _mlx_gets(monkeypatch, tmp_path, "/elsewhere", PROJECT + "/.venv").calls[0] == limit
+    assert _mlx_gets(monkeypatch, tmp_path, "/elsewhere").calls == []
+    # The user's watermark variables are PyTorch's business: MLX gets its limit still.
+    monkeypatch.setenv("PYTORCH_MPS_HIGH_WATERMARK_RATIO", "1")
+    assert _mlx_gets(monkeypatch, tmp_path).calls[0] == limit
+    for switch in ("mlx_limit = false", "", "mlx_limit = True", "mlx_limit = true "):
+        assert _mlx_gets(monkeypatch, tmp_path, switch=switch).calls == [], switch
+
+
+@pytest.mark.parametrize("size", ["", "12x", "-5", "1e9", " 5", "\u0663", "9" * 19, "0"])
+def test_a_limit_bytes_mpsd_never_writes_leaves_mlx_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, size: str
+) -> None:
+    assert _mlx_gets(monkeypatch, tmp_path, size=size).calls == []
+
+
+@pytest.mark.parametrize("cache", [1 << 40, 1 << 25])
+def test_the_cache_limit_ends_no_larger_than_the_limit_nor_than_it_was(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cache: int
+) -> None:
+    core = _mlx_gets(monkeypatch, tmp_path, cache=cache)
+    assert core.calls[0] == ("memory", 30954687948)
+    assert core.cache == min(cache, 30954687948)
+
+
+def test_the_finder_waits_for_mlx_core_and_sets_the_limit_right_after_it_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stand-in mlx package (the real one: tests/integration/test_mlx_hook.py)."""
+    (tmp_path / "mlx").mkdir()
+    (tmp_path / "mlx" / "__init__.py").write_text("")
+    (tmp_path / "mlx" / "core.py").write_text(
+        "calls = []\n"
+        "def set_memory_limit(v):\n    calls.append(('memory', v))\n    return 0\n"
+        "def set_cache_limit(v):\n    calls.append(('cache', v))\n    return 1 << 50\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(sys, "meta_path", list(sys.meta_path))
+    monkeypatch.setattr(startup_hook, "__file__", str(tmp_path / "_mpsd_startup.py"))
+    monkeypatch.setattr(
+        startup_hook, "limits_here", lambda *a: b"\nlimit_bytes = 1234\nmlx_limit = true\n"
+    )
+    for name in ("mlx", "mlx.core"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    monkeypatch.setattr(startup_hook, "_started", [])
+    startup_hook.start()
+    assert sys.meta_path[0] is startup_hook  # the module is the finder
+    import json  # noqa: F401 - any other import passes by
+
+    assert importlib.util.find_spec("mlx.core") is not None  # found, not loaded: no call
+    assert sys.meta_path[0] is startup_hook
+    core = importlib.import_module("mlx.core")
+    assert core.calls == [("memory", 1234), ("cache", 1234)]
+    assert startup_hook not in sys.meta_path  # once: a reload sets nothing
+    assert type(core.__loader__).__name__ == "SourceFileLoader"
+    assert core.__spec__.loader is core.__loader__
+    for name in ("mlx", "mlx.core"):
+        del sys.modules[name]
+
+
+def test_no_mlx_beside_the_hook_no_finder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "meta_path", list(sys.meta_path))
+    monkeypatch.setattr(startup_hook, "__file__", str(tmp_path / "_mpsd_startup.py"))
+    monkeypatch.setattr(startup_hook, "_started", [])
+    startup_hook.start()
+    assert startup_hook not in sys.meta_path
