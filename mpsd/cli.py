@@ -11,7 +11,7 @@ import sys
 from collections.abc import Sequence
 
 from mpsd import paths
-from mpsd.commands import COMMANDS, PROG, build_parser, load
+from mpsd.commands import COMMANDS, PROG, build_parser, function
 from mpsd.errors import EXIT_USAGE, MpsdError
 
 
@@ -64,7 +64,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             sys.stderr.write(f"{PROG}: warning: {visible(sentence)}.\n")
     try:
-        code = int(load(args.command).run(args))
+        code = int(function(args.command, "run")(args))
         sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's exit
         return code
     except MpsdError as exc:

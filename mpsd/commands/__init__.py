@@ -1,8 +1,8 @@
 """The registered commands and their parser (here, not in ``mpsd.cli``: tab completion is made
 from it and handed down to ``mpsd.setup``, which imports no command).
 
-Each command module defines ``configure(parser)`` and ``run(args) -> int``, and imports anything
-heavy inside ``run`` so that every command starts fast.
+``COMMANDS`` names each verb's module, ``FUNCTIONS`` the two functions in it that serve the
+verb (``configure`` and ``run`` where not named). Only the chosen command's module is imported.
 """
 
 from __future__ import annotations
@@ -11,12 +11,13 @@ import argparse
 import importlib
 import os
 import sys
-from types import ModuleType
+from typing import Any, Callable
 
 from mpsd import __version__
 from mpsd.errors import EXIT_USAGE
 
 PROG = "mpsd"
+
 
 COMMANDS: dict[str, tuple[str, str]] = {
     "explain": ("explain", "explain a pasted out-of-memory error or kill and how to fix it"),
@@ -43,6 +44,21 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "fill MPS with random tensors under the limit: does PyTorch stop cleanly before swap?",
     ),
 }
+# Each verb's two functions in its module: (configure its parser, run it: args -> exit status).
+FUNCTIONS = {
+    "uninstall": ("configure_uninstall", "run_uninstall"),
+    "enable": ("configure_enable", "run_enable"),
+    "disable": ("configure_disable", "run_disable"),
+    "projects": ("configure_projects", "run_projects"),
+    "hook": ("configure", "run_hook"),
+}
+
+
+def function(name: str, which: str) -> Callable[..., Any]:
+    """The verb ``name``'s ``configure`` or ``run`` function (imports only its module)."""
+    module = importlib.import_module(f"mpsd.commands.{COMMANDS[name][0]}")
+    configure, run = FUNCTIONS.get(name, ("configure", "run"))
+    return getattr(module, configure if which == "configure" else run)  # type: ignore[no-any-return]
 
 
 class Parser(argparse.ArgumentParser):
@@ -76,10 +92,6 @@ def _width() -> int:
         return os.get_terminal_size(stdout.fileno()).columns - 2 if stdout else 78
     except (AttributeError, ValueError, OSError):
         return 78
-
-
-def load(name: str) -> ModuleType:
-    return importlib.import_module(f"mpsd.commands.{COMMANDS[name][0]}")
 
 
 def build_parser(chosen: str | None = None, only: bool = False) -> Parser:
@@ -120,4 +132,4 @@ def configure(name: str, command: Parser) -> None:
     command.add_argument(
         "--no-color", action="store_true", default=argparse.SUPPRESS, help=NO_COLOR_HELP
     )
-    load(name).configure(command)
+    function(name, "configure")(command)

@@ -63,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
 def checks(python: tuple[str, str]) -> list[Finding]:
     """Every finding, in the chain's order; torch's in ``python`` (a path and how it was found)."""
     agent, start = system.agent()
-    here = chain.read()
+    here = chain.read(every_project=True)
     found = findings.read(here, os.environ, start)
     at = next(i for i, f in enumerate(found) if f.name == "daemon")
     found[at:at] = agent

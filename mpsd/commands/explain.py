@@ -18,13 +18,10 @@ MAX_CHARS = 1 << 30  # a paste larger than this is not a paste: the rest is not 
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "file", nargs="?", metavar="FILE", help="a file with the message or log (default: stdin)"
-    )
-    parser.add_argument(
-        "--paste", action="store_true", help="read the macOS clipboard (pbpaste) instead"
-    )
-    parser.add_argument("--json", action="store_true", help='print {"findings": [...]}')
+    add = parser.add_argument
+    add("file", nargs="?", metavar="FILE", help="a file with the message or log (default: stdin)")
+    add("--paste", action="store_true", help="read the macOS clipboard (pbpaste) instead")
+    add("--json", action="store_true", help='print {"findings": [...]}')
 
 
 def _open(name: str) -> TextIO:
@@ -106,8 +103,7 @@ def run(args: argparse.Namespace) -> int:
         out: dict[str, object] = {"findings": [f.to_json() for f in findings]}
         if not findings:  # what mpsd saw but does not read
             out["seen"] = found.seen
-        sys.stdout.write(json.dumps(out, indent=2))
-        sys.stdout.write("\n")
+        sys.stdout.write(json.dumps(out, indent=2) + "\n")
         return EXIT_OK if findings else EXIT_ABSENT
     if not findings:
         where = "the clipboard" if args.paste else (args.file or "the input")

@@ -12,22 +12,25 @@ import sys
 
 from mpsd.env import optin, pyhooks
 from mpsd.env.exports import exports_here, hook_copy_command, hook_here
+from mpsd.env.project_python import given
 from mpsd.env.pyhooks import Target, env_python, environments_of, tear_down, tear_down_python
 from mpsd.errors import EXIT_USAGE, MpsdError
-
-_HOOK_STATES = {
-    "installed": "start-up hook in",
-    "lost": "start-up hook LOST (run `mpsd enable` there to put it back)",
-    "none": "no start-up hook in",
-}
+from mpsd.health import findings
 
 
-def configure(parser: argparse.ArgumentParser) -> None:
-    name = parser.prog.split()[-1]
-    if name == "projects":
-        parser.add_argument("--json", action="store_true", help="print them as JSON")
-        return
-    enable = name == "enable"
+def configure_projects(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", action="store_true", help="print them as JSON")
+
+
+def configure_enable(parser: argparse.ArgumentParser) -> None:
+    _configure(parser, enable=True)
+
+
+def configure_disable(parser: argparse.ArgumentParser) -> None:
+    _configure(parser, enable=False)
+
+
+def _configure(parser: argparse.ArgumentParser, enable: bool) -> None:
     what = "the directory to opt in" if enable else "the project to take out"
     parser.add_argument("directory", nargs="?", metavar="DIR", help=f"{what} (default: this one)")
     python_help = (
@@ -47,11 +50,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         )
 
 
-def run(args: argparse.Namespace) -> int:
-    if args.command == "projects":
-        return _run_projects(args)
-    if args.command == "disable":
-        return _run_disable(args)
+def run_enable(args: argparse.Namespace) -> int:
     if args.no_python_hook and args.python:
         raise MpsdError(
             "--python and --no-python-hook contradict each other; give one.", EXIT_USAGE
@@ -143,7 +142,7 @@ def _this_shell_note(directory: str) -> str | None:
 # -- disable ----------------------------------------------------------------------
 
 
-def _run_disable(args: argparse.Namespace) -> int:
+def run_disable(args: argparse.Namespace) -> int:
     if args.python:
         return _python_only(optin.target(args.directory), args.python)
     change = optin.disable(args.directory)
@@ -163,8 +162,6 @@ def _run_disable(args: argparse.Namespace) -> int:
 
 
 def _python_only(project: str, pythons: list[str]) -> int:
-    from mpsd.env.project_python import given
-
     own = [env_python(env) for env in environments_of(project)]
     for python in pythons:
         for entry, outcome in tear_down_python(project, given(python)):
@@ -189,7 +186,7 @@ def _python_only(project: str, pythons: list[str]) -> int:
 # -- projects ----------------------------------------------------------------------
 
 
-def _run_projects(args: argparse.Namespace) -> int:
+def run_projects(args: argparse.Namespace) -> int:
     data = optin.listing()
     if args.json:
         print(json.dumps(data, indent=2, ensure_ascii=False))
@@ -206,5 +203,5 @@ def _run_projects(args: argparse.Namespace) -> int:
         suffix = f"  ({', '.join(notes)})" if notes else ""
         print(f"{item['path']}{suffix}")
         for env in item["python_hooks"]:
-            print(f"    {_HOOK_STATES[env['state']]}: {env['environment']}")
+            print(f"    start-up hook {findings.hook(env).short}")
     return 0

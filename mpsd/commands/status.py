@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import re
 import sys
@@ -13,7 +14,10 @@ from dataclasses import asdict, fields
 from typing import Any
 
 from mpsd import limits, paths, term
-from mpsd.durations import format_duration
+from mpsd.durations import format_duration, parse_duration
+from mpsd.env.exports import hook_copy_command
+from mpsd.errors import MpsdError
+from mpsd.files import read_bytes
 from mpsd.health import findings
 from mpsd.health.chain import Chain, NextJob, iso, read
 from mpsd.health.findings import OK, Finding
@@ -37,8 +41,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def _period(text: str) -> float:
-    from mpsd.durations import parse_duration
-
     with contextlib.suppress(ValueError):
         if 0.1 <= (seconds := parse_duration(text)) <= 3600:
             return seconds
@@ -49,15 +51,11 @@ def run(args: argparse.Namespace) -> int:
     if args.watch:
         return watch(args.every or 1.0, args.json)
     if args.every is not None:
-        from mpsd.errors import MpsdError
-
         raise MpsdError(
             "--every sets the period of --watch: give both (`mpsd status --watch --every 2s`)"
         )
     chain = read()
     if args.json:
-        import json
-
         json.dump(to_json(chain), sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
@@ -164,10 +162,6 @@ def to_json(chain: Chain) -> dict[str, Any]:
 
 def _free_memory() -> dict[str, Any] | None:
     """The last sample's free memory and its parts (the daemon's ``free-memory.json``), or None."""
-    import json
-
-    from mpsd.files import read_bytes
-
     try:
         data = json.loads(read_bytes(paths.free_memory_file(), limit=64 * 1024))
     except (OSError, ValueError, RecursionError):
@@ -184,7 +178,7 @@ def next_job_words(job: NextJob, interval: float) -> str:
     once they end``, and whether the floor (min_ratio), not free memory, set the ratio."""
     held, count = job.jobs_hold_bytes, job.jobs_running
     when = "now"
-    if job.age_seconds > 3 * interval + 10:
+    if findings.stale(job.age_seconds, interval):
         when = f"at the last decision, {_ago(job.age_seconds)}"
     gets = f"the next job gets {gib(job.limit_bytes)} (ratio {job.ratio:.2f})"
     if held > 0:
@@ -272,8 +266,6 @@ def render(
 
 
 def _here_rows(chain: Chain, found: list[Finding]) -> list[tuple[str, str]]:
-    from mpsd.env.exports import hook_copy_command
-
     here = chain.here
     assert here is not None
     missing = here.not_in_limits

@@ -15,7 +15,6 @@ from mpsd.config import Config, ConfigError, changed_values, load_config
 from mpsd.daemon.history import HistoryError, Store
 from mpsd.env.decision import Exports
 from mpsd.env.exports import Optin, exports_here, optin
-from mpsd.env.pyhooks import facts_for, record
 from mpsd.errors import MpsdError
 from mpsd.locks import PidLock
 from mpsd.machine.sample import Sample
@@ -52,6 +51,7 @@ class History:
     decided_at: str | None = None
     decided_baseline: int | None = None
     decided_config: dict[str, Any] | None = None
+    decided_by: str | None = None  # the files of mpsd the daemon ran (``history.code_stamp``)
     reasons: list[str] = field(default_factory=list)
     next_job: NextJob | None = None
 
@@ -85,11 +85,12 @@ class Chain:
     config_changed: list[str]
     next_job: NextJob | None
     here: Optin | None
-    start_up_hooks: list[dict[str, Any]]  # the project here's, then every listed one's
+    start_up_hooks: list[dict[str, Any]]  # the project here's (then every listed one's)
 
 
-def read(environ: Mapping[str, str] | None = None) -> Chain:
-    """The chain as it is now."""
+def read(environ: Mapping[str, str] | None = None, every_project: bool = False) -> Chain:
+    """The chain as it is now; the start-up hooks of the project here, and with
+    ``every_project`` (doctor) of every project ``enable`` gave one."""
     env = os.environ if environ is None else environ
     now = time.time()
     trusted = paths.untrusted(paths.config_dir()) is None
@@ -108,7 +109,7 @@ def read(environ: Mapping[str, str] | None = None) -> Chain:
     read_limits = limits.read_file() if trusted else limits.LimitsFile(found=False)
     current = read_limits.limits
     running, pid, state_problem = _daemon()
-    history = _history(now, config)
+    history = read_history(now, config)
     # What the next job really gets is what limits.toml holds (the hooks export it); with no
     # ratio there, it gets nothing, and the limits line says why.
     next_job = None
@@ -123,15 +124,16 @@ def read(environ: Mapping[str, str] | None = None) -> Chain:
         decision: Exports | None = exports_here(None, env, limits_file=read_limits)
     except MpsdError:  # the current directory was removed under us
         decision = None
-    mine = facts_for(decision.project) if decision is not None else []  # read once: optin too
+    project = decision.project if decision is not None else None
+    hooks: list[dict[str, Any]] = []
+    if project is not None or every_project:  # pyhooks costs status's start-up: only if needed
+        from mpsd.env.pyhooks import facts_for, record
+
+        projects = [project] if project is not None else []
+        projects += [entry.project for entry in record()] if every_project else []
+        hooks = [fact for p in dict.fromkeys(projects) for fact in facts_for(p)]
+    mine = [fact for fact in hooks if fact["project"] == project]  # read once: optin too
     here = optin(decision, env, mine) if decision is not None else None
-    projects = [here.project] if here is not None and here.project is not None else []
-    projects += [entry.project for entry in record()]
-    hooks = [
-        fact
-        for project in dict.fromkeys(projects)
-        for fact in (mine if decision and project == decision.project else facts_for(project))
-    ]
     decided = history.decided_at is not None
     return Chain(
         now=now,
@@ -177,7 +179,8 @@ def _daemon() -> tuple[bool, int | None, str | None]:
     return running, lock.holder() if running else None, None
 
 
-def _history(now: float, config: Config) -> History:
+def read_history(now: float, config: Config) -> History:
+    """What the history holds (read under the trust rule; a damaged one: one sentence)."""
     path = paths.history_file()
     if paths.untrusted_home(path):  # a planted history is not read (the warning says why)
         return History(str(path))
@@ -209,6 +212,7 @@ def _history(now: float, config: Config) -> History:
         decided_at=iso(float(decision.get("t", 0))) if decision else None,
         decided_baseline=decision.get("baseline_free_bytes"),
         decided_config=used if isinstance(used, dict) else None,
+        decided_by=decision.get("code"),
         reasons=list(decision.get("reasons", [])),
         next_job=_next_job(decision, now),
     )

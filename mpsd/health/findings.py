@@ -5,20 +5,22 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from mpsd import limits, paths
 from mpsd.config import WHILE_INVALID
 from mpsd.durations import format_duration
-from mpsd.env import pyhooks, watermarks
+from mpsd.env import watermarks
 from mpsd.env.decision import ENABLE
 from mpsd.env.exports import hook_copy_command
 from mpsd.health.chain import Chain
 from mpsd.setup import homebrew
+from mpsd.setup.script import command
 from mpsd.sizes import gib
 
 OK, PROBLEM, WARNING, SKIPPED = "ok", "problem", "warning", "skipped"
+HOOK = "start-up hook"
 REWRITE = "run `mpsd daemon --once` to rewrite it"
 UNSET = f"unset both (`unset {watermarks.HIGH} {watermarks.LOW}`) and let the hook set them"
 
@@ -36,7 +38,7 @@ class Finding:
 
 def default_start() -> str:
     """How to start the daemon without asking launchd (status's start-up has no room for it)."""
-    return f"start it with `{homebrew.START if homebrew.runs_agent() else 'mpsd daemon'}`"
+    return f"start it with `{homebrew.START if homebrew.runs_agent() else command() + ' daemon'}`"
 
 
 def source_words(current: limits.Limits) -> str:
@@ -49,14 +51,20 @@ def source_words(current: limits.Limits) -> str:
 
 def read(chain: Chain, env: Mapping[str, str], start: str | None = None) -> list[Finding]:
     """Every finding the chain gives, in its order; ``start``: how to start the daemon."""
-    start = start or default_start()
     found = []
     for sentence in chain.untrusted:
         detail, _, fix = sentence.partition(": run ")
         found.append(Finding("trust", PROBLEM, detail, f"run {fix}" if fix else ""))
     found += [_config(chain), _limits(chain), *_daemon(chain, start)]
-    found += [_hook(chain, hook) for hook in chain.start_up_hooks]
+    here = chain.here.project if chain.here is not None else None
+    for fact in chain.start_up_hooks:  # status shows those of the project here
+        found.append(replace(hook(fact), short="") if fact["project"] != here else hook(fact))
     return [*found, _hook_active(chain, env), _variables(env, chain), mlx(chain)]
+
+
+def stale(age_seconds: float, interval: float) -> bool:
+    """Older than the daemon's samples may be: it is stuck, or not running."""
+    return age_seconds > max(3 * interval, 120.0)
 
 
 def pick(found: list[Finding], name: str) -> Finding:
@@ -116,77 +124,63 @@ def _limits(chain: Chain) -> Finding:
     )
 
 
-def _daemon(chain: Chain, start: str) -> list[Finding]:
+def _daemon(chain: Chain, given: str | None) -> list[Finding]:
     history = chain.history
+
+    def start() -> str:  # default_start scans PATH: only where a finding needs it
+        return given or default_start()
+
     if chain.daemon_running:
         said = f"running{f' (pid {chain.daemon_pid})' if chain.daemon_pid else ''}"
         found = [Finding("daemon", OK, said, short=said)]
     else:
         said = chain.state_problem or "not running"
-        found = [Finding("daemon", PROBLEM, said, start, f"not running ({start})")]
+        found = [Finding("daemon", PROBLEM, said, start(), f"not running ({start()})")]
     if history.history_problem is not None:
-        said = history.history_problem
-        if "upgrade mpsd" in said:
-            fix = "upgrade mpsd (`pip install -U mpsd`), then run `mpsd install`"
-        else:
-            fix = f"move {history.history_file} aside (a new one is started), then {start}"
-        return [*found, Finding("sampling", PROBLEM, said.rstrip(".").split("; ")[0], fix)]
+        said = history.history_problem.rstrip(".").split("; ")[0]
+        fix = f"move {history.history_file} aside (a new one is started), then {start()}"
+        return [*found, Finding("sampling", PROBLEM, said, fix)]
     age, interval = format_duration(history.age_seconds, about=True), chain.interval_seconds
     if history.last_sample is None:
-        fix = start if not chain.daemon_running else ""
+        fix = start() if not chain.daemon_running else ""
         return [*found, Finding("sampling", PROBLEM, "no sample recorded yet", fix)]
-    if history.age_seconds > max(3 * interval, 120.0):
-        detail = f"the last sample is {age} old (expected every {interval:g}s)"
-        fix = f"look at {chain.log_file}, then {start}"
-        stuck = f"(older than 3 intervals: the daemon may be stuck; see {chain.log_file})"
-        return [
-            *found,
-            Finding("sampling", PROBLEM, detail, fix, stuck if chain.daemon_running else ""),
-        ]
-    return [*found, Finding("sampling", OK, f"last sample {age} ago")]
+    if not stale(history.age_seconds, interval):
+        return [*found, Finding("sampling", OK, f"last sample {age} ago")]
+    detail = f"the last sample is {age} old (expected every {interval:g}s)"
+    stuck = f"(older than expected: the daemon may be stuck; see {chain.log_file})"
+    fix = f"look at {chain.log_file}, then {start()}"
+    return [
+        *found,
+        Finding("sampling", PROBLEM, detail, fix, stuck if chain.daemon_running else ""),
+    ]
 
 
-def _hook(chain: Chain, hook: dict[str, Any]) -> Finding:
-    """A start-up hook copy (``pyhooks.facts_for``); its short form only in the project here."""
+def hook(hook: dict[str, Any]) -> Finding:
+    """A start-up hook copy, as ``pyhooks.facts_for`` read it."""
+    from mpsd.env import pyhooks  # on status's path only in a project: its start-up has a bar
+
     state, env, site, python = hook["state"], hook["environment"], hook["site"], hook["python"]
     fix = f"run `mpsd enable {hook['project']}`"
-    here = chain.here is not None and hook["project"] == chain.here.project
     if hook["hidden"]:
         unhide = f"run `{pyhooks.unhide_command(hook['hidden'])}`"
         detail = f"{', '.join(hook['hidden'])}: {pyhooks.HIDDEN}"
-        finding = Finding(
-            "start-up hook", PROBLEM, detail, unhide, f"in {env}, but {pyhooks.HIDDEN}: {unhide}"
+        return Finding(HOOK, PROBLEM, detail, unhide, f"in {env}, but {pyhooks.HIDDEN}: {unhide}")
+    if state == "current":
+        return Finding(HOOK, OK, f"current in {site}", short=f"in {env}")
+    if state == "outdated":
+        short = f"in {env} (another mpsd's copy: `mpsd enable` refreshes it)"
+        return Finding(HOOK, WARNING, f"{site} has another mpsd's copy", fix, short)
+    if state == "gone":
+        return Finding(
+            HOOK, WARNING, f"{python} no longer exists", fix, f"gone: {python} no longer exists"
         )
-    elif state == "current":
-        finding = Finding("start-up hook", OK, f"current in {site}", short=f"in {env}")
-    elif state == "outdated":
-        finding = Finding(
-            "start-up hook",
-            WARNING,
-            f"{site} has another mpsd's copy",
-            fix,
-            f"in {env} (another mpsd's copy: `mpsd enable` refreshes it)",
-        )
-    elif state == "gone":
-        finding = Finding(
-            "start-up hook",
-            WARNING,
-            f"{python} no longer exists",
-            fix,
-            f"gone: {python} no longer exists",
-        )
-    elif state == "lost":
+    if state == "lost":
         detail = f"the start-up hook is gone from {site} (a recreated environment?): "
         detail += f"{python} started outside a hooked shell gets no variables"
         short = f"LOST (a recreated environment? `mpsd enable` puts it back) in {env}"
-        finding = Finding("start-up hook", PROBLEM, detail, fix, short)
-    else:
-        detail = f"none in {env}: its python started outside a hooked shell gets no variables"
-        short = f"none (`mpsd enable` adds it) in {env}"
-        finding = Finding("start-up hook", SKIPPED, detail, fix, short)
-    if not here:
-        finding.short = ""
-    return finding
+        return Finding(HOOK, PROBLEM, detail, fix, short)
+    detail = f"none in {env}: its python started outside a hooked shell gets no variables"
+    return Finding(HOOK, SKIPPED, detail, fix, f"none (`mpsd enable` adds it) in {env}")
 
 
 def _hook_active(chain: Chain, env: Mapping[str, str]) -> Finding:

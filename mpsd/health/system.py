@@ -11,32 +11,22 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
-from mpsd import files, paths
+from mpsd import files
+from mpsd.errors import MpsdError
 from mpsd.health.findings import OK, PROBLEM, SKIPPED, WARNING, Finding
-from mpsd.setup import homebrew, launchd, rcfile
-from mpsd.setup.installer import (
-    FISH_HEADER,
-    HOOK_FILES,
-    fish_hook_file,
-    hook_copy,
-    hook_source,
-    rc_candidates,
-)
+from mpsd.setup import homebrew, installer, launchd, rcfile, script
 
 INSTALL = "run `mpsd install`"
-REFRESH = "run `mpsd install` to refresh it"
 
 
 def agent() -> tuple[list[Finding], str]:
     """The launchd agent's checks, and how to start the daemon."""
-    command = f"{homebrew.opt_path(sys.executable)} -m mpsd daemon"
+    command = f"{script.command()} daemon"
     if not launchd.available():
         detail = "no launchd here (`launchctl` is not on PATH): nothing runs the daemon for you"
         skipped = Finding("agent", SKIPPED, detail, f"keep `{command}` running yourself")
         return [skipped], f"start it with `{command}`"
-    # Homebrew's mpsd is run by its brew service (with the default dirs); any other by its own.
-    label, other = (homebrew.LABEL, paths.LABEL) if homebrew.runs_agent() else (paths.LABEL, "")
-    other = other or ("" if homebrew.moved_dirs() else homebrew.LABEL)
+    label, other = homebrew.agents()
     gui, job, plist = launchd.domains()[0], launchd.loaded(label), launchd.agent_file(label)
     start = f"run `launchctl kickstart -k {job.domain if job else gui}/{label}`"
     install = f"run `{homebrew.START}`" if label == homebrew.LABEL else INSTALL
@@ -109,7 +99,7 @@ def privacy_protected(python: str, home: str | None = None) -> str | None:
 def shell_hooks(env: Mapping[str, str]) -> list[Finding]:
     """The rc blocks are present and the hook copies they source are there and current."""
     blocks, found = [], []
-    for path in rc_candidates():
+    for path in installer.rc_candidates():
         try:
             text = files.read_bytes(path, limit=files.RC_LIMIT)
             if not rcfile.has_block(text):
@@ -123,29 +113,21 @@ def shell_hooks(env: Mapping[str, str]) -> list[Finding]:
         found += [
             Finding("hook copy", PROBLEM, f"{path} {detail.format(c)}", INSTALL) for c in gone
         ]
-    fish = fish_hook_file()
+    fish = installer.fish_hook_file()
     if fish.is_file():
         blocks.append(str(fish))
     if blocks:
         found.insert(0, Finding("hook block", OK, "in " + ", ".join(blocks)))
     else:
         found.append(Finding("hook block", PROBLEM, "no mpsd block in any shell rc file", INSTALL))
-    for shell in ("fish", *HOOK_FILES):
-        copy = fish if shell == "fish" else hook_copy(shell)
+    for shell in ("fish", *installer.HOOK_FILES):
         try:
-            data = copy.read_bytes() if copy.is_file() else None
-            hook = hook_source(shell).read_bytes()
-        except OSError:
-            continue  # nothing to compare with: not ours to judge
-        if data is None:
-            continue
-        if shell == "fish":  # the PATH line install puts after the header may be there
-            current = data.startswith(FISH_HEADER) and data.endswith(hook)
-        else:
-            current = data == hook
-        if not current:
-            detail = f"{copy} is from another mpsd version"
-            found.append(Finding("hook copy", WARNING, detail, REFRESH))
+            copy = installer.hook_copy_change(shell)
+        except MpsdError:
+            continue  # nothing to compare with, or not ours to judge
+        if copy.old is not None and copy.changed:
+            detail = f"{copy.path} is from another mpsd version"
+            found.append(Finding("hook copy", WARNING, detail, "run `mpsd install` to refresh it"))
     return found
 
 

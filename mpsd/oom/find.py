@@ -6,9 +6,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 
+from mpsd.oom import frameworks, kills, readers
 from mpsd.oom.finding import OS_KILL, SIGKILL, Finding, Kill
 from mpsd.oom.normalize import compiled, prepare
-from mpsd.oom.readers import HEADS, Head, around
+from mpsd.oom.readers import Head, around
 
 WINDOW = 1 << 20  # a text is read in windows of about this many characters
 TAIL = 8 * 1024  # with the characters after it that an error starting in it may run into
@@ -25,6 +26,7 @@ SEEN = (
     (("outofmemory",), "an out-of-memory message"),
 )
 _TRACEBACK = "traceback(mostrecentcalllast)"
+HEADS = (*readers.HEADS, *kills.HEADS, *frameworks.HEADS)
 
 
 def windows(pieces: Iterable[str]) -> Iterator[tuple[str, str]]:
@@ -151,7 +153,6 @@ def find_errors(text: str) -> list[Finding]:
 
 
 def read_kills(text: str) -> list[Kill]:
-    """The processes the operating system killed for memory, as its log lines in ``text``
-    say (Linux's OOM killer, macOS's memorystatus and JetsamEvent reports), each once, in
-    order. Pure, never raises."""
+    """The processes the system killed for memory, as the kill lines in ``text`` say
+    (``kills``), each once, in order. Never raises."""
     return [f.kill for f in find_errors(text) if f.kill is not None]

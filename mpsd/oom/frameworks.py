@@ -1,6 +1,6 @@
-"""The readers of other frameworks' out-of-memory errors: JAX and XLA, TensorFlow, llama.cpp
-(ggml) on CUDA and ROCm, and the bare SIGKILL a shell or an IDE reports. Like ``readers``,
-each reads the squeezed text from its head on; ``HEADS`` are readers.Head's arguments."""
+"""The readers of other frameworks' out-of-memory errors: NumPy, JAX and XLA, TensorFlow,
+llama.cpp (ggml) on CUDA and ROCm, and the bare SIGKILL a shell or an IDE reports. Like
+``readers``, each reads the squeezed text from its head on."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from math import prod
 
 from mpsd.oom import finding as fk
 from mpsd.oom.finding import Finding
-from mpsd.oom.kills import Extract
 from mpsd.oom.normalize import compiled
+from mpsd.oom.readers import CPU_LABELS, Extract, Head, plain, read_sizes
 
 # XLA prints exact bytes ("285212672 bytes"), its BFC allocator "34.10MiB (rounded to N)".
 _EXACT = (
@@ -30,8 +30,6 @@ _NUMPY_SHAPE = r"withshape\(([\d,]{0,200})\)anddatatype([a-z]+\d*)"
 def numpy(seg: str) -> Finding:
     """NumPy's ``_ArrayMemoryError``: "Unable to allocate 184. MiB for an array with shape
     (64, 26, 26, 3, 371) and data type float32": the shape gives the exact bytes."""
-    from mpsd.oom.readers import CPU_LABELS, read_sizes
-
     found = Finding(fk.CPU_OOM, "numpy", framework="numpy")
     m = compiled(_NUMPY_SHAPE).search(seg, 0, 200)
     if m and m[2] in DTYPES:
@@ -48,9 +46,7 @@ def _xla(kind: str, detail: str) -> Extract:
         if exact:
             found.requested_bytes = int(exact[1] or exact[2] or exact[3])
         elif detail == "bfc":
-            from mpsd.oom.readers import read_sizes
-
-            read_sizes(seg[:120], {"requested_bytes": (("tryingtoallocate",), ())}, found)
+            read_sizes(seg[:120], {"requested_bytes": ("tryingtoallocate", "")}, found)
         if detail == "bfc" and "notafailure" in seg[:400]:
             found.detail = "bfc_warning"
         m = compiled(_FREE_TOTAL).search(seg, 0, 400)
@@ -58,9 +54,7 @@ def _xla(kind: str, detail: str) -> Extract:
             found.free_bytes, found.total_bytes = int(m[1]), int(m[2])
         m = compiled(_TPU).search(seg, 0, 200)
         if m:
-            found.in_use_bytes, found.total_bytes = (
-                round(float(g) * (1 << 30)) for g in m.groups()
-            )
+            found.in_use_bytes, found.total_bytes = (round(float(g) * 2**30) for g in m.groups())
         m = compiled(_ARGUMENTS).search(seg, 0, 200)
         if m:
             found.requested_bytes, found.limit_bytes = int(m[1]), int(m[2])
@@ -74,21 +68,6 @@ def _xla(kind: str, detail: str) -> Extract:
     return extract
 
 
-# The BFC allocator's "Stats:" (before or after the error): bytes, or sizes with a unit.
-_STATS = r"(?<!max)(?<!_)(limit|inuse):(\d+(?:\.\d+)?)(b|[kmgt]ib)?(?![\d.])"
-
-
-def stats(found: Finding, near: str) -> None:
-    """``found``'s limit and memory in use from the BFC allocator's stats in ``near``."""
-    from mpsd.oom.readers import to_bytes
-
-    for name, number, unit in compiled(_STATS).findall(near):
-        n = int(number) if not unit else (to_bytes(number, unit) or (0, 0))[0]
-        key = "limit_bytes" if name == "limit" else "in_use_bytes"
-        if n and getattr(found, key) is None:
-            setattr(found, key, n)
-
-
 # llama.cpp: "allocating 51748.72 MiB on device 1: cudaMalloc failed", "failed to allocate
 # CUDA1 buffer of size 54262464512" (exact: it wins), "unable to allocate ROCm0 buffer".
 _BUFFER = r"(cuda|rocm|vulkan|sycl|metal)(\d{0,2})bufferofsize(\d{1,16})"
@@ -96,37 +75,32 @@ _GGML_DEVICE = r"(?:ondevice|currentdevice:|(?:cuda|rocm)(?=\d{1,2}buffer))(\d{1
 
 
 def _ggml(seg: str) -> Finding:
-    from mpsd.oom.readers import read_sizes
-
     backend = "rocm" if "rocm" in seg[:200] or "hip" in seg[:60] else "cuda"
     found = Finding(fk.GGML_OOM, "alloc", backend=backend, framework="ggml")
     exact = compiled(_BUFFER).search(seg, 0, 300)
     if exact:
         found.requested_bytes = int(exact[3])
     else:
-        read_sizes(seg[:100], {"requested_bytes": (("allocating",), ())}, found)
+        read_sizes(seg[:100], {"requested_bytes": ("allocating", "")}, found)
     device = compiled(_GGML_DEVICE).search(seg, 0, 300)
     found.device = int(device[1]) if device else None
     return found
 
 
-def _sigkill(detail: str) -> Extract:
-    return lambda seg: Finding(fk.SIGKILL, detail)
-
-
-HEADS: tuple[tuple[str, Extract, int, int, str], ...] = (  # readers.Head's arguments
-    ("out of memory while trying to allocate", _xla(fk.XLA_OOM, "resource_exhausted"), 200, 0, ""),
-    ("cumemallocasync failed to allocate", _xla(fk.XLA_OOM, "cuda_async"), 400, 0, ""),
-    ("ran out of memory in memory space", _xla(fk.XLA_OOM, "tpu_hbm"), 200, 0, ""),
-    ("the byte size of input/output arguments", _xla(fk.XLA_OOM, "arguments"), 200, 0, ""),
-    ("oom when allocating tensor", _xla(fk.TF_OOM, "tensor"), 500, 0, ""),
-    ("ran out of memory trying to allocate", _xla(fk.TF_OOM, "bfc"), 400, 0, ""),
-    ("failed to allocate", _xla(fk.TF_OOM, "cuda_driver"), 80, 0, _DRIVER),
-    ("ggml_backend_cuda_buffer_type_alloc_buffer", _ggml, 400, 0, ""),
-    ("cudamalloc failed", _ggml, 400, 200, ""),
-    ("failed to allocate", _ggml, 300, 200, r"(?:cuda|rocm|vulkan|sycl)\d*bufferofsize"),
-    ("unable to allocate", _ggml, 100, 0, r"(?:cuda|rocm|vulkan|sycl)\d*buffer"),
-    ("killed: 9", _sigkill("killed"), 20, 0, ""),
-    ("zsh: killed", _sigkill("killed"), 20, 0, ""),
-    ("exit code", _sigkill("exit_code"), 20, 0, r"(?:137|-9)(?!\d)"),
+HEADS = (
+    Head("unable to allocate", numpy, 200, after=r"[\d.,]{1,30}(?:bytes?|[kmgtp]i?b)foran"),
+    Head("out of memory while trying to allocate", _xla(fk.XLA_OOM, "resource_exhausted"), 200),
+    Head("cumemallocasync failed to allocate", _xla(fk.XLA_OOM, "cuda_async"), 400),
+    Head("ran out of memory in memory space", _xla(fk.XLA_OOM, "tpu_hbm"), 200),
+    Head("the byte size of input/output arguments", _xla(fk.XLA_OOM, "arguments"), 200),
+    Head("oom when allocating tensor", _xla(fk.TF_OOM, "tensor"), 500),
+    Head("ran out of memory trying to allocate", _xla(fk.TF_OOM, "bfc"), 400),
+    Head("failed to allocate", _xla(fk.TF_OOM, "cuda_driver"), 80, after=_DRIVER),
+    Head("ggml_backend_cuda_buffer_type_alloc_buffer", _ggml, 400),
+    Head("cudamalloc failed", _ggml, 400, 200),
+    Head("failed to allocate", _ggml, 300, 200, r"(?:cuda|rocm|vulkan|sycl)\d*bufferofsize"),
+    Head("unable to allocate", _ggml, 100, after=r"(?:cuda|rocm|vulkan|sycl)\d*buffer"),
+    Head("killed: 9", plain(fk.SIGKILL, "killed"), 20),
+    Head("zsh: killed", plain(fk.SIGKILL, "killed"), 20),
+    Head("exit code", plain(fk.SIGKILL, "exit_code"), 20, after=r"(?:137|-9)(?!\d)"),
 )

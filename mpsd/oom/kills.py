@@ -8,15 +8,13 @@ is in lower case, without spaces.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import replace
-from typing import Any, Optional
+from typing import Any
 
 from mpsd.oom import finding as fk
 from mpsd.oom.finding import Finding, Kill
 from mpsd.oom.normalize import compiled
-
-Extract = Callable[[str], Optional[Finding]]
+from mpsd.oom.readers import Extract, Head
 
 # What a Kill's ``bytes`` are, by its ``bytes_are``.
 MEANS = {
@@ -128,14 +126,13 @@ def _jetsam_event(seg: str) -> Finding | None:
     return _found("macos", m[0], pid_, fields.get("name"), n, "resident", tuple(system.items()))
 
 
-# (phrase, extract, max_len, lookback, after): readers.Head's arguments
-HEADS: tuple[tuple[str, Extract, int, int, str], ...] = (
-    ("memory cgroup out of memory: killed process", _linux(CGROUP), 400, 0, ""),
-    ("killed process", _linux(LINUX_OOM), 400, 40, r"\d"),
-    ("memorystatus: killing largest compressed process", _compressed, 160, 0, ""),
-    ("memorystatus: killing", _swap, 160, 0, r"(?!largest|_).{1,64}?\]duetoswap"),
-    ("memorystatus: killing_", _jetsam_line, 200, 0, r"[a-z]{1,20}_processpid\d"),
-    ("bug_type:298", _jetsam_event, 300_000, 0, ""),
+HEADS = (
+    Head("memory cgroup out of memory: killed process", _linux(CGROUP), 400),
+    Head("killed process", _linux(LINUX_OOM), 400, 40, r"\d"),
+    Head("memorystatus: killing largest compressed process", _compressed, 160),
+    Head("memorystatus: killing", _swap, 160, after=r"(?!largest|_).{1,64}?\]duetoswap"),
+    Head("memorystatus: killing_", _jetsam_line, 200, after=r"[a-z]{1,20}_processpid\d"),
+    Head("bug_type:298", _jetsam_event, 300_000),
     # slurm: "Detected 1 oom-kill event(s) in StepId=191.batch cgroup."
-    ("detected", lambda seg: _found("linux", CGROUP, None, None), 40, 0, r"\d+oom-killevent"),
+    Head("detected", lambda seg: _found("linux", CGROUP, None, None), 40, 0, r"\d+oom-killevent"),
 )

@@ -101,24 +101,15 @@ def ratio_behind(cap: int, slack: int, recommended_max: int) -> float | None:
 
 
 def guesses(max_allowed: int, slack: int = GIB // 200, limit: int = 3) -> list[Guess]:
-    """The likely (ratio, Mac) pairs behind a cap, most likely first: PyTorch's default
-    ratio first, then round ratios. Each one gives the printed cap (``gives``: within
-    ``slack`` bytes, half its last printed digit; the default is a cap printed as
-    "x.xx GiB"), so "cap = ratio x working set" holds at the precision printed."""
-    found: list[tuple[int, int, Guess]] = []
-    seen: set[tuple[float, int]] = set()
-    if max_allowed <= 0:
-        return []
+    """The likely (ratio, Mac) pairs behind a cap, most likely first: PyTorch's default ratio,
+    then round ratios; each gives the printed cap (``gives``), at the precision printed."""
+    found: dict[tuple[float, int], tuple[int, Guess]] = {}  # (ratio, RAM): (score, guess)
     for ram_gb, working_set in WORKING_SETS:
         ratio = round(max_allowed / working_set, 2)
-        if not 0 < ratio <= 2 or (ratio, ram_gb) in seen:
-            continue
-        if not gives(ratio, working_set, max_allowed, slack):
-            continue
         score = _roundness(ratio)
-        if score is None or (score and ratio < MIN_GUESS):
+        if not 0 < ratio <= 2 or score is None or (score and ratio < MIN_GUESS):
             continue
-        seen.add((ratio, ram_gb))
-        found.append((score, ram_gb, Guess(ratio, working_set, ram_gb)))
-    found.sort(key=lambda item: (item[0], item[1]))
-    return [guess for _, _, guess in found[:limit]]
+        if gives(ratio, working_set, max_allowed, slack):
+            found.setdefault((ratio, ram_gb), (score, Guess(ratio, working_set, ram_gb)))
+    ranked = sorted(found.values(), key=lambda item: (item[0], item[1].ram_gb))
+    return [guess for _, guess in ranked[:limit]]

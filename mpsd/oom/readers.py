@@ -13,7 +13,6 @@ from dataclasses import dataclass, replace
 from typing import Optional
 
 from mpsd.oom import finding as fk
-from mpsd.oom import frameworks, kills
 from mpsd.oom.finding import Finding
 from mpsd.oom.normalize import compiled
 
@@ -45,15 +44,15 @@ def to_bytes(number: str, unit: str) -> tuple[int, int] | None:
     return round(value * scale), half
 
 
-# field -> (labels just before the number, labels just after it)
-Labels = dict[str, tuple[tuple[str, ...], tuple[str, ...]]]
+# field -> (labels just before the number, labels just after it), each a string of words
+Labels = dict[str, tuple[str, str]]
 CONTEXT = 48  # how far a label may be from its number
 _SEPARATORS = ",;()[]{}.!?|"  # a label never spans one of these
 
 
-def _longest(context: str, labels: tuple[str, ...], at_end: bool) -> int:
+def _longest(context: str, labels: str, at_end: bool) -> int:
     test = context.endswith if at_end else context.startswith
-    return max((len(label) for label in labels if test(label)), default=0)
+    return max((len(label) for label in labels.split() if test(label)), default=0)
 
 
 def read_sizes(seg: str, labels: Labels, found: Finding) -> dict[str, int]:
@@ -105,13 +104,13 @@ class Head:
 
 
 MPS_LABELS: Labels = {
-    "allocated_bytes": (("mpsallocated", "currentlyallocated"), ()),
-    "other_bytes": (("otherallocations",), ()),
-    "max_allowed_bytes": (("maxallowed",), ()),
-    "requested_bytes": (("triedtoallocate",), ()),
+    "allocated_bytes": ("mpsallocated currentlyallocated", ""),
+    "other_bytes": ("otherallocations", ""),
+    "max_allowed_bytes": ("maxallowed", ""),
+    "requested_bytes": ("triedtoallocate", ""),
 }
-BUFFER_LABELS: Labels = {"requested_bytes": (("buffersize",), ())}
-CPU_LABELS: Labels = {"requested_bytes": (("youtriedtoallocate", "unabletoallocate"), ())}
+BUFFER_LABELS: Labels = {"requested_bytes": ("buffersize", "")}
+CPU_LABELS: Labels = {"requested_bytes": ("youtriedtoallocate unabletoallocate", "")}
 
 
 def _mps_oom(seg: str) -> Finding:
@@ -137,7 +136,7 @@ def _watermark(seg: str) -> Finding:
     return found
 
 
-def _plain(kind: str, detail: str, labels: Labels | None = None, within: int = 0) -> Extract:
+def plain(kind: str, detail: str, labels: Labels | None = None, within: int = 0) -> Extract:
     """A reader of the sizes ``labels`` names (in the first ``within`` characters if given)."""
 
     def extract(seg: str) -> Finding:
@@ -156,27 +155,25 @@ def _mps_assert(seg: str) -> Finding | None:
 
 # --- CUDA / HIP --------------------------------------------------------------------
 CUDA_LABELS: Labels = {
-    "requested_bytes": (("triedtoallocate", "requested"), ()),
+    "requested_bytes": ("triedtoallocate requested", ""),
     # "capacty": PyTorch's own typo in some versions.
-    "total_bytes": (
-        ("totalcapacityof", "totalcapactyof", "devicelimit"),
-        ("totalcapacity", "totalcapacty"),
-    ),
-    "free_bytes": (("ofwhich", "accordingtocuda"), ("free", "isfree")),
+    "total_bytes": ("totalcapacityof totalcapactyof devicelimit", "totalcapacity totalcapacty"),
+    "free_bytes": ("ofwhich accordingtocuda", "free isfree"),
     "allocated_bytes": (
-        ("oftheallocatedmemory", "currentlyallocated"),
-        ("alreadyallocated", "isallocatedbypytorch"),
+        "oftheallocatedmemory currentlyallocated",
+        "alreadyallocated isallocatedbypytorch",
     ),
     # "cached" (up to 1.3): cached but unallocated, as the newer "reserved but unallocated".
-    "_unallocated": ((), ("isreservedbypytorchbutunallocated", "cached")),
-    "reserved_bytes": ((), ("reservedintotalbypytorch",)),
-    "in_use_bytes": (("thisprocesshas",), ()),  # "Process N has X" is another process
-    "allowed_bytes": ((), ("allowed",)),
-    "private_pool_bytes": ((), ("allocatedinprivatepools",)),
+    "_unallocated": ("", "isreservedbypytorchbutunallocated cached"),
+    "reserved_bytes": ("", "reservedintotalbypytorch"),
+    "in_use_bytes": ("thisprocesshas", ""),  # "Process N has X" is another process
+    "allowed_bytes": ("", "allowed"),
+    "private_pool_bytes": ("", "allocatedinprivatepools"),
 }
 _PROCESS = r"process(\d{1,10})has" + SIZE
 _DEVICE = r"(?:gpu|device)~?(\d{1,3})(?![\d.,])"  # "GPU 0"
 _BACKEND = r"cuda|hip|xpu"
+ALLOC_CONFS = ("expandable_segments", "max_split_size_mb")  # the settings a message suggests
 
 
 def _cuda(detail: str) -> Extract:
@@ -196,9 +193,7 @@ def _cuda(detail: str) -> Extract:
             others = [(int(m[1]), to_bytes(m[2], m[3])) for m in compiled(_PROCESS).finditer(seg)]
             if others or found.in_use_bytes is not None:  # a form that lists processes
                 found.other_processes = tuple((pid, n[0]) for pid, n in others if n)
-            found.alloc_conf = next(
-                (s for s in ("expandable_segments", "max_split_size_mb") if s in seg), None
-            )
+            found.alloc_conf = next((s for s in ALLOC_CONFS if s in seg), None)
         return found
 
     return extract
@@ -206,8 +201,8 @@ def _cuda(detail: str) -> Extract:
 
 # --- MLX (backend/metal/allocator.cpp), Intel's extension for PyTorch ---------------
 MLX_LABELS: Labels = {
-    "requested_bytes": (("attemptingtoallocate",), ()),
-    "max_buffer_bytes": (("maximumallowedbuffersizeof",), ()),
+    "requested_bytes": ("attemptingtoallocate", ""),
+    "max_buffer_bytes": ("maximumallowedbuffersizeof", ""),
 }
 
 
@@ -240,6 +235,19 @@ TF_WORDS = ("tensorflow/core", "tensorflow/python", "common_runtime", "keras", "
 WINDOWS = r"[a-z]:\\[\w$.~-]{1,64}\\"  # "C:\Users\", "PS C:\Users\me>"
 
 
+# The BFC allocator's "Stats:" (before or after the error): bytes, or sizes with a unit.
+_STATS = r"(?<!max)(?<!_)(limit|inuse):(\d+(?:\.\d+)?)(b|[kmgt]ib)?(?![\d.])"
+
+
+def stats(found: Finding, near: str) -> None:
+    """``found``'s limit and memory in use from the BFC allocator's stats in ``near``."""
+    for name, number, unit in compiled(_STATS).findall(near):
+        n = int(number) if not unit else (to_bytes(number, unit) or (0, 0))[0]
+        key = "limit_bytes" if name == "limit" else "in_use_bytes"
+        if n and getattr(found, key) is None:
+            setattr(found, key, n)
+
+
 def around(found: Finding, near: str) -> Finding:
     """``found`` with what squeezed ``near`` (its lines and the traceback before) tells: its
     ``context`` (also "windows" or "r": the user's shell), the framework of an MPS error
@@ -257,7 +265,7 @@ def around(found: Finding, near: str) -> Finding:
         tf = found.detail in ("tensor", "cuda_driver") or any(map(near.__contains__, TF_WORDS))
         jax = "jax" in near or "xla/python" in near
         kind, framework = (fk.TF_OOM, "tensorflow") if tf else (fk.XLA_OOM, "jax" if jax else "xla")
-        frameworks.stats(found, near)
+        stats(found, near)
     elif kind == fk.CUDA_OOM and "ggml" in near:  # llama.cpp's CUDA errors
         kind, framework = fk.GGML_OOM, "ggml"
         device = compiled(r"currentdevice:(\d{1,2})").search(near)
@@ -275,20 +283,20 @@ def _status5(seg: str) -> Finding:
     return Finding(fk.MPS_OTHER, "command_buffer_oom" if oom else "status_5")
 
 
-_CPU = _plain(fk.CPU_OOM, "cpu_allocator", CPU_LABELS)
-_XPU = _plain(fk.XPU_SIZE, "size_limit", CUDA_LABELS, 120)
+_CPU = plain(fk.CPU_OOM, "cpu_allocator", CPU_LABELS)
+_XPU = plain(fk.XPU_SIZE, "size_limit", CUDA_LABELS, 120)
 HEADS: tuple[Head, ...] = (
     Head("mps backend out", _mps_oom, 900),
     Head("mps allocated", _mps_oom, 900, lookback=120, after=r":?\d"),
     Head("invalid low water", _watermark, 60),
     Head("invalid high water", _watermark, 60),
-    Head("invalid buffer size", _plain(fk.MPS_OTHER, "invalid_buffer_size", BUFFER_LABELS, 40), 80),
-    Head("bytes of ndarray", _plain(fk.MPS_OTHER, "ndarray_too_large"), 60),
-    Head("ndarray dimension", _plain(fk.MPS_OTHER, "dimension_too_large"), 60),
-    Head("tensor dims larger", _plain(fk.MPS_OTHER, "dimension_too_large"), 60),
-    Head("product of dimension", _plain(fk.MPS_OTHER, "dimension_too_large"), 60),
-    Head("callback error out of", _plain(fk.MPS_OTHER, "command_buffer_oom"), 60, lookback=60),
-    Head("insufficient memory", _plain(fk.MPS_OTHER, "command_buffer_oom"), 60, 100, r"\(0*8"),
+    Head("invalid buffer size", plain(fk.MPS_OTHER, "invalid_buffer_size", BUFFER_LABELS, 40), 80),
+    Head("bytes of ndarray", plain(fk.MPS_OTHER, "ndarray_too_large"), 60),
+    Head("ndarray dimension", plain(fk.MPS_OTHER, "dimension_too_large"), 60),
+    Head("tensor dims larger", plain(fk.MPS_OTHER, "dimension_too_large"), 60),
+    Head("product of dimension", plain(fk.MPS_OTHER, "dimension_too_large"), 60),
+    Head("callback error out of", plain(fk.MPS_OTHER, "command_buffer_oom"), 60, lookback=60),
+    Head("insufficient memory", plain(fk.MPS_OTHER, "command_buffer_oom"), 60, 100, r"\(0*8"),
     # ggml's Metal: "command buffer 0 failed with status 5" (an error; the reason may follow)
     Head("command buffer", _status5, 200, after=r"\d{1,4}failedwithstatus5"),
     Head("internal assert", _mps_assert, 600),
@@ -306,19 +314,15 @@ HEADS: tuple[Head, ...] = (
     Head("allocation on device", _cuda("allocation_on_device"), 700),
     Head("default cpu allocator", _CPU, 400),
     Head("you tried to allocate", _CPU, 300, lookback=120, after=r":?\d"),
-    Head("posix_memalign", _plain(fk.CPU_OOM, "posix_memalign"), 80, after=r"\([^)]{0,80}\)==0"),
-    Head(
-        "unable to allocate", frameworks.numpy, 200, after=r"[\d.,]{1,30}(?:bytes?|[kmgtp]i?b)foran"
-    ),
-    Head("std::bad_alloc", _plain(fk.CPU_OOM, "bad_alloc"), 40),
+    Head("posix_memalign", plain(fk.CPU_OOM, "posix_memalign"), 80, after=r"\([^)]{0,80}\)==0"),
+    Head("std::bad_alloc", plain(fk.CPU_OOM, "bad_alloc"), 40),
     Head("[metal::malloc]", _mlx, 200),
     Head("attempting to allocate", _mlx, 200, lookback=40, after=SIZE + "whichisgreater"),
     Head("resource limit (", _mlx, 60, lookback=40, after=r"\d+\)exceeded"),
     Head("can not allocate memory block with size larger", _XPU, 140),
-    Head("[malloc_or_wait]", _plain(fk.MLX_OOM, "malloc_or_wait", CPU_LABELS), 100),
+    Head("[malloc_or_wait]", plain(fk.MLX_OOM, "malloc_or_wait", CPU_LABELS), 100),
     Head("error 2: out of mem", _cuda("init"), 60),  # cudaGetDeviceCount() (WSL2)
     Head("cuda error 2 at", _cuda("runtime"), 200),  # ggml's CUDA before 2024
-    Head("no available memory for the cache blocks", _plain(fk.CUDA_OOM, "vllm_cache"), 60),
+    Head("no available memory for the cache blocks", plain(fk.CUDA_OOM, "vllm_cache"), 60),
     Head("thcudacheck fail", _cuda("runtime"), 300, after=r"[^:]{0,200}error=2:outofmem"),
-    *(Head(*head) for head in (*kills.HEADS, *frameworks.HEADS)),
 )

@@ -8,7 +8,6 @@ print them "GB"/"MB"/"KB"); the first table that needs it says so, once.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from itertools import islice
 from typing import TYPE_CHECKING
 
@@ -198,6 +197,7 @@ SAY = {
     "copy of what the dataset keeps in memory, and pin_memory=True pins host memory too: "
     "fewer workers, or pin_memory=False.",
     "xla_asked": "{who} asked for {request}{free}.",
+    "cuda_reported": ", while CUDA reported {free} free of {total}",
     "xla_in_use": "The allocator held {in_use} of its {limit} limit.",
     "bfc_warning": "TensorFlow's allocator says this is not a failure: it retries, and the job "
     "goes on unless an error follows.",
@@ -309,16 +309,6 @@ FIXES: dict[str | None, list[str]] = {
 }
 
 
-@dataclass(frozen=True)
-class Kind:
-    """How a kind of finding reads: its title, the table of its numbers (a row whose number
-    the message lacks is left out), and the Renderer method that writes the rest."""
-
-    title: str
-    body: Callable[[Renderer, Finding], list[str]]
-    rows: tuple[str, ...] = ()
-
-
 def indent(lines: list[str]) -> list[str]:
     return [f"  {line}" for line in lines]
 
@@ -352,9 +342,10 @@ class Renderer:
         return [s.format(**{k: self.setenv(v) for k, v in cmds.items()}) for s in FIXES[framework]]
 
     def finding(self, f: Finding) -> list[str]:
-        kind, self.context = KINDS[f.kind], f.context
+        title, body = KINDS[f.kind]
+        self.context = f.context
         backend = BACKENDS.get(f.backend or "", "GPU")
-        title = kind.title.format(backend=backend, framework=NAMES[f.framework])
+        title = title.format(backend=backend, framework=NAMES[f.framework])
         if f.kind == fk.CUDA_OOM and f.backend and f.backend != "cuda":
             title = f"{f.backend.upper()} out of memory"
         if f.detail in ("command_buffer_oom", "status_5") and f.framework != "torch":
@@ -362,15 +353,14 @@ class Renderer:
             title = "Metal out of memory" if f.detail[0] == "c" else "Metal error"
             title += names.get(f.framework or "", "")
         if f.kill is not None:
-            system = "Linux" if f.kill.os == "linux" else "macOS"
-            title += f" ({f.kill.reason})" if "Linux" in f.kill.reason else f" by {system}"
-            title += "" if "Linux" in f.kill.reason else f" ({f.kill.reason})"
+            by = "" if "Linux" in f.kill.reason else f" by {OS_NAMES[f.kill.os]}"
+            title += f"{by} ({f.kill.reason})"
         if f.count > 1:
             title += f" (seen {f.count} times)"
-        body = kind.body(self, f)
+        lines = body(self, f)
         if "dataloader" in f.context and f.kind != fk.MPS_OOM:
-            body += ["", *self.notes([SAY["dataloader"]])]
-        return [self.style.title(title), *self.table(kind.rows, f), *body]
+            lines += ["", *self.notes([SAY["dataloader"]])]
+        return [self.style.title(title), *self.table(ROWS.get(f.kind, ()), f), *lines]
 
     def table(self, rows: tuple[str, ...], f: Finding) -> list[str]:
         """The rows with a number, aligned; under the first table that spelt "GB", UNITS."""
@@ -401,7 +391,6 @@ class Renderer:
     def fix_lines(self, ratio_hint: str = "", first: str = "") -> list[str]:
         """The fix: both variables, mpsd's value (then ``ratio_hint``), opting the project in;
         ``first`` comes before everything (what matters more)."""
-        s = self.style
         if self.limits is not None:
             high, low = self.limits.high_watermark_ratio, self.limits.low_watermark_ratio
             rm = self.limits.recommended_max_bytes
@@ -418,7 +407,7 @@ class Renderer:
             why,
             *([ratio_hint] if ratio_hint else []),
             *SAY["set_both"].split("\n"),
-            say("let_mpsd", enable=s.cmd("mpsd enable")),
+            say("let_mpsd", enable=self.style.cmd("mpsd enable")),
         ]
 
     def mps_oom(self, f: Finding) -> list[str]:
@@ -471,7 +460,7 @@ class Renderer:
             notes.append(SAY["outside_fills"])
         elif other is not None and alloc is not None and other > alloc and other > (cap or 0) * 0.3:
             notes.append(SAY["outside_exceeds"])
-        return self.notes(notes + [TRACEBACK[c] for c in sorted(f.context)])
+        return self.notes(notes + [TRACEBACK[c] for c in sorted(f.context) if c in TRACEBACK])
 
     def ratio_lines(self, f: Finding) -> list[str]:
         cap = f.max_allowed_bytes
@@ -604,10 +593,8 @@ class Renderer:
         busy = total is not None and free is not None and free < total * 0.1
         if others:
             listed = ", ".join(f"process {pid}: {size(n)}" for pid, n in others[:4])
-            if in_use is not None:
-                notes.append(say("others", held=sum(n for _, n in others), listed=listed))
-            else:
-                notes.append(say("container", listed=listed))
+            said = "others" if in_use is not None else "container"  # (no process is this one)
+            notes.append(say(said, held=sum(n for _, n in others), listed=listed))
         elif busy and total is not None and res is not None and res < total * 0.5:
             if in_use is not None and in_use > total * 0.5:
                 notes.append(say("outside", in_use=in_use))
@@ -641,10 +628,8 @@ class Renderer:
         else:
             out = [say("short", request=req, free=free, short=req - free)]
         if unused and free is not None and free < req:  # (no line for an empty cache)
-            enough = unused + free >= req
-            out.append(
-                say("fragmented" if enough else "too_little", unused=unused, both=free + unused)
-            )
+            name = "fragmented" if unused + free >= req else "too_little"
+            out.append(say(name, unused=unused, both=free + unused))
         elif unused:
             out.append(say("cached", unused=unused))
         return out
@@ -684,11 +669,7 @@ class Renderer:
         elif f.detail == "arguments" and req and limit:
             why.append(say("arguments", request=req, limit=limit))
         elif req:
-            of = (
-                f", while CUDA reported {size(free)} free of {size(total)}"
-                if free and total
-                else ""
-            )
+            of = say("cuda_reported", free=free, total=total) if free and total else ""
             who = "TensorFlow" if f.kind == fk.TF_OOM else "XLA"
             why.append(say("xla_asked", who=who, request=req, free=of))
             if in_use and limit:
@@ -720,12 +701,9 @@ class Renderer:
         if k.bytes is not None and k.bytes_are:
             rows.append((k.bytes_are.replace("_", "-"), size(k.bytes), kills.MEANS[k.bytes_are]))
         rows += [(name, size(n), "") for name, n in k.sizes if name != "anon-rss"]
-        why = {kills.LINUX_OOM: "oom_killer", kills.CGROUP: "cgroup", kills.SWAP: "swap_out"}
-        out = [say(why.get(k.reason, "jetsam"), reason=k.reason)]
-        if k.reason == kills.JETSAM:
-            out = [say("jetsam_cut", largest=k.name or "not known")]
+        why = say(KILL_WHY.get(k.reason, "jetsam"), reason=k.reason, largest=k.name or "not known")
         fix = self.section("Fix", [say("kill_fix")])
-        return self.aligned(rows) + self.section("Why it failed", out) + fix
+        return self.aligned(rows) + self.section("Why it failed", [why]) + fix
 
 
 def unallocated(f: Finding) -> int | None:
@@ -739,86 +717,70 @@ NAMES: dict[str | None, str] = {"torch": "PyTorch's CPU allocator", "numpy": "Nu
 NAMES |= {"jax": "JAX", "xla": "its program not named"}
 NAMES |= {"tensorflow": "TensorFlow", "mlx": "MLX", "ggml": "llama.cpp", None: "not known"}
 BACKENDS = {"cuda": "CUDA", "rocm": "ROCm", "hip": "HIP", "xpu": "XPU"}
-XLA_ROWS = (
-    "requested|requested|the allocation that failed",
-    "limit|limit|what the allocator may use on the device",
-    "in use|in_use|what it held then",
-    "free|free|free on the GPU, as CUDA said",
-    "total|total|the device's memory",
-)
-KINDS: dict[str, Kind] = {  # rows: "label|field (less _bytes)|meaning"
-    fk.MPS_OOM: Kind(
-        "MPS out of memory (PyTorch on Apple Silicon)",
-        Renderer.mps_oom,
-        (
-            "MPS allocated|allocated|PyTorch's MPS allocator: Metal heaps, cache included",
-            "other allocations|other|other GPU memory of this process, outside that allocator",
-            "requested|requested|the allocation that failed{pool}",
-            "max allowed|max_allowed|the cap: watermark ratio x the Mac's recommended max",
-        ),
-    ),
-    fk.MPS_INVALID_LOW: Kind("Invalid low watermark ratio (PyTorch MPS)", Renderer.watermark),
-    fk.MPS_INVALID_HIGH: Kind("Invalid high watermark ratio (PyTorch MPS)", Renderer.watermark),
-    fk.MPS_OTHER: Kind(
-        "MPS memory error",
-        Renderer.mps_other,
-        ("buffer size|requested|the one tensor Metal was asked for",),
-    ),
-    fk.CUDA_OOM: Kind(
-        "CUDA out of memory",
-        Renderer.cuda,
-        (
-            "requested|requested|the allocation that failed",
-            "total|total|the GPU's memory",
-            "free|free|free on the GPU at that moment",
-            "allocated|allocated|held by PyTorch's tensors",
-            "reserved|reserved|PyTorch's total: tensors + its cache of freed blocks",
-            "in use|in_use|this process's total, PyTorch or not",
-            "allowed|allowed|this process's cap (set_per_process_memory_fraction)",
-            "private pools|private_pool|of allocated, in CUDA Graphs' pools",
-        ),
-    ),
-    fk.MLX_OOM: Kind(
-        "MLX out of memory (Metal)",
-        Renderer.mps_other,
-        (
-            "requested|requested|the one buffer MLX asked Metal for",
-            "max buffer|max_buffer|the largest buffer Metal allows",
-        ),
-    ),
-    fk.XPU_SIZE: Kind(
-        "XPU allocation over 4 GiB (Intel's extension for PyTorch)",
-        Renderer.mps_other,
-        ("requested|requested|the allocation refused",),
-    ),
-    fk.OS_KILL: Kind("Killed for memory", Renderer.kill),
-    fk.SIGKILL: Kind("Killed (SIGKILL)", Renderer.sigkill),
-    fk.XLA_OOM: Kind("Out of memory in XLA ({framework})", Renderer.xla, XLA_ROWS),
-    fk.TF_OOM: Kind("Out of memory in TensorFlow", Renderer.xla, XLA_ROWS),
-    fk.GGML_OOM: Kind(
-        "llama.cpp (ggml) out of memory on {backend}",
-        Renderer.ggml,
-        ("requested|requested|the buffer the driver refused",),
-    ),
-    fk.CPU_OOM: Kind(
-        "Out of main memory ({framework})",
-        Renderer.cpu,
-        ("requested|requested|the allocation of main memory that failed",),
-    ),
+OS_NAMES = {"linux": "Linux", "macos": "macOS"}
+KILL_WHY = {kills.LINUX_OOM: "oom_killer", kills.CGROUP: "cgroup", kills.SWAP: "swap_out"}
+KILL_WHY[kills.JETSAM] = "jetsam_cut"  # (any other reason is macOS's own: "jetsam")
+# Each kind's title, and the Renderer method that writes what follows its table of numbers.
+KINDS: dict[str, tuple[str, Callable[[Renderer, Finding], list[str]]]] = {
+    fk.MPS_OOM: ("MPS out of memory (PyTorch on Apple Silicon)", Renderer.mps_oom),
+    fk.MPS_INVALID_LOW: ("Invalid low watermark ratio (PyTorch MPS)", Renderer.watermark),
+    fk.MPS_INVALID_HIGH: ("Invalid high watermark ratio (PyTorch MPS)", Renderer.watermark),
+    fk.MPS_OTHER: ("MPS memory error", Renderer.mps_other),
+    fk.CUDA_OOM: ("CUDA out of memory", Renderer.cuda),
+    fk.MLX_OOM: ("MLX out of memory (Metal)", Renderer.mps_other),
+    fk.XPU_SIZE: ("XPU allocation over 4 GiB (Intel's extension for PyTorch)", Renderer.mps_other),
+    fk.OS_KILL: ("Killed for memory", Renderer.kill),
+    fk.SIGKILL: ("Killed (SIGKILL)", Renderer.sigkill),
+    fk.XLA_OOM: ("Out of memory in XLA ({framework})", Renderer.xla),
+    fk.TF_OOM: ("Out of memory in TensorFlow", Renderer.xla),
+    fk.GGML_OOM: ("llama.cpp (ggml) out of memory on {backend}", Renderer.ggml),
+    fk.CPU_OOM: ("Out of main memory ({framework})", Renderer.cpu),
 }
+# The table of each kind's numbers: "label|field (less _bytes)|meaning", a row whose number
+# the message lacks left out.
+ROWS: dict[str, tuple[str, ...]] = {
+    fk.MPS_OOM: (
+        "MPS allocated|allocated|PyTorch's MPS allocator: Metal heaps, cache included",
+        "other allocations|other|other GPU memory of this process, outside that allocator",
+        "requested|requested|the allocation that failed{pool}",
+        "max allowed|max_allowed|the cap: watermark ratio x the Mac's recommended max",
+    ),
+    fk.MPS_OTHER: ("buffer size|requested|the one tensor Metal was asked for",),
+    fk.CUDA_OOM: (
+        "requested|requested|the allocation that failed",
+        "total|total|the GPU's memory",
+        "free|free|free on the GPU at that moment",
+        "allocated|allocated|held by PyTorch's tensors",
+        "reserved|reserved|PyTorch's total: tensors + its cache of freed blocks",
+        "in use|in_use|this process's total, PyTorch or not",
+        "allowed|allowed|this process's cap (set_per_process_memory_fraction)",
+        "private pools|private_pool|of allocated, in CUDA Graphs' pools",
+    ),
+    fk.MLX_OOM: (
+        "requested|requested|the one buffer MLX asked Metal for",
+        "max buffer|max_buffer|the largest buffer Metal allows",
+    ),
+    fk.XPU_SIZE: ("requested|requested|the allocation refused",),
+    fk.XLA_OOM: (
+        "requested|requested|the allocation that failed",
+        "limit|limit|what the allocator may use on the device",
+        "in use|in_use|what it held then",
+        "free|free|free on the GPU, as CUDA said",
+        "total|total|the device's memory",
+    ),
+    fk.GGML_OOM: ("requested|requested|the buffer the driver refused",),
+    fk.CPU_OOM: ("requested|requested|the allocation of main memory that failed",),
+}
+ROWS[fk.TF_OOM] = ROWS[fk.XLA_OOM]
 
 WIDTH = 88
-
-
-def _visible(line: str) -> str:
-    return compiled(r"\x1b\[[\d;]*m").sub("", line) if "\x1b" in line else line
 
 
 def _wrap(line: str) -> list[str]:
     """Long prose lines wrapped at WIDTH, continuing at their indent (plus the width of a
     leading "Note: "), a size kept with its unit; colour codes take no width. Table rows
     (columns apart by two spaces) stay whole."""
-    shown = _visible(line)
+    shown = compiled(r"\x1b\[[\d;]*m").sub("", line) if "\x1b" in line else line
     body = shown.strip()
     if len(shown) <= WIDTH or "  " in body:
         return [line]

@@ -47,6 +47,14 @@ def moved_dirs() -> list[str]:
     ]
 
 
+def agents() -> tuple[str, str | None]:
+    """The agent that runs this mpsd's daemon, and the other one that would fight it over the
+    daemon's lock (None: there is none: the brew service runs with the default dirs only)."""
+    if runs_agent():
+        return LABEL, paths.LABEL
+    return paths.LABEL, None if moved_dirs() else LABEL
+
+
 def runs_agent() -> bool:
     """True when mpsd's daemon is brew's service here (a Homebrew mpsd, default dirs)."""
     return prefix() is not None and not moved_dirs()

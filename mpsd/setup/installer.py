@@ -1,6 +1,7 @@
 """What ``mpsd install`` and ``mpsd uninstall`` change, computed before anything is touched:
-one ``FileChange`` per file (unchanged ones too: "already in place"), which ``--dry-run``
-prints as diffs and a real run applies, so the two never differ.
+one ``FileChange`` per file (unchanged ones too: "already in place"), and one ``Step`` per
+thing to do, said once: ``--dry-run`` prints the steps (and the changes as diffs), a real run
+prints and runs them, so the two never differ.
 """
 
 from __future__ import annotations
@@ -9,17 +10,20 @@ import argparse
 import contextlib
 import difflib
 import fnmatch
+import hashlib
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 from mpsd import paths
 from mpsd.atomic import write_atomic
 from mpsd.config import default_config_text
+from mpsd.env import pyhooks
 from mpsd.errors import EXIT_USAGE, MpsdError
 from mpsd.paths import in_the_way_sentence
-from mpsd.setup import completion, homebrew, launchd, rcfile
+from mpsd.setup import completion, homebrew, launchd, rcfile, script
 from mpsd.setup.completion import SHELLS
 
 HOOK_FILES = {"zsh": "mpsd.zsh", "bash": "mpsd.bash"}
@@ -44,13 +48,39 @@ class FileChange:
     def changed(self) -> bool:
         return self.old != self.new
 
-    @property
-    def verb(self) -> str:
-        if self.old is None:
-            return "created"
-        if self.new is None:
-            return "removed"
-        return "updated"
+
+@dataclass(frozen=True)
+class Step:
+    """One thing install or uninstall does: ``says`` what (``--dry-run`` prints it, a real run
+    prints it, then calls ``run``)."""
+
+    says: str
+    run: Callable[[], object]
+
+
+def tilde(path: Path | str) -> str:
+    """``path`` with the home directory shown as ``~`` (for messages only)."""
+    text, home = str(path), os.environ.get("HOME", "").rstrip("/")
+    return "~" + text[len(home) :] if home and (text + "/").startswith(home + "/") else text
+
+
+def describe(change: FileChange) -> str:
+    """What applying ``change`` does, in the words of both ``--dry-run`` and a real run."""
+    name = tilde(change.path)
+    if not change.what.endswith("startup"):
+        verb = "create" if change.old is None else "remove" if change.new is None else "update"
+        return f"{verb} {name} ({change.what})"
+    if change.new is None:
+        return f"remove {name} (nothing but the mpsd block was in it)"
+    if change.old is not None and rcfile.has_block(change.old):
+        if rcfile.has_block(change.new):
+            return f"update the mpsd block in {name}"
+        return f"remove the mpsd block from {name}"
+    return f"add the mpsd block to {name}"
+
+
+def file_steps(changes: list[FileChange]) -> list[Step]:
+    return [Step(describe(c), partial(apply_change, c)) for c in changes if c.changed]
 
 
 def _lines(data: bytes | None) -> list[str]:
@@ -206,8 +236,6 @@ def _mpsd_file(path: Path, header: bytes) -> bytes | None:
 
 def signed(header: bytes, body: bytes) -> bytes:
     """``header``, a line with the digest of ``body``, then ``body``: a user's edit shows."""
-    import hashlib
-
     return header + b"# sha256 " + hashlib.sha256(body).hexdigest().encode() + b"\n" + body
 
 
@@ -231,17 +259,23 @@ def completion_change(shell: str, parser: argparse.ArgumentParser) -> FileChange
     return FileChange(path, old, new, "completion")
 
 
-def shell_changes(shell: str, parser: argparse.ArgumentParser | None) -> list[FileChange]:
-    """fish: a copy of its hook in its conf.d; zsh, bash: the hook copy in the data dir and the
-    block in each rc file. Completion from ``parser`` (None: Homebrew's formula has its own)."""
-    completions = [completion_change(shell, parser)] if parser else []
+def hook_copy_change(shell: str) -> FileChange:
+    """The copy of ``shell``'s hook that its rc block sources (fish: in its conf.d)."""
     if shell == "fish":
         path = fish_hook_file()
         new = signed(FISH_HEADER, hook_bytes("fish"))
-        return [FileChange(path, _mpsd_file(path, FISH_HEADER), new, "fish hook"), *completions]
+        return FileChange(path, _mpsd_file(path, FISH_HEADER), new, "fish hook")
     copy = hook_copy(shell)
-    changes = [FileChange(copy, rcfile.read(copy), hook_bytes(shell), f"{shell} hook")]
-    changes += completions
+    return FileChange(copy, rcfile.read(copy), hook_bytes(shell), f"{shell} hook")
+
+
+def shell_changes(shell: str, parser: argparse.ArgumentParser | None) -> list[FileChange]:
+    """fish: a copy of its hook in its conf.d; zsh, bash: the hook copy in the data dir and the
+    block in each rc file. Completion from ``parser`` (None: Homebrew's formula has its own)."""
+    changes = [hook_copy_change(shell)] + ([completion_change(shell, parser)] if parser else [])
+    if shell == "fish":
+        return changes
+    copy = hook_copy(shell)
     for rc in rcfile.rc_files(shell, home()):
         old = rcfile.read(rc)
         created = old is None or rcfile.created_by_mpsd(old, rc)
@@ -272,7 +306,8 @@ def install_plan(
     plan.files.extend(hook_refreshes())
     if agent:
         path = launchd.agent_file()
-        new = launchd.render(python, paths.config_dir(), paths.state_dir(), paths.data_dir())
+        dirs = (paths.config_dir(), paths.state_dir(), paths.data_dir())
+        new = launchd.render(python, *dirs, script=script.script())
         plan.agent = FileChange(path, rcfile.read(path), new, "launchd agent")
     return plan
 
@@ -280,8 +315,6 @@ def install_plan(
 def hook_refreshes() -> list[FileChange]:
     """The start-up hook copies ``enable`` listed, brought up to this mpsd's files (an upgrade
     asks for ``mpsd install``): each copy still there (a lost one is ``enable``'s to put back)."""
-    from mpsd.env import pyhooks
-
     listed = dict.fromkeys(entry.site for entry in pyhooks.record())
     sites = [site for site in listed if pyhooks.check_copy(site) == "outdated"]
     files = [(Path(site, name), data) for site in sites for name, data in pyhooks.copy_contents()]
@@ -300,8 +333,6 @@ def rc_candidates() -> list[Path]:
 
 def uninstall_plan() -> Plan:
     """Take out exactly what install put in, and the start-up hooks ``enable`` listed."""
-    from mpsd.env import pyhooks
-
     plan = Plan()
     for rc in rc_candidates():
         try:

@@ -91,13 +91,15 @@ def template_file() -> Path:
     return paths.resource_dir("launchd") / f"{LABEL}.plist"
 
 
-def render(python: str, config_dir: Path, state_dir: Path, data_dir: Path) -> bytes:
+def render(
+    python: str, config_dir: Path, state_dir: Path, data_dir: Path, script: str | None = None
+) -> bytes:
     """The agent's plist: the template with ``@NAME@`` filled in, as XML bytes.
 
     Paths are made absolute, never resolved (a venv's ``bin/python`` links to the base
-    interpreter). The agent runs the ``mpsd`` console script beside ``python`` where there is
-    one (macOS names an unsigned agent in Login Items after its program, and users switch off
-    "python"), else ``python -m mpsd``.
+    interpreter). The agent runs the ``mpsd`` console ``script`` where there is one
+    (``mpsd.setup.script``: macOS names an unsigned agent in Login Items after its program,
+    and users switch off "python"), else ``python -m mpsd``.
     """
     values = {
         "PYTHON": os.path.abspath(python),
@@ -108,8 +110,7 @@ def render(python: str, config_dir: Path, state_dir: Path, data_dir: Path) -> by
     }
     with template_file().open("rb") as handle:
         data = _fill(plistlib.load(handle), values)
-    script = os.path.join(os.path.dirname(values["PYTHON"]), "mpsd")
-    if os.path.isfile(script) and os.access(script, os.X_OK):
+    if script is not None:
         data["ProgramArguments"] = [script, "daemon"]
     return plistlib.dumps(data, fmt=plistlib.FMT_XML, sort_keys=False)
 
@@ -347,16 +348,6 @@ def is_current(agent: LoadedAgent | None, plist_file: Path, new: bytes) -> bool:
     return same and (not agent.arguments or agent.arguments == wanted)
 
 
-def planned_commands(plist_file: Path, new: bytes, outdated: bool = False) -> list[str]:
-    """The launchctl commands ``ensure_loaded`` would run now (for ``--dry-run``)."""
-    agent = loaded()
-    if agent is not None and is_current(agent, plist_file, new):
-        return [f"launchctl kickstart -k {agent.domain}/{LABEL}"] if outdated else []
-    gui, _ = domains()
-    commands = [f"launchctl bootout {agent.domain}/{LABEL}"] if agent is not None else []
-    return [*commands, f"launchctl enable {gui}/{LABEL}", f"launchctl bootstrap {gui} {plist_file}"]
-
-
 def _write_plist(plist_file: Path, data: bytes) -> bool:
     from mpsd.atomic import write_atomic
     from mpsd.errors import MpsdError
@@ -375,26 +366,39 @@ def ensure_loaded(
     new: bytes,
     report: Callable[[str], None] | None = None,
     outdated: bool = False,
+    dry: bool = False,
 ) -> Outcome:
     """Make launchd run the agent described by ``new``: an identical loaded copy is left alone
     (restarted in place when its daemon runs ``outdated`` code: an upgrade keeps the plist), a
     different one booted out first; then ``enable`` and ``bootstrap gui/$UID``, else (no GUI
-    session) ``user/$UID`` with the plist rewritten for it. One MpsdError sentence on failure."""
+    session) ``user/$UID`` with the plist rewritten for it. One MpsdError sentence on failure.
+    With ``dry`` (``--dry-run``) nothing changes: ``report`` hears each launchctl command a
+    real run would start with (``run: launchctl ...``)."""
     from mpsd.errors import MpsdError
 
-    outcome = Outcome(report)
+    outcome = Outcome(None if dry else report)
+
+    def run(*args: str) -> Result:
+        if not dry:
+            return launchctl(*args)
+        if report is not None:
+            report(f"run: launchctl {' '.join(args)}")
+        return Result(args, 0, "", "")
+
     agent = loaded()
     if agent is not None and is_current(agent, plist_file, new):
         if outdated:
-            result = launchctl("kickstart", "-k", f"{agent.domain}/{LABEL}")
+            result = run("kickstart", "-k", f"{agent.domain}/{LABEL}")
             if result.ok:
                 outcome.did(f"restarted the agent, whose daemon ran the mpsd from before ({LABEL})")
             else:
                 outcome.warnings.append(failure_sentence("kickstart", result))
         return outcome
-    if agent is not None:
+    if agent is not None and dry:
+        run("bootout", f"{agent.domain}/{agent.label}")
+    elif agent is not None:
         bootout(agent, outcome)
-    if _write_plist(plist_file, new):
+    if not dry and _write_plist(plist_file, new):
         outcome.did(f"wrote {plist_file}")
     gui, user = domains()
     for domain in (gui, user):
@@ -403,10 +407,10 @@ def ensure_loaded(
                 f"no GUI session: rewrote {plist_file} for {user} "
                 f"(LimitLoadToSessionType {' and '.join(SESSION_TYPES)})"
             )
-        enabled = launchctl("enable", f"{domain}/{LABEL}")
+        enabled = run("enable", f"{domain}/{LABEL}")
         if not enabled.ok and _cause(enabled) != "domain":
             outcome.warnings.append(failure_sentence("enable", enabled))
-        last = launchctl("bootstrap", domain, str(plist_file))
+        last = run("bootstrap", domain, str(plist_file))
         if last.ok:
             outcome.did(f"loaded the agent into {domain} ({LABEL})")
             return outcome

@@ -2,7 +2,6 @@ from __future__ import annotations
 
 import os
 import re
-import types
 
 import pytest
 
@@ -115,9 +114,7 @@ def test_a_dir_that_fails_the_trust_rule_is_named_once_by_every_command(
         directory.mkdir(mode=0o777)
         directory.chmod(0o777)
     ran = []
-    monkeypatch.setattr(
-        cli, "load", lambda name: types.SimpleNamespace(run=lambda args: ran.append(args) or 0)
-    )
+    monkeypatch.setattr(cli, "function", lambda name, which: lambda args: ran.append(args) or 0)
     for name in COMMANDS:
         assert cli.main([name, "bash"] if name in ("hook", "completion") else [name]) == 0
         lines = capsys.readouterr().err.splitlines()

@@ -20,7 +20,7 @@ from mpsd.cli import main
 from mpsd.health import chain
 from mpsd.health import system as doctor
 from mpsd.locks import PidLock
-from mpsd.setup import launchd
+from mpsd.setup import launchd, script
 from tests.installkit import (  # noqa: F401  (fixtures)
     hook_sources_fixture,
     launchctl_fixture,
@@ -319,7 +319,7 @@ def test_without_launchd_doctor_says_so_and_checks_the_rest(
     out = capsys.readouterr().out
     assert code == 1
     assert "no launchd here" in out
-    assert "-m mpsd daemon" in out
+    assert f"keep `{script.command()} daemon` running yourself" in " ".join(out.split())
     assert "hook block   no mpsd block in any shell rc file" in out
     assert "fix: run `mpsd install`" in out
 

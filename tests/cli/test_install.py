@@ -67,7 +67,7 @@ def test_install_without_launchd_sets_up_config_hooks_and_rc_blocks(
     assert str(paths.data_dir() / "mpsd.zsh").encode() in zshrc
     assert rcfile.has_block((home / ".bashrc").read_bytes())
     assert "There is no launchd here" in out
-    assert "-m mpsd daemon" in out
+    assert "mpsd daemon\n" in out  # this mpsd's command, as a new terminal runs it
     assert "Open a new terminal" in out
     assert not launchd.agent_file().exists()
     assert limits.read() is not None, "install ends with limits.toml in place"
@@ -223,7 +223,7 @@ def test_uninstall_dry_run_shows_the_removal_and_touches_nothing(
     assert code == 0
     assert _everything(isolated_dirs) == before
     assert "-# >>> mpsd >>>" in out
-    assert f"would remove {paths.config_dir()}" in out
+    assert f"  remove {paths.config_dir()} and everything in it\n" in out
 
 
 @pytest.mark.usefixtures("hook_sources", "no_launchctl")
@@ -295,7 +295,7 @@ def test_after_an_upgrade_install_refreshes_the_hook_copies(
     code, out, _ = _install(capsys)
     assert code == 0
     assert copy.read_bytes() == (paths.resource_dir("shell") / "mpsd.zsh").read_bytes()
-    assert "updated" in out and "mpsd.zsh" in out
+    assert "update " in out and "mpsd.zsh" in out
 
 
 # -- with a stand-in launchctl ---------------------------------------------------------
@@ -529,7 +529,7 @@ def test_no_agent_skips_launchd_even_where_it_exists(
     assert code == 0
     assert launchctl.calls() == []
     assert not launchd.agent_file().exists()
-    assert "--no-agent" in out and "-m mpsd daemon" in out
+    assert "--no-agent" in out and "mpsd daemon\n" in out
 
 
 # -- as a user runs it -----------------------------------------------------------------
@@ -606,8 +606,8 @@ def test_purge_beside_a_daemon_the_user_started_keeps_the_dirs_and_says_how_to_s
             err,
         )
         # The rest of uninstall is done, and said; nothing claims the dirs went.
-        assert f"removed {config}" not in out and f"removed {state}" not in out
-        assert "removed ~/.zshrc (nothing but the mpsd block was in it)" in out
+        assert f"remove {config}" not in out and f"remove {state}" not in out
+        assert "remove ~/.zshrc (nothing but the mpsd block was in it)" in out
         assert not (isolated_dirs["home"] / ".zshrc").exists()
         assert paths.config_file().is_file() and state.is_dir()
         assert daemon.poll() is None  # the user's process is left running
@@ -615,7 +615,7 @@ def test_purge_beside_a_daemon_the_user_started_keeps_the_dirs_and_says_how_to_s
         daemon.wait(timeout=30)
     code, out, err = _uninstall(capsys, "--purge")
     assert code == 0, err
-    assert f"removed {config}" in out and f"removed {state}" in out
+    assert f"remove {config} and everything in it" in out and f"remove {state} and" in out
     assert not config.exists() and not state.exists()
 
 
@@ -640,7 +640,7 @@ def test_purge_waits_for_the_agents_own_daemon_to_exit_after_the_bootout(
 
         monkeypatch.setattr(launchd, "unload", unload)
         code, out, err = _uninstall(capsys, "--purge")
-    assert f"removed {paths.state_dir()}" in out
+    assert f"remove {paths.state_dir()} and everything in it" in out
     assert code == 0, err
     assert "still running" not in err
     assert not paths.config_dir().exists() and not paths.state_dir().exists()
@@ -663,6 +663,23 @@ def test_an_agent_of_an_older_mpsd_in_this_venv_becomes_its_mpsd_script(
     assert code == 0, err
     assert "another install" not in out
     assert os.path.normpath(_plist()["ProgramArguments"][0]) == THIS_MPSD
+
+
+@pytest.mark.usefixtures("hook_sources")
+def test_the_same_venv_spelt_another_way_is_not_another_install(
+    launchctl: StandinLaunchctl, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert _install(capsys)[0] == 0
+    plist = _plist()
+    bin_dir = os.path.dirname(sys.executable)
+    spelt = os.path.join(bin_dir, "..", os.path.basename(bin_dir), "mpsd")  # .venv/bin/../bin
+    plist["ProgramArguments"] = [spelt, "daemon"]
+    launchd.agent_file().write_bytes(plistlib.dumps(plist))
+    for dry in (["--dry-run"], []):
+        code, out, err = _install(capsys, *dry)
+        assert code == 0, err
+        assert "another install" not in out
+    assert _plist()["ProgramArguments"] == [os.path.join(bin_dir, "mpsd"), "daemon"]
 
 
 @pytest.mark.usefixtures("hook_sources")
@@ -742,8 +759,8 @@ def test_purge_keeps_a_state_dir_that_holds_the_users_own_files(
     for dry in (True, False):
         code, out, err = _uninstall(capsys, "--purge", *(["--dry-run"] if dry else []))
         assert code == 0, err
-        assert f"would remove {common} and everything in it" not in out
+        assert f"remove {common} and everything in it" not in out
         assert (common / "notes.txt").read_text() == "mine\n"
     assert not (common / "history.sqlite3").exists()
-    assert f"kept {common}" in out and "notes.txt" in out
+    assert f"remove mpsd's files from {common}; keep it (it also holds notes.txt)" in out
     assert not paths.config_dir().exists()

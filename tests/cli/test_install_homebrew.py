@@ -127,7 +127,7 @@ def test_homebrews_mpsd_replaces_the_agent_of_a_clone_install(
     plist = load_agent(launchctl, launchd.LABEL, ELSEWHERE)
     code, out = run(capsys, "install", "--shell", "bash")
     assert code == 0, out
-    assert f"replacing the agent of another install of mpsd ({ELSEWHERE})" in out
+    assert f"replace the agent of another install of mpsd ({ELSEWHERE})" in out
     assert not plist.exists() and launchctl.loaded() is None
 
 
@@ -152,7 +152,7 @@ def test_a_clone_install_replaces_the_brew_service(
     plist = load_agent(launchctl, homebrew.LABEL, "/opt/homebrew/opt/mpsd/bin/mpsd")
     code, out = run(capsys, "install", "--shell", "bash")
     assert code == 0, out
-    assert "replacing the brew service of another install of mpsd" in out
+    assert "replace the brew service of another install of mpsd" in out
     assert not plist.exists() and launchctl.loaded(homebrew.LABEL) is None
     assert launchctl.loaded() is not None  # this install's own agent
 
@@ -182,7 +182,7 @@ def test_an_install_replaces_the_agent_of_another_venv_saying_so(
     assert f"run: launchctl bootout gui/{os.getuid()}/{launchd.LABEL}" in out
     code, out = run(capsys, "install", "--shell", "bash")
     assert code == 0, out
-    assert f"replacing the agent of another install of mpsd ({ELSEWHERE})" in out
+    assert f"replace the agent of another install of mpsd ({ELSEWHERE})" in out
     loaded = launchctl.loaded()
     assert loaded is not None and loaded["arguments"][1:] == ["daemon"]
     assert os.path.normpath(loaded["arguments"][0]) == THIS_MPSD

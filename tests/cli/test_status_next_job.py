@@ -111,3 +111,13 @@ def test_status_promises_the_next_job_nothing_when_limits_toml_is_unreadable() -
     assert facts["next_job"] is None
     assert facts["high_watermark_ratio"] is None
     assert "unreadable" in text
+
+
+def test_the_next_job_line_is_of_the_last_decision_once_it_is_stale_as_doctor_judges_it() -> None:
+    from mpsd.commands.status import next_job_words
+    from mpsd.health.chain import NextJob
+
+    job = NextJob(1, GIB, 10 * GIB, 0.5, 11 * GIB, 0.55, False, 0.1, age_seconds=110.0)
+    assert "holds 1.0 GiB now:" in next_job_words(job, interval=30.0)  # within 120 s
+    job.age_seconds = 3600.0
+    assert "holds 1.0 GiB at the last decision, " in next_job_words(job, interval=30.0)

@@ -136,7 +136,7 @@ def test_fish_gets_the_hook_from_its_conf_d_without_a_flag_and_loses_it_at_unins
     assert main(["install"]) == 0  # no --shell: fish is here, so fish too
     out = capsys.readouterr().out
     conf = xdg / "fish" / "conf.d" / "mpsd.fish"
-    assert f"created {conf} (fish hook)" in out
+    assert f"create {conf} (fish hook)" in out
     assert not (home / ".config" / "fish").exists()  # XDG_CONFIG_HOME is fish's config dir
     project = tmp_path / "project"
     project.mkdir()
@@ -158,7 +158,7 @@ def test_fish_gets_the_hook_from_its_conf_d_without_a_flag_and_loses_it_at_unins
     assert main(["install"]) == 0
     assert "Everything is already in place" in capsys.readouterr().out
     assert main(["uninstall"]) == 0
-    assert f"removed {conf} (fish hook)" in capsys.readouterr().out
+    assert f"remove {conf} (fish hook)" in capsys.readouterr().out
     assert not conf.exists()
 
 

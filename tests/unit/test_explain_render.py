@@ -276,3 +276,12 @@ def test_every_equation_explain_prints_holds_and_mpsds_value_is_named_only_when_
         assert cap_lo <= mpsds <= cap_hi, out
     elif source != "estimate" or real == recommended:
         assert size(mpsds) != size(cap), out
+
+
+def test_an_mps_error_pasted_from_r_or_windows_is_explained_with_that_shells_fix() -> None:
+    for lead, command in (
+        ("Error in (function (x) {\n", "Sys.setenv("),
+        ("PS C:\\Users\\me\\> ", "$env:"),
+    ):
+        out = explain(lead + mps("10.00 GB", "1.00 GB", "18.13 GB", "1.00 GB"))
+        assert "Why it failed" in out and command in out and "export" not in out

@@ -5,11 +5,12 @@ from __future__ import annotations
 import os
 import plistlib
 import sys
+import sysconfig
 from pathlib import Path
 
 import pytest
 
-from mpsd.setup import launchd
+from mpsd.setup import launchd, script
 from tests.conftest import THIS_MPSD
 from tests.fixture_files import outputs_of
 
@@ -18,8 +19,8 @@ def _records(command: str) -> list[dict[str, str]]:
     return outputs_of(command)
 
 
-def _render(python: str, tmp_path: Path) -> dict[str, object]:
-    data = launchd.render(python, tmp_path / "c", tmp_path / "s", tmp_path / "d")
+def _render(python: str, tmp_path: Path, program: str | None = None) -> dict[str, object]:
+    data = launchd.render(python, tmp_path / "c", tmp_path / "s", tmp_path / "d", program)
     result = plistlib.loads(data)
     assert isinstance(result, dict)
     return result
@@ -29,13 +30,41 @@ def test_the_plist_runs_the_environments_mpsd_script_so_login_items_says_mpsd(
     tmp_path: Path,
 ) -> None:
     """macOS names an unsigned agent after its program: the console script, as given."""
-    plist = _render(sys.executable, tmp_path)
+    plist = _render(sys.executable, tmp_path, script.script())
     assert plist["Label"] == "io.github.mpsd.daemon"
     assert plist["ProgramArguments"][1:] == ["daemon"]
     assert os.path.normpath(plist["ProgramArguments"][0]) == THIS_MPSD
     assert os.path.basename(plist["ProgramArguments"][0]) == "mpsd"
     python = os.path.normpath(launchd.agent_python([THIS_MPSD, "daemon"]))
     assert python in _pythons_beside()
+
+
+def test_the_script_of_a_pip_install_user_is_found_in_the_user_scheme(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`pip install --user mpsd` puts `mpsd` in the user scheme's scripts (~/.local/bin, or
+    ~/Library/Python/3.x/bin with python.org's Python), not beside the interpreter."""
+    monkeypatch.setattr(sys, "prefix", str(tmp_path / "prefix"))  # no mpsd in its bin/
+    monkeypatch.setenv("PATH", "/nowhere")
+    monkeypatch.setenv("PYTHONUSERBASE", str(tmp_path / "user"))
+    assert script.script() is None
+    assert script.command() == f"{sys.executable} -m mpsd"
+    user_bin = Path(
+        sysconfig.get_path("scripts", _user_scheme(), {"userbase": str(tmp_path / "user")})
+    )
+    user_bin.mkdir(parents=True)
+    (user_bin / "mpsd").write_text("#!/bin/sh\n")
+    (user_bin / "mpsd").chmod(0o755)
+    assert script.script() == str(user_bin / "mpsd")
+    assert script.command() == str(user_bin / "mpsd")  # not on PATH: by its full path
+    monkeypatch.setenv("PATH", str(user_bin))
+    assert script.command() == "mpsd"
+
+
+def _user_scheme() -> str:
+    if sys.version_info >= (3, 10):
+        return sysconfig.get_preferred_scheme("user")
+    return "osx_framework_user" if getattr(sys, "_framework", "") else "posix_user"
 
 
 def _pythons_beside() -> list[str]:
@@ -63,7 +92,7 @@ def test_the_script_is_kept_as_given_and_its_interpreter_read_from_its_first_lin
     bin_dir.mkdir(parents=True)
     (bin_dir / "python").symlink_to(sys.executable)
     (bin_dir / "mpsd").symlink_to(real / "mpsd")
-    args = _render(str(bin_dir / "python"), tmp_path)["ProgramArguments"]
+    args = _render(str(bin_dir / "python"), tmp_path, str(bin_dir / "mpsd"))["ProgramArguments"]
     assert args == [str(bin_dir / "mpsd"), "daemon"]
     assert launchd.agent_python(args) == "/x/venv/bin/python"
     # pip's form for an interpreter path too long (or with spaces) for a #! line
