@@ -26,8 +26,10 @@ def _planted(directory: Path, name: str, mark: Path) -> None:
     program.chmod(0o755)
 
 
-@pytest.mark.parametrize("search", ["", ".", "bin"])
-@pytest.mark.parametrize("args", [("notify",), ("explain", "--paste"), ("doctor",)])
+@pytest.mark.parametrize(
+    ("search", "args"),
+    [("", ("notify",)), (".", ("explain", "--paste")), ("bin", ("doctor",)), (".", ("doctor",))],
+)
 def test_a_program_in_the_working_directory_never_runs(
     search: str, args: tuple[str, ...], tmp_path: Path
 ) -> None:

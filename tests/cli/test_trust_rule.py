@@ -125,8 +125,11 @@ def test_a_link_in_place_of_limits_toml_is_not_followed(
 
 
 @needs_root
-@pytest.mark.parametrize("mode", [0o770, 0o777, 0o1777, "chmod go-w after"])
-@pytest.mark.parametrize("shell", ["bash", "zsh", "fish", "python"])
+@pytest.mark.parametrize(
+    ("shell", "mode"),
+    [("bash", 0o770), ("zsh", 0o777), ("fish", 0o1777)]
+    + [(shell, "chmod go-w after") for shell in ("bash", "zsh", "fish", "python")],
+)
 def test_a_limits_toml_another_user_wrote_is_exported_by_no_hook(
     shell: str, mode: int | str, tmp_path: Path, isolated_dirs: dict[str, Path]
 ) -> None:
