@@ -226,9 +226,20 @@ def open_checked(path: str | Path, flags: int = os.O_RDONLY, mode: int = 0o600) 
     full = os.path.abspath(path)
     dir_fd = open_dir(os.path.dirname(full), top)
     try:
-        return open_regular(full, flags, mode, dir_fd=dir_fd)
-    finally:
+        try:
+            return open_regular(full, flags, mode, dir_fd=dir_fd)
+        except UnsafeFileError as exc:  # a link of the user's own (a dotfiles' config.toml):
+            link = os.stat(os.path.basename(full), dir_fd=dir_fd, follow_symlinks=False)
+            if not stat.S_ISLNK(link.st_mode) or link.st_uid != os.getuid():
+                raise exc from None
+        target = os.path.realpath(full)  # followed to a file that passes the rule, in a dir too
         os.close(dir_fd)
+        dir_fd = -1
+        dir_fd = open_dir(os.path.dirname(target))
+        return open_regular(target, flags, mode, dir_fd=dir_fd)
+    finally:
+        if dir_fd >= 0:
+            os.close(dir_fd)
 
 
 def check_files(path: str | Path, suffixes: tuple[str, ...] = ("",)) -> None:

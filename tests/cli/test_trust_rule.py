@@ -5,6 +5,7 @@ limits.toml that is not the user's. "Another user" is `nobody`, through setpriv.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import stat
@@ -111,7 +112,8 @@ def test_a_fifo_named_like_the_history_hangs_no_command(
     assert "FIFO" in done.stdout + done.stderr
 
 
-def test_a_link_in_place_of_limits_toml_is_not_followed(
+@needs_root
+def test_a_link_of_another_users_in_place_of_limits_toml_is_not_followed(
     tmp_path: Path, isolated_dirs: dict[str, Path]
 ) -> None:
     project = Path(os.path.realpath(tmp_path / "proj"))
@@ -121,7 +123,24 @@ def test_a_link_in_place_of_limits_toml_is_not_followed(
     elsewhere = tmp_path / "elsewhere.toml"
     elsewhere.write_text(limits_text(projects=(str(project),)).replace("0.77", "2.0"))
     (config / "limits.toml").symlink_to(elsewhere)
+    os.lchown(config / "limits.toml", NOBODY, NOBODY)
     assert "2.0" not in run_mpsd("env", "--shell", "json", cwd=project).stdout
+
+
+def test_a_config_toml_linked_from_the_users_dotfiles_is_read(
+    tmp_path: Path, isolated_dirs: dict[str, Path]
+) -> None:
+    dotfiles = tmp_path / "dotfiles"
+    dotfiles.mkdir(mode=0o755)
+    (dotfiles / "config.toml").write_text("headroom = 0.5\n")
+    isolated_dirs["config"].mkdir(mode=0o700)
+    (isolated_dirs["config"] / "config.toml").symlink_to(dotfiles / "config.toml")
+    done = run_mpsd("doctor", "--json")
+    config = next(c for c in json.loads(done.stdout)["checks"] if c["name"] == "config")
+    assert "is valid" in config["detail"], config
+    from mpsd.config import load_config
+
+    assert load_config(isolated_dirs["config"] / "config.toml").headroom == 0.5
 
 
 @needs_root
