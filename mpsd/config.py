@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from mpsd._toml import tomllib
-from mpsd.durations import parse_duration
+from mpsd.durations import format_duration, parse_duration
 from mpsd.errors import MpsdError
 
 Check = Callable[[object], Any]
@@ -38,8 +38,8 @@ class Key:
         return self.check(self.default)
 
 
-def _number(low: float, high: float, low_open: bool, high_open: bool) -> tuple[Check, str]:
-    interval = f"{'(' if low_open else '['}{low:g}, {high:g}{')' if high_open else ']'}"
+def _number(low: float, high: float, low_open: bool) -> tuple[Check, str]:
+    interval = f"{'(' if low_open else '['}{low:g}, {high:g}]"
     allowed = f"a number in {interval}"
 
     def check(value: object) -> float:
@@ -52,8 +52,7 @@ def _number(low: float, high: float, low_open: bool, high_open: bool) -> tuple[C
         if math.isnan(number):
             raise ValueError(f"must be {allowed}")
         too_low = number <= low if low_open else number < low
-        too_high = number >= high if high_open else number > high
-        if too_low or too_high:
+        if too_low or number > high:
             raise ValueError(f"must be {allowed}, not {value}")
         return number
 
@@ -61,8 +60,6 @@ def _number(low: float, high: float, low_open: bool, high_open: bool) -> tuple[C
 
 
 def _duration(minimum: float, maximum: float) -> tuple[Check, str]:
-    from mpsd.durations import format_duration
-
     def check(value: object) -> float:
         seconds = parse_duration(value)
         if not math.isfinite(seconds) or seconds < minimum:
@@ -91,8 +88,9 @@ def _bool(value: object) -> bool:
 DAY = 86400.0
 YEAR = 365 * DAY
 
-SHARE = _number(0, 1, low_open=True, high_open=False)  # (0, 1]
-RATIO = _number(0, 2, low_open=True, high_open=False)  # (0, 2]
+SHARE = _number(0, 1, low_open=True)  # (0, 1]
+RATIO = _number(0, 2, low_open=True)  # (0, 2]
+PERCENT = _number(0, 50, low_open=False)  # [0, 50]
 PROJECTS = (_projects, "a list of directory paths")
 BOOL = (_bool, "true or false")
 
@@ -107,7 +105,7 @@ SCHEMA: tuple[Key, ...] = (
         "baseline_percentile",
         "percentile of free-memory samples taken as the baseline",
         5,
-        *_number(0, 50, low_open=False, high_open=False),
+        *PERCENT,
     ),
     Key("min_ratio", "the ratio never goes below this", 0.1, *RATIO),
     Key("max_ratio", "the ratio never goes above this", 2.0, *RATIO),
@@ -213,8 +211,7 @@ def validate(data: dict[str, Any], path: Path) -> Config:
 
 
 def _unknown_keys(unknown: list[str]) -> str:
-    """``unknown key 'headrom' (did you mean 'headroom'?)``; the known keys listed when a name
-    is like none of them."""
+    """``unknown key 'headrom' (did you mean 'headroom'?)``, or the known keys."""
     from difflib import get_close_matches  # only for a file with a mistake in it
 
     shown = []
@@ -282,7 +279,6 @@ def policy_values(config: Config) -> dict[str, float]:
 def changed_values(used: dict[str, object], config: Config) -> list[str]:
     """``headroom 0.8 -> 0.7``: each value of ``config`` that differs from ``used`` (as
     ``policy_values`` wrote it; a key it lacks is not compared)."""
-    from mpsd.durations import format_duration
 
     def shown(name: str, value: object) -> str:
         if isinstance(value, (int, float)) and not isinstance(value, bool):

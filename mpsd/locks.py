@@ -19,16 +19,10 @@ def exclusive(path: Path, timeout: float = 10.0) -> Iterator[None]:
     fd = _open_lock(path)
     try:
         deadline = time.monotonic() + timeout
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    raise MpsdError(
-                        f"{path} is locked by another mpsd process; try again in a moment."
-                    ) from None
-                time.sleep(0.02)
+        while not _try_lock(fd, fcntl.LOCK_EX):
+            if time.monotonic() >= deadline:
+                raise MpsdError(f"{path} is locked by another mpsd process; try again in a moment.")
+            time.sleep(0.02)
         try:
             yield
         finally:
@@ -50,6 +44,14 @@ def _open_lock(path: str | Path) -> int:
         ) from None
 
 
+def _try_lock(fd: int, kind: int) -> bool:
+    try:
+        fcntl.flock(fd, kind | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
+
+
 def _open(path: str | Path) -> int:
     ensure_dir(os.path.dirname(os.fspath(path)))
     return open_checked(path, os.O_RDWR | os.O_CREAT, 0o600)
@@ -65,9 +67,7 @@ class PidLock:
     def acquire(self) -> bool:
         """True when this process now holds the lock; an ``OSError`` when it cannot be made."""
         fd = _open(self.path)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+        if not _try_lock(fd, fcntl.LOCK_EX):
             os.close(fd)
             return False
         os.ftruncate(fd, 0)
@@ -116,10 +116,8 @@ class PidLock:
         except FileNotFoundError:
             return False
         try:
-            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return True
-        else:
+            if not _try_lock(fd, fcntl.LOCK_SH):
+                return True
             fcntl.flock(fd, fcntl.LOCK_UN)
             return False
         finally:

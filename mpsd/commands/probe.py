@@ -8,6 +8,7 @@ import math
 import signal
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 from typing import IO, TYPE_CHECKING, Any
@@ -86,12 +87,12 @@ def _raise_exit(signum: int, _frame: FrameType | None) -> None:
     raise SystemExit(128 + signum)
 
 
+@dataclass
 class Progress:
     """Allocated vs max allowed on stderr, a line at every tenth of the way (of one run)."""
 
-    def __init__(self, stream: IO[str]) -> None:
-        self.stream = stream
-        self.shown_tenth = -1
+    stream: IO[str]
+    shown_tenth: int = -1
 
     def __call__(self, result: ProbeResult) -> None:
         allocated, limit = result.allocated_bytes, result.max_allowed_bytes
@@ -99,11 +100,9 @@ class Progress:
         if tenth <= self.shown_tenth:
             return
         self.shown_tenth = tenth
-        text = f"{gib(allocated, 2)} of " + (
-            f"{gib(limit, 2)} max allowed" if limit else "an unknown max allowed"
-        )
+        allowed = f"{gib(limit, 2)} max allowed" if limit else "an unknown max allowed"
         unwatched = ", swap not watched" if result.swapouts_before is None else ""
-        self.stream.write(f"probe: {text}{unwatched}\n")
+        self.stream.write(f"probe: {gib(allocated, 2)} of {allowed}{unwatched}\n")
         self.stream.flush()
 
 
@@ -124,7 +123,6 @@ def run(args: argparse.Namespace) -> int:
         raise MpsdError("--yes goes with --calibrate (a plain probe asks nothing).", EXIT_USAGE)
     ratio = _ratio(args.ratio) if args.ratio is not None else None
     step = _step(args.step)
-    # Unless given, the python this shell would run here (where the project's torch is).
     if args.python is not None:
         python, how = project_python.given(args.python), "--python"
     else:
@@ -238,8 +236,8 @@ def _calibrate(args: argparse.Namespace, ratio: float | None, current: Limits, p
 
 
 def set_headroom(path: Path, headroom: float) -> None:
-    """Set ``headroom`` in config.toml at ``path`` (created if missing), keeping its comments and
-    layout (tomlkit); ``ConfigError`` (nothing written) when that cannot make a valid config."""
+    """Set ``headroom`` in config.toml, keeping its comments and layout; ``ConfigError``
+    (nothing written) when that cannot make a valid config."""
     import tomlkit
     import tomlkit.exceptions
 

@@ -1,21 +1,10 @@
 """The policy: samples + config + recommended max -> the next PyTorch job's ratio, and why.
 
 Pure functions, no clock (``now`` is the last sample's time unless given), no I/O.
-``recommend()`` runs the steps in order, each a function of its own, tested on its own;
-docs/policy.md says what each does and which bench/ trace fails without it:
-
-1. ``read_window``: per sample its free memory (available + what PyTorch jobs hold),
-   its weight (the time it stands for) and whether it was calm; the runs of PyTorch jobs.
-2. ``baseline``: the lower of the percentile at the hours of the day the next job is
-   expected to run (``hours_percentile``, capped at the whole window's / headroom) and
-   the last 2 hours' 75th percentile (``_recent``).
-3. ``swap_factor``: the penalty after swap-outs grew during a job, and its wearing off.
-4. ``next_job_share``: headroom x swap factor x (baseline - what running jobs hold now).
-5. ``clamp_ratio``: share / recommended max, rounded down, within [min_ratio, max_ratio].
-6. ``why``: the reasons in plain words.
-
-``next_job`` is steps 4 to 6; ``for_next_job`` runs it alone on an earlier recommendation,
-for what jobs hold now: the daemon's step at a sample where only the running jobs changed.
+``recommend()`` runs the steps in order, each tested on its own; docs/policy.md says what
+each does and which bench/ trace fails without it: 1 ``read_window``, 2 ``baseline``,
+3 ``swap_factor``, 4 ``next_job_share``, 5 ``clamp_ratio``, 6 ``why``. ``for_next_job``
+runs steps 4 to 6 alone on an earlier recommendation, where only the running jobs changed.
 """
 
 from __future__ import annotations
@@ -55,13 +44,9 @@ SWAP_PAGES_MIN = 2048
 
 @dataclass(frozen=True)
 class Recommendation:
-    """What the policy recommends for the next PyTorch job, with the reasons in plain words.
-
-    ``held_bytes``/``jobs``: what the running PyTorch jobs hold at the last sample, and how
-    many they are (0 where the samples do not say). ``limit_bytes``/``high_watermark_ratio``
-    are the next job's; ``limit_once_they_end_bytes``/``ratio_once_they_end`` what it would
-    be with nothing running (equal to them when nothing runs). ``floored``: min_ratio, not
-    free memory, set the ratio."""
+    """What the policy recommends for the next PyTorch job, and why. ``held_bytes``/``jobs``:
+    what running jobs hold at the last sample (0 jobs: not known); ``..._once_they_end``: the
+    values with nothing running; ``floored``: min_ratio, not free memory, set the ratio."""
 
     baseline_free_bytes: int
     held_bytes: int
@@ -93,8 +78,7 @@ class PyTorchRun:
 
 @dataclass
 class Timeline:
-    """Step 1's result: per sample of the window its free memory (ml added back), weight
-    and calm flag; the runs of PyTorch jobs; what jobs hold at the last sample."""
+    """Step 1's result: per sample its free memory (ml added back), weight and calm flag."""
 
     frees: list[int] = field(default_factory=list)
     weights: list[float] = field(default_factory=list)
@@ -107,24 +91,16 @@ class Timeline:
 
 @dataclass(frozen=True)
 class Baseline:
-    """Step 2's result, each term apart.
+    """Step 2's result, each term apart (None: that term does not apply)."""
 
-    ``window_value``: the percentile over the whole window. ``run``: the longest PyTorch
-    run in the window (None while none has ended); ``span``: the hours of the day looked
-    at from now (None: a run of a day or more, or none: the whole window counts);
-    ``hours_value``: the percentile over those hours on every day of the window (None when
-    they were not seen on enough days); ``hours_cap``: window_value / headroom when that
-    held the hours term down; ``recent_value``: the last 2 hours' term (None without calm
-    samples there); ``left_out``: samples left out as not calm; ``value``: the baseline."""
-
-    value: int
-    window_value: int
-    run: float | None
-    span: float | None
-    hours_value: int | None
-    hours_cap: int | None
-    recent_value: int | None
-    left_out: int
+    value: int  # the baseline
+    window_value: int  # the percentile over the whole window
+    run: float | None  # the longest PyTorch run (None while none has ended)
+    span: float | None  # the hours of the day looked at from now (None: the whole window)
+    hours_value: int | None  # over those hours (None: not seen on enough days)
+    hours_cap: int | None  # window_value / headroom, where that held the hours term down
+    recent_value: int | None  # the last 2 hours' term (None: no calm sample there)
+    left_out: int  # samples left out as not calm
 
     @property
     def before_recent(self) -> int:
@@ -184,9 +160,8 @@ def window_of(samples: Sequence[Sample], window: float, now: float | None) -> li
 
 def read_window(window: Sequence[Sample], interval: float) -> Timeline:
     """Step 1 for ``window`` (oldest first, non-empty). A sample weighs the time since the one
-    before, in full up to 3 sampling steps (a longer gap, sleep, counts as 3): percentiles are
-    shares of time, so thinned history, missed samples and sleep do not skew them. A sample
-    is calm when memory pressure is below warning (or unknown) and swap-outs did not grow."""
+    before, at most 3 sampling steps (sleep): percentiles are shares of time, so thinned
+    history, missed samples and sleep do not skew them."""
     step = (window[-1].t - window[0].t) / (len(window) - 1) if len(window) > 1 else 0.0
     max_gap = 3.0 * max(interval, step, 1.0)
     timeline = Timeline(stamps=[s.t for s in window])
@@ -226,11 +201,9 @@ def read_window(window: Sequence[Sample], interval: float) -> Timeline:
 
 
 def expected_run(runs: list[PyTorchRun], window_start: float | None = None) -> float | None:
-    """Step 2, the hours term: how long the next job is expected to run, the longest run of
-    PyTorch jobs in the window (one still running counts with its length so far); None
-    while no run has ended in the window (nothing to go on: the whole day counts). A run
-    already going at ``window_start`` (the window's first sample) began before the window,
-    so its length is not known: when it is the longest even so, it counts as a day."""
+    """Step 2: how long the next job is expected to run, the longest run in the window; None
+    while none has ended. A run already going at ``window_start`` began before the window:
+    its length is not known, so when it is the longest even so, it counts as a day."""
     if all(run.ongoing for run in runs):
         return None
     longest = max(run.end - run.start for run in runs)
@@ -243,10 +216,9 @@ def expected_run(runs: list[PyTorchRun], window_start: float | None = None) -> f
 def hours_percentile(
     points: list[tuple[float, int, float]], pct: float, now: float, span: float
 ) -> int | None:
-    """Step 2, the hours term: the ``pct`` percentile of free memory over the samples
-    ``(t, free, weight)`` taken, on any day, at the hours of the day from ``now`` for
-    ``span`` seconds (less than a day). None when an hour of that span was seen on less
-    than HOURS_DAYS days' worth of samples: what is free then is not known well enough."""
+    """Step 2: the ``pct`` percentile over the ``(t, free, weight)`` taken, on any day, at the
+    hours of the day from ``now`` for ``span`` seconds; None when an hour of that span was
+    seen on less than HOURS_DAYS days' worth of samples (not known well enough)."""
     seen = [0.0] * math.ceil(span / 3600.0)
     pairs: list[tuple[int, float]] = []
     for t, free, weight in points:
@@ -261,11 +233,9 @@ def hours_percentile(
 
 
 def baseline(timeline: Timeline, config: Config, now: float | None = None) -> Baseline:
-    """Step 2: the lower of the percentile over the hours of the day the next job is
-    expected to run (over the whole window when not known) and the last 2 hours' term.
-    The hours term lifts the baseline at most to the whole window's value / headroom, so
-    the limit stays within what is free at the day's usual low. ``now``: the time the
-    value is for (default: the last sample's)."""
+    """Step 2: the lower of the hours term and the last 2 hours' term. The hours term lifts
+    the baseline at most to the whole window's value / headroom, so the limit stays within
+    what is free at the day's usual low."""
     frees, weights, calm = timeline.frees, timeline.weights, timeline.calm
     chosen = [i for i in range(len(frees)) if calm[i]]
     left_out = len(frees) - len(chosen)
@@ -295,16 +265,12 @@ def baseline(timeline: Timeline, config: Config, now: float | None = None) -> Ba
 
 
 def next_job_share(baseline_bytes: int, held_bytes: int, headroom: float, factor: float) -> int:
-    """Step 4: what the next job may take: headroom x swap factor x (baseline - what the
-    running jobs hold now), never below 0 (the ratio's floor comes after)."""
+    """Step 4: headroom x swap factor x (baseline - what running jobs hold), at least 0."""
     return int(headroom * factor * max(0, baseline_bytes - held_bytes))
 
 
 def clamp_ratio(share_bytes: int, recommended_max_bytes: int, config: Config) -> Ratio:
-    """Step 5: share / recommended max, rounded down to 2 decimals, clamped to
-    [min_ratio, max_ratio] (never 0.0); low = low_ratio x high."""
-    if recommended_max_bytes <= 0:
-        raise ValueError("recommended_max_bytes must be positive")
+    """Step 5: share / recommended max, rounded down, within [min_ratio, max_ratio]."""
     low_bound, high_bound = _bounds(config)
     high = ratio.high_ratio(share_bytes, recommended_max_bytes, low_bound, high_bound)
     raw = ratio.floor2(share_bytes / recommended_max_bytes)
@@ -318,12 +284,7 @@ def clamp_ratio(share_bytes: int, recommended_max_bytes: int, config: Config) ->
 
 
 def why(
-    *,
-    config: Config,
-    sample_count: int,
-    timeline: Timeline,
-    base: Baseline,
-    swap_reason: str,
+    config: Config, sample_count: int, timeline: Timeline, base: Baseline, swap_reason: str
 ) -> tuple[str, ...]:
     """Step 6 for steps 1 to 3: the reasons, in plain words (``next_job`` adds its own)."""
     reasons: list[str] = []
@@ -383,11 +344,9 @@ def next_job(
     sample_count: int = 0,
     reasons: tuple[str, ...] = (),
 ) -> Recommendation:
-    """Steps 4 to 6 for what running jobs hold now (``held`` bytes, ``jobs`` of them; 0
-    when not known), on a baseline and a swap factor, after the earlier steps' ``reasons``.
-    ``day_low``: the whole window's percentile (what is free at the day's usual low); the
-    share never goes above what it leaves beside the running jobs (swap factor x (day_low -
-    held)), which matters only when the hours term lifted the baseline above it."""
+    """Steps 4 to 6 for what running jobs hold now, after the earlier steps' ``reasons``.
+    ``day_low``: the whole window's percentile; the share never goes above what it leaves
+    beside the running jobs, which matters when the hours term lifted the baseline."""
     share = next_job_share(base, held, config.headroom, factor)
     beside = next_job_share(day_low, held, 1.0, factor) if day_low is not None and held else None
     swap = f"swap factor {factor:.2f} x " if factor < 1.0 else ""
@@ -443,8 +402,7 @@ def recommend(
     recommended_max_bytes: int,
     now: float | None = None,
 ) -> Recommendation | None:
-    """The recommendation for the next job from ``samples`` (any order); None when there
-    is no sample in the window ending at ``now`` (default: the last sample's time)."""
+    """The recommendation from ``samples`` (any order); None without a sample in the window."""
     if recommended_max_bytes <= 0:
         raise ValueError("recommended_max_bytes must be positive")
     window = window_of(samples, config.window, now)
@@ -454,13 +412,7 @@ def recommend(
     timeline = read_window(window, config.interval)
     base = baseline(timeline, config, end)
     factor, swap_reason = swap_factor(timeline.runs, end, config)
-    reasons = why(
-        config=config,
-        sample_count=len(window),
-        timeline=timeline,
-        base=base,
-        swap_reason=swap_reason,
-    )
+    reasons = why(config, len(window), timeline, base, swap_reason)
     return next_job(
         base.value,
         timeline.held_bytes,
@@ -477,10 +429,9 @@ def recommend(
 def for_next_job(
     previous: Recommendation, held_bytes: int, jobs: int, config: Config
 ) -> Recommendation:
-    """Steps 4 to 6 again on ``previous``'s baseline and swap factor, for what running jobs
-    hold now (``jobs``: how many, 0 when not known). The baseline adds the jobs' memory back,
-    so it does not move with them: the daemon runs this cheap step at a sample where only
-    the jobs changed, and the whole policy every 10 minutes."""
+    """Steps 4 to 6 again on ``previous``'s baseline, for what running jobs hold now. The
+    baseline adds the jobs' memory back, so it does not move with them: the daemon runs
+    this cheap step where only the jobs changed, and the whole policy every 10 minutes."""
     held = max(0, held_bytes)
     return next_job(
         previous.baseline_free_bytes,
@@ -531,15 +482,14 @@ def swap_factor(runs: list[PyTorchRun], now: float, config: Config) -> tuple[flo
     for index, run in enumerate(runs):
         if run.swapped_at is None:
             continue
-        release = None
-        for later in runs[index + 1 :]:
-            if (
-                later.start >= run.swapped_at + NEXT_JOB_AFTER
-                and later.swapped_at is None
-                and not later.ongoing
-            ):
-                release = later.end
-                break
+        clean_later = [
+            later.end
+            for later in runs[index + 1 :]
+            if later.start >= run.swapped_at + NEXT_JOB_AFTER
+            and later.swapped_at is None
+            and not later.ongoing
+        ]
+        release = clean_later[0] if clean_later else None
         if release is None:
             # No clean job the next day yet. Without one, start wearing off so that the
             # penalty is gone by the time the swap leaves the window (never abruptly).

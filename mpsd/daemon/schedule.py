@@ -1,9 +1,5 @@
-"""When the daemon does what: the deadlines of its loop, on the monotonic clock. Pure.
-
-Every method takes ``now`` (a monotonic reading from the loop's injected clock), so a test
-drives it through hours, a suspend or a config change with plain numbers. The loop asks what
-is due, does it, and reports back. After a sleep or a slow sample: one tick, never a burst.
-"""
+"""When the daemon does what: the deadlines of its loop, on the monotonic clock. Pure: every
+method takes ``now``, so a test drives it through hours or a suspend with plain numbers."""
 
 from __future__ import annotations
 
@@ -39,8 +35,7 @@ class Schedule:
 
     # -- events ------------------------------------------------------------------------------
     def config_touched(self, now: float) -> None:
-        """The watch saw config.toml change: re-read it after ``DEBOUNCE`` (an editor's
-        several writes are one change)."""
+        """config.toml changed: re-read it after ``DEBOUNCE`` (an editor's writes are one)."""
         if self.reload_at is None:
             self.reload_at = now + DEBOUNCE
 
@@ -49,8 +44,7 @@ class Schedule:
         self.reload_at = now
 
     def run_policy(self, now: float) -> None:
-        """A new recommended max, or the wall clock moved (sleep, a clock set: the hours of the
-        day the value depends on moved on): run the policy at once."""
+        """A new recommended max, or the wall clock moved (the hours term moved on): run now."""
         self.pending, self.retry_at = True, now
 
     def probe_finished(self) -> None:
@@ -59,19 +53,16 @@ class Schedule:
     # -- config.toml ---------------------------------------------------------------------------
     def reload_due(self, now: float) -> bool:
         """Whether to re-read config.toml now (a debounced event, a SIGHUP or the backstop)."""
-        due = False
-        if self.reload_at is not None and now >= self.reload_at:
+        asked = self.reload_at is not None and now >= self.reload_at
+        if asked:
             self.reload_at = None
-            self.next_check = now + CONFIG_BACKSTOP
-            due = True
-        if now >= self.next_check:
-            self.next_check = now + CONFIG_BACKSTOP
-            due = True
-        return due
+        if not asked and now < self.next_check:
+            return False
+        self.next_check = now + CONFIG_BACKSTOP
+        return True
 
     def config_changed(self, interval: float, last_tick: float | None, now: float) -> None:
-        """The config in use changed: run the policy, and tick ``interval`` after the last tick
-        if that is sooner than the tick planned."""
+        """The config changed: run the policy; a shorter interval counts from the last tick."""
         self.interval = interval
         self.pending, self.retry_at = True, now
         self.next_tick = min(self.next_tick, (now if last_tick is None else last_tick) + interval)
@@ -109,8 +100,8 @@ class Schedule:
         return self.pending and have_max and now >= self.retry_at
 
     def evaluated(self, now: float, ok: bool) -> None:
-        """The policy ran at ``now``; when it could not update limits.toml (logged), the next
-        try waits for the next tick: what could fix it is time or a config change."""
+        """The policy ran; when it could not update limits.toml, the next try waits for the
+        next tick: what could fix it is time or a config change."""
         self.last_eval = now
         self.pending = not ok
         if not ok:

@@ -1,11 +1,7 @@
-"""``mpsd.budget()``: inside a PyTorch process, the bytes it may still allocate on MPS.
-
-PyTorch refuses an allocation when what the driver holds plus the request would exceed *max
-allowed* = the high watermark ratio x ``torch.mps.recommended_max_memory()``. The budget is max
-allowed minus ``driver_allocated_memory()`` (never less than the tensors alone): cached buffers
-count as held, so it errs on the safe side. The ratio is the variable as PyTorch reads it at MPS
-start (``strtod``, default 1.7); ``ratio=`` after ``set_per_process_memory_fraction``.
-"""
+"""``mpsd.budget()``: inside a PyTorch process, the bytes it may still allocate on MPS: max
+allowed (the high watermark ratio x the recommended max) minus what the driver holds. Cached
+buffers count as held, so it errs on the safe side. ``ratio=`` after
+``set_per_process_memory_fraction``; else the variable, read as PyTorch does (``strtod``)."""
 
 from __future__ import annotations
 

@@ -13,36 +13,6 @@ from mpsd.limits import Limits
 from mpsd.machine.recommended import recommended_max
 
 
-def estimated_limits(
-    *,
-    config: Config,
-    available_bytes: int,
-    recommended_max_bytes: int,
-    recommended_max_source: str,
-    projects: Iterable[str],
-    now: dt.datetime,
-) -> Limits:
-    """Limits from one reading: limit = headroom x free now (net of what running jobs hold:
-    the value is for the next job, docs/policy.md)."""
-    limit = config.headroom * available_bytes
-    high = ratio.high_ratio(limit, recommended_max_bytes, config.min_ratio, config.max_ratio)
-    low = ratio.low_ratio(high, config.low_ratio)
-    return Limits(
-        high_watermark_ratio=high,
-        low_watermark_ratio=low,
-        limit_bytes=int(high * recommended_max_bytes),
-        recommended_max_bytes=recommended_max_bytes,
-        recommended_max_source=recommended_max_source,
-        baseline_free_bytes=available_bytes,
-        headroom=config.headroom,
-        updated_at=now,
-        projects=tuple(projects),
-        baseline_source="estimate",
-        sample_count=0,
-        mlx_limit=config.mlx_limit,
-    )
-
-
 def _memory() -> tuple[int, int]:
     """(total, available) bytes now. psutil fails on some macOS versions: then total from
     sysconf and, lacking better, half of it as available."""
@@ -57,14 +27,23 @@ def _memory() -> tuple[int, int]:
 
 
 def current_limits(config: Config, projects: Iterable[str]) -> Limits:
-    """``estimated_limits`` for this machine, now."""
+    """Limits from one reading of this machine: limit = headroom x free now (net of what
+    running jobs hold: the value is for the next job, docs/policy.md)."""
     total, available = _memory()
     recommended, source = recommended_max(total)
-    return estimated_limits(
-        config=config,
-        available_bytes=available,
+    limit = config.headroom * available
+    high = ratio.high_ratio(limit, recommended, config.min_ratio, config.max_ratio)
+    return Limits(
+        high_watermark_ratio=high,
+        low_watermark_ratio=ratio.low_ratio(high, config.low_ratio),
+        limit_bytes=int(high * recommended),
         recommended_max_bytes=recommended,
         recommended_max_source=source,
-        projects=projects,
-        now=dt.datetime.now(dt.timezone.utc).replace(microsecond=0),
+        baseline_free_bytes=available,
+        headroom=config.headroom,
+        updated_at=dt.datetime.now(dt.timezone.utc).replace(microsecond=0),
+        projects=tuple(projects),
+        baseline_source="estimate",
+        sample_count=0,
+        mlx_limit=config.mlx_limit,
     )

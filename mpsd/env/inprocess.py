@@ -1,11 +1,9 @@
 """``mpsd.apply()``: the watermark variables for a Python process that no hooked shell started
 (Jupyter, VS Code, cron).
 
-PyTorch reads the variables once, when its MPS allocator starts; before that, ``os.environ`` is
-enough. Asking the allocator whether it started starts it (docs/macos-and-pytorch.md, "PyTorch's
-watermarks"), so with torch imported apply() also sets the high limit through
-``torch.mps.set_per_process_memory_fraction``, which takes effect either way; the low one may
-come too late, which torch's private ``_accelerator_isAllocatorInitialized()`` (2.13) can tell.
+PyTorch reads the variables once, when its MPS allocator starts, and asking whether it started
+starts it (docs/macos-and-pytorch.md). So with torch imported, apply() also sets the high limit
+through ``set_per_process_memory_fraction``, which works either way; the low one may be late.
 """
 
 from __future__ import annotations
@@ -20,25 +18,22 @@ from typing import Any
 
 from mpsd.env.decision import HIGH_VAR, LOW_VAR
 
-ENVIRONMENT = "environment"
+ENVIRONMENT = "environment"  # both variables set
 FRACTION = "fraction"
-KEPT = "kept"
-NOTHING = "nothing"
+KEPT = "kept"  # the user's own values stand
+NOTHING = "nothing"  # ``reason`` says why
 
 
 @dataclass(frozen=True)
 class Applied:
-    """What ``apply()`` did. ``action``: ``"environment"`` (both variables set), ``"fraction"``
-    (and the high limit set through torch), ``"kept"`` (the user's own values stand) or
-    ``"nothing"`` (``reason`` says why). ``high``/``low``: the environment's now (None: PyTorch's
-    default). ``low_too_late``: torch's allocator had started (None: unknown)."""
+    """What ``apply()`` did; ``high``/``low``: the environment's now (None: PyTorch's default)."""
 
-    action: str
+    action: str  # ENVIRONMENT, FRACTION (the high limit set through torch too), KEPT, NOTHING
     high: str | None
     low: str | None
     project: str | None
     reason: str
-    low_too_late: bool | None = None
+    low_too_late: bool | None = None  # torch's allocator had started (None: unknown)
 
 
 def _mps_available(torch: Any) -> bool:

@@ -1,14 +1,11 @@
-"""The parser for what macOS's ``vm_stat`` prints. Pure: text in, numbers
-out. A figure the text does not contain is ``None``; lines this code does not know, padding
-that changed between macOS versions and a cut last line are ignored. Tested against the
-recorded outputs in ``tests/fixtures/macos/``.
-"""
+"""The parser for what macOS's ``vm_stat`` prints. Pure: text in, numbers out (None where
+the text has none); unknown lines, padding and a cut last line are ignored."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 _PAGE_SIZE = re.compile(r"page size of (\d{1,20}) bytes")
 
@@ -20,11 +17,10 @@ def _key(label: str) -> str:
 
 @dataclass(frozen=True)
 class VmStat:
-    """``vm_stat`` output. ``counters`` holds every ``Label: N.`` line, keyed by the
-    label in snake case (``pages_free``, ``file_backed_pages``, ``swapouts``...)."""
+    """``vm_stat`` output: every ``Label: N.`` line, keyed by the label in snake case."""
 
     page_size: int | None
-    counters: Mapping[str, int] = field(default_factory=dict)
+    counters: Mapping[str, int]
 
     def get(self, key: str) -> int | None:
         return self.counters.get(key)

@@ -1,9 +1,7 @@
 """Metal's ``recommendedMaxWorkingSetSize`` read through ctypes (no pyobjc, no torch).
 
-Also the probe program: ``mpsd.machine.recommended`` runs this source with ``python -c`` in a
-short-lived subprocess (a process that dlopens Metal keeps it mapped), so it imports only the
-standard library. Metal first (milliseconds), then torch (seconds). ``Libraries`` is the one
-seam: tests hand in a fake libobjc and Metal.
+Also the probe program that ``mpsd.machine.recommended`` runs with ``python -c`` (a process
+that dlopens Metal keeps it mapped), so it imports only the standard library.
 """
 
 from __future__ import annotations
@@ -22,8 +20,7 @@ COREGRAPHICS = "/System/Library/Frameworks/CoreGraphics.framework/CoreGraphics"
 
 
 class Libraries(NamedTuple):
-    """libobjc (``sel_registerName``, ``objc_msgSend``: a C function) and Metal
-    (``MTLCopyAllDevices``, ``MTLCreateSystemDefaultDevice``): anything with those will do."""
+    """libobjc and Metal, or the tests' fakes of them."""
 
     objc: Any
     metal: Any
@@ -51,9 +48,8 @@ def load_libraries() -> Libraries | None:
 
 
 def working_set_size(load: Callable[[], Libraries | None] = load_libraries) -> int | None:
-    """``recommendedMaxWorkingSetSize`` of the first device of ``MTLCopyAllDevices()`` that is
-    not low-power (as PyTorch picks it), else of ``MTLCreateSystemDefaultDevice()`` (MLX's
-    fallback); None when there is no device or anything fails."""
+    """Of the first device that is not low-power (as PyTorch picks it), else of the system
+    default device (MLX's fallback); None when there is none or anything fails."""
     libraries = load()
     if libraries is None:
         return None
@@ -117,7 +113,7 @@ def answer(
     metal: Callable[[], int | None] = working_set_size,
     torch: Callable[[], int | None] = torch_value,
 ) -> dict[str, object]:
-    """What the probe prints: ``{"bytes": N, "source": "metal"|"torch"}`` or ``{"error": ...}``."""
+    """What the probe prints: Metal first (milliseconds), then torch (seconds)."""
     value = metal() if platform == "darwin" else None
     if value:
         return {"bytes": value, "source": "metal"}

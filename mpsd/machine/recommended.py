@@ -1,12 +1,9 @@
 """Metal's ``recommendedMaxWorkingSetSize``: the number PyTorch multiplies the watermark by.
 
-Sources, best first: ``metal`` (``mpsd.machine.metal``, ctypes), ``torch``
-(``torch.mps.recommended_max_memory()``), both in a short-lived subprocess so the caller never
-loads Metal or torch; ``iogpu`` (the wired-limit override, which Metal then reports);
-``estimate`` (0.85 x RAM: errs high on purpose, docs/macos-and-pytorch.md). Cached in the state
-dir with the OS version, RAM and override, probed again when one changes and an estimate after a
-day. A metal or torch value stands for the same machine even when a later probe finds less
-(Metal may not answer inside the agent); ``mpsd install`` seeds it.
+Sources, best first: ``metal`` and ``torch`` (in a subprocess: the caller never loads them),
+``iogpu`` (the wired-limit override), ``estimate`` (docs/macos-and-pytorch.md). Cached with
+the OS version, RAM and override; a measured value stands for the same machine even when a
+later probe finds less (Metal may not answer inside the agent); ``mpsd install`` seeds it.
 """
 
 from __future__ import annotations
@@ -36,16 +33,14 @@ ESTIMATE_TTL = 24 * 3600.0
 
 
 def probe_code() -> str:
-    """The probe program: ``mpsd.machine.metal``'s own source, for ``python -c`` (the probe
-    python needs no mpsd of its own)."""
+    """``mpsd.machine.metal``'s source, for ``python -c``: that python needs no mpsd."""
     return Path(metal.__file__).read_text(encoding="utf-8")
 
 
 def probe_subprocess(
     python: str | None = None, timeout: float = PROBE_TIMEOUT
 ) -> tuple[int, str] | None:
-    """(bytes, source) from ``probe_code()`` run by ``python`` (default: this one); None when it
-    found nothing or failed."""
+    """(bytes, source) from ``probe_code()`` run by ``python``; None when it found nothing."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTORCH_MPS_")}
     env.update(sysctl.C_LOCALE)
     try:
@@ -71,8 +66,6 @@ def probe_subprocess(
 
 
 # --- the seams the cache checks (tests replace them) -----------------------------------------
-
-
 def current_platform() -> str:
     return sys.platform
 
@@ -110,8 +103,6 @@ def probe(total_ram: int, limit: int | None = None) -> tuple[int, str]:
 
 
 # --- the cache ------------------------------------------------------------------------------
-
-
 @dataclass(frozen=True)
 class Cached:
     bytes: int
@@ -136,7 +127,7 @@ class Cached:
 
 
 def read_cache(path: Path) -> Cached | None:
-    """The cached answer, or None when missing, unreadable or malformed."""
+    """The cached answer, or None."""
     try:
         data: Any = json.loads(read_bytes(path, limit=64 * 1024))
         cached = Cached(**{name: data[name] for name in Cached.__dataclass_fields__})
@@ -148,8 +139,7 @@ def read_cache(path: Path) -> Cached | None:
 
 
 def recommended_max(total_ram: int, *, refresh: bool = False) -> tuple[int, str]:
-    """(bytes, source) of this Mac's recommended max working set, cached in the state dir;
-    ``refresh`` (``mpsd install``) probes again whatever the cache says."""
+    """(bytes, source), cached; ``refresh`` (``mpsd install``) probes again regardless."""
     path = paths.recommended_max_cache()
     limit = wired_limit_bytes()
     now = Cached(

@@ -43,8 +43,7 @@ def _sysctlbyname() -> Callable[..., int] | None:
 
 
 def read(name: str) -> int | None:
-    """One integer sysctl (4 or 8 bytes, unsigned) by ``sysctlbyname``; None on failure or
-    off macOS."""
+    """One integer sysctl (4 or 8 bytes, unsigned); None on failure or off macOS."""
     function = _sysctlbyname()
     if function is None:
         return None

@@ -1,10 +1,7 @@
 """The child of ``mpsd probe``: fill MPS with ``torch.rand`` tensors until PyTorch refuses.
 
-It runs in the *user's* interpreter (``mpsd probe --python PATH``: the project venv where torch
-lives), which may not have mpsd installed and may be an older Python. So this file is
-self-contained: standard library only, Python 3.8 syntax, and the parent passes its source with
-``python -c``. The parent sets both watermark variables before this process starts, as PyTorch
-reads them once, when MPS initialises.
+It runs in the *user's* interpreter (where torch lives), which may have no mpsd and be an older
+Python: so standard library only, Python 3.8 syntax, its source passed with ``python -c``.
 
 Protocol: one JSON object a line on stdout, flushed at once:
   {"event": "start", ...}  device, torch version, recommended max, max allowed
@@ -54,13 +51,12 @@ def format_size(size: int) -> str:
 
 
 def make_block(torch: Any, nbytes: int, device: str) -> Any:
-    """``nbytes`` of random float32 on ``device``: macOS would compress ``torch.ones`` to
-    almost nothing."""
+    """Random, as macOS would compress ``torch.ones`` to almost nothing."""
     return torch.rand(max(1, nbytes // 4), dtype=torch.float32, device=device)
 
 
 class MpsDevice:
-    """The real thing: ``torch.rand`` on ``mps``, synchronised so the memory is really taken."""
+    """Synchronised, so the memory is really taken."""
 
     name = "mps"
 

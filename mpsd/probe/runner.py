@@ -1,11 +1,8 @@
 """Run the probe child and watch the Mac while it fills MPS (the I/O half of ``mpsd probe``).
 
-The child runs in its own process group with both watermark variables set and reports each
-step as a JSON line. After every step, and every ``poll`` seconds while a step hangs (a swapping
-Mac is slow), the parent reads swap-outs and pressure (a ``Watch``); when swap starts or pressure
-reaches "warning" it SIGKILLs the whole group. Whatever happens, the child is killed and reaped
-before ``run_probe`` returns or raises. ``MPSD_PROBE_FAKE_SWAP=FILE`` is the tests' stand-in OS:
-FILE holds "SWAPOUTS [PRESSURE]".
+After every step, and every ``poll`` seconds while a step hangs (a swapping Mac is slow), the
+parent reads swap-outs and pressure; when swap starts or pressure reaches "warning" it SIGKILLs
+the child's process group. ``MPSD_PROBE_FAKE_SWAP=FILE`` ("SWAPOUTS [PRESSURE]") fakes the OS.
 """
 
 from __future__ import annotations

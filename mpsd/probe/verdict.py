@@ -1,6 +1,5 @@
-"""What a probe run means: the verdict, the advice, the JSON, the calibration arithmetic. Pure:
-``mpsd.probe.runner`` fills a ``ProbeResult``, so all a user reads is tested without a child.
-"""
+"""What a probe run means: the verdict, the advice, the JSON, the calibration arithmetic.
+Pure, so all a user reads is tested without a child."""
 
 from __future__ import annotations
 
@@ -54,8 +53,7 @@ class ProbeResult:
     seconds: float = 0.0
 
     def note_oom(self, message: str) -> None:
-        """PyTorch refused: keep its message and numbers (the max allowed from them where
-        torch could not say)."""
+        """PyTorch refused: keep its message and numbers (the max allowed where torch had none)."""
         self.outcome, self.message, self.oom = OOM, message, parse_oom(message)
         if self.max_allowed_bytes is None and self.oom:
             self.max_allowed_bytes = self.oom.get("max_allowed_bytes")
@@ -97,10 +95,9 @@ def parse_oom(text: str) -> dict[str, Any] | None:
 
 
 def safe_ratio(result: ProbeResult) -> float:
-    """A ratio likely to give a clean error after ``result`` swapped: below where the child was
-    stopped (with 5% to spare) and at least one calibration step below the ratio tried. Where
-    it was stopped is what the driver held when that is more than the steps: PyTorch rounds
-    large allocations up, by up to ~3%."""
+    """A ratio likely to give a clean error after ``result`` swapped: 5% below where the child
+    was stopped, and a calibration step below the ratio tried. The driver's figure counts
+    where larger: PyTorch rounds large allocations up, by up to ~3%."""
     candidate = result.high - CALIBRATION_STEP
     limit, held = result.max_allowed_bytes, max(result.allocated_bytes, result.driver_bytes or 0)
     if result.outcome in (SWAPPED, PRESSURE) and held and limit:
@@ -109,9 +106,8 @@ def safe_ratio(result: ProbeResult) -> float:
 
 
 def headroom_for(ratio: float, baseline_free_bytes: int, recommended_max_bytes: int) -> float:
-    """The headroom that makes the daemon recommend at most ``ratio``, in (0, 1]. From the
-    baseline, not the current ratio: a swap penalty or a min/max_ratio bound may hold that down,
-    and a headroom scaled from it would give more than ``ratio`` once they no longer apply."""
+    """The headroom that makes the daemon recommend at most ``ratio``. From the baseline, not
+    the current ratio: a swap penalty or a ratio bound may hold that down for now."""
     if baseline_free_bytes <= 0 or recommended_max_bytes <= 0:
         raise ValueError("baseline_free_bytes and recommended_max_bytes must be positive")
     return min(1.0, max(0.01, floor2(ratio * recommended_max_bytes / baseline_free_bytes)))
@@ -132,8 +128,7 @@ class Calibration:
 
 
 def calibrate(start: float, run: Callable[[float], ProbeResult]) -> Calibration:
-    """Run at ``start``, then step down by CALIBRATION_STEP (to CALIBRATION_FLOOR) while a run
-    swaps or memory pressure reaches warning; stop at the first clean error."""
+    """Run at ``start``, then a step lower while a run swaps or pressure reaches warning."""
     found = Calibration()
     ratio = start
     while True:

@@ -1,10 +1,6 @@
 """Tab completion for zsh, bash and fish, generated from mpsd's own argparse parser, so that a new
-command or option is completed the day it exists (``mpsd completion SHELL`` prints it; ``mpsd
-install`` puts it where each shell finds it). The scripts run no Python when the user presses TAB.
-
-The parser is read into one table for every shell (``table``); each shell gets a small lookup
-function around it.
-"""
+command or option is completed the day it exists. The parser is read into one table for every
+shell (``table``), with a small lookup function around it: no Python runs on TAB."""
 
 from __future__ import annotations
 
