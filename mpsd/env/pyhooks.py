@@ -295,6 +295,8 @@ def remove_copy(site: str) -> bool:
     removed = False
     for path in copy_files([Entry("", "", site)]):
         try:
+            if not _is_copy(path):
+                continue  # not mpsd's file: python-hooks.tsv only says where to look
             os.unlink(path)
             removed = True
         except FileNotFoundError:
@@ -303,6 +305,20 @@ def remove_copy(site: str) -> bool:
             raise MpsdError(f"cannot remove {path} ({exc.strerror}); remove it by hand.") from None
     remove_bytecode(site)
     return removed
+
+
+def _is_copy(path: str) -> bool:
+    """Whether ``path`` is a file of mpsd's copy (the ``.pth`` and ``.start`` as written, the
+    module of any mpsd version), a regular file not a link; FileNotFoundError when absent."""
+    from mpsd.files import read_bytes
+
+    if os.path.islink(path):
+        return False
+    data = read_bytes(path, limit=1 << 20)
+    name = os.path.basename(path)
+    if name == MODULE_FILE:
+        return data.startswith(b'"""The interpreter start-up hook: ``mpsd enable``')
+    return data == (PTH_TEXT if name == PTH_FILE else START_TEXT).encode()
 
 
 def remove_bytecode(site: str) -> None:
@@ -336,8 +352,8 @@ def set_up(project: str, explicit: Iterable[Target] = ()) -> SetUp:
     pythons = [env_python(env) for env in environments_of(project)]
     pythons += [python for python in listed if python not in pythons]
     for python in pythons:
-        if python in targets:
-            continue
+        if python in targets or not _under(python, [project]):
+            continue  # SPEC: the list names no program mpsd runs; --python names one again
         if not os.path.exists(python):
             if python in listed:
                 result.dropped.append(python)

@@ -37,7 +37,7 @@ def agent() -> tuple[list[Finding], str]:
     if not plist.exists():
         return [*found, Finding("agent", PROBLEM, f"{plist} does not exist", install)], start
     try:
-        args = launchd.program_arguments(plist.read_bytes())
+        args = launchd.program_arguments(files.read_bytes(plist, limit=files.RC_LIMIT))
     except OSError as exc:
         fix = f"move it out of the way, then {install}"
         found.append(Finding("agent", PROBLEM, f"{plist} cannot be read ({exc.strerror})", fix))

@@ -12,7 +12,6 @@ import difflib
 import fnmatch
 import hashlib
 import os
-import shutil
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import partial
@@ -170,8 +169,8 @@ def default_shells() -> tuple[str, ...]:
     found = tuple(
         shell
         for shell in rcfile.SHELLS
-        if shutil.which(shell) or any(rc.exists() for rc in rcfile.rc_files(shell, home()))
-    ) + (("fish",) if shutil.which("fish") else ())
+        if paths.program(shell) or any(rc.exists() for rc in rcfile.rc_files(shell, home()))
+    ) + (("fish",) if paths.program("fish") else ())
     if not found:
         raise MpsdError(
             "neither zsh, bash nor fish is on PATH here, so there is no shell to hook; "
