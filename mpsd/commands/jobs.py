@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import re
 import sys
 
 from mpsd import paths, term
@@ -27,8 +28,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if not (args.job == "last" or args.job.isdigit()):
-        raise MpsdError(f"'{args.job}' is not a job id (a number from `mpsd jobs`).", EXIT_USAGE)
+    if not (args.job == "last" or re.fullmatch("[0-9]{1,18}", args.job)):  # ASCII digits only
+        said = term.visible(args.job)
+        raise MpsdError(f"'{said}' is not a job id (a number from `mpsd jobs`).", EXIT_USAGE)
     job_id = None if args.job == "last" else int(args.job)
     records, samples = _read(job_id, args.action == "show")
     if args.action and not records:
@@ -55,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
         swap = "yes" if r.swapouts else "no"
         print(
             f"{r.id:>4}  {_when(r.started):<16}  {took:>7}  {gib(r.peak):>9}  {cap:>9}  {swap:<4}  "
-            f"{r.command}"
+            f"{term.visible(r.command)}"
         )
     guess = any(r.cap is not None and not r.cap_known for r in records)
     print(NOTE + (" A cap with ? is a default the program may have changed." if guess else ""))
@@ -68,7 +70,14 @@ def _read(job_id: int | None, show: bool) -> tuple[list[Job], list[int]]:
     if store is None:
         return [], []
     with store:
-        records = [Job.of(row) for row in store.jobs(job_id, 1 if show else 50)]
+        records = []
+        for row in store.jobs(job_id, 1 if show else 50):
+            try:
+                records.append(Job.of(row))
+            except MpsdError as exc:  # that record alone: said, the others shown
+                if show:
+                    raise
+                sys.stderr.write(f"mpsd: {term.visible(exc)}\n")
         if not (show and records):
             return records, []
         rows = store.samples(records[0].started, records[0].ended or 1e12)
@@ -102,7 +111,8 @@ def cap_words(job: Job) -> str:
 def verdict(job: Job) -> list[str]:
     """The report's verdict in words."""
     cap = f" of its {gib(job.cap)} cap" if job.cap and job.cap_known else ""
-    words = [f"killed {job.killed}"] if job.killed and job.killed != NOT_KNOWN else []
+    killed = term.visible(job.killed or "")  # its cause is the OS log's words
+    words = [f"killed {killed}"] if killed and killed != NOT_KNOWN else []
     words.append(f"peaked at {gib(job.peak)}{cap}" + ("; no swap" if not job.swapouts else ""))
     if job.swapouts and job.swap_from is not None and job.swap_to is not None:
         when = f"{_when(job.swap_from, '%H:%M')}–{_when(job.swap_to, '%H:%M')}"
@@ -134,8 +144,8 @@ def report(job: Job, free: list[int]) -> list[str]:
     several = f" in {job.processes} processes" if job.processes > 1 else ""
     killed = {"": "no kill for memory in the system log", NOT_KNOWN: "not known"}
     lines = [
-        f"job {job.id}: {job.command} (pid {job.pid}{several})",
-        f"  project:   {job.project or 'none (not in an opted-in directory)'}",
+        f"job {job.id}: {term.visible(job.command)} (pid {job.pid}{several})",
+        f"  project:   {term.visible(job.project or 'none (not in an opted-in directory)')}",
         f"  ran:       {_when(job.started, '%Y-%m-%d %H:%M:%S')} to {end}",
         f"  {'MLX' if job.framework == MLX else 'PyTorch'} cap: {cap_words(job)}",
         f"  free:      {'?' if job.free_at_start is None else gib(job.free_at_start)} at its start",
@@ -149,7 +159,7 @@ def report(job: Job, free: list[int]) -> list[str]:
     if job.killed in killed:
         lines.append(f"  killed:    {killed[job.killed or '']}")
     elif job.killed:  # said first
-        lines.insert(1, f"  Killed {job.killed}.")
+        lines.insert(1, f"  Killed {term.visible(job.killed)}.")
     lines += ["", *chart(job, free), ""]
     said = "; ".join(verdict(job))
     lines += [*term.wrap(f"{said[0].upper()}{said[1:]}."), NOTE]

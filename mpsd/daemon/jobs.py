@@ -6,7 +6,6 @@ to its record; ``describe`` works out the cap it really had, and where that came
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import json
 import os
@@ -68,9 +67,12 @@ class Job:
         job = cls(**row)
         for f in dataclasses.fields(cls):
             value, kind = getattr(job, f.name), str(f.type)
-            if not (value is None and "None" in kind) and not isinstance(
-                value, {"int": int, "str": str}.get(kind.split()[0], (int, float))
-            ):
+            wanted = {"int": int, "str": str}.get(kind.split()[0], (int, float))
+            number = value if isinstance(value, (int, float)) else 0
+            ok = (value is None and "None" in kind) or (
+                isinstance(value, wanted) and 0 <= number < 1e18  # finite, not negative
+            )
+            if not ok:
                 raise MpsdError(f"job {job.id}'s record is damaged ({f.name} is {value!r}).", 1)
         job.cap_known = bool(job.cap_known)
         return job
@@ -263,11 +265,14 @@ def describe(
     import psutil
 
     from mpsd.env.decision import containing_project
+    from mpsd.env.watermarks import high_ratio
 
     found: dict[str, Any] = {}
     try:
         proc = psutil.Process(process.pid)
         command = " ".join(" ".join(proc.cmdline()).split()) or proc.name()
+        # Bytes that are not UTF-8 (psutil's surrogate escapes) become U+FFFD: storable text.
+        command = command.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
         found["command"] = command if len(command) <= 80 else command[:77] + "..."
         cwd, env = proc.cwd(), proc.environ()
     except (psutil.Error, OSError):
@@ -288,7 +293,7 @@ def describe(
         return {**found, "cap": None if cap is None else int(cap), "cap_from": MLX_DEFAULT}
     value = env.get(HIGH_VAR)
     if value is not None:
-        source, ratio = ENVIRONMENT, _ratio(value)
+        source, ratio = ENVIRONMENT, high_ratio(value)
     elif env and hooked and limits is not None:
         source = HOOK
         held = ratio_at(process.started) if ratio_at else None  # when it started
@@ -301,13 +306,6 @@ def describe(
     if ratio is not None and max_bytes:
         found["cap"] = int(ratio * max_bytes)
     return found
-
-
-def _ratio(text: str) -> float | None:
-    with contextlib.suppress(ValueError):
-        if 0 < (value := float(text)) <= 2:
-            return value
-    return None
 
 
 def _hook_sites(library: str, cwd: str, projects: tuple[str, ...]) -> list[str]:

@@ -19,7 +19,6 @@ import functools
 import heapq
 import math
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -28,6 +27,7 @@ from dataclasses import dataclass
 
 import psutil
 
+from mpsd import paths
 from mpsd.machine.sample import MLX, PROBE, TORCH
 from mpsd.machine.sysctl import c_env, libsystem_function
 from mpsd.ratio import CHILD_VAR, HIGH_VAR, LOW_VAR
@@ -108,7 +108,7 @@ def framework_in_maps(proc: psutil.Process) -> Found | None:
 def framework_in_lsof(proc: psutil.Process, timeout: float = 10.0) -> Found | None:
     """As ``framework_in_maps``, from the mapped files ``lsof`` lists for ``proc``. By absolute
     path, descriptors left open: CPython then uses ``posix_spawn``, not fork."""
-    lsof = os.path.abspath(shutil.which("lsof") or "/usr/sbin/lsof")
+    lsof = paths.program("lsof") or "/usr/sbin/lsof"
     argv = [lsof, "-w", "-n", "-P", "-F", "n", "-a", "-p", str(proc.pid), "-d", "txt,mem"]
     try:
         done = subprocess.run(

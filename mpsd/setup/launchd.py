@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import plistlib
 import re
-import shutil
 import subprocess
 import time
 from collections.abc import Callable
@@ -20,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mpsd import paths
+from mpsd import files, paths
 
 LABEL = paths.LABEL
 # How long to wait for a booted-out copy to go away, and how often to look.
@@ -56,9 +55,12 @@ class Result:
 
 def launchctl(*args: str, timeout: float = 30.0) -> Result:
     """Run ``launchctl ARGS``: the only place mpsd starts launchctl."""
+    program = paths.program("launchctl")
+    if program is None:
+        return Result(tuple(args), 127, "", "launchctl: command not found")
     try:
         done = subprocess.run(
-            ["launchctl", *args],
+            [program, *args],
             capture_output=True,
             text=True,
             timeout=timeout,
@@ -73,7 +75,7 @@ def launchctl(*args: str, timeout: float = 30.0) -> Result:
 
 def available() -> bool:
     """True when ``launchctl`` is on PATH: the launchd path is taken."""
-    return shutil.which("launchctl") is not None
+    return paths.program("launchctl") is not None
 
 
 # -- the plist --------------------------------------------------------------------------
@@ -116,8 +118,9 @@ def render(
 def agent_python(args: list[str]) -> str:
     """The python an agent's ProgramArguments run: the console script's ``#!`` interpreter (or
     the ``exec`` line pip writes for long paths), else ``args[0]``."""
-    try:
-        with open(args[0], "rb") as handle:
+    try:  # a FIFO or a device there must not hang doctor
+        fd = files.open_regular(args[0], os.O_RDONLY)
+        with os.fdopen(fd, "rb") as handle:
             head = handle.read(4096).decode("utf-8", "replace")
     except OSError:
         head = ""
@@ -337,7 +340,7 @@ def is_current(agent: LoadedAgent | None, plist_file: Path, new: bytes) -> bool:
     if agent is None:
         return False
     try:
-        on_disk = plist_file.read_bytes()
+        on_disk = files.read_bytes(plist_file, limit=files.RC_LIMIT)
     except OSError:
         return False
     wanted = program_arguments(new) or []
