@@ -69,6 +69,7 @@ class Job:
             value, kind = getattr(job, f.name), str(f.type)
             wanted = {"int": int, "str": str}.get(kind.split()[0], (int, float))
             number = value if isinstance(value, (int, float)) else 0
+            number = abs(number) if f.name == "growth" else number  # a footprint may shrink
             ok = (value is None and "None" in kind) or (
                 isinstance(value, wanted) and 0 <= number < 1e18  # finite, not negative
             )
@@ -219,12 +220,12 @@ def system_log(since: float, timeout: float) -> str | None:
     """The lines since ``since`` of the log where the OS records its kills for memory: the
     unified log's memorystatus lines (macOS), the kernel's log (``journalctl -k``, else
     ``dmesg``); None when none could be read."""
-    import shutil
     import subprocess
     import sys
     import time
 
     from mpsd.machine.sysctl import c_env
+    from mpsd.paths import program
 
     commands = [["journalctl", "-k", "-q", "--no-pager", "--since", f"@{int(since)}"], ["dmesg"]]
     if sys.platform == "darwin":
@@ -232,10 +233,12 @@ def system_log(since: float, timeout: float) -> str | None:
         commands = [["log", "show", "--style", "syslog", "--last", last, "--predicate"]]
         commands[0].append('eventMessage CONTAINS "memorystatus"')
     for name, *args in commands:
-        path = shutil.which(name)
+        path = program(name)
+        if path is None:
+            continue
         try:
             done = subprocess.run(
-                [os.path.abspath(path or name), *args],
+                [path, *args],
                 capture_output=True,
                 text=True,
                 errors="replace",

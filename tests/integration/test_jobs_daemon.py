@@ -164,7 +164,7 @@ def test_real_jobs_are_recorded_with_their_cap_peak_and_end(
         try:
             records = wait_for(ended, "the three ends")
         except AssertionError:
-            raise AssertionError(records_of(torch_job.pid, mlx_job.pid, plain_mlx.pid)) from None
+            raise AssertionError(run_mpsd("jobs", "--json").stdout) from None
         assert isinstance(records, list), records
         by_pid = {r["pid"]: r for r in records}
         torch, mlx, plain = (by_pid[job.pid] for job in (torch_job, mlx_job, plain_mlx))

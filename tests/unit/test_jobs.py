@@ -55,6 +55,8 @@ def test_a_job_is_recorded_from_start_to_end_with_its_own_series() -> None:
     tracker.update(sample(4, 1 * GIB), lambda pid: INFO)
     (done,) = tracker.update(sample(5), lambda pid: INFO)
     assert (done.ended, done.peak) == (5, 5 * GIB)
+    done.growth = -GIB  # a footprint that shrank: no damaged record
+    assert Job.of(asdict(done)) == done
     assert [mib for _, mib in done.points()] == [2048, 2048, 5120, 1024]
 
 
