@@ -44,9 +44,8 @@ class Result:
     @property
     def lines(self) -> list[str]:
         """What launchctl printed (errors on stderr or stdout), line by line."""
-        return [
-            line.strip() for line in (self.stderr + "\n" + self.stdout).splitlines() if line.strip()
-        ]
+        text = self.stderr + "\n" + self.stdout
+        return [line.strip() for line in text.splitlines() if line.strip()]
 
     @property
     def message(self) -> str:
@@ -58,11 +57,7 @@ def launchctl(*args: str, timeout: float = 30.0) -> Result:
     """Run ``launchctl ARGS``: the only place mpsd starts launchctl."""
     try:
         done = subprocess.run(
-            ["launchctl", *args],
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            check=False,
+            ["launchctl", *args], capture_output=True, text=True, timeout=timeout, check=False
         )
     except FileNotFoundError:
         return Result(tuple(args), 127, "", "launchctl: command not found")
@@ -169,24 +164,17 @@ def parse_print(text: str, domain: str, label: str = LABEL) -> LoadedAgent:
     fields = dict(re.findall(r"^\t([^\t=][^=\n]*?) = (.*?)\s*$", text, re.MULTILINE))
     block = re.search(r"^\targuments = \{\n(.*?)^\t\}", text, re.MULTILINE | re.DOTALL)
     arguments = block.group(1).split("\n") if block else []
-    pid_text = fields.get("pid", "")
-    return LoadedAgent(
-        domain=domain,
-        path=fields.get("path"),
-        pid=int(pid_text) if pid_text.isdigit() else None,
-        arguments=[line.strip() for line in arguments if line.strip()],
-        label=label,
-    )
+    pid = fields.get("pid", "")
+    arguments = [line.strip() for line in arguments if line.strip()]
+    pid_number = int(pid) if pid.isdigit() else None
+    return LoadedAgent(domain, fields.get("path"), pid_number, arguments, label)
 
 
 def parse_disabled(text: str, label: str = LABEL) -> bool | None:
     """From ``launchctl print-disabled DOMAIN``: whether ``label`` is disabled (``=> true`` or,
     newer, ``=> disabled``), None when not listed."""
-    pattern = re.compile(r'^\s*"' + re.escape(label) + r'"\s*=>\s*(\w+)', re.MULTILINE)
-    match = pattern.search(text)
-    if not match:
-        return None
-    return match.group(1).lower() in ("true", "disabled")
+    match = re.search(r'^\s*"' + re.escape(label) + r'"\s*=>\s*(\w+)', text, re.MULTILINE)
+    return match.group(1).lower() in ("true", "disabled") if match else None
 
 
 def domains() -> tuple[str, str]:
