@@ -180,12 +180,8 @@ def read_file(path: Path | None = None) -> LimitsFile:
     except FileNotFoundError:
         return LimitsFile(found=False)
     except UnsafeFileError as exc:
-        if exc.errno == errno.EFBIG:
-            problem = (
-                f"larger than mpsd ever writes ({MAX_BYTES // 1024} KiB), so the hooks ignore it"
-            )
-        else:
-            problem = "not a regular file"
+        big = f"larger than mpsd ever writes ({MAX_BYTES // 1024} KiB), so the hooks ignore it"
+        problem = big if exc.errno == errno.EFBIG else "not a regular file"
         return LimitsFile(found=True, problem=f"{path} is {problem}")
     except OSError as exc:
         blocked = paths.in_the_way_sentence(path)  # ~/.config/mps is a file, say

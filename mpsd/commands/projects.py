@@ -71,8 +71,7 @@ def run_enable(args: argparse.Namespace) -> int:
         print(f"It lies inside the project {change.covered_by}, which covers it already.")
     if not args.no_python_hook:
         _python_hooks(change.path, explicit)
-    note = _this_shell_note(str(change.path))
-    if note:
+    if note := _this_shell_note(str(change.path)):
         print(note)
     return 0
 
@@ -195,11 +194,8 @@ def run_projects(args: argparse.Namespace) -> int:
         print("No directory is opted in; run `mpsd enable` in a project to opt it in.")
         return 0
     for item in data["projects"]:
-        notes = []
-        if not item["exists"]:
-            notes.append("missing")
-        if not item["in_limits"]:
-            notes.append("not yet in limits.toml")
+        notes = ["missing"] if not item["exists"] else []
+        notes += ["not yet in limits.toml"] if not item["in_limits"] else []
         suffix = f"  ({', '.join(notes)})" if notes else ""
         print(f"{item['path']}{suffix}")
         for env in item["python_hooks"]:
