@@ -9,6 +9,7 @@ import json
 import os
 import shlex
 import sys
+from functools import partial
 
 from mpsd.env import optin, pyhooks
 from mpsd.env.exports import exports_here, hook_copy_command, hook_here
@@ -20,14 +21,6 @@ from mpsd.health import findings
 
 def configure_projects(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print them as JSON")
-
-
-def configure_enable(parser: argparse.ArgumentParser) -> None:
-    _configure(parser, enable=True)
-
-
-def configure_disable(parser: argparse.ArgumentParser) -> None:
-    _configure(parser, enable=False)
 
 
 def _configure(parser: argparse.ArgumentParser, enable: bool) -> None:
@@ -48,6 +41,10 @@ def _configure(parser: argparse.ArgumentParser, enable: bool) -> None:
             action="store_true",
             help="do not put the start-up hook into the project's environments",
         )
+
+
+configure_enable = partial(_configure, enable=True)
+configure_disable = partial(_configure, enable=False)
 
 
 def run_enable(args: argparse.Namespace) -> int:
