@@ -39,7 +39,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         close = get_close_matches(word, COMMANDS, n=1)
         hint = f"; did you mean `mpsd {close[0]}`?" if close else ""
         said = f"unknown command '{word}'{hint} (`mpsd --help` lists the commands)"
-        sys.stderr.write(f"{PROG}: {said}.\n")
+        from mpsd.term import visible
+
+        sys.stderr.write(f"{PROG}: {visible(said)}.\n")
         return EXIT_USAGE
     parser = build_parser(word, only=bool(args_list) and args_list[0] == word)
     try:
@@ -58,7 +60,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.environ["NO_COLOR"] = "1"
     if args.command not in SAYS_TRUST_ITSELF:
         for sentence in paths.untrusted_dirs():
-            sys.stderr.write(f"{PROG}: warning: {sentence}.\n")
+            from mpsd.term import visible  # a path may hold anything
+
+            sys.stderr.write(f"{PROG}: warning: {visible(sentence)}.\n")
     try:
         code = int(function(args.command, "run")(args))
         sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's exit
@@ -104,7 +108,9 @@ def _report(message: str) -> None:
         import traceback
 
         traceback.print_exc()
-    sys.stderr.write(f"{PROG}: {message}\n")
+    from mpsd.term import visible  # a path, a value, a word the user typed: shown, not acted on
+
+    sys.stderr.write(f"{PROG}: {visible(message)}\n")
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from mpsd.errors import MpsdError
-from mpsd.files import UnsafeFileError, ensure_dir, read_bytes
+from mpsd.files import UnsafeFileError, ensure_dir, open_checked, open_regular, read_bytes
 
 
 @contextlib.contextmanager
@@ -54,7 +54,7 @@ def _try_lock(fd: int, kind: int) -> bool:
 
 def _open(path: str | Path) -> int:
     ensure_dir(os.path.dirname(os.fspath(path)))
-    return os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
+    return open_checked(path, os.O_RDWR | os.O_CREAT, 0o600)
 
 
 class PidLock:
@@ -83,12 +83,36 @@ class PidLock:
             os.close(self._fd)
             self._fd = None
 
+    def keep(self) -> bool:
+        """Still the one holder: when the lock file was removed or replaced (``rm -rf`` of the
+        state dir), take a new one at the path, so that a second daemon cannot start beside
+        this one; False when another process took the new one first."""
+        if self._fd is None:
+            return True
+        try:
+            st, mine = os.stat(self.path), os.fstat(self._fd)
+            if (st.st_dev, st.st_ino) == (mine.st_dev, mine.st_ino):
+                return True
+        except OSError:
+            pass
+        new = PidLock(self.path)
+        try:
+            if not new.acquire():
+                return False
+        except OSError:
+            return True  # cannot be made now (the trust rule, a full disk): tried again later
+        os.close(self._fd)
+        self._fd = new._fd
+        return True
+
     def is_held_elsewhere(self) -> bool:
         """True when some other process holds the lock right now."""
         if self._fd is not None:
             return False
         try:
-            fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+            fd = open_checked(self.path)
+        except UnsafeFileError:  # the trust rule's sentence is said elsewhere: only flocked here
+            fd = open_regular(self.path, os.O_RDONLY)
         except FileNotFoundError:
             return False
         try:

@@ -39,6 +39,18 @@ def data_dir() -> Path:
     return _dir("MPSD_DATA_DIR", "XDG_DATA_HOME", (".local", "share"))
 
 
+def program(name: str) -> str | None:
+    """The program ``name`` as the shell finds it on ``PATH``, by its absolute path, or None; the
+    one resolver of every program mpsd runs (launchctl, vm_stat, lsof, pbpaste, osascript...).
+    Empty and relative entries are skipped: they mean the working directory, and a checkout's
+    ``./launchctl`` must never run."""
+    for entry in os.environ.get("PATH", os.defpath).split(os.pathsep):
+        full = os.path.join(entry, name)
+        if os.path.isabs(entry) and os.path.isfile(full) and os.access(full, os.X_OK):
+            return full
+    return None
+
+
 def free_memory_file() -> Path:
     """The last sample's free-memory sum and its parts (``mpsd status --json`` shows them)."""
     return state_dir() / "free-memory.json"
@@ -107,31 +119,12 @@ def in_the_way_sentence(path: str | Path) -> str | None:
 
 
 def untrusted(directory: str | Path) -> str | None:
-    """The trust rule (ssh's StrictModes): None when ``directory`` is absent, or is owned by
-    this user and writable by nobody else; otherwise one sentence that names the directory
-    and the command that fixes it. mpsd reads nothing in a directory that fails it."""
-    import stat
+    """The trust rule (SPEC; ``mpsd.files.untrusted`` applies it): None when ``directory`` is
+    absent, or it, every parent and every file in it pass; otherwise one sentence that names
+    what fails and the command that fixes it. mpsd reads nothing in a directory that fails it."""
+    from mpsd import files
 
-    try:
-        st = os.stat(directory)
-    except (FileNotFoundError, NotADirectoryError):  # absent (a file in the way is told apart)
-        return None
-    except OSError as e:
-        return f"{directory} cannot be checked ({e.strerror}), so mpsd trusts nothing in it"
-    if st.st_uid == os.getuid() and not st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-        return None
-    import shlex  # only for the sentence
-
-    quoted = shlex.quote(os.fspath(directory))
-    if st.st_uid != os.getuid():
-        return (
-            f"{directory} belongs to another user (uid {st.st_uid}), so mpsd trusts nothing "
-            f"in it: run `sudo chown -R $(id -un) {quoted}`"
-        )
-    return (
-        f"{directory} is writable by others (mode {stat.S_IMODE(st.st_mode):o}), so mpsd "
-        f"trusts nothing in it: run `chmod go-w {quoted}`"
-    )
+    return files.untrusted(directory)
 
 
 def untrusted_dirs() -> list[str]:
@@ -140,12 +133,18 @@ def untrusted_dirs() -> list[str]:
     return [sentence for sentence in dict.fromkeys(found) if sentence]  # one dir, one sentence
 
 
-def untrusted_home(path: str | Path) -> str | None:
-    """The trust rule's sentence when ``path`` is or lies in mpsd's config, state or data dir
-    and that dir fails the rule: mpsd then reads and writes nothing there (``mpsd.files``)."""
+def home_of(path: str | Path) -> str | None:
+    """mpsd's config, state or data dir that is or holds ``path`` (absolute), or None."""
     full = os.path.abspath(path)
     for directory in (config_dir(), state_dir(), data_dir()):
         top = os.path.abspath(directory)
         if full == top or full.startswith(top.rstrip(os.sep) + os.sep):
-            return untrusted(top)
+            return top
     return None
+
+
+def untrusted_home(path: str | Path) -> str | None:
+    """The trust rule's sentence when ``path`` is or lies in mpsd's config, state or data dir
+    and that dir fails the rule: mpsd then reads and writes nothing there (``mpsd.files``)."""
+    top = home_of(path)
+    return None if top is None else untrusted(top)

@@ -219,8 +219,9 @@ _mpsd_hook() {
   # start costs nothing. From bash 5.1 on, this `read` takes the file in blocks; before, one
   # byte per system call (a few hundred for the file mpsd writes: well under a millisecond).
   # The trust rule (paths.untrusted) as far as a builtin tells it: the config dir and the data
-  # dir (when there is one) are the user's own (-O), else nothing is read, nothing exported.
-  if [[ -f $_MPSD_FILE && -r $_MPSD_FILE && -O $_MPSD_CONF ]] &&
+  # dir (when there is one) and limits.toml itself are the user's own (-O: a file another user
+  # wrote into a dir others can write is theirs), else nothing is read, nothing exported.
+  if [[ -f $_MPSD_FILE && -r $_MPSD_FILE && -O $_MPSD_FILE && -O $_MPSD_CONF ]] &&
     [[ -O $_MPSD_DATA || ! -e $_MPSD_DATA ]] &&
     IFS='' \builtin read -r -d '' -n 262145 _mpsd_text 2>/dev/null <"$_MPSD_FILE"; then
     _mpsd_text=''

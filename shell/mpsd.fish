@@ -96,9 +96,10 @@ function _mpsd_hook --on-event fish_prompt --on-variable PWD
     # file, which it read whole). `read -z` stops at a NUL, and a second read finds what follows
     # it: such a file is not mpsd's either. Both read in blocks (the file is seekable).
     # The trust rule (paths.untrusted) as far as a builtin tells it: the config dir and the data
-    # dir (when there is one) are the user's own (-O), else nothing is read, nothing exported.
+    # dir (when there is one) and limits.toml itself are the user's own (-O: a file another
+    # user wrote into a dir others can write is theirs), else nothing is read, nothing exported.
     set -l text ''
-    if test -f "$_mpsd_file" -a -r "$_mpsd_file" -a -O "$_mpsd_conf"
+    if test -f "$_mpsd_file" -a -r "$_mpsd_file" -a -O "$_mpsd_file" -a -O "$_mpsd_conf"
         and test -O "$_mpsd_data" -o ! -e "$_mpsd_data"
         set -l fish_read_limit 262144
         set -l IFS

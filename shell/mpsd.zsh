@@ -131,8 +131,9 @@ _mpsd_hook() {
   # sourced under `emulate sh` or `emulate ksh` (no bare glob qualifiers) fails to parse.
   eval '_mpsd_fit=( ${~_MPSD_GLOB}(N-.L-262145) )'
   # The trust rule (paths.untrusted) as far as a builtin tells it: the config dir and the data
-  # dir (when there is one) are the user's own (-O), else nothing is read, nothing exported.
-  if (( $#_mpsd_fit )) && [[ -r $_MPSD_FILE && -O $_MPSD_CONF ]] &&
+  # dir (when there is one) and limits.toml itself are the user's own (-O: a file another user
+  # wrote into a dir others can write is theirs), else nothing is read, nothing exported.
+  if (( $#_mpsd_fit )) && [[ -r $_MPSD_FILE && -O $_MPSD_FILE && -O $_MPSD_CONF ]] &&
     [[ -O $_MPSD_DATA || ! -e $_MPSD_DATA ]]; then
     _mpsd_text=$(<$_MPSD_FILE)
   fi

@@ -16,6 +16,7 @@ OOM_MESSAGES = FIXTURES / "oom-messages.jsonl"
 OOM_CLASSES = FIXTURES / "oom-classes.jsonl"
 CONSOLE_LOGGERS = FIXTURES / "console-loggers.jsonl"
 COMMAND_OUTPUTS = FIXTURES / "macos" / "command-outputs.jsonl"
+HOSTILE_COMMAND_LINES = FIXTURES / "hostile-command-lines.jsonl"
 OOM_FRAMEWORKS = FIXTURES / "oom-frameworks-dev.jsonl"
 KILL_LINES = FIXTURES / "macos" / "memorystatus-kill-lines.jsonl"
 
@@ -69,3 +70,9 @@ def outputs_of(command: str) -> list[dict[str, Any]]:
 
 def output_by_id(record_id: str) -> dict[str, Any]:
     return next(row for row in command_outputs() if row["id"] == record_id)
+
+
+@cache
+def hostile_command_lines() -> tuple[dict[str, Any], ...]:
+    """Command lines carrying terminal control sequences (``what``, ``command``)."""
+    return _jsonl(HOSTILE_COMMAND_LINES)

@@ -41,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"A daemon{who} is running and keeps {paths.limits_file()} up to date.")
         return 0
     try:
-        daemon = loop.Daemon(sample_source=_sample, recommended_source=recommended_max)
+        daemon = loop.Daemon(sample_source=_sample, recommended_source=recommended_max, lock=lock)
         if not args.once:
             return daemon.run_forever()
         limits = daemon.run_once()

@@ -11,7 +11,7 @@ import sys
 from mpsd.env import project_python
 from mpsd.health import chain, findings, system
 from mpsd.health.findings import OK, PROBLEM, SKIPPED, WARNING, Finding
-from mpsd.term import plural, style, wrap
+from mpsd.term import plural, style, visible, wrap
 
 _MARKS = {OK: "ok", PROBLEM: "PROBLEM", WARNING: "warning", SKIPPED: "--"}
 
@@ -46,10 +46,10 @@ def run(args: argparse.Namespace) -> int:
     for check in found:
         mark = _MARKS[check.level]
         lead = f"{mark:<8} {check.name:<{width}}  "
-        lines = wrap(check.detail, None, lead, indent) or [lead.rstrip()]
+        lines = wrap(visible(check.detail), None, lead, indent) or [lead.rstrip()]
         if check.fix and check.level != OK:
             label = "how" if check.level == SKIPPED else "fix"
-            lines.extend(wrap(f"{label}: {check.fix}", None, indent, indent + "     "))
+            lines.extend(wrap(f"{label}: {visible(check.fix)}", None, indent, indent + "     "))
         if paint.color:
             colour = {PROBLEM: paint.warn, WARNING: paint.warn, OK: paint.cmd}
             lines[0] = colour.get(check.level, paint.dim)(mark) + lines[0][len(mark) :]
@@ -66,7 +66,7 @@ def checks(python: tuple[str, str]) -> list[Finding]:
     here = chain.read(every_project=True)
     found = findings.read(here, os.environ, start)
     at = next(i for i, f in enumerate(found) if f.name == "daemon")
-    found[at:at] = agent
+    found[at:at] = [*agent, *system.services()]
     at = next(
         i for i, f in enumerate(found) if f.name == "start-up hook" or f.name == "hook active"
     )

@@ -52,10 +52,11 @@ def _parts(handle: TextIO, name: str) -> Iterator[str]:
 
 
 def _clipboard() -> str:
-    import shutil
     import subprocess
 
-    pbpaste = shutil.which("pbpaste")
+    from mpsd.paths import program
+
+    pbpaste = program("pbpaste")
     if pbpaste is None:
         raise MpsdError(
             "--paste needs pbpaste, which only macOS has; pipe the message in instead "

@@ -4,6 +4,7 @@ file change is computed first (``mpsd.setup.installer``), then printed as diffs 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shutil
 import subprocess
@@ -95,6 +96,9 @@ def run(args: argparse.Namespace) -> int:
     warnings: list[str] = []
     steps = installer.file_steps(plan.files)
     made = {change.path.parent for change in plan.changed if change.old is None}
+    # The dirs this install creates (not LaunchAgents: macOS's own), for uninstall to remove.
+    dirs = [paths.config_dir(), paths.state_dir(), paths.data_dir()]
+    new_dirs = installer.missing_dirs([*dirs, *(c.path.parent for c in plan.files)])
     for directory in (paths.config_dir(), paths.state_dir()):
         if not directory.is_dir() and directory not in made:
             steps.append(Step(f"create {tilde(directory)}", partial(ensure_dir, directory)))
@@ -137,6 +141,7 @@ def run(args: argparse.Namespace) -> int:
         else:
             warnings.extend(outcome.warnings)
             agent_started = outcome.changed
+    installer.note_created(new_dirs)
 
     if not report and agent_error is None:
         print("Everything is already in place: nothing changed.")
@@ -287,6 +292,7 @@ def _dry_run(
 def run_uninstall(args: argparse.Namespace) -> int:
     plan = installer.uninstall_plan()
     purge = installer.purge_dirs() if args.purge else []
+    created = installer.created_dirs()  # read before --purge takes the state dir
     labels = (launchd.LABEL, homebrew.LABEL) if launchd.available() else ()  # both run the daemon
     if args.dry_run:
         jobs = [job for job in map(launchd.loaded, labels) if job is not None]
@@ -320,8 +326,8 @@ def run_uninstall(args: argparse.Namespace) -> int:
         who, pid = daemon
         warnings.append(f"{who} is still running (pid {pid}); stop it: `kill {pid}`")
     report.run(installer.file_steps(plan.all))
-    _tidy_up([c for c in plan.files if c.changed], report)
     report.run([_purge_step(directory) for directory in purge])
+    _tidy_up([c for c in plan.files if c.changed], report, created)
 
     kept = [tilde(d) for d in (paths.config_dir(), paths.state_dir()) if d.exists()]
     if refused is None and kept and not args.purge:
@@ -377,26 +383,16 @@ def _refused_purge(
     )
 
 
-def _tidy_up(removed: list[FileChange], report: Callable[[str], None]) -> None:
-    """The start-up hook's bytecode, and the directories install made for its files once they
-    are empty (the data dir, fish's conf.d and completions), up to HOME."""
-    data, home = paths.data_dir(), installer.home()
+def _tidy_up(removed: list[FileChange], report: Callable[[str], None], made: list[Path]) -> None:
+    """The start-up hook's bytecode, and the dirs install created (``made``, deepest first) once
+    they are empty: nothing that was there before install, nothing that holds a file."""
     for change in removed:
         if change.path.name == pyhooks.MODULE_FILE:
             pyhooks.remove_bytecode(str(change.path.parent))
-        if change.what not in ("fish hook", "completion", "hook copy"):
-            continue
-        directory = change.path.parent
-        while directory not in (home, data.parent) and (
-            home in directory.parents or data in (directory, *directory.parents)
-        ):
-            try:
-                directory.rmdir()
-            except OSError:
-                break
-            if directory == data:
-                report(f"removed {tilde(directory)}")
-            directory = directory.parent
+    for directory in made:
+        with contextlib.suppress(OSError):  # not empty, or already gone
+            directory.rmdir()
+            report(f"remove {tilde(directory)} (install created it; it is empty now)")
 
 
 def _purge_step(directory: Path) -> Step:

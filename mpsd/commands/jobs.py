@@ -6,6 +6,8 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import os
+import re
+import sys
 
 from mpsd import paths, term
 from mpsd.daemon.history import Store
@@ -25,8 +27,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if not (args.job == "last" or args.job.isdigit()):
-        raise MpsdError(f"'{args.job}' is not a job id (a number from `mpsd jobs`).", EXIT_USAGE)
+    if not (args.job == "last" or re.fullmatch("[0-9]{1,18}", args.job)):  # ASCII digits only
+        said = term.visible(args.job)
+        raise MpsdError(f"'{said}' is not a job id (a number from `mpsd jobs`).", EXIT_USAGE)
     job_id = None if args.job == "last" else int(args.job)
     records, samples = _read(job_id, args.action == "show")
     if args.action and not records:
@@ -52,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
         cap, swap = "?" if r.cap is None else gib(r.cap), "yes" if r.swapouts else "no"
         print(
             f"{r.id:>4}  {_when(r.started):<16}  {took:>7}  {gib(r.peak):>9}  {cap:>9}  {swap:<4}  "
-            f"{r.command}"
+            f"{term.visible(r.command)}"
         )
     print(NOTE)
     return 0
@@ -64,7 +67,14 @@ def _read(job_id: int | None, show: bool) -> tuple[list[Job], list[tuple[int, in
     if store is None:
         return [], []
     with store:
-        records = [Job.of(row) for row in store.jobs(job_id, 1 if show else 50)]
+        records = []
+        for row in store.jobs(job_id, 1 if show else 50):
+            try:
+                records.append(Job.of(row))
+            except MpsdError as exc:  # that record alone: said, the others shown
+                if show:
+                    raise
+                sys.stderr.write(f"mpsd: {term.visible(exc)}\n")
         if not (show and records):
             return records, []
         rows = store.samples(records[0].started, records[0].ended or 1e12)
@@ -109,8 +119,8 @@ def report(job: Job, samples: list[tuple[int, int]]) -> list[str]:
     end = "still running" if job.ended is None else _when(job.ended, "%H:%M:%S")
     ratio = "?" if job.ratio is None else f"{job.ratio:.2f} ({job.ratio_from})"
     lines = [
-        f"job {job.id}: {job.command} (pid {job.pid})",
-        f"  project:   {job.project or 'none (not in an opted-in directory)'}",
+        f"job {job.id}: {term.visible(job.command)} (pid {job.pid})",
+        f"  project:   {term.visible(job.project or 'none (not in an opted-in directory)')}",
         f"  ran:       {_when(job.started, '%Y-%m-%d %H:%M:%S')} to {end}",
         f"  ratio:     {ratio}, cap {'?' if job.cap is None else gib(job.cap)}",
         f"  free:      {'?' if job.free_at_start is None else gib(job.free_at_start)} at its start",

@@ -13,7 +13,7 @@ import sys
 from dataclasses import asdict, fields
 from typing import Any
 
-from mpsd import limits, paths
+from mpsd import limits, paths, term
 from mpsd.durations import format_duration, parse_duration
 from mpsd.env.exports import hook_copy_command
 from mpsd.errors import MpsdError
@@ -67,56 +67,45 @@ def run(args: argparse.Namespace) -> int:
 def watch(every: float, as_json: bool) -> int:
     """The live view: a sample of its own every ``every`` seconds (the daemon's sampler, in
     this process), one JSON line a period with ``as_json``; ``q`` or Ctrl-C ends it."""
-    import select
-    import termios
+    import json
+    import os
     import time
-    import tty
 
     from mpsd.daemon.jobs import daemon_running, describe
     from mpsd.machine.mljobs import ProcessScanner
     from mpsd.machine.sampler import SampleError, take_sample
 
     scanner, seen, first = ProcessScanner(), {}, None
-    fd = sys.stdin.fileno()
-    saved = None if as_json or not os.isatty(fd) else termios.tcgetattr(fd)
     try:
-        if saved:
-            tty.setcbreak(fd)
-            sys.stdout.write("\033[?25l")
-        while True:
-            view: dict[str, Any] = {"t": time.time(), "daemon_running": daemon_running()}
-            try:
-                sample, _ = take_sample(scanner=scanner)
-            except SampleError as exc:
-                view["problem"] = str(exc)
-            else:
-                first = sample.swapouts if first is None else first
-                swapped = None if first is None else (sample.swapouts or first) - first
-                current = limits.read()
-                view.update(available_bytes=sample.available_bytes, total_bytes=sample.total_bytes)
-                page = os.sysconf("SC_PAGE_SIZE")
-                view.update(swapped_bytes=swapped and swapped * page, pressure=sample.pressure)
-                view["jobs"] = []
-                for p in sample.processes:
-                    if p.pid not in seen:
-                        seen[p.pid] = describe(p.pid, current, current.projects if current else ())
-                    view["jobs"].append({"pid": p.pid, "bytes": p.bytes, **seen[p.pid]})
-            if as_json:
-                print(json.dumps(view), flush=True)
-            else:
-                sys.stdout.write("\033[H\033[J" + "\n".join(live_lines(view, every)) + "\n")
-                sys.stdout.flush()
-            if not saved:
-                time.sleep(every)
-            elif select.select([fd], [], [], every)[0] and os.read(fd, 1) in (b"q", b"Q"):
-                return 0
+        with contextlib.nullcontext(None) if as_json else term.Live() as live:
+            while True:
+                view: dict[str, Any] = {"t": time.time(), "daemon_running": daemon_running()}
+                try:
+                    sample, _ = take_sample(scanner=scanner)
+                except SampleError as exc:
+                    view["problem"] = str(exc)
+                else:
+                    first = sample.swapouts if first is None else first
+                    swapped = None if first is None else (sample.swapouts or first) - first
+                    current = limits.read()
+                    view.update(available_bytes=sample.available_bytes)
+                    view.update(total_bytes=sample.total_bytes, pressure=sample.pressure)
+                    view["swapped_bytes"] = swapped and swapped * os.sysconf("SC_PAGE_SIZE")
+                    view["jobs"] = []
+                    for p in sample.processes:
+                        if p.pid not in seen:
+                            projects = current.projects if current else ()
+                            seen[p.pid] = describe(p.pid, current, projects)
+                        view["jobs"].append({"pid": p.pid, "bytes": p.bytes, **seen[p.pid]})
+                if live is None:
+                    print(json.dumps(view), flush=True)
+                    time.sleep(every)
+                    continue
+                live.draw([term.visible(line) for line in live_lines(view, every)])
+                if not live.wait(every):
+                    return 0
     except KeyboardInterrupt:
         return 0
-    finally:
-        if saved:
-            termios.tcsetattr(fd, termios.TCSADRAIN, saved)
-            sys.stdout.write("\033[?25h")
-            sys.stdout.flush()
 
 
 def live_lines(view: dict[str, Any], every: float) -> list[str]:
@@ -266,6 +255,7 @@ def render(
         lines.extend(wrap(reason, width, "  why: ", " " * 7))
     problems = [*chain.untrusted, chain.config_problem, chain.state_problem]
     lines.extend(f"problem: {p}" for p in [*problems, history.history_problem] if p)
+    lines = [term.visible(line) for line in lines]  # paths and values: shown, never acted on
     if color:
         lines = [_styled(line, Style(color)) for line in lines]
     if history.chart is not None:
@@ -279,13 +269,19 @@ def _here_rows(chain: Chain, found: list[Finding]) -> list[tuple[str, str]]:
     here = chain.here
     assert here is not None
     missing = here.not_in_limits
+    if not chain.config_trusted:  # the list cannot be read: the trust finding has the fix
+        said = "not known while the config dir is not trusted (the fix is below)"
+        return [("this directory", said), ("python here", "gets neither variable meanwhile")]
     if missing:
         rows = [("this directory", f"opted in (project {here.project}, listed in config.toml)")]
     elif here.opted_in:
         rows = [("this directory", f"opted in (project {here.project})")]
     else:
         rows = [("this directory", "not opted in (run `mpsd enable` to opt it in)")]
-    if here.hook_here is False:
+    if here.start_up_hook:  # a venv activated outside its project: its start-up hook applies
+        gets = f"gets {_pairs(here.python_gets)}"
+        rows.append(("python here", f"{gets} ({here.start_up_hook}: mpsd's start-up hook)"))
+    elif here.hook_here is False:
         # Nothing from this very shell: say so, and what a new terminal (with the hook) gives.
         rows.append(
             ("python here", "gets neither variable from this shell: it has no mpsd hook yet")

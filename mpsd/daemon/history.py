@@ -118,6 +118,21 @@ def code_stamp() -> str:
     return f"{mpsd.__version__} {st.st_ino}.{st.st_mtime_ns}"
 
 
+def _checked(path: Path, create: bool = False) -> None:
+    """The trust rule before SQLite opens the history by path (``files.check_files``: its dir
+    chain, the file and its ``-wal``/``-shm``/``-journal``); ``create`` makes it 0600 first, so
+    those files (which take its mode) stay private whatever the umask. A refusal or a FIFO in
+    its place is ``sqlite3.OperationalError``, told as the history's own error."""
+    from mpsd import files
+
+    try:
+        if create:
+            os.close(files.open_checked(path, os.O_RDONLY | os.O_CREAT, 0o600))
+        files.check_files(path, ("", "-wal", "-shm", "-journal"))
+    except files.UnsafeFileError as exc:
+        raise sqlite3.OperationalError(exc.strerror) from None
+
+
 class Store:
     """The history in one SQLite file: ``open`` (read-write, creates the schema) or
     ``open_readonly``."""
@@ -134,6 +149,7 @@ class Store:
 
         ensure_dir(path.parent)
         try:
+            _checked(path, create=True)
             db = sqlite3.connect(str(path), timeout=10.0, isolation_level=None)
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")
@@ -157,6 +173,7 @@ class Store:
             return None
         uri = f"{Path(os.path.abspath(path)).as_uri()}?mode=ro"
         try:
+            _checked(path)
             store = cls(sqlite3.connect(uri, uri=True, timeout=5.0), path)
             if store._check_schema():
                 return store

@@ -47,9 +47,12 @@ class Job:
         job = cls(**row)
         for f in dataclasses.fields(cls):
             value, kind = getattr(job, f.name), str(f.type)
-            if not (value is None and "None" in kind) and not isinstance(
-                value, {"int": int, "str": str}.get(kind.split()[0], (int, float))
-            ):
+            wanted = {"int": int, "str": str}.get(kind.split()[0], (int, float))
+            number = value if isinstance(value, (int, float)) else 0
+            ok = (value is None and "None" in kind) or (
+                isinstance(value, wanted) and 0 <= number < 1e18  # finite, not negative
+            )
+            if not ok:
                 raise MpsdError(f"job {job.id}'s record is damaged ({f.name} is {value!r}).", 1)
         return job
 
@@ -122,20 +125,25 @@ def describe(pid: int, limits: Any, projects: tuple[str, ...]) -> dict[str, Any]
     import psutil
 
     from mpsd.env.decision import containing_project
+    from mpsd.env.watermarks import high_ratio
     from mpsd.ratio import HIGH_VAR
 
     found: dict[str, Any] = {}
     try:
         proc = psutil.Process(pid)
         command = " ".join(" ".join(proc.cmdline()).split()) or proc.name()
+        # Bytes that are not UTF-8 (psutil's surrogate escapes) become U+FFFD: storable text.
+        command = command.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
         found["command"] = command if len(command) <= 80 else command[:77] + "..."
         found["project"] = containing_project(proc.cwd(), projects)
         value = proc.environ().get(HIGH_VAR)
-        found["ratio"] = PYTORCH_DEFAULT_RATIO if value is None else float(value)
+        ratio = PYTORCH_DEFAULT_RATIO if value is None else high_ratio(value)
         found["ratio_from"] = "PyTorch's default" if value is None else "its environment"
+        if ratio is not None:
+            found["ratio"] = ratio
     except (psutil.Error, OSError, ValueError):
         pass
-    if "ratio" not in found and limits is not None:
+    if "ratio_from" not in found and limits is not None:
         found["ratio"], found["ratio_from"] = limits.high_watermark_ratio, "limits.toml"
     if "ratio" in found and limits is not None:
         found["cap"] = int(found["ratio"] * limits.recommended_max_bytes)

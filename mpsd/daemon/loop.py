@@ -39,6 +39,7 @@ from mpsd.files import ensure_dir
 from mpsd.limits import Limits
 from mpsd.locks import PidLock
 from mpsd.machine.sample import Sample
+from mpsd.term import visible
 
 # The mpsd files this daemon started with, in each decision it records (install compares).
 RUNNING_CODE = code_stamp()
@@ -64,8 +65,19 @@ class _LogFile(logging.handlers.RotatingFileHandler):
     """The rotating log, each file created 0600 whatever the umask (it says who ran what)."""
 
     def _open(self) -> Any:
-        fd = os.open(self.baseFilename, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        from mpsd.files import open_checked  # the trust rule: no link followed, the user's own
+
+        fd = open_checked(self.baseFilename, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         return os.fdopen(fd, "a", encoding=self.encoding, errors=self.errors)
+
+
+class _Visible(logging.Formatter):
+    """Messages with control characters made visible (``term.visible``): a job's command line
+    in the log cannot rewrite a terminal that shows it (``tail -f``, ``less -R``)."""
+
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        record.message = visible(record.message)
+        return super().formatMessage(record)
 
 
 def setup_logging(warnings_to_stderr: bool = False) -> None:
@@ -78,7 +90,7 @@ def setup_logging(warnings_to_stderr: bool = False) -> None:
     for handler in list(logger.handlers):
         logger.removeHandler(handler)
         handler.close()
-    formatter = logging.Formatter("%(asctime)s %(levelname)s [%(process)d] %(message)s")
+    formatter = _Visible("%(asctime)s %(levelname)s [%(process)d] %(message)s")
     try:
         path = paths.log_file()
         ensure_dir(path.parent)
@@ -90,7 +102,7 @@ def setup_logging(warnings_to_stderr: bool = False) -> None:
     to_stderr = sys.stderr.isatty()
     if to_stderr or warnings_to_stderr:
         stream = logging.StreamHandler(sys.stderr)
-        stream.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+        stream.setFormatter(_Visible("%(asctime)s %(levelname)s %(message)s"))
         if not to_stderr:
             stream.setLevel(logging.WARNING)
         logger.addHandler(stream)
@@ -226,6 +238,7 @@ class Daemon:
     clock_jumped = False  # the last tick found the wall clock away from the monotonic one
     _untrusted: list[str] = field(default_factory=list)  # the trust problem last said
     tracker: jobs.Tracker | None = None  # the job records (None until the first sample)
+    lock: PidLock | None = None  # the daemon lock, kept at each step (``PidLock.keep``)
     episodes: notices.Episodes = field(default_factory=notices.Episodes)
     notifier: notices.Notifier | None = None  # made at the first notice with notify = true
     _queue: queue.SimpleQueue[tuple[str, Any]] = field(default_factory=queue.SimpleQueue)
@@ -554,6 +567,9 @@ class Daemon:
                 elif kind == "recommended-failed":
                     schedule.probe_finished()
                     log.error("cannot find the recommended max: %s", value)
+                if self.lock is not None and not self.lock.keep():
+                    log.error("the daemon lock was removed and another daemon took it; stopping")
+                    return 1
                 self._due(schedule, self.mono())
         finally:
             watcher.stop()

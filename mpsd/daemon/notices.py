@@ -9,13 +9,14 @@ from __future__ import annotations
 import logging
 import os
 import queue
-import shutil
 import subprocess
 import threading
 from collections import deque
 from dataclasses import dataclass, field
 
 from mpsd.machine.sample import PRESSURE_WARN
+from mpsd.paths import program
+from mpsd.term import visible
 
 log = logging.getLogger("mpsd")
 
@@ -122,14 +123,14 @@ class Way:
 
 def find_way() -> Way | None:
     """terminal-notifier (on PATH, else at Homebrew's paths), else osascript, else notify-send."""
-    found = which("terminal-notifier") or next(
+    found = program("terminal-notifier") or next(
         (p for d in HOMEBREW_BINS if os.access(p := os.path.join(d, "terminal-notifier"), os.X_OK)),
         None,
     )
     if found:
         return Way("terminal-notifier", found)
     for name in ("osascript", "notify-send"):
-        if path := which(name):
+        if path := program(name):
             return Way(name, path)
     return None
 
@@ -168,11 +169,3 @@ class Notifier:
                 self._failing = True
                 log.error("%s (not handed over: %s; said once till one goes)", text, failed)
             self._queue.task_done()
-
-
-def which(name: str) -> str | None:  # TODO(merge): the trust issue's program resolver
-    return shutil.which(name)
-
-
-def visible(text: str) -> str:  # TODO(merge): the trust issue's escaper
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)

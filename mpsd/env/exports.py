@@ -57,6 +57,10 @@ def hook_copy_command(environ: Mapping[str, str] | None = None) -> str | None:
     if shell not in ("zsh", "bash", "fish"):
         return None
     copy = os.path.join(str(paths.data_dir()), f"mpsd.{shell}")
+    if shell == "fish":  # install copies fish's hook into its conf.d (setup.installer)
+        base = env.get("XDG_CONFIG_HOME") or ""
+        base = base if os.path.isabs(base) else os.path.join(env.get("HOME") or "~", ".config")
+        copy = os.path.join(base, "fish", "conf.d", "mpsd.fish")
     if not os.path.isfile(copy):
         return None
     home = (env.get("HOME") or "").rstrip("/")
@@ -88,6 +92,31 @@ class Optin:
     new_shell_gets: dict[str, str | None]
     problems: list[str]
     mlx: MlxGets
+    start_up_hook: str | None = None  # the python on PATH, when its start-up hook gives the pair
+
+
+def path_python_gets(environ: Mapping[str, str]) -> tuple[str, dict[str, str]] | None:
+    """The ``python`` on PATH and the pair mpsd's start-up hook gives it here, when it carries
+    the hook and its environment lies in a project (a venv activated outside the project); None
+    otherwise. Never runs it: the hook's own ``decide`` on its prefix."""
+    import glob
+
+    from mpsd.env import startup_hook
+
+    python = paths.program("python")
+    if python is None:
+        return None
+    prefix = os.path.dirname(os.path.dirname(python))
+    site = os.path.join(glob.escape(prefix), "lib", "python*", "site-packages")
+    if not glob.glob(os.path.join(site, "_mpsd_startup.py")):
+        return None
+    try:
+        cwd: str | None = os.getcwd()
+    except OSError:
+        cwd = None
+    gets = startup_hook.decide(environ, cwd, prefix)
+    pair = {name: gets[name] for name in (watermarks.HIGH, watermarks.LOW) if name in gets}
+    return (python, pair) if pair else None
 
 
 def optin(
@@ -110,6 +139,12 @@ def optin(
 
         mlx = MlxGets(None, f"{MLX_OWN} while {pending[1]['why']}", pending[1]["fix"])
     reason = decision.reason
+    via = None if any(v is not None for v in gets.values()) else path_python_gets(environ)
+    if via is not None:
+        gets = {**gets, **via[1]}
+        reason = (
+            f"the python on PATH, {via[0]}, gets both from mpsd's start-up hook in its environment"
+        )
     if pending is not None and not decision.hand_set:
         reason = (
             f"config.toml opts this directory in (project {pending[0]}), but "
@@ -132,6 +167,7 @@ def optin(
         new_shell_gets=decision.python_gets({}),
         problems=watermarks.problems({k: v for k, v in gets.items() if v is not None}),
         mlx=mlx,
+        start_up_hook=None if via is None else via[0],
     )
 
 

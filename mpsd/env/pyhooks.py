@@ -3,8 +3,10 @@ in, remove it, and keep the list of every copy mpsd installed.
 
 A copy is three files in an environment's site-packages: ``_mpsd_startup.py`` (a byte-for-byte
 copy of ``mpsd/env/startup_hook.py``: the environment has no mpsd), ``_mpsd_startup.pth`` (one
-guarded line that imports it) and ``_mpsd_startup.start`` (its PEP 829 entry point, 3.15+).
-Writing one clears macOS's hidden flag, which 3.13+ obeys. The list (``python-hooks.tsv``)
+guarded line that imports it) and ``_mpsd_startup.start`` (its PEP 829 entry point, 3.15+);
+for 3.15 and newer, only the module and the ``.start`` (from 3.20 a ``.pth`` import line warns
+even beside one). Writing one clears macOS's hidden flag, which Python obeys for ``.pth`` files
+since 3.13.0 and the January 2024 releases of 3.8-3.12. The list (``python-hooks.tsv``)
 holds project, interpreter, site-packages per copy, so ``disable`` and ``uninstall`` remove
 what it lists and ``status`` tells a lost copy from one never asked for. What ``status`` calls
 imports nothing beyond ``os`` (its start-up is a contract).
@@ -32,7 +34,10 @@ START_FILE = MODULE + ".start"
 START_TEXT = f"{MODULE}:start\n"  # PEP 829: one `module:function` entry point a line
 COPY_FILES = (MODULE_FILE, PTH_FILE, START_FILE)
 UF_HIDDEN = 0x8000  # stat.UF_HIDDEN
-HIDDEN = "macOS's hidden flag (set by iCloud Drive's sync inside .venv) makes Python 3.13+ skip it"
+HIDDEN = (
+    "macOS's hidden flag (set by iCloud Drive's sync inside .venv) makes Python skip it "
+    "(3.13+, and 3.8-3.12 since their January 2024 releases)"
+)
 ENV_DIRS = (".venv", "venv", "env")
 RECORD_NAME = "python-hooks.tsv"
 _HEADER = "# mpsd: every start-up hook copy it installed (project, python, site-packages)\n"
@@ -53,10 +58,13 @@ class Entry:
     site: str
 
 
-def copy_contents() -> list[tuple[str, bytes]]:
-    """Each file of a copy and the bytes it must hold (the module: this package's hook)."""
+def copy_contents(site: str) -> list[tuple[str, bytes | None]]:
+    """Each file of the copy in ``site`` and the bytes it must hold (None: absent). The ``.pth``
+    is absent from a 3.15+ site-packages (its ``lib/python3.X``, as CPython lays them out)."""
     module = Path(__file__).with_name("startup_hook.py").read_bytes()
-    return list(zip(COPY_FILES, (module, PTH_TEXT.encode(), START_TEXT.encode())))
+    minors = [part[8:].rstrip("t") for part in Path(site).parts if part.startswith("python3.")]
+    new = bool(minors) and minors[-1].isdigit() and int(minors[-1]) >= 15  # 3.15t: free-threaded
+    return list(zip(COPY_FILES, (module, None if new else PTH_TEXT.encode(), START_TEXT.encode())))
 
 
 def file_flags(path: str) -> int:
@@ -69,7 +77,7 @@ def set_file_flags(path: str, flags: int) -> None:
 
 
 def hidden_files(site: str) -> list[str]:
-    """The files of the copy in ``site`` that carry the hidden flag (Python 3.13+ skips them)."""
+    """The files of the copy in ``site`` that carry the hidden flag (``HIDDEN``)."""
     found = [os.path.join(site, name) for name in COPY_FILES]
     return [path for path in found if os.path.exists(path) and file_flags(path) & UF_HIDDEN]
 
@@ -134,9 +142,8 @@ def env_python(env: str) -> str:
 
 
 def has_copy(site: str) -> bool:
-    return os.path.isfile(os.path.join(site, MODULE_FILE)) and os.path.isfile(
-        os.path.join(site, PTH_FILE)
-    )
+    module, pth, start = (os.path.isfile(os.path.join(site, name)) for name in COPY_FILES)
+    return module and (pth or start)
 
 
 def env_copy_site(env: str) -> str | None:
@@ -251,13 +258,20 @@ def inspect_interpreter(python: str) -> Target:
 
 
 def write_copy(site: str, python: str | None = None) -> bool:
-    """Write the files into ``site`` and clear their hidden flag; True when something changed.
-    With ``python``, also its bytecode: a python that writes none (a read-only venv) would
-    compile the hook at every start, 5 ms instead of a fraction of one."""
+    """Write the files into ``site`` (and remove one its Python does without), clear their
+    hidden flag; True when something changed. With ``python``, also its bytecode: a python that
+    writes none (a read-only venv) would compile the hook at every start, 5 ms instead of a
+    fraction of one."""
     from mpsd.atomic import write_atomic
 
     try:
-        changed = [write_atomic(Path(site, name), data) for name, data in copy_contents()]
+        changed = []
+        for name, data in copy_contents(site):
+            if data is not None:
+                changed.append(write_atomic(Path(site, name), data))
+            elif os.path.exists(path := os.path.join(site, name)):
+                os.unlink(path)
+                changed.append(True)
         for path in hidden_files(site):
             set_file_flags(path, file_flags(path) & ~UF_HIDDEN)
             changed.append(True)
@@ -281,6 +295,8 @@ def remove_copy(site: str) -> bool:
     removed = False
     for path in copy_files([Entry("", "", site)]):
         try:
+            if not _is_copy(path):
+                continue  # not mpsd's file: python-hooks.tsv only says where to look
             os.unlink(path)
             removed = True
         except FileNotFoundError:
@@ -289,6 +305,20 @@ def remove_copy(site: str) -> bool:
             raise MpsdError(f"cannot remove {path} ({exc.strerror}); remove it by hand.") from None
     remove_bytecode(site)
     return removed
+
+
+def _is_copy(path: str) -> bool:
+    """Whether ``path`` is a file of mpsd's copy (the ``.pth`` and ``.start`` as written, the
+    module of any mpsd version), a regular file not a link; FileNotFoundError when absent."""
+    from mpsd.files import read_bytes
+
+    if os.path.islink(path):
+        return False
+    data = read_bytes(path, limit=1 << 20)
+    name = os.path.basename(path)
+    if name == MODULE_FILE:
+        return data.startswith(b'"""The interpreter start-up hook: ``mpsd enable``')
+    return data == (PTH_TEXT if name == PTH_FILE else START_TEXT).encode()
 
 
 def remove_bytecode(site: str) -> None:
@@ -322,8 +352,8 @@ def set_up(project: str, explicit: Iterable[Target] = ()) -> SetUp:
     pythons = [env_python(env) for env in environments_of(project)]
     pythons += [python for python in listed if python not in pythons]
     for python in pythons:
-        if python in targets:
-            continue
+        if python in targets or not _under(python, [project]):
+            continue  # SPEC: the list names no program mpsd runs; --python names one again
         if not os.path.exists(python):
             if python in listed:
                 result.dropped.append(python)
@@ -445,7 +475,10 @@ def check_copy(site: str) -> str:
     if not has_copy(site):
         return "missing"
     try:
-        same = all(Path(site, name).read_bytes() == data for name, data in copy_contents())
+        same = all(
+            Path(site, name).read_bytes() == data if data else not Path(site, name).exists()
+            for name, data in copy_contents(site)
+        )
     except OSError:
         same = False
     return "current" if same else "outdated"

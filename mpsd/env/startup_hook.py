@@ -149,7 +149,8 @@ def before(data: "bytes | bytearray", low: int, high: int, path: bytes) -> "byte
 
 def read_limits(path: str) -> "bytearray | None":
     """limits.toml's bytes between a newline first and one last, or None when it is missing,
-    unreadable, no regular file or over 256 KiB (``mpsd.limits.read_file``'s rules)."""
+    unreadable, no regular file, over 256 KiB, or not the user's own or writable by others
+    (``mpsd.limits.read_file``'s rules)."""
     try:
         # O_NONBLOCK: a FIFO in the file's place must not hang every python's start.
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
@@ -158,6 +159,8 @@ def read_limits(path: str) -> "bytearray | None":
     try:
         st = os.fstat(fd)
         if st.st_mode & 0o170000 != 0o100000 or st.st_size > MAX_BYTES:  # S_ISREG, the cap
+            return None
+        if st.st_uid != os.getuid() or st.st_mode & 0o022:  # the trust rule for the file
             return None
         # One buffer, a newline either side, a byte more to see a file that grew meanwhile:
         # a fresh process pays for each page it touches, so no other copy and no bigger buffer.

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from mpsd.ratio import HIGH_VAR as HIGH
 from mpsd.ratio import LOW_VAR as LOW
 
-__all__ = ["HIGH", "LOW", "problems", "strtod"]
+__all__ = ["HIGH", "LOW", "high_ratio", "problems", "strtod"]
 # What C ``strtod`` takes from the start of a string (decimal forms; nan/inf apart).
 _STRTOD = re.compile(r"[ \t\n\r\f\v]*([+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)")
 _NONFINITE = re.compile(r"[ \t\n\r\f\v]*[+-]?(?:nan|inf)", re.IGNORECASE)
@@ -22,6 +22,13 @@ def strtod(text: str) -> float:
     """C ``strtod`` on ``text`` as PyTorch applies it: the longest numeric prefix, else 0.0."""
     match = _STRTOD.match(text)
     return float(match.group(1)) if match else 0.0
+
+
+def high_ratio(value: str) -> float | None:
+    """The cap ratio a process with ``HIGH=value`` in its environment runs under, or None when
+    not known: no finite number in (0, 2] (PyTorch rejects it, or 0 removes the cap)."""
+    number = None if _NONFINITE.match(value) else strtod(value)
+    return number if number is not None and 0 < number <= 2 else None
 
 
 def _parse(name: str, value: str, problems: list[str]) -> float | None:

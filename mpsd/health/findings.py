@@ -59,7 +59,7 @@ def read(chain: Chain, env: Mapping[str, str], start: str | None = None) -> list
     here = chain.here.project if chain.here is not None else None
     for fact in chain.start_up_hooks:  # status shows those of the project here
         found.append(replace(hook(fact), short="") if fact["project"] != here else hook(fact))
-    return [*found, _hook_active(chain, env), _variables(env), mlx(chain)]
+    return [*found, _hook_active(chain, env), _variables(env, chain), mlx(chain)]
 
 
 def stale(age_seconds: float, interval: float) -> bool:
@@ -235,12 +235,17 @@ def mlx(chain: Chain, python: str = "", answer: dict[str, Any] | None = None) ->
     )
 
 
-def _variables(env: Mapping[str, str]) -> Finding:
+def _variables(env: Mapping[str, str], chain: Chain) -> Finding:
     found = watermarks.problems(env)
     if found:
         fix = f"{UNSET}, or set both to the value `mpsd status` recommends"
         return Finding("variables", PROBLEM, "; ".join(found), fix)
     high = env.get(watermarks.HIGH)
+    via = chain.here.start_up_hook if chain.here is not None else None
+    if high is None and via and chain.here is not None:
+        gets = chain.here.python_gets
+        said = f"high {gets[watermarks.HIGH]}, low {gets[watermarks.LOW]}"
+        return Finding("variables", OK, f"not set in this shell; {via} gets {said} (start-up hook)")
     if high is None:
         return Finding("variables", OK, "not set here (PyTorch's defaults apply in this directory)")
     return Finding("variables", OK, f"high {high}, low {env.get(watermarks.LOW)}")

@@ -37,7 +37,7 @@ def agent() -> tuple[list[Finding], str]:
     if not plist.exists():
         return [*found, Finding("agent", PROBLEM, f"{plist} does not exist", install)], start
     try:
-        args = launchd.program_arguments(plist.read_bytes())
+        args = launchd.program_arguments(files.read_bytes(plist, limit=files.RC_LIMIT))
     except OSError as exc:
         fix = f"move it out of the way, then {install}"
         found.append(Finding("agent", PROBLEM, f"{plist} cannot be read ({exc.strerror})", fix))
@@ -75,6 +75,22 @@ def agent() -> tuple[list[Finding], str]:
         fix += f"`launchctl enable {gui}/{label}`"
         found.append(Finding("agent enabled", WARNING, detail, fix))
     return found, start
+
+
+def services() -> list[Finding]:
+    """A root LaunchDaemon that `sudo brew services` made; a brew service, whose daemon gets no
+    MPSD_* or XDG_*, beside an mpsd whose dirs they move (it writes where no one reads)."""
+    found, root = [], homebrew.ROOT_SERVICE
+    if root.exists():
+        detail = f"{root} (`sudo brew services start mpsd` made it) runs the daemon as root, "
+        fix = f"run `sudo brew services stop mpsd`, then `{homebrew.START}` without sudo"
+        found.append(Finding("root service", PROBLEM, detail + "with root's home and dirs", fix))
+    if launchd.agent_file(homebrew.LABEL).exists() and (moved := homebrew.moved_dirs()):
+        detail = "the brew service's daemon uses the default dirs (it gets none of your MPSD_* "
+        detail += f"or XDG_* variables), not {', '.join(moved)}, which this mpsd uses"
+        fix = "run `brew services stop mpsd`, then `mpsd install`: mpsd's own agent carries them"
+        found.append(Finding("daemon dirs", PROBLEM, detail, fix))
+    return found
 
 
 # Folders macOS's privacy protection (TCC) guards: a process launchd starts may be denied

@@ -17,7 +17,6 @@ import functools
 import heapq
 import math
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -26,6 +25,7 @@ from dataclasses import dataclass
 
 import psutil
 
+from mpsd import paths
 from mpsd.machine.sysctl import c_env, libsystem_function
 from mpsd.ratio import HIGH_VAR, LOW_VAR
 
@@ -90,7 +90,7 @@ def framework_in_maps(proc: psutil.Process) -> str | None:
 def framework_in_lsof(proc: psutil.Process, timeout: float = 10.0) -> str | None:
     """``torch`` or ``mlx`` when ``lsof`` lists its libraries among ``proc``'s mapped files.
     By absolute path, descriptors left open: CPython then uses ``posix_spawn``, not fork."""
-    lsof = os.path.abspath(shutil.which("lsof") or "/usr/sbin/lsof")
+    lsof = paths.program("lsof") or "/usr/sbin/lsof"
     argv = [lsof, "-w", "-n", "-P", "-F", "n", "-a", "-p", str(proc.pid), "-d", "txt,mem"]
     try:
         done = subprocess.run(

@@ -10,9 +10,7 @@ fails intermittently on macOS 26): the loop logs it and skips the sample.
 from __future__ import annotations
 
 import contextlib
-import os
 import re
-import shutil
 import subprocess
 import sys
 import time
@@ -23,6 +21,7 @@ from typing import Protocol
 
 import psutil
 
+from mpsd import paths
 from mpsd.machine import sysctl
 from mpsd.machine.macos import parse_vm_stat
 from mpsd.machine.mljobs import ProcessScanner, default_scanner
@@ -110,12 +109,12 @@ PRESSURE_LEVEL = "kern.memorystatus_vm_pressure_level"
 def run_vm_stat(timeout: float = 5.0) -> str | None:
     """``vm_stat`` output in the C locale, None when it cannot be run. By absolute path, with
     ``close_fds=False``: CPython then uses ``posix_spawn``, not a fork, most of a sample's CPU."""
-    path = shutil.which("vm_stat")
+    path = paths.program("vm_stat")
     if path is None:
         return None
     try:
         done = subprocess.run(
-            [os.path.abspath(path)],
+            [path],
             capture_output=True,
             text=True,
             env=sysctl.c_env(),

@@ -12,6 +12,8 @@ from mpsd import paths
 
 LABEL = "homebrew.mxcl.mpsd"
 START = "brew services start mpsd"
+# What `sudo brew services start mpsd` writes: a LaunchDaemon, run as root with root's home.
+ROOT_SERVICE = Path("/Library/LaunchDaemons", f"{LABEL}.plist")
 
 
 def prefix(python_prefix: str | None = None) -> Path | None:

@@ -12,7 +12,6 @@ import difflib
 import fnmatch
 import hashlib
 import os
-import shutil
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import partial
@@ -167,8 +166,8 @@ def default_shells() -> tuple[str, ...]:
     found = tuple(
         shell
         for shell in rcfile.SHELLS
-        if shutil.which(shell) or any(rc.exists() for rc in rcfile.rc_files(shell, home()))
-    ) + (("fish",) if shutil.which("fish") else ())
+        if paths.program(shell) or any(rc.exists() for rc in rcfile.rc_files(shell, home()))
+    ) + (("fish",) if paths.program("fish") else ())
     if not found:
         raise MpsdError(
             "neither zsh, bash nor fish is on PATH here, so there is no shell to hook; "
@@ -311,7 +310,7 @@ def hook_refreshes() -> list[FileChange]:
     asks for ``mpsd install``): each copy still there (a lost one is ``enable``'s to put back)."""
     listed = dict.fromkeys(entry.site for entry in pyhooks.record())
     sites = [site for site in listed if pyhooks.check_copy(site) == "outdated"]
-    files = [(Path(site, name), data) for site in sites for name, data in pyhooks.copy_contents()]
+    files = [(Path(site, n), data) for site in sites for n, data in pyhooks.copy_contents(site)]
     return [FileChange(p, rcfile.read(p), data, "python start-up hook") for p, data in files]
 
 
@@ -364,6 +363,7 @@ def uninstall_plan() -> Plan:
     return plan
 
 
+CREATED = "created-dirs"  # in the state dir: each dir install created, for `uninstall --purge`
 # What mpsd writes into its config and state dirs: ``--purge`` removes a dir whole only
 # when it holds nothing else (MPSD_STATE_DIR may point at a directory shared with other things).
 MPSD_FILES = (
@@ -375,6 +375,7 @@ MPSD_FILES = (
     "recommended_max.json",
     "python-hooks.tsv",
     "free-memory.json",
+    CREATED,
     ".*.tmp",
 )
 
@@ -393,3 +394,32 @@ def purge_dirs() -> list[Path]:
     """The dirs ``uninstall --purge`` removes: config and state, never home or above."""
     dirs = [Path(os.path.abspath(d)) for d in (paths.config_dir(), paths.state_dir())]
     return [d for d in dirs if d.is_dir() and not (d == home() or d in home().parents)]
+
+
+def missing_dirs(targets: Iterable[Path]) -> list[Path]:
+    """Those of ``targets`` and their parents that are not there yet: what install creates."""
+    found: list[Path] = []
+    for directory in (Path(os.path.abspath(target)) for target in targets):
+        while not directory.exists():
+            found.append(directory)
+            directory = directory.parent
+    return found
+
+
+def note_created(made: list[Path]) -> None:
+    """Add those of ``made`` that are there now to the state dir's record of them."""
+    if made := [directory for directory in made if directory.is_dir()]:
+        with open(paths.state_dir() / CREATED, "a", encoding="utf-8") as record:
+            record.writelines(f"{directory}\n" for directory in made)
+
+
+def created_dirs() -> list[Path]:
+    """The dirs install created, deepest first (never HOME or above it)."""
+    from mpsd.files import read_bytes
+
+    try:
+        lines = read_bytes(paths.state_dir() / CREATED, limit=1 << 20).decode().splitlines()
+    except (OSError, UnicodeDecodeError):
+        return []
+    found = {Path(line) for line in lines if line.startswith("/")} - {home(), *home().parents}
+    return sorted(found, key=lambda directory: len(directory.parts), reverse=True)

@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import plistlib
 import re
-import shutil
 import subprocess
 import time
 from collections.abc import Callable
@@ -20,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mpsd import paths
+from mpsd import files, paths
 
 LABEL = paths.LABEL
 # How long to wait for a booted-out copy to go away, and how often to look.
@@ -55,9 +54,12 @@ class Result:
 
 def launchctl(*args: str, timeout: float = 30.0) -> Result:
     """Run ``launchctl ARGS``: the only place mpsd starts launchctl."""
+    program = paths.program("launchctl")
+    if program is None:
+        return Result(tuple(args), 127, "", "launchctl: command not found")
     try:
         done = subprocess.run(
-            ["launchctl", *args], capture_output=True, text=True, timeout=timeout, check=False
+            [program, *args], capture_output=True, text=True, timeout=timeout, check=False
         )
     except FileNotFoundError:
         return Result(tuple(args), 127, "", "launchctl: command not found")
@@ -68,7 +70,7 @@ def launchctl(*args: str, timeout: float = 30.0) -> Result:
 
 def available() -> bool:
     """True when ``launchctl`` is on PATH: the launchd path is taken."""
-    return shutil.which("launchctl") is not None
+    return paths.program("launchctl") is not None
 
 
 # -- the plist --------------------------------------------------------------------------
@@ -111,8 +113,9 @@ def render(
 def agent_python(args: list[str]) -> str:
     """The python an agent's ProgramArguments run: the console script's ``#!`` interpreter (or
     the ``exec`` line pip writes for long paths), else ``args[0]``."""
-    try:
-        with open(args[0], "rb") as handle:
+    try:  # a FIFO or a device there must not hang doctor
+        fd = files.open_regular(args[0], os.O_RDONLY)
+        with os.fdopen(fd, "rb") as handle:
             head = handle.read(4096).decode("utf-8", "replace")
     except OSError:
         head = ""
@@ -164,10 +167,10 @@ def parse_print(text: str, domain: str, label: str = LABEL) -> LoadedAgent:
     fields = dict(re.findall(r"^\t([^\t=][^=\n]*?) = (.*?)\s*$", text, re.MULTILINE))
     block = re.search(r"^\targuments = \{\n(.*?)^\t\}", text, re.MULTILINE | re.DOTALL)
     arguments = block.group(1).split("\n") if block else []
-    pid = fields.get("pid", "")
+    pid_text = fields.get("pid", "")
+    pid = int(pid_text) if pid_text.isdigit() else None
     arguments = [line.strip() for line in arguments if line.strip()]
-    pid_number = int(pid) if pid.isdigit() else None
-    return LoadedAgent(domain, fields.get("path"), pid_number, arguments, label)
+    return LoadedAgent(domain, fields.get("path"), pid, arguments, label)
 
 
 def parse_disabled(text: str, label: str = LABEL) -> bool | None:
@@ -325,7 +328,7 @@ def is_current(agent: LoadedAgent | None, plist_file: Path, new: bytes) -> bool:
     if agent is None:
         return False
     try:
-        on_disk = plist_file.read_bytes()
+        on_disk = files.read_bytes(plist_file, limit=files.RC_LIMIT)
     except OSError:
         return False
     wanted = program_arguments(new) or []

@@ -38,6 +38,11 @@ def command() -> str:
     venv_bin = os.path.join(os.environ.get("VIRTUAL_ENV", ""), "bin")
     for folder in os.environ.get("PATH", "").split(os.pathsep):
         found = os.path.join(folder, "mpsd")
-        if folder and folder != venv_bin and os.path.isfile(found) and os.access(found, os.X_OK):
+        if (
+            os.path.isabs(folder)
+            and folder != venv_bin
+            and os.path.isfile(found)
+            and os.access(found, os.X_OK)
+        ):
             return "mpsd"
     return script() or f"{homebrew.opt_path(sys.executable)} -m mpsd"

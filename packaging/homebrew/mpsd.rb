@@ -1,6 +1,8 @@
 # The Homebrew formula of mpsd, for a tap: a repository named homebrew-mpsd holding this file as
-# Formula/mpsd.rb (`brew install mpsd/mpsd/mpsd`). At each release, `resources.py` beside it
-# rewrites the url, the sha256 and the resources (docs/development.md, "Releasing").
+# Formula/mpsd.rb (`brew install mpsd/mpsd/mpsd`). At each release, once PyPI has it,
+# `resources.py` beside it rewrites the url and sha256 from PyPI's JSON (the long URL PyPI serves,
+# as `brew audit`'s PyPiUrls rule asks) and the resources (docs/development.md, "Releasing").
+# Until the first release the url is a placeholder with an all-zero sha256.
 class Mpsd < Formula
   include Language::Python::Virtualenv
 
@@ -10,6 +12,7 @@ class Mpsd < Formula
   sha256 "0000000000000000000000000000000000000000000000000000000000000000"
   license "MIT"
 
+  depends_on arch: :arm64 # PyTorch's MPS: Apple Silicon only
   depends_on :macos
   depends_on "python@3.13"
 
@@ -41,24 +44,13 @@ class Mpsd < Formula
     generate_completions_from_executable(bin/"mpsd", "completion")
   end
 
-  # `brew services start mpsd`: the agent homebrew.mxcl.mpsd, in place of the one `mpsd install`
-  # would load (the two would fight over the daemon's lock; `mpsd install` knows it).
-  service do
-    run [opt_bin/"mpsd", "daemon"]
-    keep_alive crashed: true # as mpsd's own agent: a daemon that exits cleanly stays stopped
-    process_type :background
-    environment_variables LC_ALL: "C"
-    working_dir var
-    log_path var/"log/mpsd.log"
-    error_log_path var/"log/mpsd.log"
-  end
-
   def caveats
     <<~EOS
       Homebrew does not edit your home folder. To hook your shells (zsh, bash, fish)
       and write mpsd's config, run:
         mpsd install
-      then start the daemon that keeps the limits current:
+      then start the daemon that keeps the limits current (never with sudo: that
+      runs it as root, with root's home and none of your settings):
         brew services start mpsd
       zsh completes mpsd only with its completion system on (`mpsd install` prints
       the line to add when your ~/.zshrc lacks it).
@@ -66,6 +58,23 @@ class Mpsd < Formula
       To remove mpsd, run `mpsd uninstall` first (it stops the service and takes
       the hooks out of your rc files), then `brew uninstall mpsd`.
     EOS
+  end
+
+  # `brew services start mpsd` (never with sudo: that makes a LaunchDaemon run as root, with
+  # root's home): the agent homebrew.mxcl.mpsd, in place of the one `mpsd install` would load
+  # (the two would fight over the daemon's lock; `mpsd install` knows it). As mpsd's own agent
+  # (launchd/io.github.mpsd.daemon.plist; a test keeps the two in step): restarted after any
+  # non-zero exit, no sooner than 30 s after the last start, niced. Its LowPriorityIO has no key in the service DSL.
+  service do
+    run [opt_bin/"mpsd", "daemon"]
+    keep_alive successful_exit: false
+    throttle_interval 30
+    process_type :background
+    nice 10
+    environment_variables LC_ALL: "C"
+    working_dir var
+    log_path var/"log/mpsd.log"
+    error_log_path var/"log/mpsd.log"
   end
 
   test do

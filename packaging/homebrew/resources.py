@@ -1,20 +1,22 @@
 """Write the formula's resources (packaging/homebrew/mpsd.rb): one per runtime dependency, the
 sdist's url and sha256, as pip resolves pyproject.toml's dependencies for the formula's python.
 
-At a release, with the formula's python (python@3.13: `python3.13`), from the repository root:
+At a release, once PyPI has it, with the formula's python (python@3.13: `python3.13`), from the
+repository root at the release's tag:
 
-    python3.13 packaging/homebrew/resources.py --sdist dist/mpsd-X.Y.Z.tar.gz
+    python3.13 packaging/homebrew/resources.py --release
 
 pip resolves the dependencies from sdists only (Homebrew builds from them) into a report
 (`pip install --dry-run --report`); `--report FILE` reads a recorded one instead (the tests do).
-`--sdist` also sets the formula's own url and sha256. `--check` changes nothing and exits 1 when
-the formula's resources differ from what it would write.
+`--release` also sets the formula's own url and sha256 from PyPI's JSON for the version in
+mpsd/__init__.py: the long URL PyPI serves (`brew audit`'s PyPiUrls rule) and the hash of the
+file users download (a local build's can differ); `--pypi-json FILE` reads a recorded response.
+`--check` changes nothing and exits 1 when the formula differs from what it would write.
 """
 
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import re
 import subprocess
@@ -31,6 +33,10 @@ ROOT = Path(__file__).resolve().parents[2]
 FORMULA = ROOT / "packaging" / "homebrew" / "mpsd.rb"
 BEGIN = "  # Resources: written by packaging/homebrew/resources.py from pyproject.toml.\n"
 END = "  # End of resources.\n"
+# The form PyPI serves its files in; `packages/source/...` is the short form brew audit refuses.
+LONG_FORM = re.compile(
+    r"https://files\.pythonhosted\.org/packages/[0-9a-f]{2}/[0-9a-f]{2}/[0-9a-f]{60}/"
+)
 
 
 class Failure(Exception):
@@ -87,6 +93,8 @@ def resources(report: dict, wanted: dict[str, bool], version: str) -> str:
         url, sha256 = info["url"], info.get("archive_info", {}).get("hashes", {}).get("sha256")
         if not url.endswith((".tar.gz", ".zip")) or not sha256:
             raise Failure(f"{name}: {url} is not an sdist with a sha256 (Homebrew builds sdists)")
+        if not LONG_FORM.match(url):
+            raise Failure(f"{name}: {url} is not in the long form PyPI serves")
         blocks[name] = f'  resource "{name}" do\n    url "{url}"\n    sha256 "{sha256}"\n  end\n'
     missing = sorted(name for name, needed in wanted.items() if needed and name not in blocks)
     if missing:
@@ -94,16 +102,34 @@ def resources(report: dict, wanted: dict[str, bool], version: str) -> str:
     return "\n".join(blocks[name] for name in sorted(blocks))
 
 
-def rewrite(formula: str, blocks: str, sdist: Path | None) -> str:
-    """``formula`` with ``blocks`` between its resource markers (and the sdist's url, sha256)."""
+def release_sdist(data: dict, name: str, version: str) -> tuple[str, str]:
+    """The url and sha256 of the sdist in PyPI's JSON for ``name`` ``version``."""
+    info = data.get("info", {})
+    said = (canonical(str(info.get("name"))), info.get("version"))
+    if said != (canonical(name), version):
+        raise Failure(f"PyPI's JSON is for {said[0]} {said[1]}, not {name} {version}")
+    for item in data.get("urls", []):
+        if item.get("packagetype") == "sdist" and LONG_FORM.match(item.get("url", "")):
+            return item["url"], item["digests"]["sha256"]
+    raise Failure(f"PyPI has no sdist of {name} {version} (publish the release first)")
+
+
+def pypi_json(name: str, version: str) -> dict:
+    import urllib.request
+
+    url = f"https://pypi.org/pypi/{name}/{version}/json"
+    with urllib.request.urlopen(url, timeout=60) as answer:
+        return json.loads(answer.read())
+
+
+def rewrite(formula: str, blocks: str, release: tuple[str, str] | None) -> str:
+    """``formula`` with ``blocks`` between its resource markers (and the release's url, sha256)."""
     start, end = formula.find(BEGIN), formula.find(END)
     if start < 0 or end < start:
         raise Failure("the formula lacks its resource markers (# Resources: ... # End of ...)")
     formula = formula[: start + len(BEGIN)] + blocks + formula[end:]
-    if sdist is not None:
-        name = sdist.name
-        url = f"https://files.pythonhosted.org/packages/source/m/mpsd/{name}"
-        digest = hashlib.sha256(sdist.read_bytes()).hexdigest()
+    if release is not None:
+        url, digest = release
         formula = re.sub(r'(?m)^  url ".*"$', f'  url "{url}"', formula, count=1)
         formula = re.sub(r'(?m)^  sha256 ".*"$', f'  sha256 "{digest}"', formula, count=1)
     return formula
@@ -112,7 +138,10 @@ def rewrite(formula: str, blocks: str, sdist: Path | None) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--report", type=Path, help="a recorded `pip install --report` file")
-    parser.add_argument("--sdist", type=Path, help="the release's sdist (dist/mpsd-X.Y.Z.tar.gz)")
+    parser.add_argument("--release", action="store_true", help="set url and sha256 from PyPI")
+    parser.add_argument("--pypi-json", type=Path, help="a recorded PyPI JSON for --release")
+    parser.add_argument("--name", default="mpsd", help=argparse.SUPPRESS)  # for the tests
+    parser.add_argument("--version", help=argparse.SUPPRESS)  # default: mpsd/__init__.py's
     parser.add_argument("--formula", type=Path, default=FORMULA)
     parser.add_argument("--pyproject", type=Path, default=ROOT / "pyproject.toml")
     parser.add_argument("--check", action="store_true", help="change nothing; exit 1 if stale")
@@ -126,8 +155,18 @@ def main(argv: list[str] | None = None) -> int:
         else:
             requirements = tomllib.loads(args.pyproject.read_text(encoding="utf-8"))["project"]
             report = pip_report(requirements["dependencies"], version)
-        new = rewrite(formula, resources(report, wanted, version), args.sdist)
-    except (Failure, OSError, KeyError, ValueError, subprocess.CalledProcessError) as exc:
+        release = None
+        if args.release or args.pypi_json is not None:
+            init = (ROOT / "mpsd" / "__init__.py").read_text(encoding="utf-8")
+            ours = args.version or re.findall(r'(?m)^__version__ = "(.+)"$', init)[0]
+            data = (
+                json.loads(args.pypi_json.read_text(encoding="utf-8"))
+                if args.pypi_json is not None
+                else pypi_json(args.name, ours)
+            )
+            release = release_sdist(data, args.name, ours)
+        new = rewrite(formula, resources(report, wanted, version), release)
+    except (Failure, OSError, LookupError, ValueError, subprocess.CalledProcessError) as exc:
         print(f"resources.py: {exc}", file=sys.stderr)
         return 1
     if args.check:

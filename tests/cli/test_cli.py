@@ -131,8 +131,8 @@ def test_a_dir_that_fails_the_trust_rule_is_named_once_by_every_command(
 def test_another_users_dir_is_named_with_the_chown_that_fixes_it(tmp_path):
     if os.getuid() != 0:
         pytest.skip("only root can give a directory to another user")
-    theirs = tmp_path / "theirs"
-    theirs.mkdir()
+    theirs = tmp_path / "sub" / "theirs"  # a dir of another user's in mpsd's: named by it
+    theirs.mkdir(parents=True)
     os.chown(theirs, 65534, -1)
     assert paths.untrusted(theirs) == (
         f"{theirs} belongs to another user (uid 65534), so mpsd trusts nothing in it: "

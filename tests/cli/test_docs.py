@@ -22,6 +22,8 @@ DESCRIBING = [
 # Named in the pages, rightly, and no path of this tree.
 ELSEWHERE = {
     "mpsd/mpsd/mpsd": "the Homebrew formula's name: tap owner, tap, formula",
+    "mpsd/mpsd": "the Homebrew tap's name (owner/tap), for `brew tap`",
+    "mpsd/homebrew-mpsd": "the tap's repository on GitHub",
     "mpsd/_data/": "the wheel's copy of shell/ and launchd/",
     "bench/traces/": "written by bench/make_traces.py, never committed",
 }

@@ -23,7 +23,8 @@ HIGH = "PYTORCH_MPS_HIGH_WATERMARK_RATIO"
 # PEP 829 as 3.15's site.py applies it to one site-packages dir (no 3.15 exists here): a `.pth`
 # whose `.start` of the same name exists has its import lines skipped; then every `.start`
 # line `module:function` is imported and called. Names that start with a dot or carry the
-# hidden flag are skipped (3.13+). Run with `python -S`, so that the real site.py does nothing.
+# hidden flag are skipped (3.13+ and the 2024 backports). Run with `python -S`, so that the real
+# site.py does nothing.
 PEP_829_SITE = """
 import importlib, os, sys
 site = sys.argv[1]
@@ -106,6 +107,9 @@ def test_pep_829_site_rules_apply_the_values_once_through_the_start_file(
     # An old Python's site.py reads only the .pth: the values come, once, from its import line.
     old = "import os, site, sys; site.addsitedir(sys.argv[1])\n"
     assert _python(site, env, old + CHECK) == "0.77 None"
+    # The copy for 3.15+: the module and its .start alone.
+    (site / pyhooks.PTH_FILE).unlink()
+    assert _python(site, env, PEP_829_SITE + CHECK) == "0.77 None"
 
 
 def test_outside_every_project_the_entry_point_sets_nothing(
@@ -166,7 +170,8 @@ def test_a_hidden_hook_file_is_reported_by_status_and_doctor_and_enable_clears_t
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    """Python 3.13+ skips a .pth with UF_HIDDEN, which iCloud Drive sets inside .venv."""
+    """Python skips a .pth with UF_HIDDEN (3.13+, and 3.8-3.12 since their January 2024
+    releases), which iCloud Drive sets inside .venv."""
     site, _ = hooked_site
     flags = Flags(monkeypatch)
     pth, start = str(site / pyhooks.PTH_FILE), str(site / pyhooks.START_FILE)
@@ -178,7 +183,7 @@ def test_a_hidden_hook_file_is_reported_by_status_and_doctor_and_enable_clears_t
     main(["doctor", "--json"])
     checks = json.loads(capsys.readouterr().out)["checks"]
     (check,) = [c for c in checks if c["name"] == "start-up hook"]
-    assert check["status"] == "problem" and "Python 3.13+ skip it" in check["detail"]
+    assert check["status"] == "problem" and "3.8-3.12 since their January 2024" in check["detail"]
     assert check["fix"] == f"run `chflags nohidden {pth}`"
     main(["status"])
     assert f"run `chflags nohidden {pth}`" in capsys.readouterr().out
@@ -188,3 +193,38 @@ def test_a_hidden_hook_file_is_reported_by_status_and_doctor_and_enable_clears_t
     assert pyhooks.write_copy(str(site)) is True  # what enable does: the flag goes
     assert flags.flags[pth] == 0x40 and start not in flags.flags
     assert pyhooks.hidden_files(str(site)) == []
+
+
+@pytest.mark.usefixtures("hook_sources", "no_launchctl")
+def test_python_3_15_gets_the_module_and_its_start_file_only_and_3_14_keeps_the_pth(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """From 3.20 a .pth import line warns even beside its .start: for 3.15+ enable writes none,
+    and install's refresh drops the one an older mpsd wrote. A stand-in interpreter answers as
+    3.15 would (no 3.15 is installed here): its site-packages is lib/python3.15/site-packages,
+    the version mpsd goes by (CPython's layout), so install's refresh needs no python to run."""
+    from tests.cli.test_enable_python import standin_python
+
+    project = Path(os.path.realpath(tmp_path)) / "proj"
+    project.mkdir()
+    sites = {}
+    for version in ((3, 15), (3, 14)):
+        name = "python{}.{}".format(*version)
+        prefix = tmp_path / name
+        sites[version] = prefix / "lib" / name / "site-packages"
+        python = standin_python(prefix, sites[version], version)
+        assert main(["enable", str(project), "--python", str(python)]) == 0
+    capsys.readouterr()
+    names = {v: sorted(p.name for p in site.iterdir()) for v, site in sites.items()}
+    assert names[(3, 15)] == ["_mpsd_startup.py", "_mpsd_startup.start"]
+    assert names[(3, 14)] == ["_mpsd_startup.pth", "_mpsd_startup.py", "_mpsd_startup.start"]
+    # A copy an older mpsd wrote into 3.15's site-packages (module and .pth): outdated, and
+    # install takes the .pth out, as it brings the .start in.
+    new = sites[(3, 15)]
+    (new / pyhooks.START_FILE).unlink()
+    (new / pyhooks.PTH_FILE).write_text(pyhooks.PTH_TEXT)
+    assert pyhooks.check_copy(str(new)) == "outdated"
+    assert main(["install"]) == 0
+    assert sorted(p.name for p in new.iterdir()) == ["_mpsd_startup.py", "_mpsd_startup.start"]
+    assert pyhooks.check_copy(str(new)) == "current"
+    assert pyhooks.check_copy(str(sites[(3, 14)])) == "current"

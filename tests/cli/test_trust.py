@@ -264,3 +264,14 @@ def test_uninstall_keeps_the_final_newline_of_a_line_added_to_a_zshrc_install_cr
     zshrc.write_text("export MINE=1\n" + zshrc.read_text())
     assert run_mpsd("uninstall").returncode == 0
     assert zshrc.read_text() == "export MINE=1\n"
+
+
+def test_install_over_two_marked_blocks_keeps_the_lines_a_user_put_in_each() -> None:
+    from mpsd.setup import rcfile
+
+    block = rcfile.block("zsh", Path("/h/.local/share/mps/mpsd.zsh"), "/h")
+    text = b"A\n\n" + block.replace(rcfile.END, b"export ONE=1\n" + rcfile.END)
+    text += b"B\n\n" + block.replace(rcfile.END, b"export TWO=2\n" + rcfile.END)
+    once = rcfile.add(text, block)
+    assert b"export ONE=1\n" in once and b"export TWO=2\n" in once
+    assert len(rcfile.find(once)) == 1 and rcfile.add(once, block) == once

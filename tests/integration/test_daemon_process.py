@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -274,3 +275,15 @@ def test_once_refuses_a_state_dir_writable_by_others_in_one_sentence() -> None:
     assert once.stderr.startswith("mpsd: ") and once.stderr.count("\n") == 1
     assert "writable by others" in once.stderr and "chmod go-w" in once.stderr
     assert not paths.limits_file().exists()
+
+
+def test_a_deleted_lock_under_a_running_daemon_lets_no_second_one_start(
+    daemon: subprocess.Popen[str],
+) -> None:
+    wait_for(limits.read)
+    lock = paths.daemon_lock_file()
+    shutil.rmtree(lock.parent)  # as `rm -rf ~/.local/state/mps` would
+    wait_for(lock.exists, "the daemon to take its lock again")  # within one interval
+    second = run_mpsd("daemon", timeout=30)
+    assert second.returncode == 1 and f"pid {daemon.pid}" in second.stderr
+    assert daemon.poll() is None

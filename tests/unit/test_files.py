@@ -113,3 +113,31 @@ def test_only_old_temps_of_mpsd_own_name_pattern_are_cleaned(tmp_path: Path) -> 
         os.utime(path, (1, 1))
     assert clean_stale_temps(target) == [stale.name]
     assert fresh.exists() and all(p.exists() for p in users)
+
+
+def test_only_a_few_modules_open_files_themselves() -> None:
+    """The trust rule lives in one opener per kind of file (``files.open_checked`` for bytes,
+    ``daemon/history.py``'s check before SQLite): a new ``os.open``, ``sqlite3.connect`` or
+    ``open()`` elsewhere must be one of these, or go through them."""
+    import ast
+
+    allowed = {
+        "os.open": {"files.py", "atomic.py", "cli.py", "env/startup_hook.py"},
+        "sqlite3.connect": {"daemon/history.py"},
+        "open": {
+            "probe/child.py",
+            "machine/sampler.py",
+            "machine/mljobs.py",
+            "commands/explain.py",
+        },
+    }
+    root = Path(__file__).resolve().parents[2] / "mpsd"
+    found: dict[str, set[str]] = {name: set() for name in allowed}
+    for path in root.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.Call):
+                continue
+            name = ast.unparse(node.func)
+            if name in found:
+                found[name].add(path.relative_to(root).as_posix())
+    assert found == allowed
