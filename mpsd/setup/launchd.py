@@ -89,13 +89,11 @@ def template_file() -> Path:
 def render(
     python: str, config_dir: Path, state_dir: Path, data_dir: Path, script: str | None = None
 ) -> bytes:
-    """The agent's plist: the template with ``@NAME@`` filled in, as XML bytes.
-
-    Paths are made absolute, never resolved (a venv's ``bin/python`` links to the base
-    interpreter). The agent runs the ``mpsd`` console ``script`` where there is one
-    (``mpsd.setup.script``: macOS names an unsigned agent in Login Items after its program,
-    and users switch off "python"), else ``python -m mpsd``.
-    """
+    """The agent's plist: the template with ``@NAME@`` filled in, as XML bytes. Paths are made
+    absolute, never resolved (a venv's ``bin/python`` links to the base interpreter). The agent
+    runs the ``mpsd`` console ``script`` where there is one (``mpsd.setup.script``: macOS names
+    an unsigned agent in Login Items after its program, and users switch off "python"), else
+    ``python -m mpsd``."""
     values = {
         "PYTHON": os.path.abspath(python),
         "MPSD_CONFIG_DIR": os.path.abspath(config_dir),
