@@ -22,6 +22,7 @@ from mpsd.atomic import write_atomic
 from mpsd.config import default_config_text
 from mpsd.env import pyhooks
 from mpsd.errors import EXIT_USAGE, MpsdError
+from mpsd.files import open_checked, read_bytes
 from mpsd.paths import in_the_way_sentence
 from mpsd.setup import completion, homebrew, launchd, rcfile, script
 from mpsd.setup.completion import SHELLS
@@ -409,14 +410,13 @@ def missing_dirs(targets: Iterable[Path]) -> list[Path]:
 def note_created(made: list[Path]) -> None:
     """Add those of ``made`` that are there now to the state dir's record of them."""
     if made := [directory for directory in made if directory.is_dir()]:
-        with open(paths.state_dir() / CREATED, "a", encoding="utf-8") as record:
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT  # under the trust rule, as mpsd's files are
+        with os.fdopen(open_checked(paths.state_dir() / CREATED, flags), "a") as record:
             record.writelines(f"{directory}\n" for directory in made)
 
 
 def created_dirs() -> list[Path]:
     """The dirs install created, deepest first (never HOME or above it)."""
-    from mpsd.files import read_bytes
-
     try:
         lines = read_bytes(paths.state_dir() / CREATED, limit=1 << 20).decode().splitlines()
     except (OSError, UnicodeDecodeError):
