@@ -26,15 +26,13 @@ def write_atomic(
     follow_links: bool = False,
     sync: bool = True,
 ) -> bool:
-    """Replace ``path`` with ``data``: temp file in the same directory, fsync, rename.
-
-    False (nothing written) when the file already holds ``data``. ``mode``: the existing file's,
+    """Replace ``path`` with ``data``: temp file in the same directory, fsync, rename. False
+    (nothing written) when the file already holds ``data``. ``mode``: the existing file's,
     else 0o644. A non-regular file in its place, or a dir failing the trust rule, is refused.
     ``follow_links`` is for the user's own files (rc files, a linked config.toml): the link's
     target is replaced and keeps its group, xattrs and ACLs (as editors do); a hard-linked file
     is rewritten in place so its twins keep seeing it. ``sync=False``: for a file rewritten
-    every few seconds that no one misses after a crash (renamed over, not synced).
-    """
+    every few seconds that no one misses after a crash (renamed over, not synced)."""
     refuse_untrusted(path)
     target = Path(os.path.realpath(path)) if follow_links else Path(path)
     try:

@@ -127,12 +127,10 @@ def _unquoted(text: str) -> str:
 
 def write(limits: Limits, path: Path | None = None) -> bool:
     """Write ``limits`` atomically under the limits lock; False when nothing changed."""
-    from mpsd.atomic import write_atomic
     from mpsd.locks import exclusive
 
-    path = path or paths.limits_file()
     with exclusive(paths.limits_lock_file()):
-        return write_atomic(path, _encoded(limits), mode=0o644)
+        return _write_locked(limits, path)
 
 
 def update_locked(
@@ -140,19 +138,16 @@ def update_locked(
 ) -> bool:
     """Read, ``change`` and write limits.toml in one step, for a caller holding the limits lock;
     ``change`` returns None to leave the file alone. False when nothing was written."""
-    from mpsd.atomic import write_atomic
-
-    path = path or paths.limits_file()
     new = change(read(path))
-    if new is None:
-        return False
-    return write_atomic(path, _encoded(new), mode=0o644)
+    return False if new is None else _write_locked(new, path)
 
 
-def _encoded(limits: Limits) -> bytes:
-    """The file's bytes, written by tomli-w (``render``, the readers' check of the form, is
+def _write_locked(limits: Limits, path: Path | None) -> bool:
+    """Write the file's bytes, by tomli-w (``render``, the readers' check of the form, is
     pinned to it by a test); never more than the hooks read (they ignore a larger file)."""
     import tomli_w
+
+    from mpsd.atomic import write_atomic
 
     data = tomli_w.dumps(vars(limits)).encode("utf-8")
     if len(data) > MAX_BYTES:
@@ -161,7 +156,7 @@ def _encoded(limits: Limits) -> bytes:
             f"more than the {MAX_BYTES // 1024} KiB the shell hooks read; "
             "take some out with `mpsd disable DIR`."
         )
-    return data
+    return write_atomic(path or paths.limits_file(), data, mode=0o644)
 
 
 # --- reading --------------------------------------------------------------------------------
@@ -180,12 +175,8 @@ def read_file(path: Path | None = None) -> LimitsFile:
     except FileNotFoundError:
         return LimitsFile(found=False)
     except UnsafeFileError as exc:
-        if exc.errno == errno.EFBIG:
-            problem = (
-                f"larger than mpsd ever writes ({MAX_BYTES // 1024} KiB), so the hooks ignore it"
-            )
-        else:
-            problem = "not a regular file"
+        big = f"larger than mpsd ever writes ({MAX_BYTES // 1024} KiB), so the hooks ignore it"
+        problem = big if exc.errno == errno.EFBIG else "not a regular file"
         return LimitsFile(found=True, problem=f"{path} is {problem}")
     except OSError as exc:
         blocked = paths.in_the_way_sentence(path)  # ~/.config/mps is a file, say

@@ -73,6 +73,11 @@ class _Report(list[str]):
         self.append(line)
         print(line, flush=True)
 
+    def run(self, steps: list[Step]) -> None:
+        for step in steps:
+            self(step.says)
+            step.run()
+
 
 # -- install ------------------------------------------------------------------------------
 
@@ -122,9 +127,7 @@ def run(args: argparse.Namespace) -> int:
             print("no launchd here (`launchctl` is not on PATH): no agent would be installed")
         return EXIT_OK
 
-    for step in steps:
-        report(step.says)
-        step.run()
+    report.run(steps)
     recommended.seed()  # before the agent starts: it reads the cache
     agent_started = False
     agent_error: MpsdError | None = None
@@ -239,13 +242,8 @@ def _first_sample(agent_started: bool, warnings: list[str]) -> None:
                 break
             time.sleep(0.1)
     print("taking a first memory sample (mpsd daemon --once)...")
-    done = subprocess.run(
-        [sys.executable, "-m", "mpsd", "daemon", "--once"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    once = [sys.executable, "-m", "mpsd", "daemon", "--once"]
+    done = subprocess.run(once, capture_output=True, text=True, timeout=300, check=False)
     if done.returncode != 0 or limits.read() is None:
         said = (done.stderr.strip().splitlines() or ["no limits.toml written"])[-1]
         warnings.append(
@@ -295,9 +293,7 @@ def run_uninstall(args: argparse.Namespace) -> int:
     plan = installer.uninstall_plan()
     purge = installer.purge_dirs() if args.purge else []
     created = installer.created_dirs()  # read before --purge takes the state dir
-    labels = (
-        (launchd.LABEL, homebrew.LABEL) if launchd.available() else ()
-    )  # both run mpsd's daemon
+    labels = (launchd.LABEL, homebrew.LABEL) if launchd.available() else ()  # both run the daemon
     if args.dry_run:
         jobs = [job for job in map(launchd.loaded, labels) if job is not None]
         said = [f"run: launchctl bootout {job.domain}/{job.label}" for job in jobs]
@@ -329,12 +325,8 @@ def run_uninstall(args: argparse.Namespace) -> int:
     elif daemon is not None:
         who, pid = daemon
         warnings.append(f"{who} is still running (pid {pid}); stop it: `kill {pid}`")
-    for step in installer.file_steps(plan.all):
-        report(step.says)
-        step.run()
-    for step in map(_purge_step, purge):
-        report(step.says)
-        step.run()
+    report.run(installer.file_steps(plan.all))
+    report.run([_purge_step(directory) for directory in purge])
     _tidy_up([c for c in plan.files if c.changed], report, created)
 
     kept = [tilde(d) for d in (paths.config_dir(), paths.state_dir()) if d.exists()]

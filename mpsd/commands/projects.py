@@ -9,6 +9,7 @@ import json
 import os
 import shlex
 import sys
+from functools import partial
 
 from mpsd.env import optin, pyhooks
 from mpsd.env.exports import exports_here, hook_copy_command, hook_here
@@ -20,14 +21,6 @@ from mpsd.health import findings
 
 def configure_projects(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print them as JSON")
-
-
-def configure_enable(parser: argparse.ArgumentParser) -> None:
-    _configure(parser, enable=True)
-
-
-def configure_disable(parser: argparse.ArgumentParser) -> None:
-    _configure(parser, enable=False)
 
 
 def _configure(parser: argparse.ArgumentParser, enable: bool) -> None:
@@ -48,6 +41,10 @@ def _configure(parser: argparse.ArgumentParser, enable: bool) -> None:
             action="store_true",
             help="do not put the start-up hook into the project's environments",
         )
+
+
+configure_enable = partial(_configure, enable=True)
+configure_disable = partial(_configure, enable=False)
 
 
 def run_enable(args: argparse.Namespace) -> int:
@@ -71,8 +68,7 @@ def run_enable(args: argparse.Namespace) -> int:
         print(f"It lies inside the project {change.covered_by}, which covers it already.")
     if not args.no_python_hook:
         _python_hooks(change.path, explicit)
-    note = _this_shell_note(str(change.path))
-    if note:
+    if note := _this_shell_note(str(change.path)):
         print(note)
     return 0
 
@@ -195,11 +191,8 @@ def run_projects(args: argparse.Namespace) -> int:
         print("No directory is opted in; run `mpsd enable` in a project to opt it in.")
         return 0
     for item in data["projects"]:
-        notes = []
-        if not item["exists"]:
-            notes.append("missing")
-        if not item["in_limits"]:
-            notes.append("not yet in limits.toml")
+        notes = ["missing"] if not item["exists"] else []
+        notes += ["not yet in limits.toml"] if not item["in_limits"] else []
         suffix = f"  ({', '.join(notes)})" if notes else ""
         print(f"{item['path']}{suffix}")
         for env in item["python_hooks"]:

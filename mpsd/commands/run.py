@@ -20,9 +20,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    command = list(args.argv)
-    if command and command[0] == "--":
-        command = command[1:]
+    command = args.argv[1:] if args.argv[:1] == ["--"] else list(args.argv)
     if not command:
         raise MpsdError("give the command to run, e.g. `mpsd run -- python train.py`.")
     decision = exports_here(anywhere=True)

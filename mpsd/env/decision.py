@@ -38,11 +38,7 @@ def containing_project(directory: str, projects: Iterable[str]) -> str | None:
 
 def hand_set(environ: Mapping[str, str]) -> tuple[str, ...]:
     """The watermark variables the user set by hand: present, and not what mpsd last exported."""
-    return tuple(
-        name
-        for name in VARIABLES
-        if name in environ and environ[name] != environ.get(MARKS[name], None)
-    )
+    return tuple(n for n in VARIABLES if n in environ and environ[n] != environ.get(MARKS[n]))
 
 
 @dataclass(frozen=True)
@@ -117,11 +113,7 @@ class Exports:
 
 
 def decide_exports(
-    limits_file: LimitsFile,
-    directory: str,
-    environ: Mapping[str, str],
-    *,
-    anywhere: bool = False,
+    limits_file: LimitsFile, directory: str, environ: Mapping[str, str], *, anywhere: bool = False
 ) -> Exports:
     """What applies in the physical ``directory``; ``anywhere``: outside projects too."""
     view = limits_file

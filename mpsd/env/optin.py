@@ -191,17 +191,15 @@ def listing() -> dict[str, Any]:
     config = load_config(paths.config_file())
     in_limits = limits.read()
     mirrored = set(in_limits.projects) if in_limits is not None else set()
-    items = []
-    for entry in config.projects:
-        path = projects.physical(entry)
-        items.append(
-            {
-                "path": path,
-                "exists": os.path.isdir(path),
-                "in_limits": path in mirrored,
-                "python_hooks": pyhooks.facts_for(path),
-            }
-        )
+    items = [
+        {
+            "path": path,
+            "exists": os.path.isdir(path),
+            "in_limits": path in mirrored,
+            "python_hooks": pyhooks.facts_for(path),
+        }
+        for path in map(projects.physical, config.projects)
+    ]
     return {
         "projects": items,
         "config_file": str(paths.config_file()),

@@ -35,21 +35,19 @@ def find(directory: str | None = None, environ: Mapping[str, str] | None = None)
     and how it was found ("the active venv", "the project's .venv", "python3 on PATH")."""
     env = os.environ if environ is None else environ
     venv = env.get("VIRTUAL_ENV", "")
-    if venv and _bin_python(venv):
-        return str(_bin_python(venv)), "the active venv"
+    if venv and (active := _bin_python(venv)):
+        return active, "the active venv"
     here = os.path.abspath(directory or current_directory())
     while True:
         for name in VENV_NAMES:
-            found = _bin_python(os.path.join(here, name))
-            if found:
+            if found := _bin_python(os.path.join(here, name)):
                 return found, f"the project's {name}"
         parent = os.path.dirname(here)
         if parent == here:
             break
         here = parent
     for name in ("python3", "python"):
-        found = _on_path(name, env.get("PATH", ""))
-        if found:
+        if found := _on_path(name, env.get("PATH", "")):
             return found, f"{name} on PATH"
     return sys.executable, "mpsd's own python"
 

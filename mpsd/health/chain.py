@@ -134,7 +134,9 @@ def read(environ: Mapping[str, str] | None = None, every_project: bool = False) 
         hooks = [fact for p in dict.fromkeys(projects) for fact in facts_for(p)]
     mine = [fact for fact in hooks if fact["project"] == project]  # read once: optin too
     here = optin(decision, env, mine) if decision is not None else None
-    decided = history.decided_at is not None
+    baseline = current.baseline_free_bytes if current else None
+    if history.decided_at is not None:
+        baseline = history.decided_baseline
     return Chain(
         now=now,
         untrusted=paths.untrusted_dirs(),
@@ -155,9 +157,7 @@ def read(environ: Mapping[str, str] | None = None, every_project: bool = False) 
         limits=current,
         limits_held=config_problem is not None and current is not None,
         history=history,
-        baseline_free_bytes=history.decided_baseline
-        if decided
-        else (current.baseline_free_bytes if current else None),
+        baseline_free_bytes=baseline,
         config_changed=changed,
         next_job=next_job,
         here=here,

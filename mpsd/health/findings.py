@@ -171,9 +171,8 @@ def hook(hook: dict[str, Any]) -> Finding:
         short = f"in {env} (another mpsd's copy: `mpsd enable` refreshes it)"
         return Finding(HOOK, WARNING, f"{site} has another mpsd's copy", fix, short)
     if state == "gone":
-        return Finding(
-            HOOK, WARNING, f"{python} no longer exists", fix, f"gone: {python} no longer exists"
-        )
+        gone = f"{python} no longer exists"
+        return Finding(HOOK, WARNING, gone, fix, f"gone: {gone}")
     if state == "lost":
         detail = f"the start-up hook is gone from {site} (a recreated environment?): "
         detail += f"{python} started outside a hooked shell gets no variables"

@@ -73,9 +73,8 @@ def agent() -> tuple[list[Finding], str]:
     if disabled.ok and launchd.parse_disabled(disabled.stdout, label):
         detail = "launchd lists the agent as disabled (the 'Allow in the Background' switch)"
         fix = "turn it on in System Settings > General > Login Items, then run "
-        found.append(
-            Finding("agent enabled", WARNING, detail, f"{fix}`launchctl enable {gui}/{label}`")
-        )
+        fix += f"`launchctl enable {gui}/{label}`"
+        found.append(Finding("agent enabled", WARNING, detail, fix))
     return found, start
 
 
@@ -125,11 +124,9 @@ def shell_hooks(env: Mapping[str, str]) -> list[Finding]:
         except (OSError, rcfile.RcFileError):
             continue
         blocks.append(str(path))
-        detail = "sources {}, which does not exist (no shell gets the hook)"
-        gone = [copy for copy in sourced if not os.path.isfile(copy)]
-        found += [
-            Finding("hook copy", PROBLEM, f"{path} {detail.format(c)}", INSTALL) for c in gone
-        ]
+        for missing in (c for c in sourced if not os.path.isfile(c)):
+            detail = f"{path} sources {missing}, which does not exist (no shell gets the hook)"
+            found.append(Finding("hook copy", PROBLEM, detail, INSTALL))
     fish = installer.fish_hook_file()
     if fish.is_file():
         blocks.append(str(fish))

@@ -22,6 +22,7 @@ from mpsd.atomic import write_atomic
 from mpsd.config import default_config_text
 from mpsd.env import pyhooks
 from mpsd.errors import EXIT_USAGE, MpsdError
+from mpsd.files import open_checked, read_bytes
 from mpsd.paths import in_the_way_sentence
 from mpsd.setup import completion, homebrew, launchd, rcfile, script
 from mpsd.setup.completion import SHELLS
@@ -84,10 +85,7 @@ def file_steps(changes: list[FileChange]) -> list[Step]:
 
 
 def _lines(data: bytes | None) -> list[str]:
-    if data is None:
-        return []
-    text = data.decode("utf-8", errors="replace")
-    lines = text.splitlines(keepends=True)
+    lines = (data or b"").decode("utf-8", errors="replace").splitlines(keepends=True)
     if lines and not lines[-1].endswith("\n"):
         lines[-1] += "\n\\ No newline at end of file\n"
     return lines
@@ -183,13 +181,9 @@ def default_shells() -> tuple[str, ...]:
 # -- the hook scripts ---------------------------------------------------------------------
 
 
-def hook_source(shell: str) -> Path:
-    """The shipped hook script for ``shell`` (``mpsd hook`` prints it; install copies it)."""
-    return paths.resource_dir("shell") / f"mpsd.{shell}"
-
-
 def hook_bytes(shell: str) -> bytes:
-    source = hook_source(shell)
+    """The shipped hook script for ``shell`` (``mpsd hook`` prints it; install copies it)."""
+    source = paths.resource_dir("shell") / f"mpsd.{shell}"
     try:
         return source.read_bytes()
     except OSError:
@@ -348,7 +342,7 @@ def uninstall_plan() -> Plan:
             new = None
         rcfile.check_writable(rc)
         plan.files.append(FileChange(rc, old, new, "startup"))
-    owned = [(paths.data_dir() / name, b"", "hook copy") for name in ("mpsd.zsh", "mpsd.bash")]
+    owned = [(hook_copy(shell), b"", "hook copy") for shell in HOOK_FILES]
     owned += [(completion_file(s), b"", "completion") for s in ("zsh", "bash")]
     owned.append((completion_file("fish"), COMPLETION_HEADER, "completion"))
     owned.append((fish_hook_file(), FISH_HEADER, "fish hook"))
@@ -362,8 +356,7 @@ def uninstall_plan() -> Plan:
         elif old is not None and old.startswith(header):
             plan.files.append(FileChange(path, old, None, what))
     agent = launchd.agent_file()
-    old_plist = rcfile.read(agent)
-    if old_plist is not None:
+    if (old_plist := rcfile.read(agent)) is not None:
         plan.agent = FileChange(agent, old_plist, None, "launchd agent")
     brewed = launchd.agent_file(homebrew.LABEL)  # what `brew services stop mpsd` removes
     if (old_plist := rcfile.read(brewed)) is not None:
@@ -400,12 +393,8 @@ def foreign_entries(directory: Path) -> list[str]:
 
 def purge_dirs() -> list[Path]:
     """The dirs ``uninstall --purge`` removes: config and state, never home or above."""
-    result: list[Path] = []
-    for directory in (paths.config_dir(), paths.state_dir()):
-        absolute = Path(os.path.abspath(directory))
-        if absolute.is_dir() and not (absolute == home() or absolute in home().parents):
-            result.append(absolute)
-    return result
+    dirs = [Path(os.path.abspath(d)) for d in (paths.config_dir(), paths.state_dir())]
+    return [d for d in dirs if d.is_dir() and not (d == home() or d in home().parents)]
 
 
 def missing_dirs(targets: Iterable[Path]) -> list[Path]:
@@ -421,14 +410,13 @@ def missing_dirs(targets: Iterable[Path]) -> list[Path]:
 def note_created(made: list[Path]) -> None:
     """Add those of ``made`` that are there now to the state dir's record of them."""
     if made := [directory for directory in made if directory.is_dir()]:
-        with open(paths.state_dir() / CREATED, "a", encoding="utf-8") as record:
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT  # under the trust rule, as mpsd's files are
+        with os.fdopen(open_checked(paths.state_dir() / CREATED, flags), "a") as record:
             record.writelines(f"{directory}\n" for directory in made)
 
 
 def created_dirs() -> list[Path]:
     """The dirs install created, deepest first (never HOME or above it)."""
-    from mpsd.files import read_bytes
-
     try:
         lines = read_bytes(paths.state_dir() / CREATED, limit=1 << 20).decode().splitlines()
     except (OSError, UnicodeDecodeError):

@@ -43,9 +43,8 @@ class Result:
     @property
     def lines(self) -> list[str]:
         """What launchctl printed (errors on stderr or stdout), line by line."""
-        return [
-            line.strip() for line in (self.stderr + "\n" + self.stdout).splitlines() if line.strip()
-        ]
+        text = self.stderr + "\n" + self.stdout
+        return [line.strip() for line in text.splitlines() if line.strip()]
 
     @property
     def message(self) -> str:
@@ -60,11 +59,7 @@ def launchctl(*args: str, timeout: float = 30.0) -> Result:
         return Result(tuple(args), 127, "", "launchctl: command not found")
     try:
         done = subprocess.run(
-            [program, *args],
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            check=False,
+            [program, *args], capture_output=True, text=True, timeout=timeout, check=False
         )
     except FileNotFoundError:
         return Result(tuple(args), 127, "", "launchctl: command not found")
@@ -94,13 +89,11 @@ def template_file() -> Path:
 def render(
     python: str, config_dir: Path, state_dir: Path, data_dir: Path, script: str | None = None
 ) -> bytes:
-    """The agent's plist: the template with ``@NAME@`` filled in, as XML bytes.
-
-    Paths are made absolute, never resolved (a venv's ``bin/python`` links to the base
-    interpreter). The agent runs the ``mpsd`` console ``script`` where there is one
-    (``mpsd.setup.script``: macOS names an unsigned agent in Login Items after its program,
-    and users switch off "python"), else ``python -m mpsd``.
-    """
+    """The agent's plist: the template with ``@NAME@`` filled in, as XML bytes. Paths are made
+    absolute, never resolved (a venv's ``bin/python`` links to the base interpreter). The agent
+    runs the ``mpsd`` console ``script`` where there is one (``mpsd.setup.script``: macOS names
+    an unsigned agent in Login Items after its program, and users switch off "python"), else
+    ``python -m mpsd``."""
     values = {
         "PYTHON": os.path.abspath(python),
         "MPSD_CONFIG_DIR": os.path.abspath(config_dir),
@@ -173,23 +166,16 @@ def parse_print(text: str, domain: str, label: str = LABEL) -> LoadedAgent:
     block = re.search(r"^\targuments = \{\n(.*?)^\t\}", text, re.MULTILINE | re.DOTALL)
     arguments = block.group(1).split("\n") if block else []
     pid_text = fields.get("pid", "")
-    return LoadedAgent(
-        domain=domain,
-        path=fields.get("path"),
-        pid=int(pid_text) if pid_text.isdigit() else None,
-        arguments=[line.strip() for line in arguments if line.strip()],
-        label=label,
-    )
+    pid = int(pid_text) if pid_text.isdigit() else None
+    arguments = [line.strip() for line in arguments if line.strip()]
+    return LoadedAgent(domain, fields.get("path"), pid, arguments, label)
 
 
 def parse_disabled(text: str, label: str = LABEL) -> bool | None:
     """From ``launchctl print-disabled DOMAIN``: whether ``label`` is disabled (``=> true`` or,
     newer, ``=> disabled``), None when not listed."""
-    pattern = re.compile(r'^\s*"' + re.escape(label) + r'"\s*=>\s*(\w+)', re.MULTILINE)
-    match = pattern.search(text)
-    if not match:
-        return None
-    return match.group(1).lower() in ("true", "disabled")
+    match = re.search(r'^\s*"' + re.escape(label) + r'"\s*=>\s*(\w+)', text, re.MULTILINE)
+    return match.group(1).lower() in ("true", "disabled") if match else None
 
 
 def domains() -> tuple[str, str]:
