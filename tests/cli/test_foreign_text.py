@@ -21,6 +21,7 @@ import pytest
 from mpsd import paths, term
 from mpsd.daemon.history import Store
 from mpsd.daemon.jobs import Job, describe
+from mpsd.machine.mljobs import MLProcess
 from tests.conftest import ROOT, run_mpsd, wait_for
 from tests.fixture_files import hostile_command_lines
 
@@ -101,15 +102,19 @@ def test_a_job_whose_ratio_is_no_finite_number_in_range_has_a_cap_not_known(
 
     proc = child(["sleep", "30"], {"PYTORCH_MPS_HIGH_WATERMARK_RATIO": value})  # type: ignore[operator]
     limits = Limits(0.5, 0.5, 1 << 30, 1 << 31, "torch", 1 << 31, 0.8, None)  # type: ignore[arg-type]
-    found = describe(proc.pid, limits, ())
-    assert found["ratio_from"] == "its environment"
-    assert "ratio" not in found and "cap" not in found
+    found = describe(MLProcess(proc.pid, "sleep", "torch", 1), limits, (), 1 << 34)
+    assert (found["cap_from"], found["ratio"], found["cap_known"]) == (
+        "its environment",
+        None,
+        False,
+    )
+    assert "cap" not in found
     _store(asdict(Job(pid=proc.pid, started=1.0, **{k: v for k, v in found.items()})))
 
 
 def test_a_command_line_that_is_not_utf8_is_stored(child: object) -> None:
     proc = child([b"sh", b"-c", b"sleep 30", b"\xff\xfe-not-utf8"], {})  # type: ignore[operator]
-    found = describe(proc.pid, None, ())
+    found = describe(MLProcess(proc.pid, "sh", "torch", 1), None, (), 1 << 34)
     assert "\ufffd" in found["command"]
     _store(asdict(Job(pid=proc.pid, started=1.0, command=found["command"])))
     assert "-not-utf8" in run_mpsd("jobs").stdout
