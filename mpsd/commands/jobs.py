@@ -43,7 +43,9 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(items[0] if args.action else items, indent=2))
         return 0
     if not daemon_running():
-        print("The daemon is not running (start it with `mpsd daemon`): no new jobs are recorded.")
+        from mpsd.health.findings import default_start
+
+        print(f"The daemon is not running ({default_start()}): no new jobs are recorded.")
     if args.action:
         print("\n".join(report(records[0], samples)))
         return 0

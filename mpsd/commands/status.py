@@ -141,9 +141,9 @@ def to_json(chain: Chain) -> dict[str, Any]:
     keys = ("daemon_running", "daemon_pid", "log_file")
     data["daemon"] = dict(zip(("running", "pid", "log_file"), map(data.pop, keys)))
     history = data.pop("history")
-    last, chart = history["last_sample"], history.pop("chart")
-    if last is not None:
-        last.update(time=iso(last["t"]), age_seconds=history.pop("age_seconds"))
+    last, chart, age = history["last_sample"], history.pop("chart"), history.pop("age_seconds")
+    if last is not None:  # with no sample, no age: not a 0.0 dressed as one
+        last.update(time=iso(last["t"]), age_seconds=age)
     if chart is not None:
         since = chain.now - chain.window_seconds
         bucket = chain.window_seconds / len(chart)

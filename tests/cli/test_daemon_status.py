@@ -25,6 +25,7 @@ def test_status_with_nothing_yet_says_so() -> None:
     facts = json.loads(run_mpsd("status", "--json").stdout)
     assert facts["daemon"] == {"running": False, "pid": None, "log_file": str(paths.log_file())}
     assert facts["last_sample"] is None
+    assert "age_seconds" not in json.dumps(facts)  # no sample, no age (not a 0.0)
     assert facts["high_watermark_ratio"] is None
 
 

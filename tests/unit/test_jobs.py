@@ -211,3 +211,5 @@ def test_no_history_and_no_daemon_are_said() -> None:
     done = run_mpsd("jobs")
     assert done.returncode == 0
     assert "daemon is not running" in done.stdout and "No ML job recorded yet" in done.stdout
+    # how to start it names an mpsd the user can run (here none is on PATH: its full path)
+    assert "start it with `mpsd daemon`" not in done.stdout and " daemon`)" in done.stdout
