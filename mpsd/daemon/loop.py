@@ -244,6 +244,7 @@ class Daemon:
     lock: PidLock | None = None  # the daemon lock, kept at each step (``PidLock.keep``)
     episodes: notices.Episodes = field(default_factory=notices.Episodes)
     notifier: notices.Notifier | None = None  # made at the first notice with notify = true
+    _killed: list[str] = field(default_factory=list)  # jobs found killed for memory, to tell
     _queue: queue.SimpleQueue[tuple[str, Any]] = field(default_factory=queue.SimpleQueue)
 
     # -- config -----------------------------------------------------------------------
@@ -346,7 +347,10 @@ class Daemon:
             for run in self.tracker.open.values() if self.tracker else ():
                 run.stored = None  # written again at the next sample
         running = [run.job.command for run in self.tracker.open.values()] if self.tracker else []
-        for text in self.episodes.update(sample.t, sample.pressure, sample.swapouts, running):
+        killed, self._killed = tuple(self._killed), []
+        for text in self.episodes.update(
+            sample.t, sample.pressure, sample.swapouts, running, killed
+        ):
             if self.config.notify:
                 self.notifier = self.notifier or notices.Notifier(notices.find_way())
                 self.notifier.hand(text)
@@ -385,6 +389,8 @@ class Daemon:
         try:
             for job in pending:
                 job.killed = found.get(job.pid, "")
+                if job.killed.startswith("by "):  # killed for memory: told at the next sample
+                    self._killed.append(job.command)
                 self.open_store().save_job(vars(job))
         except Exception as exc:
             log.error("cannot store the jobs' ends in %s: %s", paths.history_file(), exc)

@@ -248,3 +248,23 @@ def test_the_daemon_hands_notices_over_only_when_notify_is_on_and_logs_them_hone
         "the log lines",
     )
     assert not any("shown" in r.getMessage() for r in caplog.records)
+
+
+def test_a_job_the_os_killed_for_memory_is_told_once_at_the_next_sample(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mpsd.daemon.jobs import Job
+
+    clock = [1000.0]
+    handed: list[str] = []
+    monkeypatch.setattr(Notifier, "hand", lambda self, text: handed.append(text))
+    daemon = _daemon(tmp_path, lambda now: _sample(now, 100), clock)
+    daemon.tick()
+    gone = [Job(pid=4242, command="python big.py", started=900.0, ended=1000.0)]
+    daemon.killed(gone, {4242: "by Linux's OOM killer"})
+    daemon.killed([Job(pid=7, command="python ok.py", started=900.0)], {7: ""})  # not a kill
+    for _ in range(3):
+        clock[0] += 30
+        daemon.tick()
+    daemon._drop_store()
+    assert handed == ["python big.py killed for memory"]
