@@ -125,6 +125,9 @@ def verdict(job: Job) -> list[str]:
             f"{swap_words(job)} during this job, {when}{why}, and mpsd lowers the ratio for the "
             "next job"
         )
+    if job.framework == MLX and job.cap and job.cap_known and job.peak > job.cap:
+        went = f"MLX's limit is soft: the job went {gib(job.peak - job.cap)} past it"
+        words.append(went + (" and the Mac swapped" if job.swapouts else ""))
     if job.pressure and job.pressure > 1:
         words.append(f"memory pressure reached {PRESSURES.get(job.pressure, job.pressure)}")
     if job.growing() and job.growth is not None and job.ended is not None:

@@ -213,3 +213,16 @@ def test_no_history_and_no_daemon_are_said() -> None:
     assert "daemon is not running" in done.stdout and "No ML job recorded yet" in done.stdout
     # how to start it names an mpsd the user can run (here none is on PATH: its full path)
     assert "start it with `mpsd daemon`" not in done.stdout and " daemon`)" in done.stdout
+
+
+def test_an_mlx_job_past_its_soft_limit_is_told_so_and_a_pytorch_one_is_not() -> None:
+    from mpsd.commands.jobs import verdict
+
+    mlx = Job(pid=1, command="python -m mlx_lm.generate", started=0.0, framework="mlx")
+    mlx = replace(mlx, cap=8 * GIB, cap_known=True, peak=10 * GIB + GIB // 10, swapouts=3)
+    said = "; ".join(verdict(mlx))
+    assert "MLX's limit is soft: the job went 2.1 GiB past it and the Mac swapped" in said
+    assert "soft" not in "; ".join(verdict(replace(mlx, peak=7 * GIB)))
+    assert "soft" not in "; ".join(verdict(replace(mlx, framework="torch")))
+    unknown = replace(mlx, cap_known=False)  # MLX's default: a cap not known is never judged
+    assert "past it" not in "; ".join(verdict(unknown))
