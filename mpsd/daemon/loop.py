@@ -180,6 +180,8 @@ class ConfigWatcher:
         while not nearest.is_dir() and nearest != nearest.parent:
             nearest = nearest.parent
         watched = {nearest, nearest.parent}
+        if os.path.isdir(self._dir):  # a linked config.toml (a dotfiles repo's) changes there
+            watched.add(Path(self._dir))
         try:
             self._observer.unschedule_all()
             for directory in watched:

@@ -46,13 +46,33 @@ def test_a_config_dir_created_later_or_re_created_is_watched_again(tmp_path: Pat
     try:
         assert not config.parent.exists()  # the watch creates nothing
         for _ in range(2):
-            time.sleep(0.2)
+            seen.clear()
             config.parent.mkdir(parents=True)
-            time.sleep(0.5)  # the re-arming's own notice
+            assert wait(seen, 120.0)  # the watch re-armed on the new dir, and said so
             seen.clear()
             config.write_text("interval = 1\n")
             assert wait(seen, 120.0)  # generous: only a watch that never fires waits this long
             shutil.rmtree(config.parent)
             assert wait(seen, 120.0)  # generous: only a watch that never fires waits this long
+    finally:
+        watcher.stop()
+
+
+def test_a_linked_config_is_watched_where_its_target_lies(tmp_path: Path) -> None:
+    """A dotfiles repo's config.toml is a link: an edit saved there is seen at once too."""
+    dotfiles, config = tmp_path / "dotfiles", tmp_path / "config" / "config.toml"
+    dotfiles.mkdir()
+    config.parent.mkdir()
+    (dotfiles / "mps.toml").write_text("headroom = 0.8\n")
+    config.symlink_to(dotfiles / "mps.toml")
+    seen = threading.Event()
+    watcher = ConfigWatcher(config, seen.set)
+    assert watcher.start()
+    try:
+        time.sleep(0.2)
+        tmp = dotfiles / ".mps.toml.swp"
+        tmp.write_text("headroom = 0.5\n")
+        os.replace(tmp, dotfiles / "mps.toml")
+        assert wait(seen, 120.0)  # generous: only a watch that never fires waits this long
     finally:
         watcher.stop()
