@@ -123,6 +123,7 @@ def open_dir(directory: str | Path, top: str | Path | None = None) -> int:
     it, each opened from the one above with ``O_NOFOLLOW`` and checked by ``fstat``: what is
     checked is what is used. ``top`` (default: ``directory``) is where mpsd's own dirs begin.
     FileNotFoundError when it is absent; ``UnsafeFileError`` (EPERM) with the sentence."""
+    _links(str(directory), str(directory))
     real = os.path.realpath(directory)
     own_from = os.path.realpath(top if top is not None else directory)
     fd = os.open("/", _DIR)
@@ -147,6 +148,25 @@ def open_dir(directory: str | Path, top: str | Path | None = None) -> int:
         os.close(fd)
         raise
     return fd
+
+
+def _links(path: str, said: str, depth: int = 0) -> None:
+    """Every link on the way to ``path`` (and on the way to where each points) is the user's or
+    root's: another user's link could point mpsd's reads and writes anywhere."""
+    here = "/"
+    for part in [p for p in os.path.abspath(path).split("/") if p]:
+        here = os.path.join(here, part)
+        try:
+            st = os.lstat(here)
+        except OSError:
+            return  # absent: nothing to follow (the walk says so)
+        if not stat.S_ISLNK(st.st_mode):
+            continue
+        if st.st_uid not in (0, os.getuid()) or depth > 8:
+            fix = "point MPSD_CONFIG_DIR, MPSD_STATE_DIR and MPSD_DATA_DIR to a dir of your own"
+            fault = f"{here} is a link of another user's (uid {st.st_uid})"
+            raise _refused(said, f"{fault}, so mpsd trusts nothing through it: {fix}")
+        _links(os.path.join(os.path.dirname(here), os.readlink(here)), said, depth + 1)
 
 
 def _refused(path: str | Path, sentence: str) -> UnsafeFileError:

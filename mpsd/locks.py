@@ -110,9 +110,10 @@ class PidLock:
         if self._fd is not None:
             return False
         try:
-            fd = open_checked(self.path)
-        except UnsafeFileError:  # the trust rule's sentence is said elsewhere: only flocked here
-            fd = open_regular(self.path, os.O_RDONLY)
+            try:
+                fd = open_checked(self.path)
+            except UnsafeFileError:  # the trust rule's sentence is said elsewhere: only flocked
+                fd = open_regular(self.path, os.O_RDONLY)
         except FileNotFoundError:
             return False
         try:

@@ -60,7 +60,7 @@ class Episodes:
         swapped = None not in (swapouts, self.swapouts) and swapouts > self.swapouts  # type: ignore[operator]
         self.swapouts = self.swapouts if swapouts is None else swapouts
         warning = pressure is not None and pressure >= PRESSURE_WARN
-        if swapped or warning:
+        if swapped or warning or killed:  # a kill, too, is part of an episode
             self.busy_at = t
         elif self.busy_at is not None and t - self.busy_at >= CALM:
             self.said.clear()

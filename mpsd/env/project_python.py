@@ -25,8 +25,10 @@ def _bin_python(venv: str) -> str | None:
 
 
 def _on_path(name: str, path: str) -> str | None:
+    """As ``paths.program``: empty and relative entries (the working directory) are skipped."""
     import shutil
 
+    path = os.pathsep.join(entry for entry in path.split(os.pathsep) if os.path.isabs(entry))
     return shutil.which(name, path=path) if path else None
 
 

@@ -225,6 +225,7 @@ def torch_info(
             [python, "-c", probe],
             capture_output=True,
             text=True,
+            errors="replace",  # a python that writes bytes not UTF-8: read all the same
             timeout=timeout,
             env={**os.environ, CHILD_VAR: "check"},  # mpsd's own: never a job
         )

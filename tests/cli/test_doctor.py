@@ -584,3 +584,15 @@ def test_doctor_calls_it_a_problem_when_the_projects_mlx_disagrees_with_limits_t
     unsure = mlx(chain, "/p/.venv/bin/python", {"error": "Metal is not available"})
     assert unsure.level == "ok" and "could not tell (Metal is not available)" in unsure.detail
     assert "mlx is not installed for" in mlx(chain, "/p/.venv/bin/python", None).detail
+
+
+def test_a_checked_python_that_writes_bytes_not_utf8_is_answered_not_crashed(
+    tmp_path: Path,
+) -> None:
+    from mpsd.health import system
+
+    odd = tmp_path / "python"
+    odd.write_text("#!/bin/sh\necho 'mpsd: a python'\nprintf '\\377\\376 broken\\n' >&2\nexit 1\n")
+    odd.chmod(0o755)
+    answer = system.torch_info(str(odd))
+    assert answer is not None and "broken" in answer["error"]

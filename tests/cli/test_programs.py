@@ -28,14 +28,21 @@ def _planted(directory: Path, name: str, mark: Path) -> None:
 
 @pytest.mark.parametrize(
     ("search", "args"),
-    [("", ("notify",)), (".", ("explain", "--paste")), ("bin", ("doctor",)), (".", ("doctor",))],
+    [
+        ("", ("notify",)),
+        (".", ("explain", "--paste")),
+        ("bin", ("doctor",)),
+        (".", ("doctor",)),
+        ("", ("doctor",)),  # doctor's python3 on PATH (its torch check) is no ./python3 either
+    ],
 )
 def test_a_program_in_the_working_directory_never_runs(
     search: str, args: tuple[str, ...], tmp_path: Path
 ) -> None:
     checkout, mark = tmp_path / "checkout", tmp_path / "ran"
     (checkout / "bin").mkdir(parents=True)
-    for name in ("notify-send", "osascript", "pbpaste", "launchctl", "bash", "zsh", "fish"):
+    names = ("notify-send", "osascript", "pbpaste", "launchctl", "bash", "zsh", "fish", "python3")
+    for name in names:
         _planted(checkout / search if search == "bin" else checkout, name, mark)
     path = os.pathsep.join([search, "/usr/bin", "/bin"])
     run_mpsd(*args, env={"PATH": path}, cwd=checkout)

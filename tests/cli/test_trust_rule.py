@@ -198,3 +198,19 @@ def test_the_history_gets_no_mode_others_can_write_whatever_the_umask(
     history = isolated_dirs["state"] / "history.sqlite3"
     assert not stat.S_IMODE(history.stat().st_mode) & 0o022
     assert "trusts nothing" not in run_mpsd("status").stderr
+
+
+@needs_root
+def test_a_state_dir_reached_through_another_users_link_is_refused(tmp_path: Path) -> None:
+    """Another user's symlink could point mpsd anywhere (their own history, or ~/.ssh): a link
+    on the way to mpsd's dirs must be the user's or root's, as every dir there must be."""
+    mine = tmp_path / "mine"
+    mine.mkdir(mode=0o700)
+    shared = tmp_path / "shared"
+    _open_to_others(shared)
+    shared.chmod(0o1777)  # sticky, as /tmp: a parent that passes the rule
+    as_nobody(f"ln -s {mine} {shared}/state", shared)
+    done = run_mpsd("daemon", "--once", env={"MPSD_STATE_DIR": f"{shared}/state"})
+    assert done.returncode != 0
+    assert "is a link of another user's" in done.stderr, done.stderr
+    assert not any(mine.iterdir()), "mpsd wrote through another user's link"

@@ -67,3 +67,11 @@ def test_exclusive_times_out_with_one_sentence(tmp_path: Path):
         pass
     with pytest.raises(MpsdError), exclusive(path), exclusive(path, timeout=0.1):
         pass
+
+
+def test_a_lock_file_absent_from_a_dir_others_can_write_is_held_by_no_one(tmp_path: Path) -> None:
+    """An untrusted state dir without daemon.lock: no daemon runs, and no error to report."""
+    shared = tmp_path / "state"
+    shared.mkdir()
+    shared.chmod(0o777)
+    assert PidLock(shared / "daemon.lock").is_held_elsewhere() is False

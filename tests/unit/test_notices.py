@@ -71,6 +71,15 @@ def test_swap_without_a_job_and_a_kill_are_told_apart() -> None:
     ]
 
 
+def test_kills_with_no_swap_or_pressure_are_episodes_of_their_own() -> None:
+    """On Linux (no pressure level, perhaps no swap) a kill ends its episode after calm, too."""
+    episodes = Episodes()
+    assert episodes.update(0, None, None, [], killed=("a",)) == ["a killed for memory"]
+    assert episodes.update(60, None, None, [], killed=("b",)) == []  # the same episode
+    episodes.update(60 + CALM, None, None, [])
+    assert episodes.update(90 + CALM, None, None, [], killed=("c",)) == ["c killed for memory"]
+
+
 def test_job_names_have_control_characters_made_visible() -> None:
     said = Episodes()
     said.update(0, 1, 0, [])
