@@ -106,7 +106,9 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(json.dumps(out, indent=2) + "\n")
         return EXIT_OK if findings else EXIT_ABSENT
     if not findings:
-        where = "the clipboard" if args.paste else (args.file or "the input")
+        from mpsd.term import visible
+
+        where = "the clipboard" if args.paste else visible(args.file or "the input")
         if found.seen:
             said = f"saw {' and '.join(found.seen)} in {where}: mpsd does not read its numbers"
         elif found.cut:

@@ -17,6 +17,7 @@ from mpsd.env.project_python import given
 from mpsd.env.pyhooks import Target, env_python, environments_of, tear_down, tear_down_python
 from mpsd.errors import EXIT_USAGE, MpsdError
 from mpsd.health import findings
+from mpsd.term import visible
 
 
 def configure_projects(parser: argparse.ArgumentParser) -> None:
@@ -194,7 +195,7 @@ def run_projects(args: argparse.Namespace) -> int:
         notes = ["missing"] if not item["exists"] else []
         notes += ["not yet in limits.toml"] if not item["in_limits"] else []
         suffix = f"  ({', '.join(notes)})" if notes else ""
-        print(f"{item['path']}{suffix}")
+        print(f"{visible(item['path'])}{suffix}")
         for env in item["python_hooks"]:
             print(f"    start-up hook {findings.hook(env).short}")
     return 0

@@ -10,8 +10,10 @@ import json
 import os
 import re
 import sys
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, fields
-from typing import Any
+from functools import partial
+from typing import TYPE_CHECKING, Any
 
 from mpsd import limits, paths, term
 from mpsd.durations import format_duration, parse_duration
@@ -24,6 +26,9 @@ from mpsd.health.findings import OK, Finding
 from mpsd.sizes import gib
 from mpsd.term import Style, columns, plural, use_color, wrap
 from mpsd.term import chart as term_chart
+
+if TYPE_CHECKING:
+    from mpsd.machine.mljobs import MLProcess
 
 GIB = 1 << 30
 CHART_ROWS = 8
@@ -74,7 +79,8 @@ def watch(every: float, as_json: bool) -> int:
     from mpsd.machine.mljobs import ProcessScanner
     from mpsd.machine.sampler import SampleError, take_sample
 
-    scanner, seen, first = ProcessScanner(), {}, None
+    scanner, first = ProcessScanner(), None
+    seen: dict[tuple[int, float], Any] = {}
     try:
         with contextlib.nullcontext(None) if as_json else term.Live() as live:
             while True:
@@ -91,12 +97,10 @@ def watch(every: float, as_json: bool) -> int:
                     view.update(total_bytes=sample.total_bytes, pressure=sample.pressure)
                     page = sample.page_size or 0  # the kernel's (vm_stat's), not this process's
                     view["swapped_bytes"] = swapped and swapped * page
-                    view["jobs"] = []
-                    for p in sample.processes:
-                        if p.pid not in seen:
-                            projects = current.projects if current else ()
-                            seen[p.pid] = describe(p, current, projects, sample.total_bytes)
-                        view["jobs"].append({"pid": p.pid, "bytes": p.bytes, **seen[p.pid]})
+                    projects = current.projects if current else ()
+                    total = sample.total_bytes
+                    told = partial(describe, limits=current, projects=projects, total_bytes=total)
+                    view["jobs"] = live_jobs(sample.processes, seen, told)
                 if live is None:
                     print(json.dumps(view), flush=True)
                     time.sleep(every)
@@ -108,8 +112,24 @@ def watch(every: float, as_json: bool) -> int:
         return 0
 
 
+def live_jobs(
+    processes: Iterable[MLProcess], seen: dict[tuple[int, float], Any], describe: Callable[..., Any]
+) -> list[dict[str, Any]]:
+    """The live view's jobs, each described once: ``seen`` is keyed by pid and start time (a
+    reused pid is another process) and forgets the processes that ended."""
+    now = {(p.pid, p.started): p for p in processes}
+    for key in seen.keys() - now.keys():
+        del seen[key]
+    jobs = []
+    for key, p in now.items():
+        if key not in seen:
+            seen[key] = describe(p)
+        jobs.append({"pid": p.pid, "bytes": p.bytes, **seen[key]})
+    return jobs
+
+
 def live_lines(view: dict[str, Any], every: float) -> list[str]:
-    from mpsd.daemon.jobs import PRESSURES
+    from mpsd.daemon.jobs import NOT_KNOWN, PRESSURES
 
     when = iso(view["t"])[11:19]
     lines = [f"mpsd status --watch: every {format_duration(every)}; q or Ctrl-C quits  {when}"]
@@ -126,8 +146,9 @@ def live_lines(view: dict[str, Any], every: float) -> list[str]:
         f"jobs:     {plural(len(view['jobs']), 'ML job')} running",
     ]
     for job in view["jobs"]:
-        known = job.get("cap") and job.get("cap_known")
-        cap = f"of its {gib(job['cap'])} cap" if known else "(cap not known)"
+        cap = f"of its {gib(job['cap'])} cap" if job.get("cap") and job.get("cap_known") else ""
+        source = job.get("cap_from", NOT_KNOWN)  # PyTorch's default: never drawn as a known cap
+        cap = cap or ("cap not known" + (f" ({source})" if source != NOT_KNOWN else ""))
         lines.append(f"  {job['pid']:>7}  {gib(job['bytes'])} {cap}  {job.get('command', '')}")
     if view["jobs"]:
         lines.append("A footprint counts CPU-side memory too; a cap counts MPS memory only.")

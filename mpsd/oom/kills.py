@@ -121,8 +121,9 @@ def _jetsam_event(seg: str) -> Finding | None:
         return _found("macos", JETSAM, None, largest and largest[1], None, None, (*system.items(),))
     fields = dict(compiled(_FIELD).findall(m[1]))
     pid, rpages = fields.get("pid", ""), fields.get("rpages", "")
-    n = int(rpages) * size if size and rpages.isdigit() else None
-    pid_ = pid if pid.isdigit() else None
+    ascii_digits = compiled("[0-9]{1,19}").fullmatch  # str.isdigit takes "²", which int() refuses
+    n = int(rpages) * size if size and ascii_digits(rpages) else None
+    pid_ = pid if ascii_digits(pid) else None
     return _found("macos", m[0], pid_, fields.get("name"), n, "resident", tuple(system.items()))
 
 

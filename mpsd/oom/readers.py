@@ -242,7 +242,10 @@ _STATS = r"(?<!max)(?<!_)(limit|inuse):(\d+(?:\.\d+)?)(b|[kmgt]ib)?(?![\d.])"
 def stats(found: Finding, near: str) -> None:
     """``found``'s limit and memory in use from the BFC allocator's stats in ``near``."""
     for name, number, unit in compiled(_STATS).findall(near):
-        n = int(number) if not unit else (to_bytes(number, unit) or (0, 0))[0]
+        if not unit:  # a count of bytes: "InUse: 1.5" states none
+            n = 0 if "." in number else int(number)
+        else:
+            n = (to_bytes(number, unit) or (0, 0))[0]
         key = "limit_bytes" if name == "limit" else "in_use_bytes"
         if n and getattr(found, key) is None:
             setattr(found, key, n)

@@ -696,12 +696,13 @@ class Renderer:
     def kill(self, f: Finding) -> list[str]:
         k = f.kill
         assert k is not None
-        rows = [("process", f"{k.name or 'not known'} [{k.pid or 'pid not known'}]", "")]
+        name = term.visible(k.name or "not known")  # the paste's: never raw to the terminal
+        rows = [("process", f"{name} [{k.pid or 'pid not known'}]", "")]
         rows = rows if k.name or k.pid else []
         if k.bytes is not None and k.bytes_are:
             rows.append((k.bytes_are.replace("_", "-"), size(k.bytes), kills.MEANS[k.bytes_are]))
         rows += [(name, size(n), "") for name, n in k.sizes if name != "anon-rss"]
-        why = say(KILL_WHY.get(k.reason, "jetsam"), reason=k.reason, largest=k.name or "not known")
+        why = say(KILL_WHY.get(k.reason, "jetsam"), reason=k.reason, largest=name)
         fix = self.section("Fix", [say("kill_fix")])
         return self.aligned(rows) + self.section("Why it failed", [why]) + fix
 

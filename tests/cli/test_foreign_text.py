@@ -244,3 +244,24 @@ def test_a_path_with_control_characters_in_it_is_shown_escaped(
     done = run_mpsd(command, env={"MPSD_CONFIG_DIR": str(config)})
     assert "\x1b]0;" not in done.stdout + done.stderr, done.stdout
     assert "\\e]0;pwned\\x07" in done.stdout + done.stderr
+
+
+def test_explains_kill_name_file_name_and_projects_paths_are_shown_escaped(
+    tmp_path: Path,
+) -> None:
+    kill = "Out of memory: Killed process 4242 (py\x9b2Jth\u202eon) total-vm:100kB, anon-rss:50kB\n"
+    shown = run_mpsd("explain", input=kill)
+    assert shown.returncode == 0 and not RAW.search(shown.stdout), repr(shown.stdout)
+    assert "py\\x9b2jth\\u202eon [4242]" in shown.stdout
+    named = tmp_path / "a\x1b[31mred"
+    named.write_text("no error here\n")
+    said = run_mpsd("explain", str(named))
+    assert said.returncode != 0 and not RAW.search(said.stderr), repr(said.stderr)
+    assert "a\\e[31mred" in said.stderr
+    project = str(Path(os.path.realpath(tmp_path)) / "p\x1b]0;pwned\x07")
+    paths.config_dir().mkdir(parents=True, exist_ok=True)
+    paths.config_file().write_text(f"projects = [{json.dumps(project)}]\n")
+    listed = run_mpsd("projects")
+    assert listed.returncode == 0 and not RAW.search(listed.stdout), repr(listed.stdout)
+    assert "p\\e]0;pwned\\x07" in listed.stdout
+    assert json.loads(run_mpsd("projects", "--json").stdout)["projects"][0]["path"] == project

@@ -91,3 +91,41 @@ def test_a_period_without_watch_is_refused_not_ignored() -> None:
         text=True,
     )
     assert done.returncode == 2 and "give both" in done.stderr and done.stdout == ""
+
+
+def _view(*jobs: dict[str, object]) -> dict[str, object]:
+    view = {"t": 0.0, "daemon_running": True, "available_bytes": 8 << 30, "total_bytes": 16 << 30}
+    return {**view, "swapped_bytes": 0, "pressure": 1, "jobs": list(jobs)}
+
+
+def test_the_live_view_draws_pytorchs_default_as_no_known_cap_and_names_it() -> None:
+    from mpsd.commands.status import live_lines
+    from mpsd.daemon.jobs import ENVIRONMENT, TORCH_DEFAULT
+
+    default = {"pid": 7, "bytes": 1 << 30, "command": "python a.py", "cap": 34 << 30}
+    default |= {"cap_known": False, "cap_from": TORCH_DEFAULT}
+    own = {"pid": 8, "bytes": 1 << 30, "command": "python b.py", "cap": 8 << 30}
+    own |= {"cap_known": True, "cap_from": ENVIRONMENT}
+    lines = [line for line in live_lines(_view(default, own), 1.0) if "python" in line]
+    assert "cap" not in lines[0].replace(f"cap not known ({TORCH_DEFAULT})", ""), lines[0]
+    assert "of its 8.0 GiB cap" in lines[1], lines[1]
+
+
+def test_the_live_view_tells_a_reused_pid_for_its_new_process_and_forgets_ended_ones() -> None:
+    from mpsd.commands.status import live_jobs
+    from mpsd.machine.mljobs import MLProcess
+
+    said: list[float] = []
+
+    def describe(p: MLProcess) -> dict[str, object]:
+        said.append(p.started)
+        return {"command": f"started at {p.started}"}
+
+    seen: dict[tuple[int, float], object] = {}
+    first = MLProcess(pid=9, name="python", reason="torch", bytes=1, started=100.0)
+    assert live_jobs([first], seen, describe)[0]["command"] == "started at 100.0"
+    assert live_jobs([first], seen, describe)[0]["command"] == "started at 100.0"
+    again = MLProcess(pid=9, name="python", reason="torch", bytes=2, started=200.0)
+    assert live_jobs([again], seen, describe)[0]["command"] == "started at 200.0"
+    assert said == [100.0, 200.0] and list(seen) == [(9, 200.0)]
+    assert live_jobs([], seen, describe) == [] and not seen

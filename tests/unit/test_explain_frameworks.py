@@ -222,3 +222,11 @@ def test_each_new_sentence_is_said_where_it_applies_and_only_there(name: str) ->
     where, not_there = SENTENCES[name]
     assert start in " ".join(render(find_errors(_text(where))).split()), start
     assert start not in " ".join(render(find_errors(_text(not_there))).split())
+
+
+def test_a_bfc_stat_with_a_fraction_of_a_byte_is_not_known_and_nothing_raises() -> None:
+    text = "Stats:\nLimit: 3157432729\nInUse: 1.5\n"
+    text += "Resource exhausted: OOM when allocating tensor with shape[10] and type float\n"
+    [found] = mpsd.explain(text)
+    assert found["limit_bytes"] == 3157432729
+    assert found["in_use_bytes"] is None

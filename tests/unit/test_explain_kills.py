@@ -116,3 +116,11 @@ def test_kills_are_findings_of_explain_with_their_keys() -> None:
 def test_text_that_only_mentions_kills_gives_none() -> None:
     assert read_kills("") == []
     assert read_kills("the OOM killer killed process trees; memorystatus: killing spree") == []
+
+
+def test_a_jetsam_pid_or_size_in_other_digits_is_not_known_and_nothing_raises() -> None:
+    # str.isdigit takes "²", which int() refuses: explain must still answer.
+    report = '{"bug_type":"298"}\n{"pageSize" : 16384, "processes" : [{"uuid" : "x", '
+    report += '"pid" : ², "rpages" : ³, "reason" : "per-process-limit", "name" : "python"}]}\n'
+    [kill] = [f.kill for f in find_errors(report) if f.kill]
+    assert (kill.pid, kill.bytes, kill.name) == (None, None, "python")
