@@ -79,6 +79,15 @@ def hooked_venv(project: Path) -> Path:
     return project / ".venv" / "bin" / "python"
 
 
+def launched(argv: list[str], cwd: Path) -> tuple[subprocess.Popen[str], int]:
+    """``argv`` started by a shell that waits for it, and its pid. Its parent is then no ML job:
+    pytest itself has torch loaded once an earlier test imported it, and a job's children that
+    load torch belong to its record (SPEC), so a job started by pytest would be pytest's."""
+    shell = ["sh", "-c", '"$@" & echo $!; wait $!', "sh", *argv]
+    started = subprocess.Popen(shell, cwd=cwd, stdout=subprocess.PIPE, text=True)
+    return started, int(started.stdout.readline())  # type: ignore[union-attr]
+
+
 def decided() -> object:
     with Store.open_readonly(paths.history_file()) as store:  # type: ignore[union-attr]
         return store.get_meta("decision")
@@ -130,34 +139,28 @@ def test_real_jobs_are_recorded_with_their_cap_peak_and_end(
 
         # The daemon has decided: the ratio the hook reads is limits.toml's from now on.
         wait_for(decided, "the daemon's first decision")
-        torch_job = subprocess.Popen(
-            [str(python), "-c", TORCH_JOB], cwd=project, stdout=subprocess.PIPE, text=True
-        )
+        torch_job, torch_pid = launched([str(python), "-c", TORCH_JOB], project)
         out, _ = torch_job.communicate(timeout=300)
         said = json.loads(out.strip().splitlines()[-1])
         # MLX: one in the hooked venv (mlx beside the hook: it sets MLX's limit), killed; one
         # outside every project (MLX's own default).
-        mlx_job = subprocess.Popen(
-            [str(python), "-c", MLX_JOB], cwd=project, stdout=subprocess.PIPE, text=True
-        )
-        plain_mlx = subprocess.Popen(
-            [sys.executable, "-c", MLX_JOB], cwd=tmp_path, stdout=subprocess.PIPE, text=True
-        )
+        mlx_job, mlx_pid = launched([str(python), "-c", MLX_JOB], project)
+        plain_mlx, plain_pid = launched([sys.executable, "-c", MLX_JOB], tmp_path)
         limits = [json.loads(job.stdout.readline())["limit"] for job in (mlx_job, plain_mlx)]  # type: ignore[union-attr]
 
         def held() -> bool:  # the daemon saw each MLX job at its 600 MiB
-            records = records_of(mlx_job.pid, plain_mlx.pid)
+            records = records_of(mlx_pid, plain_pid)
             return len(records) == 2 and all(r["peak"] >= 600 << 20 for r in records)
 
         wait_for(held, "the MLX jobs' records at their peak")
-        pidfile.write_text(str(mlx_job.pid))
-        mlx_job.send_signal(signal.SIGKILL)
-        plain_mlx.kill()
+        pidfile.write_text(str(mlx_pid))
+        os.kill(mlx_pid, signal.SIGKILL)
+        os.kill(plain_pid, signal.SIGKILL)
         for job in (mlx_job, plain_mlx):
             job.wait(timeout=30)
 
         def ended() -> list[dict[str, Any]] | None:
-            records = records_of(torch_job.pid, mlx_job.pid, plain_mlx.pid)
+            records = records_of(torch_pid, mlx_pid, plain_pid)
             done = all(r["ended"] and r["killed"] is not None for r in records)
             return records if len(records) == 3 and done else None
 
@@ -167,13 +170,13 @@ def test_real_jobs_are_recorded_with_their_cap_peak_and_end(
             raise AssertionError(run_mpsd("jobs", "--json").stdout) from None
         assert isinstance(records, list), records
         by_pid = {r["pid"]: r for r in records}
-        torch, mlx, plain = (by_pid[job.pid] for job in (torch_job, mlx_job, plain_mlx))
+        torch, mlx, plain = (by_pid[pid] for pid in (torch_pid, mlx_pid, plain_pid))
     finally:
         daemon.terminate()
         daemon.communicate(timeout=30)
     records = run_mpsd("jobs", "--json").stdout
     # Only the jobs: neither the live view nor doctor's check, nor the worker on its own.
-    assert [r["pid"] for r in json.loads(records) if r["project"]] == [mlx_job.pid, torch_job.pid]
+    assert [r["pid"] for r in json.loads(records) if r["project"]] == [mlx_pid, torch_pid]
     assert (torch["framework"], mlx["framework"], plain["framework"]) == ("torch", "mlx", "mlx")
     assert torch["processes"] == 2 and torch["peak_sum"] is not None
     # The cap the start-up hook gave it, though nothing shows in its exec'd environment.
