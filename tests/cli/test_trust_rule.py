@@ -87,16 +87,16 @@ def test_a_python_hooks_list_of_the_users_own_never_makes_mpsd_run_a_program(
 def test_a_parent_others_can_write_fails_the_rule_and_a_sticky_one_does_not(
     tmp_path: Path, isolated_dirs: dict[str, Path]
 ) -> None:
-    shared = tmp_path / "shared"
-    shared.mkdir()
-    shared.chmod(0o777)
-    state = shared / "state"
+    common = tmp_path / "common"
+    common.mkdir()
+    common.chmod(0o777)
+    state = common / "state"
     env = {"MPSD_STATE_DIR": str(state)}
     done = run_mpsd("daemon", "--once", env=env)
-    assert f"{shared}, a parent of {state}, is writable by others" in done.stderr, done.stderr
-    assert f"chmod go-w {shared}" in done.stderr
+    assert f"{common}, a parent of {state}, is writable by others" in done.stderr, done.stderr
+    assert f"chmod go-w {common}" in done.stderr
     assert not (state / "history.sqlite3").exists(), "wrote through a parent others can write"
-    shared.chmod(0o1777)
+    common.chmod(0o1777)
     done = run_mpsd("daemon", "--once", env=env)
     assert "trusts nothing" not in done.stderr and (state / "history.sqlite3").exists()
 
@@ -206,11 +206,11 @@ def test_a_state_dir_reached_through_another_users_link_is_refused(tmp_path: Pat
     on the way to mpsd's dirs must be the user's or root's, as every dir there must be."""
     mine = tmp_path / "mine"
     mine.mkdir(mode=0o700)
-    shared = tmp_path / "shared"
-    _open_to_others(shared)
-    shared.chmod(0o1777)  # sticky, as /tmp: a parent that passes the rule
-    as_nobody(f"ln -s {mine} {shared}/state", shared)
-    done = run_mpsd("daemon", "--once", env={"MPSD_STATE_DIR": f"{shared}/state"})
+    common = tmp_path / "common"
+    _open_to_others(common)
+    common.chmod(0o1777)  # sticky, as /tmp: a parent that passes the rule
+    as_nobody(f"ln -s {mine} {common}/state", common)
+    done = run_mpsd("daemon", "--once", env={"MPSD_STATE_DIR": f"{common}/state"})
     assert done.returncode != 0
     assert "is a link of another user's" in done.stderr, done.stderr
     assert not any(mine.iterdir()), "mpsd wrote through another user's link"
