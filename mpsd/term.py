@@ -22,6 +22,7 @@ __all__ = [
     "cut",
     "fill",
     "plural",
+    "say",
     "style",
     "use_color",
     "visible",
@@ -166,6 +167,13 @@ def visible(text: object) -> str:
     may move the cursor, retitle the window or write the clipboard. ``--json`` stays exact."""
     text = str(text)
     return _CONTROL.sub(_shown, text) if _CONTROL.search(text) else text
+
+
+def say(text: object = "", **kwargs: Any) -> None:
+    """``print`` for mpsd's sentences that hold text it did not write (a path, a name, a line of
+    the user's rc file): each line's control characters made visible, line breaks and tabs kept."""
+    lines = ("\t".join(map(visible, line.split("\t"))) for line in str(text).split("\n"))
+    print("\n".join(lines), **kwargs)
 
 
 def cut(line: str, width: int) -> str:

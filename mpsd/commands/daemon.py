@@ -14,6 +14,7 @@ from mpsd.machine.recommended import recommended_max
 from mpsd.machine.sample import Sample
 from mpsd.machine.sampler import take_sample, write_parts
 from mpsd.sizes import gib
+from mpsd.term import say
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -38,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
     if lock is None:
         pid = PidLock(paths.daemon_lock_file()).holder()
         who = f" (pid {pid})" if pid is not None else ""
-        print(f"A daemon{who} is running and keeps {paths.limits_file()} up to date.")
+        say(f"A daemon{who} is running and keeps {paths.limits_file()} up to date.")
         return 0
     try:
         daemon = loop.Daemon(sample_source=_sample, recommended_source=recommended_max, lock=lock)
@@ -49,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
         lock.release()
     from mpsd.term import plural
 
-    print(
+    say(
         f"{paths.limits_file()}: high {limits.high_watermark_ratio:.2f}, "
         f"low {limits.low_watermark_ratio:.2f} (limit {gib(limits.limit_bytes)} of the "
         f"recommended max {gib(limits.recommended_max_bytes)} [{limits.recommended_max_source}], "

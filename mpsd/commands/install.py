@@ -24,7 +24,7 @@ from mpsd.locks import PidLock
 from mpsd.machine import recommended
 from mpsd.setup import homebrew, installer, launchd, rcfile, script
 from mpsd.setup.installer import FileChange, Step, tilde
-from mpsd.term import fill, wrap
+from mpsd.term import fill, say, wrap
 
 # After loading the agent: how long to wait for its first sample, and after how long
 # without a daemon holding its lock to stop waiting.
@@ -71,7 +71,7 @@ class _Report(list[str]):
 
     def __call__(self, line: str) -> None:
         self.append(line)
-        print(line, flush=True)
+        say(line, flush=True)
 
     def run(self, steps: list[Step]) -> None:
         for step in steps:
@@ -124,7 +124,7 @@ def run(args: argparse.Namespace) -> int:
         ]
         _dry_run(said, shown, plan.changed, "Everything is already in place: nothing would change.")
         if not use_launchd and not args.no_agent:
-            print("no launchd here (`launchctl` is not on PATH): no agent would be installed")
+            say("no launchd here (`launchctl` is not on PATH): no agent would be installed")
         return EXIT_OK
 
     report.run(steps)
@@ -144,7 +144,7 @@ def run(args: argparse.Namespace) -> int:
     installer.note_created(new_dirs)
 
     if not report and agent_error is None:
-        print("Everything is already in place: nothing changed.")
+        say("Everything is already in place: nothing changed.")
     if not use_launchd:
         _no_agent_note(args.no_agent)
     elif brewed:
@@ -152,14 +152,14 @@ def run(args: argparse.Namespace) -> int:
     if limits.read() is None:
         _first_sample(agent_started, warnings)
     for warning in warnings:
-        print(f"warning: {warning}", file=sys.stderr)
+        say(f"warning: {warning}", file=sys.stderr)
     _compinit_note(shells, brewed)
-    print()
+    say()
     sys.stdout.flush()
     subprocess.run([sys.executable, "-m", "mpsd", "status"], check=False)  # imports no command
     if _hooks_changed(plan.files):
-        print()
-        print(
+        say()
+        say(
             fill(
                 "Open a new terminal (or run `exec $SHELL`) so that the hook takes effect, then "
                 f"opt a project in with `{script.command()} enable` in its directory."
@@ -198,8 +198,8 @@ def _no_agent_note(asked: bool) -> None:
         else "There is no launchd here (`launchctl` is not on PATH), so no agent was installed. "
         "Keep the daemon running yourself (a terminal, tmux, or a systemd user service):"
     )
-    print(fill(why))
-    print(f"    {script.command()} daemon")
+    say(fill(why))
+    say(f"    {script.command()} daemon")
 
 
 def _homebrew_note(own_agent: bool) -> None:
@@ -211,7 +211,7 @@ def _homebrew_note(own_agent: bool) -> None:
         )
     elif launchd.loaded(homebrew.LABEL) is not None:
         note = f"The brew service {homebrew.LABEL} runs mpsd's daemon."
-    print(fill(note))
+    say(fill(note))
 
 
 # A zsh that starts none of these has no completion system: completion does nothing.
@@ -224,9 +224,9 @@ def _compinit_note(shells: tuple[str, ...], brewed: bool) -> None:
     if "zsh" not in shells or any(word in text for text in texts for word in COMPINIT_WORDS):
         return
     says = f"zsh completes nothing until its completion system runs, and {tilde(zshrc[0])} "
-    print(fill(says + "does not start it (a fresh Mac's does not): add this line to it:"))
+    say(fill(says + "does not start it (a fresh Mac's does not): add this line to it:"))
     site = 'FPATH="$(brew --prefix)/share/zsh/site-functions:$FPATH"; ' if brewed else ""
-    print(f"    {site}autoload -Uz compinit && compinit")
+    say(f"    {site}autoload -Uz compinit && compinit")
 
 
 def _first_sample(agent_started: bool, warnings: list[str]) -> None:
@@ -236,12 +236,12 @@ def _first_sample(agent_started: bool, warnings: list[str]) -> None:
         lock = PidLock(paths.daemon_lock_file())
         while time.monotonic() - started < AGENT_SAMPLE_WAIT:
             if limits.read() is not None:
-                print("the agent took its first sample")
+                say("the agent took its first sample")
                 return
             if time.monotonic() - started > AGENT_START_WAIT and not lock.is_held_elsewhere():
                 break
             time.sleep(0.1)
-    print("taking a first memory sample (mpsd daemon --once)...")
+    say("taking a first memory sample (mpsd daemon --once)...")
     once = [sys.executable, "-m", "mpsd", "daemon", "--once"]
     done = subprocess.run(once, capture_output=True, text=True, timeout=300, check=False)
     if done.returncode != 0 or limits.read() is None:
@@ -275,15 +275,15 @@ def _dry_run(
     """What a real run would do (``said``, else ``none``), the diffs of ``shown``, the others'
     names."""
     if not said:
-        print(none)
+        say(none)
         return
-    print("Dry run: nothing was changed. A real run would:")
-    print("".join(f"{part}\n" for line in said for part in wrap(line, None, "  ", "    ")), end="")
+    say("Dry run: nothing was changed. A real run would:")
+    say("".join(f"{part}\n" for line in said for part in wrap(line, None, "  ", "    ")), end="")
     if shown:
-        print("\n" + "".join(installer.diff(c, name=tilde(c.path)) for c in shown), end="")
+        say("\n" + "".join(installer.diff(c, name=tilde(c.path)) for c in shown), end="")
     if hidden := [change for change in changed if change not in shown and change.new is not None]:
         names = ", ".join(tilde(c.path) for c in hidden)
-        print("\n" + fill(f"(Not shown: the contents of {names}; --verbose prints them.)"))
+        say("\n" + fill(f"(Not shown: the contents of {names}; --verbose prints them.)"))
 
 
 # -- uninstall ----------------------------------------------------------------------------
@@ -332,18 +332,18 @@ def run_uninstall(args: argparse.Namespace) -> int:
     kept = [tilde(d) for d in (paths.config_dir(), paths.state_dir()) if d.exists()]
     if refused is None and kept and not args.purge:
         kept_by = "Kept" if report else "mpsd is not installed here; kept"
-        print(
+        say(
             fill(
                 f"{kept_by} your config and history ({', '.join(kept)}); "
                 f"`{script.command()} uninstall --purge` removes them."
             )
         )
     elif refused is None and not report:
-        print("mpsd is not installed here: nothing to remove.")
+        say("mpsd is not installed here: nothing to remove.")
     for warning in warnings:
-        print(f"warning: {warning}", file=sys.stderr)
+        say(f"warning: {warning}", file=sys.stderr)
     if _hooks_changed(plan.files):
-        print("Open a new terminal so that your shells start without the hook.")
+        say("Open a new terminal so that your shells start without the hook.")
     if refused is not None:
         sys.stdout.flush()
         raise refused

@@ -10,6 +10,7 @@ from mpsd import paths
 from mpsd.daemon.notices import Way, find_way
 from mpsd.errors import EXIT_ABSENT, MpsdError
 from mpsd.setup import launchd
+from mpsd.term import say
 
 TEXT = "a test notice: this is how mpsd tells you about swap during a job"
 RECIPES = {
@@ -39,10 +40,10 @@ def run(args: argparse.Namespace) -> int:
     failed = way.send(TEXT)
     if failed is not None:
         raise MpsdError(f"the test notice was not handed over: {failed}.", EXIT_ABSENT)
-    print(f"Handed a test notice to {way.handed_to} through {way.name}.")
+    say(f"Handed a test notice to {way.handed_to} through {way.name}.")
     hidden = launchd.notices_hidden()
     if hidden:
-        print(f"But {hidden}: {launchd.REINSTALL_IN_DESKTOP}.")
+        say(f"But {hidden}: {launchd.REINSTALL_IN_DESKTOP}.")
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         return 0
     return 0 if _asked(way) else EXIT_ABSENT
@@ -55,7 +56,7 @@ def _asked(way: Way) -> bool:
     except EOFError:
         answer = ""
     if answer.startswith("y"):
-        print("Then the daemon's notices will show the same way.")
+        say("Then the daemon's notices will show the same way.")
         return True
-    print(f"Not shown: {RECIPES[way.name]}")
+    say(f"Not shown: {RECIPES[way.name]}")
     return False

@@ -16,6 +16,7 @@ from typing import IO, TYPE_CHECKING, Any
 from mpsd.env import project_python
 from mpsd.errors import EXIT_ABSENT, EXIT_OK, EXIT_USAGE, MpsdError
 from mpsd.sizes import gib, parse_size
+from mpsd.term import say
 
 if TYPE_CHECKING:  # imported for real inside run(): start-up stays fast
     from mpsd.limits import Limits
@@ -169,7 +170,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(to_json(result, advice), indent=2))
     else:
-        print("\n".join(report_lines(result, advice)))
+        say("\n".join(report_lines(result, advice)))
     return EXIT_OK if result.verdict == CLEAN else EXIT_ABSENT
 
 
@@ -208,7 +209,7 @@ def _calibrate(args: argparse.Namespace, ratio: float | None, current: Limits, p
     if found.changed and headroom is not None:
         line = f"headroom = {headroom:g}"
         if not args.json:
-            print(
+            say(
                 f"Ratio {clean:.2f} gave a clean error; ratio {start:.2f} swapped. "
                 f"The headroom that gives {clean:.2f}: `{line}`."
             )
@@ -228,10 +229,10 @@ def _calibrate(args: argparse.Namespace, ratio: float | None, current: Limits, p
         print(json.dumps({**data, "stopped": found.stopped}, indent=2))
     if found.stopped is not None:
         if not args.json:
-            print(f"Calibration stopped: {found.stopped}.")
+            say(f"Calibration stopped: {found.stopped}.")
         return EXIT_ABSENT
     if not found.changed and not args.json:
-        print(f"Ratio {start:.2f} already gives a clean error with no swap: nothing to change.")
+        say(f"Ratio {start:.2f} already gives a clean error with no swap: nothing to change.")
     return EXIT_OK
 
 

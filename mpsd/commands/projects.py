@@ -17,7 +17,7 @@ from mpsd.env.project_python import given
 from mpsd.env.pyhooks import Target, env_python, environments_of, tear_down, tear_down_python
 from mpsd.errors import EXIT_USAGE, MpsdError
 from mpsd.health import findings
-from mpsd.term import visible
+from mpsd.term import say
 
 
 def configure_projects(parser: argparse.ArgumentParser) -> None:
@@ -59,18 +59,18 @@ def run_enable(args: argparse.Namespace) -> int:
         explicit = [pyhooks.inspect_interpreter(python) for python in args.python]
     change = optin.enable(args.directory)
     if change.changed:
-        print(
+        say(
             f"Opted in {change.path}: a python started there or below, from a shell with the "
             "mpsd hook (or through `mpsd run`), gets the watermark variables."
         )
     else:
-        print(f"{change.path} is already opted in.")
+        say(f"{change.path} is already opted in.")
     if change.covered_by is not None:
-        print(f"It lies inside the project {change.covered_by}, which covers it already.")
+        say(f"It lies inside the project {change.covered_by}, which covers it already.")
     if not args.no_python_hook:
         _python_hooks(change.path, explicit)
     if note := _this_shell_note(str(change.path)):
-        print(note)
+        say(note)
     return 0
 
 
@@ -82,13 +82,13 @@ def _python_hooks(project: str, explicit: list[Target]) -> None:
         if real != os.path.abspath(target.site):  # a linked site-packages: say where they went
             where = f"{where} (a symlink: the files are in {real})"
         verb = "Set up" if changed else "Already set up:"
-        print(
+        say(
             f"{verb} the start-up hook in {where} (Python {target.version}), found by running "
             f"{_shown(target.python, project)}: its python gets the variables "
             "however it starts (IDE, notebook, cron, `uv run`)."
         )
         if target.kind == pyhooks.INSTALLATION:
-            print(
+            say(
                 f"warning: {target.site} is the site-packages of a whole Python installation "
                 f"({target.prefix}), not of a virtual environment: every python "
                 f"{target.version} started from it gets the hook, in any opted-in project; "
@@ -97,12 +97,12 @@ def _python_hooks(project: str, explicit: list[Target]) -> None:
                 file=sys.stderr,
             )
     for python in result.dropped:
-        print(f"Dropped {python} from the list: it no longer exists.")
+        say(f"Dropped {python} from the list: it no longer exists.")
     for problem in result.problems:
-        print(f"warning: {problem}", file=sys.stderr)
+        say(f"warning: {problem}", file=sys.stderr)
     if result.found_none:
         names = ", ".join(pyhooks.ENV_DIRS)
-        print(
+        say(
             f"No virtual environment in {project} ({names}): a python started from elsewhere "
             "(an IDE, a notebook, cron) gets the variables only with "
             "`mpsd enable --python PATH` for its interpreter, or through `mpsd run`."
@@ -144,17 +144,17 @@ def run_disable(args: argparse.Namespace) -> int:
         return _python_only(optin.target(args.directory), args.python)
     change = optin.disable(args.directory)
     if change.covered_by is None:
-        print(
+        say(
             f"Took {change.path} out: a python started there no longer gets the watermark "
             "variables from mpsd (hooked shells drop them at their next prompt)."
         )
     else:
-        print(
+        say(
             f"Took {change.path} out; it still lies inside the project {change.covered_by}, "
             "which keeps covering it."
         )
     for site in tear_down(change.path):
-        print(f"Removed the start-up hook from {site}.")
+        say(f"Removed the start-up hook from {site}.")
     return 0
 
 
@@ -163,20 +163,20 @@ def _python_only(project: str, pythons: list[str]) -> int:
     for python in pythons:
         for entry, outcome in tear_down_python(project, given(python)):
             if outcome == "kept":
-                print(
+                say(
                     f"Took {entry.python} off {project}'s list; the start-up hook stays in "
                     f"{entry.site}, which another project's list also has."
                 )
             elif outcome == "gone":
-                print(f"Took {entry.python} off {project}'s list (its hook was gone already).")
+                say(f"Took {entry.python} off {project}'s list (its hook was gone already).")
             else:
-                print(f"Removed the start-up hook from {entry.site} ({entry.python}).")
+                say(f"Removed the start-up hook from {entry.site} ({entry.python}).")
             if entry.python in own:
-                print(
+                say(
                     f"It is one of {project}'s own environments: the next `mpsd enable` there "
                     "puts the hook back (`mpsd enable --no-python-hook` does not)."
                 )
-    print(f"{project} stays opted in (`mpsd disable` without --python takes it out).")
+    say(f"{project} stays opted in (`mpsd disable` without --python takes it out).")
     return 0
 
 
@@ -189,13 +189,13 @@ def run_projects(args: argparse.Namespace) -> int:
         print(json.dumps(data, indent=2, ensure_ascii=False))
         return 0
     if not data["projects"]:
-        print("No directory is opted in; run `mpsd enable` in a project to opt it in.")
+        say("No directory is opted in; run `mpsd enable` in a project to opt it in.")
         return 0
     for item in data["projects"]:
         notes = ["missing"] if not item["exists"] else []
         notes += ["not yet in limits.toml"] if not item["in_limits"] else []
         suffix = f"  ({', '.join(notes)})" if notes else ""
-        print(f"{visible(item['path'])}{suffix}")
+        say(f"{item['path']}{suffix}")
         for env in item["python_hooks"]:
-            print(f"    start-up hook {findings.hook(env).short}")
+            say(f"    start-up hook {findings.hook(env).short}")
     return 0

@@ -265,3 +265,21 @@ def test_explains_kill_name_file_name_and_projects_paths_are_shown_escaped(
     assert listed.returncode == 0 and not RAW.search(listed.stdout), repr(listed.stdout)
     assert "p\\e]0;pwned\\x07" in listed.stdout
     assert json.loads(run_mpsd("projects", "--json").stdout)["projects"][0]["path"] == project
+
+
+def test_install_and_enable_show_the_users_own_text_escaped(tmp_path: Path) -> None:
+    """A prompt line of the user's rc file in install's dry-run diff, and a `--python` path in
+    enable's answer, are the user's text: shown, never acted on by the terminal."""
+    home = Path(os.environ["HOME"])
+    home.mkdir(parents=True, exist_ok=True)
+    (home / ".bashrc").write_text('export PS1="\x1b]0;title\x07$ "\n')
+    shown = run_mpsd("install", "--dry-run", "--shell", "bash")
+    assert shown.returncode == 0, shown.stderr
+    assert not RAW.search(shown.stdout) and 'PS1="\\e]0;title\\x07$ "' in shown.stdout
+    project = tmp_path / "proj"
+    project.mkdir()
+    odd = tmp_path / "py\x1b[2Jthon"
+    odd.symlink_to(sys.executable)
+    said = run_mpsd("enable", str(project), "--python", str(odd))
+    assert not RAW.search(said.stdout + said.stderr), repr(said.stdout + said.stderr)
+    assert "py\\e[2Jthon" in said.stdout + said.stderr
