@@ -39,12 +39,13 @@ def data_dir() -> Path:
     return _dir("MPSD_DATA_DIR", "XDG_DATA_HOME", (".local", "share"))
 
 
-def program(name: str) -> str | None:
-    """The program ``name`` as the shell finds it on ``PATH``, by its absolute path, or None; the
-    one resolver of every program mpsd runs (launchctl, vm_stat, lsof, pbpaste, osascript...).
-    Empty and relative entries are skipped: they mean the working directory, and a checkout's
-    ``./launchctl`` must never run."""
-    for entry in os.environ.get("PATH", os.defpath).split(os.pathsep):
+def program(name: str, path: str | None = None) -> str | None:
+    """The program ``name`` as the shell finds it on ``path`` (default: ``PATH``), by its absolute
+    path, or None; the one resolver of every program mpsd runs (launchctl, vm_stat, lsof,
+    osascript, a project's python3...). Empty and relative entries are skipped: they mean the
+    working directory, and a checkout's ``./launchctl`` must never run."""
+    path = os.environ.get("PATH", os.defpath) if path is None else path
+    for entry in path.split(os.pathsep):
         full = os.path.join(entry, name)
         if os.path.isabs(entry) and os.path.isfile(full) and os.access(full, os.X_OK):
             return full

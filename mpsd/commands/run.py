@@ -11,6 +11,7 @@ import sys
 from mpsd.env.exports import exports_here
 from mpsd.env.watermarks import problems
 from mpsd.errors import MpsdError
+from mpsd.term import visible
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -27,11 +28,12 @@ def run(args: argparse.Namespace) -> int:
     env = decision.environment_after(os.environ, marks=False)
     if not decision.exports and not decision.hand_set:
         sys.stderr.write(
-            f"mpsd: {decision.reason}; running {command[0]} without the watermark variables.\n"
+            f"mpsd: {visible(decision.reason)}; running {visible(command[0])} without the "
+            "watermark variables.\n"
         )
     if decision.hand_set:
         for problem in problems(env):
-            sys.stderr.write(f"mpsd: warning: {problem} (your own values are kept).\n")
+            sys.stderr.write(f"mpsd: warning: {visible(problem)} (your own values are kept).\n")
     program = command[0]
     if os.sep not in program and shutil.which(program, path=env.get("PATH", os.defpath)) is None:
         raise MpsdError(f"{program}: command not found; check its name and your PATH.", 127)

@@ -12,6 +12,7 @@ import sys
 from collections.abc import Mapping
 
 from mpsd.env.projects import current_directory as current_directory  # doctor and probe use it
+from mpsd.paths import program
 
 VENV_NAMES = (".venv", "venv")
 
@@ -22,14 +23,6 @@ def _bin_python(venv: str) -> str | None:
         if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
             return candidate
     return None
-
-
-def _on_path(name: str, path: str) -> str | None:
-    """As ``paths.program``: empty and relative entries (the working directory) are skipped."""
-    import shutil
-
-    path = os.pathsep.join(entry for entry in path.split(os.pathsep) if os.path.isabs(entry))
-    return shutil.which(name, path=path) if path else None
 
 
 def find(directory: str | None = None, environ: Mapping[str, str] | None = None) -> tuple[str, str]:
@@ -49,7 +42,7 @@ def find(directory: str | None = None, environ: Mapping[str, str] | None = None)
             break
         here = parent
     for name in ("python3", "python"):
-        if found := _on_path(name, env.get("PATH", "")):
+        if found := program(name, env.get("PATH", "")):
             return found, f"{name} on PATH"
     return sys.executable, "mpsd's own python"
 
@@ -88,4 +81,4 @@ def given(text: str) -> str:
         raise MpsdError("--python needs an interpreter: a path or a command name, not ''.")
     if os.sep in text:
         return os.path.expanduser(text)
-    return _on_path(text, os.environ.get("PATH", "")) or text
+    return program(text) or text

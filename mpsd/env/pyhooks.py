@@ -202,12 +202,11 @@ def inspect_interpreter(python: str) -> Target:
     """Ask ``python`` (a path, or a command on PATH) for its site-packages, in a subprocess; one
     sentence when it is no interpreter, older than 3.8, the system's own, or read-only."""
     import json
-    import shutil
     import subprocess
 
     given = python
     if os.sep not in python:
-        found = shutil.which(python)
+        found = paths.program(python)  # never a ./python3 of the working directory
         if found is None:
             raise MpsdError(f"{given} is not on PATH; give the path of the python to set up.")
         python = found

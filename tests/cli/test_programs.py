@@ -34,6 +34,7 @@ def _planted(directory: Path, name: str, mark: Path) -> None:
         ("bin", ("doctor",)),
         (".", ("doctor",)),
         ("", ("doctor",)),  # doctor's python3 on PATH (its torch check) is no ./python3 either
+        ("", ("enable", ".", "--python", "python3")),  # a name is looked up the same way
     ],
 )
 def test_a_program_in_the_working_directory_never_runs(
