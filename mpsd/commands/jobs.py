@@ -43,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(items[0] if args.action else items, indent=2))
         return 0
     if not daemon_running():
-        from mpsd.health.findings import default_start
+        from mpsd.setup.script import default_start  # only said with no daemon running
 
         print(f"The daemon is not running ({default_start()}): no new jobs are recorded.")
     if args.action:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import os
 import re
 import sys
@@ -61,6 +60,8 @@ def run(args: argparse.Namespace) -> int:
         )
     chain = read()
     if args.json:
+        import json  # only for --json: the plain status has a start-up bar
+
         json.dump(to_json(chain), sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
@@ -184,6 +185,8 @@ def to_json(chain: Chain) -> dict[str, Any]:
 
 def _free_memory() -> dict[str, Any] | None:
     """The last sample's free memory and its parts (the daemon's ``free-memory.json``), or None."""
+    import json
+
     try:
         data = json.loads(read_bytes(paths.free_memory_file(), limit=64 * 1024))
     except (OSError, ValueError, RecursionError):

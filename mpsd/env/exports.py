@@ -4,6 +4,7 @@ started there (``Optin``: what ``mpsd env --shell json`` prints and ``mpsd statu
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -14,6 +15,8 @@ from mpsd.env import watermarks
 from mpsd.env.decision import MARKS, Exports, MlxGets, containing_project, decide_exports
 from mpsd.env.projects import current_directory, for_limits
 from mpsd.errors import MpsdError
+
+HOOK_FILE = "_mpsd_startup.py"  # pyhooks.MODULE_FILE (pyhooks is kept off status's start-up)
 
 
 def directory_of(directory: str | None) -> str:
@@ -99,22 +102,28 @@ def path_python_gets(environ: Mapping[str, str]) -> tuple[str, dict[str, str]] |
     """The ``python`` on PATH and the pair mpsd's start-up hook gives it here, when it carries
     the hook and its environment lies in a project (a venv activated outside the project); None
     otherwise. Never runs it: the hook's own ``decide`` on its prefix."""
-    import glob
-
-    from mpsd.env import startup_hook
-
     python = paths.program("python")
     if python is None:
         return None
     prefix = os.path.dirname(os.path.dirname(python))
-    site = os.path.join(glob.escape(prefix), "lib", "python*", "site-packages")
-    if not glob.glob(os.path.join(site, "_mpsd_startup.py")):
-        return None
+    lib = os.path.join(prefix, "lib")
+    with contextlib.suppress(OSError):  # lib/python3.X/site-packages, as venv lays it out
+        names = [name for name in os.listdir(lib) if name.startswith("python")]
+        if any(os.path.isfile(os.path.join(lib, n, "site-packages", HOOK_FILE)) for n in names):
+            from mpsd.env import startup_hook  # (status's start-up: only where a hook lies)
+
+            return _gets(python, startup_hook.decide(environ, _cwd(), prefix))
+    return None
+
+
+def _cwd() -> str | None:
     try:
-        cwd: str | None = os.getcwd()
+        return os.getcwd()
     except OSError:
-        cwd = None
-    gets = startup_hook.decide(environ, cwd, prefix)
+        return None
+
+
+def _gets(python: str, gets: Mapping[str, str]) -> tuple[str, dict[str, str]] | None:
     pair = {name: gets[name] for name in (watermarks.HIGH, watermarks.LOW) if name in gets}
     return (python, pair) if pair else None
 

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
@@ -15,8 +16,7 @@ from mpsd.env import watermarks
 from mpsd.env.decision import ENABLE
 from mpsd.env.exports import hook_copy_command
 from mpsd.health.chain import Chain
-from mpsd.setup import homebrew
-from mpsd.setup.script import command
+from mpsd.setup.script import default_start
 from mpsd.sizes import gib
 
 OK, PROBLEM, WARNING, SKIPPED = "ok", "problem", "warning", "skipped"
@@ -34,11 +34,6 @@ class Finding:
     detail: str
     fix: str = ""
     short: str = ""
-
-
-def default_start() -> str:
-    """How to start the daemon without asking launchd (status's start-up has no room for it)."""
-    return f"start it with `{homebrew.START if homebrew.runs_agent() else command() + ' daemon'}`"
 
 
 def source_words(current: limits.Limits) -> str:
@@ -127,8 +122,8 @@ def _limits(chain: Chain) -> Finding:
 def _daemon(chain: Chain, given: str | None) -> list[Finding]:
     history = chain.history
 
-    def start() -> str:  # default_start scans PATH: only where a finding needs it
-        return given or default_start()
+    # default_start scans PATH and the install schemes: only where a finding needs it, once.
+    start = functools.lru_cache(maxsize=None)(lambda: given or default_start())
 
     if chain.daemon_running:
         said = f"running{f' (pid {chain.daemon_pid})' if chain.daemon_pid else ''}"

@@ -13,6 +13,10 @@ from mpsd.setup import homebrew
 
 def script() -> str | None:
     """This mpsd's console script (absolute, not resolved), or None (run ``python -m mpsd``)."""
+    package = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    found = os.path.join(sys.prefix, "bin", "mpsd")  # a venv's or a prefix's: sysconfig unasked
+    if package.startswith(sys.prefix + os.sep) and os.access(found, os.X_OK):
+        return homebrew.opt_path(os.path.abspath(found))
     import site
     import sysconfig
 
@@ -23,7 +27,6 @@ def script() -> str | None:
     userbase = os.environ.get("PYTHONUSERBASE") or site.getuserbase()
     base = {"base": sys.prefix, "platbase": sys.exec_prefix, "userbase": userbase}
     schemes = [sysconfig.get_paths(vars=base), sysconfig.get_paths(user, vars=base)]
-    package = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     schemes.sort(key=lambda scheme: package not in (scheme["purelib"], scheme["platlib"]))
     for scheme in schemes:
         found = os.path.join(scheme["scripts"], "mpsd")
@@ -46,3 +49,8 @@ def command() -> str:
         ):
             return "mpsd"
     return script() or f"{homebrew.opt_path(sys.executable)} -m mpsd"
+
+
+def default_start() -> str:
+    """How to start the daemon without asking launchd: worded once, for status, doctor and jobs."""
+    return f"start it with `{homebrew.START if homebrew.runs_agent() else command() + ' daemon'}`"

@@ -345,3 +345,9 @@ def test_no_mlx_beside_the_hook_no_finder(tmp_path: Path, monkeypatch: pytest.Mo
     monkeypatch.setattr(startup_hook, "_started", [])
     startup_hook.start()
     assert startup_hook not in sys.meta_path
+
+
+def test_status_looks_for_the_hook_under_the_name_enable_writes_it() -> None:
+    from mpsd.env import exports, pyhooks
+
+    assert exports.HOOK_FILE == pyhooks.MODULE_FILE
